@@ -1,0 +1,31 @@
+# Two commands on a fresh machine: `make serve` and `make test`. Both create .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: serve test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/uvicorn app.main:app --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.routing
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

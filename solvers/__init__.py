@@ -1,0 +1,1 @@
+"""cosolve's domain: problems, file formats, solvers and their registry."""

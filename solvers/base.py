@@ -1,0 +1,171 @@
+"""The one solver interface: Budget, progress reporting and the registry.
+
+Every solver, neural or classical, is a ``Solver``: it takes a domain instance and a ``Budget``
+and returns a domain ``Solution`` whose cost was recomputed by the problem's own code. The
+registry is the single list that the API, the CLI, the compare endpoint and the benchmarks read,
+so adding a solver means one module and one ``register`` call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from solvers.errors import (
+    InstanceTooLargeError,
+    ProblemMismatchError,
+    SolverUnavailableError,
+    UnknownSolverError,
+)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a solver may spend: a wall-clock limit, a seed, a device and a cancel flag."""
+
+    time_limit: float = 10.0
+    seed: int = 0
+    device: str = "cpu"
+    cancel: threading.Event | None = None
+
+    def __post_init__(self) -> None:
+        if not self.time_limit > 0:
+            raise ValueError("time_limit must be positive")
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+
+class Clock:
+    """Tracks the time spent against a budget, started when the solver starts."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.start = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.budget.time_limit - self.elapsed)
+
+    def expired(self) -> bool:
+        return self.remaining <= 0.0 or self.budget.cancelled()
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """One progress report: how long, how many iterations, the best cost so far."""
+
+    solver: str
+    elapsed: float
+    iterations: int
+    best_cost: float | None
+    message: str = ""
+
+
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+def no_progress(_: ProgressEvent) -> None:
+    """The default progress callback: ignore reports."""
+
+
+@runtime_checkable
+class Solver(Protocol):
+    """Solves instances of the problems it declares, within a Budget."""
+
+    name: str
+
+    def solve(self, instance: Any, budget: Budget, progress: ProgressCallback = no_progress) -> Any:
+        """Return a Solution for ``instance`` within ``budget``; report through ``progress``."""
+        ...
+
+
+@dataclass
+class SolverSpec:
+    """Registry entry: what a solver solves, its size limits and whether it can run here."""
+
+    name: str
+    family: str
+    problems: tuple[str, ...]
+    description: str
+    factory: Callable[[], Solver]
+    max_nodes: dict[str, int] = field(default_factory=dict)
+    needs_weights: bool = False
+    kind: str = "classical"
+    availability: Callable[[], str | None] = field(default=lambda: None)
+
+    def unavailable_reason(self) -> str | None:
+        """None when the solver can run here, else a sentence saying why not and what to do."""
+        return self.availability()
+
+    @property
+    def available(self) -> bool:
+        return self.unavailable_reason() is None
+
+
+_REGISTRY: dict[str, SolverSpec] = {}
+_INSTANCES: dict[str, Solver] = {}
+_LOCK = threading.Lock()
+
+
+def register(spec: SolverSpec) -> SolverSpec:
+    """Add a solver to the registry (once per name)."""
+    if spec.name in _REGISTRY:
+        raise ValueError(f"solver {spec.name!r} registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def _load_builtin_solvers() -> None:
+    # Importing the solver modules registers them; done lazily so that `solvers.base` stays
+    # importable without OR-Tools or torch being imported.
+    import solvers.routing.registry  # noqa: F401
+
+
+def all_specs() -> list[SolverSpec]:
+    """Every registered solver, in registration order."""
+    _load_builtin_solvers()
+    return list(_REGISTRY.values())
+
+
+def get_spec(name: str) -> SolverSpec:
+    _load_builtin_solvers()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownSolverError(name, sorted(_REGISTRY)) from None
+
+
+def specs_for(problem: str) -> list[SolverSpec]:
+    """Solvers that declare ``problem``."""
+    return [s for s in all_specs() if problem in s.problems]
+
+
+def get_solver(name: str, problem: str | None = None, nodes: int | None = None) -> Solver:
+    """Look a solver up, check it can run this problem at this size, and build it once."""
+    spec = get_spec(name)
+    if problem is not None and problem not in spec.problems:
+        raise ProblemMismatchError(name, problem, list(spec.problems))
+    reason = spec.unavailable_reason()
+    if reason is not None:
+        raise SolverUnavailableError(name, reason)
+    if problem is not None and nodes is not None:
+        limit = spec.max_nodes.get(problem)
+        if limit is not None and nodes > limit:
+            raise InstanceTooLargeError(
+                f"solver {name!r} handles {problem} up to {limit} nodes; this instance has "
+                f"{nodes}. Choose a solver with a higher limit (GET /v1/solvers lists them).",
+                nodes=nodes,
+                limit=limit,
+            )
+    with _LOCK:
+        if name not in _INSTANCES:
+            _INSTANCES[name] = spec.factory()
+        return _INSTANCES[name]

@@ -1,0 +1,70 @@
+"""Domain errors that the API and CLI turn into clear messages.
+
+They live in the domain (not in app/) so that a file read by the CLI and a body posted to the
+API fail with the same words and name the same field.
+"""
+
+from __future__ import annotations
+
+
+class CosolveError(Exception):
+    """Base class of every error cosolve raises on purpose."""
+
+
+class InstanceError(CosolveError, ValueError):
+    """An instance is malformed; ``field`` names the part at fault (e.g. ``demands[3]``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class UnsupportedFormatError(InstanceError):
+    """A file asks for something we do not read (an EDGE_WEIGHT_TYPE, a TYPE, an extension)."""
+
+
+class InstanceTooLargeError(CosolveError):
+    """The instance is larger than a solver (or the request path) can handle."""
+
+    def __init__(self, message: str, nodes: int, limit: int) -> None:
+        super().__init__(message)
+        self.nodes = nodes
+        self.limit = limit
+
+
+class UnknownSolverError(CosolveError, KeyError):
+    """No solver is registered under that name."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.known = known
+
+    def __str__(self) -> str:
+        return f"unknown solver {self.name!r}; known solvers: {', '.join(self.known)}"
+
+
+class SolverUnavailableError(CosolveError):
+    """A solver is registered but cannot run here (missing weights or package)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"solver {name!r} is unavailable: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class ProblemMismatchError(CosolveError):
+    """A solver was asked to solve a problem it does not support."""
+
+    def __init__(self, solver: str, problem: str, supported: list[str]) -> None:
+        super().__init__(
+            f"solver {solver!r} does not solve {problem}; it solves: {', '.join(supported)}"
+        )
+        self.solver = solver
+        self.problem = problem
+        self.supported = supported
+
+
+class NoSolutionError(CosolveError):
+    """A solver ran but produced no solution within its budget."""

@@ -1,0 +1,423 @@
+"""TSP and CVRP instances, their distance conventions, costs and solutions.
+
+Distances follow the convention the instance declares, because published optima depend on it:
+TSPLIB's EUC_2D rounds every edge to the nearest integer, CEIL_2D rounds up, ATT is TSPLIB's
+pseudo-Euclidean distance, ``exact`` is the plain float Euclidean distance (our default for
+coordinates posted as JSON) and ``EXPLICIT`` reads a given matrix. Every Solution says which
+convention its cost uses. Nothing here builds an N×N matrix unless asked to, so the same code
+serves 100K-node instances.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from solvers.errors import InstanceError
+
+Convention = Literal["exact", "EUC_2D", "CEIL_2D", "ATT", "EXPLICIT"]
+COORD_CONVENTIONS: tuple[str, ...] = ("exact", "EUC_2D", "CEIL_2D", "ATT")
+CONVENTIONS: tuple[str, ...] = (*COORD_CONVENTIONS, "EXPLICIT")
+ProblemName = Literal["tsp", "cvrp"]
+
+#: Above this many nodes ``dense_matrix`` refuses: 20K² float64 is 3.2 GB.
+DENSE_MATRIX_LIMIT = 20_000
+
+
+def _nint(x: np.ndarray) -> np.ndarray:
+    """TSPLIB's nint: round half up (``int(x + 0.5)``), not numpy's banker's rounding."""
+    return np.floor(x + 0.5)
+
+
+def coordinate_distance(
+    xy_a: np.ndarray, xy_b: np.ndarray, convention: str
+) -> np.ndarray:
+    """Distances between matching rows of two (m, 2) coordinate arrays under a convention."""
+    d = xy_a - xy_b
+    sq = d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]
+    if convention == "exact":
+        return np.sqrt(sq)
+    if convention == "EUC_2D":
+        return _nint(np.sqrt(sq))
+    if convention == "CEIL_2D":
+        return np.ceil(np.sqrt(sq))
+    if convention == "ATT":
+        r = np.sqrt(sq / 10.0)
+        t = _nint(r)
+        return np.where(t < r, t + 1.0, t)
+    raise ValueError(f"not a coordinate convention: {convention}")
+
+
+class RoutingInstance:
+    """Nodes given by 2-D coordinates or by an explicit distance matrix."""
+
+    problem: ClassVar[str] = "routing"
+    min_nodes: ClassVar[int] = 2
+
+    def __init__(
+        self,
+        *,
+        name: str = "instance",
+        coords: Any = None,
+        distance_matrix: Any = None,
+        distance: str | None = None,
+        node_ids: Any = None,
+    ) -> None:
+        self.name = name
+        if coords is None and distance_matrix is None:
+            raise InstanceError("coords", "give coordinates or a distance matrix")
+        self.coords: np.ndarray | None = None
+        self.matrix: np.ndarray | None = None
+        if distance_matrix is not None:
+            self.matrix = _validate_matrix(distance_matrix)
+            n = self.matrix.shape[0]
+            if coords is not None:
+                # Coordinates beside a matrix only serve drawings and neighbour lists.
+                self.coords = _validate_coords(coords)
+                if self.coords.shape[0] != n:
+                    raise InstanceError(
+                        "coords",
+                        f"{self.coords.shape[0]} coordinates for a {n}×{n} distance matrix",
+                    )
+            if distance not in (None, "EXPLICIT"):
+                raise InstanceError(
+                    "distance", "a distance matrix was given, so the convention is EXPLICIT"
+                )
+            self.distance: str = "EXPLICIT"
+        else:
+            self.coords = _validate_coords(coords)
+            n = self.coords.shape[0]
+            distance = distance or "exact"
+            if distance not in COORD_CONVENTIONS:
+                raise InstanceError(
+                    "distance",
+                    f"unknown distance convention {distance!r}; use one of "
+                    f"{', '.join(COORD_CONVENTIONS)} (or give a distance_matrix)",
+                )
+            self.distance = distance
+        if n < self.min_nodes:
+            raise InstanceError(
+                "coords" if self.matrix is None else "distance_matrix",
+                f"a {self.problem.upper()} needs at least {self.min_nodes} nodes, got {n}",
+            )
+        self.n = n
+        self.node_ids = _validate_ids(node_ids, n)
+        self._tree: Any = None
+
+    # -- distances -----------------------------------------------------------------------
+    def edge_lengths(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Length of each edge a[k] -> b[k] under the instance's convention."""
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        if self.matrix is not None:
+            return self.matrix[a, b]
+        assert self.coords is not None
+        return coordinate_distance(self.coords[a], self.coords[b], self.distance)
+
+    def dense_matrix(self, limit: int = DENSE_MATRIX_LIMIT) -> np.ndarray:
+        """The full N×N float matrix; refuses above ``limit`` nodes to protect memory."""
+        if self.matrix is not None:
+            return self.matrix
+        if self.n > limit:
+            raise MemoryError(f"refusing to build a dense {self.n}×{self.n} matrix")
+        assert self.coords is not None
+        c = self.coords
+        return coordinate_distance(c[:, None, :], c[None, :, :], self.distance)
+
+    def nearest_neighbours(self, k: int) -> np.ndarray:
+        """(n, k) indices of each node's k nearest other nodes, without a dense matrix."""
+        k = min(k, self.n - 1)
+        if self.coords is not None and self.matrix is None:
+            from scipy.spatial import cKDTree
+
+            if self._tree is None:
+                self._tree = cKDTree(self.coords)
+            _, idx = self._tree.query(self.coords, k=k + 1, workers=-1)
+            idx = np.asarray(idx, dtype=np.int64).reshape(self.n, k + 1)
+            # Drop each node itself; with duplicate points it may sit in any column.
+            not_self = idx != np.arange(self.n)[:, None]
+            order = np.argsort(~not_self, axis=1, kind="stable")[:, :k]
+            return np.take_along_axis(idx, order, axis=1)
+        m = self.dense_matrix().copy()
+        np.fill_diagonal(m, np.inf)
+        part = np.argpartition(m, k - 1, axis=1)[:, :k]
+        order = np.take_along_axis(m, part, axis=1).argsort(axis=1)
+        return np.take_along_axis(part, order, axis=1)
+
+    def path_cost(self, nodes: np.ndarray) -> float:
+        """Length of the open path visiting ``nodes`` in order."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if nodes.size < 2:
+            return 0.0
+        return float(self.edge_lengths(nodes[:-1], nodes[1:]).sum())
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "problem": self.problem, "nodes": self.n,
+                "distance": self.distance}
+
+
+class TSPInstance(RoutingInstance):
+    """A symmetric or asymmetric travelling-salesman instance."""
+
+    problem: ClassVar[str] = "tsp"
+    min_nodes: ClassVar[int] = 3
+
+    def tour_cost(self, tour: Any) -> float:
+        """Length of the closed tour (the edge back to the start included)."""
+        t = np.asarray(tour, dtype=np.int64)
+        return float(self.edge_lengths(t, np.roll(t, -1)).sum())
+
+    def cost(self, routes: list[list[int]]) -> float:
+        return self.tour_cost(routes[0])
+
+
+class CVRPInstance(RoutingInstance):
+    """A capacitated VRP: one depot, integer demands, one vehicle capacity, optional fleet cap."""
+
+    problem: ClassVar[str] = "cvrp"
+    min_nodes: ClassVar[int] = 2
+
+    def __init__(
+        self,
+        *,
+        demands: Any,
+        capacity: Any,
+        depot: int = 0,
+        max_vehicles: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.depot = _validate_depot(depot, self.n)
+        self.capacity = _validate_capacity(capacity)
+        self.demands = _validate_demands(demands, self.n, self.depot, self.capacity)
+        if max_vehicles is not None:
+            if isinstance(max_vehicles, bool) or not isinstance(max_vehicles, (int, np.integer)):
+                raise InstanceError("max_vehicles", "must be a positive integer")
+            if max_vehicles < 1:
+                raise InstanceError("max_vehicles", f"must be at least 1, got {max_vehicles}")
+            need = math.ceil(int(self.demands.sum()) / self.capacity)
+            if need > max_vehicles:
+                raise InstanceError(
+                    "max_vehicles",
+                    f"total demand {int(self.demands.sum())} needs at least {need} vehicles of "
+                    f"capacity {self.capacity}, but max_vehicles is {max_vehicles}",
+                )
+            max_vehicles = int(max_vehicles)
+        self.max_vehicles: int | None = max_vehicles
+
+    @property
+    def customers(self) -> np.ndarray:
+        return np.delete(np.arange(self.n), self.depot)
+
+    def min_vehicles(self) -> int:
+        """The bin-packing lower bound ⌈Σd / Q⌉."""
+        return max(1, math.ceil(int(self.demands.sum()) / self.capacity))
+
+    def route_cost(self, route: Any) -> float:
+        r = np.asarray(route, dtype=np.int64)
+        if r.size == 0:
+            return 0.0
+        full = np.concatenate(([self.depot], r, [self.depot]))
+        return self.path_cost(full)
+
+    def cost(self, routes: list[list[int]]) -> float:
+        """Total length; all routes are joined through the depot in one vectorized pass."""
+        nonempty = [np.asarray(r, dtype=np.int64) for r in routes if len(r)]
+        if not nonempty:
+            return 0.0
+        parts = []
+        for r in nonempty:
+            parts.append(np.array([self.depot]))
+            parts.append(r)
+        parts.append(np.array([self.depot]))
+        return self.path_cost(np.concatenate(parts))
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(capacity=self.capacity, depot=self.depot, max_vehicles=self.max_vehicles,
+                 total_demand=int(self.demands.sum()), min_vehicles=self.min_vehicles())
+        return d
+
+
+Instance = TSPInstance | CVRPInstance
+
+INTEGER_CONVENTIONS = ("EUC_2D", "CEIL_2D", "ATT")
+
+
+def integer_scale(instance: RoutingInstance, longest_edge_units: float = 1_000_000) -> float:
+    """Factor that turns this instance's distances into integers for integer-only solvers.
+
+    1 for integer conventions (and integer matrices); otherwise chosen so the longest possible
+    edge is about ``longest_edge_units``, which keeps rounding error near 1e-6 relative.
+    """
+    if instance.distance in INTEGER_CONVENTIONS:
+        return 1.0
+    if instance.matrix is not None:
+        m = instance.matrix
+        if np.all(m == np.round(m)) and m.max() < 2**31:
+            return 1.0
+        longest = float(m.max()) or 1.0
+    else:
+        assert instance.coords is not None
+        span = instance.coords.max(axis=0) - instance.coords.min(axis=0)
+        longest = float(math.hypot(*span)) or 1.0
+    return longest_edge_units / longest
+
+
+@dataclass
+class Solution:
+    """A routing solution with its cost recomputed by the instance and independently checked.
+
+    ``routes`` holds 0-based node indices. For a TSP it is one closed tour; for a CVRP each
+    route lists customers in visiting order, the depot at both ends left implicit.
+    """
+
+    problem: str
+    instance_name: str
+    routes: list[list[int]]
+    cost: float
+    distance: str
+    feasible: bool
+    violations: list[str]
+    solver: str
+    wall_time: float
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tour(self) -> list[int]:
+        if self.problem != "tsp":
+            raise AttributeError("only a TSP solution has a tour")
+        return self.routes[0]
+
+
+def build_solution(
+    instance: Instance,
+    routes: list[list[int]],
+    *,
+    solver: str,
+    wall_time: float,
+    stats: dict[str, Any] | None = None,
+) -> Solution:
+    """Wrap a solver's routes: recompute the cost and run the independent checker."""
+    from solvers.routing.check import check_solution
+
+    routes = [[int(v) for v in r] for r in routes]
+    violations = check_solution(instance, routes)
+    try:
+        cost = instance.cost(routes) if not violations or _indices_ok(instance, routes) else math.nan
+    except Exception:  # noqa: BLE001 - a malformed route must not hide the violation list
+        cost = math.nan
+    return Solution(
+        problem=instance.problem,
+        instance_name=instance.name,
+        routes=routes,
+        cost=float(cost),
+        distance=instance.distance,
+        feasible=not violations,
+        violations=violations,
+        solver=solver,
+        wall_time=float(wall_time),
+        stats=dict(stats or {}),
+    )
+
+
+def _indices_ok(instance: RoutingInstance, routes: list[list[int]]) -> bool:
+    return all(0 <= v < instance.n for r in routes for v in r) and len(routes) > 0
+
+
+# -- validation helpers ------------------------------------------------------------------
+def _validate_coords(coords: Any) -> np.ndarray:
+    try:
+        arr = np.asarray(coords, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError("coords", "must be a list of [x, y] number pairs") from None
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise InstanceError(
+            "coords", f"must be a list of [x, y] pairs, got an array of shape {arr.shape}"
+        )
+    bad = ~np.isfinite(arr).all(axis=1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InstanceError(f"coords[{i}]", f"coordinates must be finite numbers, got {arr[i].tolist()}")
+    return np.ascontiguousarray(arr)
+
+
+def _validate_matrix(matrix: Any) -> np.ndarray:
+    try:
+        arr = np.asarray(matrix, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError(
+            "distance_matrix", "must be a square list of lists of numbers (rows of equal length)"
+        ) from None
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise InstanceError("distance_matrix", f"must be square, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i, j = (int(v) for v in np.argwhere(bad)[0])
+        raise InstanceError(f"distance_matrix[{i}][{j}]", "distances must be finite numbers")
+    neg = arr < 0
+    if neg.any():
+        i, j = (int(v) for v in np.argwhere(neg)[0])
+        raise InstanceError(
+            f"distance_matrix[{i}][{j}]", f"distances must be non-negative, got {arr[i, j]}"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def _validate_ids(node_ids: Any, n: int) -> np.ndarray | None:
+    if node_ids is None:
+        return None
+    ids = list(node_ids)
+    if len(ids) != n:
+        raise InstanceError("ids", f"{len(ids)} ids for {n} nodes")
+    seen: dict[Any, int] = {}
+    for i, v in enumerate(ids):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise InstanceError(f"ids[{i}]", f"ids must be integers, got {v!r}")
+        if v in seen:
+            raise InstanceError(f"ids[{i}]", f"duplicate id {v} (also at ids[{seen[v]}])")
+        seen[v] = i
+    return np.asarray(ids, dtype=np.int64)
+
+
+def _validate_depot(depot: Any, n: int) -> int:
+    if isinstance(depot, bool) or not isinstance(depot, (int, np.integer)):
+        raise InstanceError("depot", f"must be a node index, got {depot!r}")
+    if not 0 <= depot < n:
+        raise InstanceError("depot", f"must be a node index in [0, {n - 1}], got {depot}")
+    return int(depot)
+
+
+def _validate_capacity(capacity: Any) -> int:
+    if isinstance(capacity, bool):
+        raise InstanceError("capacity", "must be a positive integer")
+    if isinstance(capacity, float) and capacity.is_integer():
+        capacity = int(capacity)
+    if not isinstance(capacity, (int, np.integer)) or capacity <= 0:
+        raise InstanceError("capacity", f"must be a positive integer, got {capacity!r}")
+    return int(capacity)
+
+
+def _validate_demands(demands: Any, n: int, depot: int, capacity: int) -> np.ndarray:
+    try:
+        raw = np.asarray(demands, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError("demands", "must be a list of integers") from None
+    if raw.ndim != 1 or raw.shape[0] != n:
+        raise InstanceError("demands", f"needs one demand per node ({n}), got shape {raw.shape}")
+    checks = [
+        (~np.isfinite(raw), "must be a finite integer"),
+        (raw < 0, "must not be negative"),
+        (raw != np.round(raw), "must be an integer"),
+        (raw > capacity, f"exceeds the vehicle capacity {capacity}"),
+    ]
+    for mask, words in checks:
+        if mask.any():
+            i = int(np.flatnonzero(mask)[0])
+            raise InstanceError(f"demands[{i}]", f"demand {raw[i]:g} {words}")
+    if raw[depot] != 0:
+        raise InstanceError(f"demands[{depot}]", "the depot's demand must be 0")
+    return raw.astype(np.int64)

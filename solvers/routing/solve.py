@@ -1,0 +1,87 @@
+"""Solving and comparing through the registry: the one code path the API, the CLI and the
+benchmarks share, so a number shown anywhere was produced the same way."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from solvers.base import Budget, ProgressCallback, get_solver, no_progress
+from solvers.errors import CosolveError
+from solvers.routing.problem import Instance, Solution
+
+
+def solve(
+    instance: Instance,
+    solver: str,
+    budget: Budget,
+    progress: ProgressCallback = no_progress,
+) -> Solution:
+    """Solve with a registered solver after checking it supports this problem and size."""
+    impl = get_solver(solver, problem=instance.problem, nodes=instance.n)
+    return impl.solve(instance, budget, progress)
+
+
+def gap_percent(cost: float, reference: float | None) -> float | None:
+    """(cost − reference) / reference in percent; None when either side is unknown."""
+    if reference is None or not math.isfinite(cost) or reference == 0:
+        return None
+    return 100.0 * (cost - reference) / reference
+
+
+@dataclass
+class ComparisonRow:
+    solver: str
+    solution: Solution | None
+    error: str | None = None
+    gap_to_best: float | None = None
+    gap_to_reference: float | None = None
+
+    @property
+    def cost(self) -> float | None:
+        return self.solution.cost if self.solution else None
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.solution and self.solution.feasible)
+
+
+@dataclass
+class Comparison:
+    """Several solvers on one instance and one budget."""
+
+    instance: Instance
+    budget: Budget
+    rows: list[ComparisonRow]
+    reference: float | None = None
+    best_solver: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def compare(
+    instance: Instance,
+    solvers: list[str],
+    budget: Budget,
+    reference: float | None = None,
+    progress: ProgressCallback = no_progress,
+) -> Comparison:
+    """Run each solver in turn on the same instance and budget; gaps only count feasible rows.
+
+    Solvers run one after another, not concurrently, so each gets the same machine.
+    """
+    rows: list[ComparisonRow] = []
+    for name in solvers:
+        try:
+            rows.append(ComparisonRow(name, solve(instance, name, budget, progress)))
+        except CosolveError as exc:
+            rows.append(ComparisonRow(name, None, error=str(exc)))
+        if budget.cancelled():
+            break
+    feasible = [r for r in rows if r.feasible and r.cost is not None]
+    best = min(feasible, key=lambda r: r.cost) if feasible else None  # type: ignore[arg-type,return-value]
+    for r in rows:
+        if r.feasible and r.cost is not None:
+            r.gap_to_best = gap_percent(r.cost, best.cost if best else None)
+            r.gap_to_reference = gap_percent(r.cost, reference)
+    return Comparison(instance, budget, rows, reference, best.solver if best else None)
