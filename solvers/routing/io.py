@@ -104,41 +104,60 @@ def parse_instance_bytes(
     return parse_tsplib_text(text, default_name=Path(_strip_gz(filename)[0]).stem)
 
 
+def _header(text: str) -> dict[str, str]:
+    """The ``KEY : value`` lines before the first section, so that what we cannot honour is
+    refused with a clear message before vrplib sees the data."""
+    head: dict[str, str] = {}
+    for line in text.splitlines():
+        s = line.strip()
+        if s.upper().endswith("_SECTION") or s.upper() == "EOF":
+            break
+        key, sep, value = s.partition(":")
+        if sep:
+            head[key.strip().upper()] = value.strip()
+    return head
+
+
+def _check_supported(head: dict[str, str]) -> None:
+    ewt = head.get("EDGE_WEIGHT_TYPE", "").upper()
+    if not ewt:
+        raise InstanceError("file", "not a TSPLIB/CVRPLIB file: no EDGE_WEIGHT_TYPE line")
+    if ewt not in SUPPORTED_EDGE_WEIGHT_TYPES:
+        raise UnsupportedFormatError(
+            "EDGE_WEIGHT_TYPE",
+            f"EDGE_WEIGHT_TYPE {ewt} is not supported; supported: "
+            f"{', '.join(SUPPORTED_EDGE_WEIGHT_TYPES)}",
+        )
+    fmt = head.get("EDGE_WEIGHT_FORMAT", "").upper()
+    if ewt == "EXPLICIT" and fmt not in SUPPORTED_EXPLICIT_FORMATS:
+        raise UnsupportedFormatError(
+            "EDGE_WEIGHT_FORMAT",
+            f"EDGE_WEIGHT_FORMAT {fmt or '(missing)'} is not supported; supported: "
+            f"{', '.join(SUPPORTED_EXPLICIT_FORMATS)}",
+        )
+
+
 def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     """Interpret a TSPLIB/CVRPLIB text parsed by vrplib as a TSP or CVRP instance."""
-    if "EDGE_WEIGHT_TYPE" not in text.upper():
-        raise InstanceError("file", "not a TSPLIB/CVRPLIB file: no EDGE_WEIGHT_TYPE line")
+    _check_supported(_header(text))
     try:
         data = parse_vrplib(text, compute_edge_weights=False)
     except Exception as exc:  # vrplib raises bare ValueError/IndexError on malformed text
         raise InstanceError("file", f"could not parse the file: {exc}") from None
-    return _from_vrplib(data, text, default_name)
+    return _from_vrplib(data, default_name)
 
 
-def _from_vrplib(data: dict[str, Any], text: str, default_name: str) -> Instance:
+def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
     name = str(data.get("name") or default_name)
     problem_type = str(data.get("type", "")).upper().split()[0] if data.get("type") else ""
     ewt = str(data.get("edge_weight_type", "")).upper()
-    if ewt not in SUPPORTED_EDGE_WEIGHT_TYPES:
-        raise UnsupportedFormatError(
-            "EDGE_WEIGHT_TYPE",
-            f"EDGE_WEIGHT_TYPE {ewt or '(missing)'} is not supported; supported: "
-            f"{', '.join(SUPPORTED_EDGE_WEIGHT_TYPES)}",
-        )
     coords = data.get("node_coord")
     matrix = None
     if ewt == "EXPLICIT":
-        fmt = str(data.get("edge_weight_format", "")).upper()
-        if fmt not in SUPPORTED_EXPLICIT_FORMATS:
-            raise UnsupportedFormatError(
-                "EDGE_WEIGHT_FORMAT",
-                f"EDGE_WEIGHT_FORMAT {fmt or '(missing)'} is not supported; supported: "
-                f"{', '.join(SUPPORTED_EXPLICIT_FORMATS)}",
-            )
-        try:
-            matrix = parse_vrplib(text, compute_edge_weights=True)["edge_weight"]
-        except Exception as exc:
-            raise InstanceError("EDGE_WEIGHT_SECTION", f"could not read the matrix: {exc}") from None
+        # vrplib expands explicit weights (FULL_MATRIX, LOWER_ROW) even without compute.
+        matrix = data.get("edge_weight")
+        if matrix is None or np.ndim(matrix) != 2:
+            raise InstanceError("EDGE_WEIGHT_SECTION", "could not read the explicit matrix")
         distance = None
     else:
         if coords is None:
@@ -338,8 +357,8 @@ __all__ = [
     "parse_instance_bytes",
     "read_sol",
     "read_tour",
-    "solution_to_dict",
     "sol_text",
+    "solution_to_dict",
     "tour_text",
     "write_solution_file",
 ]

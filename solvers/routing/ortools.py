@@ -19,7 +19,6 @@ in routing search (it is deterministic), so the seed is only recorded.
 from __future__ import annotations
 
 import math
-import time
 import weakref
 from typing import Any
 
@@ -126,15 +125,14 @@ class _Progress:
         cost = routing.CostVar().Value() / self.scale
         if self.first_solution_time is None:
             self.first_solution_time = self.clock.elapsed
-        if cost < self.best:
-            self.best = cost
-            now = self.clock.elapsed
-            if now - self._last_report >= 0.2:
-                self._last_report = now
-                self.progress(ProgressEvent(self.name, now, self.solutions, cost,
-                                            "improved (OR-Tools internal cost)"))
-        if self.clock.budget.cancelled():
-            routing.solver().FinishCurrentSearch()
+        improved = cost < self.best
+        self.best = min(self.best, cost)
+        now = self.clock.elapsed
+        # Improvements at most every 0.2 s; otherwise a heartbeat every second.
+        if now - self._last_report >= (0.2 if improved else 1.0):
+            self._last_report = now
+            self.progress(ProgressEvent(self.name, now, self.solutions, self.best,
+                                        "searching (OR-Tools integer cost, rescaled)"))
 
 
 class ORToolsSolver:
@@ -178,6 +176,10 @@ class ORToolsSolver:
         )
         watcher = _Progress(model, clock, progress, self.name)
         routing.AddAtSolutionCallback(watcher)
+        # Checked by the search itself between moves, so cancelling works even while
+        # no new solution is being found.
+        if budget.cancel is not None:
+            routing.AddSearchMonitor(routing.solver().CustomLimit(budget.cancelled))
         build_time = clock.elapsed
         # Leave a small margin for extracting and checking the solution afterwards.
         search_s = max(0.05, clock.remaining - min(0.5, 0.02 * budget.time_limit)
@@ -256,5 +258,5 @@ def _status_name(code: int) -> str:
         from ortools.constraint_solver import routing_enums_pb2
 
         return routing_enums_pb2.RoutingSearchStatus.Value.Name(code)
-    except Exception:  # noqa: BLE001 - status naming is cosmetic
+    except Exception:
         return str(code)

@@ -307,8 +307,9 @@ def build_solution(
     routes = [[int(v) for v in r] for r in routes]
     violations = check_solution(instance, routes)
     try:
-        cost = instance.cost(routes) if not violations or _indices_ok(instance, routes) else math.nan
-    except Exception:  # noqa: BLE001 - a malformed route must not hide the violation list
+        ok = not violations or _indices_ok(instance, routes)
+        cost = instance.cost(routes) if ok else math.nan
+    except Exception:
         cost = math.nan
     return Solution(
         problem=instance.problem,
@@ -341,7 +342,9 @@ def _validate_coords(coords: Any) -> np.ndarray:
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InstanceError(f"coords[{i}]", f"coordinates must be finite numbers, got {arr[i].tolist()}")
+        raise InstanceError(
+            f"coords[{i}]", f"coordinates must be finite numbers, got {arr[i].tolist()}"
+        )
     return np.ascontiguousarray(arr)
 
 

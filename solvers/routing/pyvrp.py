@@ -100,7 +100,9 @@ class PyVRPSolver:
         scale = integer_scale(instance)
         dist = instance.dense_matrix()[np.ix_(order, order)]
         dist = np.floor(dist * scale + 0.5).astype(np.int64)
-        coords = instance.coords[order] if instance.coords is not None else np.zeros((instance.n, 2))
+        coords = (
+            instance.coords[order] if instance.coords is not None else np.zeros((instance.n, 2))
+        )
         locations = [pyvrp.Location(float(x), float(y)) for x, y in coords]
         if isinstance(instance, CVRPInstance):
             dem = instance.demands[order]

@@ -1,0 +1,45 @@
+"""Shared fixtures: small real instances from TSPLIB and CVRPLIB (tests/data/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from solvers.routing.io import load_instance
+from solvers.routing.problem import CVRPInstance, TSPInstance
+
+DATA = Path(__file__).parent / "data"
+
+#: Proven optima (TSPLIB) and best-known values (CVRPLIB), EUC_2D rounded.
+OPTIMA = {"eil51": 426, "berlin52": 7542, "kroA100": 21282, "X-n101-k25": 27591}
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """Folder of the bundled test instances."""
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def eil51() -> TSPInstance:
+    """TSPLIB eil51 (51 nodes, EUC_2D, optimum 426)."""
+    inst = load_instance(DATA / "eil51.tsp")
+    assert isinstance(inst, TSPInstance)
+    return inst
+
+
+@pytest.fixture(scope="session")
+def berlin52() -> TSPInstance:
+    """TSPLIB berlin52 (52 nodes, EUC_2D, optimum 7542)."""
+    inst = load_instance(DATA / "berlin52.tsp")
+    assert isinstance(inst, TSPInstance)
+    return inst
+
+
+@pytest.fixture(scope="session")
+def x101() -> CVRPInstance:
+    """CVRPLIB X-n101-k25 (101 nodes, capacity 206, best known 27591)."""
+    inst = load_instance(DATA / "X-n101-k25.vrp")
+    assert isinstance(inst, CVRPInstance)
+    return inst

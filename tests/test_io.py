@@ -1,0 +1,142 @@
+"""Reading TSPLIB/CVRPLIB/JSON files through vrplib and writing solutions."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from solvers.errors import InstanceError, UnsupportedFormatError
+from solvers.routing.io import (
+    instance_from_dict,
+    instance_to_dict,
+    load_instance,
+    parse_instance_bytes,
+    read_sol,
+    read_tour,
+    write_solution_file,
+)
+from solvers.routing.problem import CVRPInstance, TSPInstance, build_solution
+
+HEADER = "NAME : tiny\nTYPE : TSP\nDIMENSION : 4\n"
+COORDS = "NODE_COORD_SECTION\n1 0 0\n2 3 0\n3 3 4\n4 0 4\nEOF\n"
+
+
+def _tsp(text: str, name: str = "tiny.tsp"):
+    return parse_instance_bytes(text.encode(), name)
+
+
+def test_reads_tsp_vrp_and_gz(eil51, x101, data_dir):
+    assert eil51.n == 51 and eil51.distance == "EUC_2D"
+    assert x101.n == 101 and x101.capacity == 206 and x101.depot == 0
+    assert x101.demands[0] == 0 and x101.demands.sum() == 5147
+    kro = load_instance(data_dir / "kroA100.tsp.gz")
+    assert isinstance(kro, TSPInstance) and kro.n == 100
+
+
+def test_ceil_2d_file():
+    inst = _tsp(HEADER + "EDGE_WEIGHT_TYPE : CEIL_2D\n" + COORDS.replace("3 4", "3 4.2"))
+    assert inst.distance == "CEIL_2D"
+    # edges 3, ceil(4.2) = 5, ceil(3.0067) = 4, 4
+    assert inst.tour_cost([0, 1, 2, 3]) == 3 + 5 + 4 + 4
+
+
+def test_explicit_full_matrix_and_lower_row():
+    full = (
+        "NAME : m\nTYPE : TSP\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+        "EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n0 1 2\n1 0 3\n2 3 0\nEOF\n"
+    )
+    inst = _tsp(full)
+    assert inst.distance == "EXPLICIT" and inst.tour_cost([0, 1, 2]) == 6
+    lower = (
+        "NAME : m\nTYPE : TSP\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+        "EDGE_WEIGHT_FORMAT : LOWER_ROW\nEDGE_WEIGHT_SECTION\n1\n2 3\nEOF\n"
+    )
+    inst = _tsp(lower)
+    assert inst.tour_cost([0, 1, 2]) == 6
+
+
+@pytest.mark.parametrize("ewt", ["GEO", "MAN_2D", "XRAY1", "SPECIAL"])
+def test_unsupported_edge_weight_type_is_a_clear_error(ewt):
+    with pytest.raises(UnsupportedFormatError) as exc:
+        _tsp(HEADER + f"EDGE_WEIGHT_TYPE : {ewt}\n" + COORDS)
+    assert exc.value.field == "EDGE_WEIGHT_TYPE"
+    assert ewt in exc.value.message and "EUC_2D" in exc.value.message
+
+
+def test_unsupported_type_and_format():
+    with pytest.raises(UnsupportedFormatError) as exc:
+        _tsp(HEADER.replace("TSP", "HCP") + "EDGE_WEIGHT_TYPE : EUC_2D\n" + COORDS)
+    assert exc.value.field == "TYPE"
+    with pytest.raises(UnsupportedFormatError) as exc:
+        _tsp(
+            "NAME : m\nTYPE : TSP\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+            "EDGE_WEIGHT_FORMAT : UPPER_DIAG_ROW\nEDGE_WEIGHT_SECTION\n0 1 2\n0 3\n0\nEOF\n"
+        )
+    assert exc.value.field == "EDGE_WEIGHT_FORMAT"
+
+
+def test_bad_files():
+    with pytest.raises(InstanceError) as exc:
+        _tsp(HEADER.replace("4", "5", 1) + "EDGE_WEIGHT_TYPE : EUC_2D\n" + COORDS)
+    assert exc.value.field == "DIMENSION"
+    with pytest.raises(InstanceError) as exc:
+        parse_instance_bytes(b"\x1f\x8b\x08garbage", "x.tsp.gz")
+    assert exc.value.field == "file"
+    truncated = gzip.compress((HEADER + "EDGE_WEIGHT_TYPE : EUC_2D\n" + COORDS).encode())[:30]
+    with pytest.raises(InstanceError):
+        parse_instance_bytes(truncated, "x.tsp.gz")
+    with pytest.raises(UnsupportedFormatError):
+        parse_instance_bytes(b"whatever", "x.txt")
+    with pytest.raises(InstanceError) as exc:
+        parse_instance_bytes(b"hello world", "x.tsp")
+    assert exc.value.field == "file"
+    with pytest.raises(InstanceError):
+        parse_instance_bytes(b"{not json", "x.json")
+
+
+def test_json_round_trip(x101):
+    d = instance_to_dict(x101)
+    back = instance_from_dict(json.loads(json.dumps(d)))
+    assert isinstance(back, CVRPInstance)
+    assert back.distance == "EUC_2D" and back.capacity == 206
+    assert np.array_equal(back.demands, x101.demands)
+    assert np.array_equal(back.coords, x101.coords)
+
+
+def test_json_form_errors():
+    with pytest.raises(InstanceError) as exc:
+        instance_from_dict({"problem": "vrptw", "coords": [[0, 0]] * 3})
+    assert exc.value.field == "problem"
+    with pytest.raises(InstanceError) as exc:
+        instance_from_dict({"problem": "tsp", "coords": [[0, 0], [1, 1], [2, 2]], "colour": 1})
+    assert exc.value.field == "colour"
+    with pytest.raises(InstanceError) as exc:
+        instance_from_dict({"problem": "cvrp", "coords": [[0, 0], [1, 1]], "demands": [0, 1]})
+    assert exc.value.field == "capacity"
+
+
+def test_json_file_with_gz(tmp_path):
+    obj = {"problem": "tsp", "name": "t", "coords": [[0, 0], [1, 0], [1, 1]], "ids": [7, 8, 9]}
+    p = tmp_path / "t.json.gz"
+    p.write_bytes(gzip.compress(json.dumps(obj).encode()))
+    inst = load_instance(p)
+    assert inst.n == 3 and inst.node_ids.tolist() == [7, 8, 9]
+
+
+def test_write_and_reread_solutions(tmp_path, eil51, x101, data_dir):
+    tour = read_tour(data_dir / "eil51.opt.tour")
+    sol = build_solution(eil51, [tour], solver="ref", wall_time=0)
+    write_solution_file(tmp_path / "e.tour", sol, eil51)
+    assert read_tour(tmp_path / "e.tour") == tour
+    write_solution_file(tmp_path / "e.json", sol, eil51)
+    assert json.loads((tmp_path / "e.json").read_text())["cost"] == 426
+    routes, _ = read_sol(data_dir / "X-n101-k25.sol")
+    csol = build_solution(x101, routes, solver="ref", wall_time=0)
+    write_solution_file(tmp_path / "x.sol", csol, x101)
+    again, cost = read_sol(tmp_path / "x.sol")
+    assert again == routes and cost == 27591
+    with pytest.raises(ValueError):
+        write_solution_file(tmp_path / "x.tour", csol, x101)

@@ -1,0 +1,152 @@
+"""The classical solvers behind the registry: quality, time limits, progress, errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from solvers.base import Budget, ProgressEvent, all_specs, get_solver, specs_for
+from solvers.errors import (
+    InstanceTooLargeError,
+    ProblemMismatchError,
+    UnknownSolverError,
+)
+from solvers.routing.construct import nearest_neighbour_routes, nearest_neighbour_tour
+from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.solve import compare, gap_percent, solve
+from tests.conftest import OPTIMA
+
+
+def test_registry_lists_every_routing_solver():
+    names = {s.name for s in all_specs()}
+    assert {"ortools", "pyvrp", "nearest_neighbor"} <= names
+    for spec in specs_for("cvrp"):
+        assert spec.available, spec.unavailable_reason()
+        assert spec.max_nodes["cvrp"] > 0
+
+
+def test_registry_errors(eil51):
+    with pytest.raises(UnknownSolverError) as exc:
+        get_solver("no-such-solver")
+    assert "ortools" in str(exc.value)
+    with pytest.raises(InstanceTooLargeError):
+        get_solver("pyvrp", problem="tsp", nodes=10**6)
+    from solvers.base import SolverSpec, register
+
+    register(SolverSpec(name="tsp-only-for-test", family="routing", problems=("tsp",),
+                        description="test", factory=lambda: None))  # type: ignore[arg-type,return-value]
+    with pytest.raises(ProblemMismatchError):
+        get_solver("tsp-only-for-test", problem="cvrp")
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
+def test_tsp_quality_and_time_limit(solver, eil51):
+    events: list[ProgressEvent] = []
+    t0 = time.perf_counter()
+    sol = solve(eil51, solver, Budget(time_limit=2.0, seed=1), events.append)
+    wall = time.perf_counter() - t0
+    assert sol.feasible, sol.violations
+    assert sol.cost == eil51.tour_cost(sol.tour)
+    assert sol.cost <= OPTIMA["eil51"] * 1.03
+    assert wall <= 2.0 * 1.10, f"{solver} took {wall:.2f}s for a 2s limit"
+    assert events and events[-1].best_cost == sol.cost
+    assert sol.stats["seed"] == 1
+
+
+def test_ortools_cvrp_x101_within_8_percent_in_10s(x101):
+    """The foundation's acceptance figure: OR-Tools, 10 s, X-n101-k25, within 8% of 27591."""
+    t0 = time.perf_counter()
+    sol = solve(x101, "ortools", Budget(time_limit=10.0))
+    wall = time.perf_counter() - t0
+    assert sol.feasible, sol.violations
+    assert sol.cost <= OPTIMA["X-n101-k25"] * 1.08
+    assert 9.0 <= wall <= 11.0
+
+
+def test_pyvrp_cvrp_x101_close_to_best_known(x101):
+    sol = solve(x101, "pyvrp", Budget(time_limit=3.0, seed=0))
+    assert sol.feasible, sol.violations
+    assert sol.cost <= OPTIMA["X-n101-k25"] * 1.03
+    assert sol.stats["iterations"] > 100
+
+
+def test_ortools_large_instance_uses_callback_and_nearest_neighbour_start():
+    rng = np.random.default_rng(0)
+    inst = TSPInstance(coords=rng.random((4000, 2)))
+    nn_cost = inst.tour_cost(nearest_neighbour_tour(inst))
+    t0 = time.perf_counter()
+    sol = solve(inst, "ortools", Budget(time_limit=4.0))
+    wall = time.perf_counter() - t0
+    assert sol.feasible
+    assert sol.stats["model"] == "distance_callback"
+    assert sol.stats["first_solution"] == "nearest_neighbor"
+    assert sol.cost <= nn_cost  # local search never makes the start worse
+    assert wall <= 4.0 * 1.10
+
+
+def test_ortools_large_cvrp_respects_capacity():
+    rng = np.random.default_rng(1)
+    n = 3500
+    d = rng.integers(1, 10, n)
+    d[0] = 0
+    inst = CVRPInstance(coords=rng.random((n, 2)), demands=d, capacity=200)
+    sol = solve(inst, "ortools", Budget(time_limit=4.0))
+    assert sol.feasible, sol.violations
+    assert sol.cost <= inst.cost(nearest_neighbour_routes(inst)) + 1e-9
+
+
+def test_float_coordinates_are_scaled_not_truncated():
+    rng = np.random.default_rng(2)
+    inst = TSPInstance(coords=rng.random((60, 2)))
+    sol = solve(inst, "ortools", Budget(time_limit=1.0))
+    assert sol.stats["integer_scale"] > 1000
+    # The internal integer objective agrees with our float cost to ~1e-5 relative.
+    internal = sol.stats["internal_objective"] / sol.stats["integer_scale"]
+    assert internal == pytest.approx(sol.cost, rel=1e-4)
+
+
+def test_explicit_matrix_instance():
+    m = np.array([[0, 2, 9, 10], [1, 0, 6, 4], [15, 7, 0, 8], [6, 3, 12, 0]], dtype=float)
+    inst = TSPInstance(distance_matrix=m)
+    for name in ("ortools", "pyvrp", "nearest_neighbor"):
+        sol = solve(inst, name, Budget(time_limit=0.5))
+        assert sol.feasible and sol.distance == "EXPLICIT"
+    assert solve(inst, "ortools", Budget(time_limit=0.5)).cost == 21  # brute-force optimum
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
+def test_cancel_returns_best_so_far_early(solver, x101):
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    t0 = time.perf_counter()
+    sol = solve(x101, solver, Budget(time_limit=30.0, cancel=cancel))
+    assert time.perf_counter() - t0 < 3.0
+    assert sol.feasible
+
+
+def test_nearest_neighbour_is_fast_and_feasible():
+    rng = np.random.default_rng(5)
+    inst = TSPInstance(coords=rng.random((20000, 2)))
+    t0 = time.perf_counter()
+    sol = solve(inst, "nearest_neighbor", Budget(time_limit=1.0))
+    assert time.perf_counter() - t0 < 3.0
+    assert sol.feasible
+    # Uniform random TSP: optimum ≈ 0.7124·sqrt(n·A); greedy lands ~25% above.
+    assert sol.cost < 0.7124 * np.sqrt(20000) * 1.4
+
+
+def test_compare_table(x101):
+    table = compare(x101, ["ortools", "pyvrp", "nearest_neighbor", "nope"],
+                    Budget(time_limit=1.0), reference=OPTIMA["X-n101-k25"])
+    rows = {r.solver: r for r in table.rows}
+    assert rows["nope"].error and rows["nope"].solution is None
+    feasible = [r for r in table.rows if r.feasible]
+    assert len(feasible) == 3
+    assert min(r.gap_to_best for r in feasible) == 0.0
+    assert table.best_solver == min(feasible, key=lambda r: r.cost).solver
+    nn = rows["nearest_neighbor"]
+    assert nn.gap_to_reference == pytest.approx(gap_percent(nn.cost, OPTIMA["X-n101-k25"]))
+    assert nn.gap_to_reference > rows["pyvrp"].gap_to_reference
