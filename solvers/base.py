@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from solvers.errors import (
+    BudgetTooSmallError,
     InstanceTooLargeError,
     ProblemMismatchError,
     SolverUnavailableError,
@@ -100,6 +101,8 @@ class SolverSpec:
     needs_weights: bool = False
     kind: str = "classical"
     availability: Callable[[], str | None] = field(default=lambda: None)
+    #: Seconds the solver needs, for (problem, nodes), before it can honour a time limit.
+    min_time_limit: Callable[[str, int], float] = field(default=lambda problem, nodes: 0.0)
 
     def unavailable_reason(self) -> str | None:
         """None when the solver can run here, else a sentence saying why not and what to do."""
@@ -148,8 +151,20 @@ def specs_for(problem: str) -> list[SolverSpec]:
     return [s for s in all_specs() if problem in s.problems]
 
 
-def get_solver(name: str, problem: str | None = None, nodes: int | None = None) -> Solver:
-    """Look a solver up, check it can run this problem at this size, and build it once."""
+def unregister(name: str) -> None:
+    """Remove a solver (for tests that register a temporary one)."""
+    _REGISTRY.pop(name, None)
+    _INSTANCES.pop(name, None)
+
+
+def get_solver(
+    name: str,
+    problem: str | None = None,
+    nodes: int | None = None,
+    time_limit: float | None = None,
+) -> Solver:
+    """Look a solver up, check it can run this problem at this size within this time limit,
+    and build it once."""
     spec = get_spec(name)
     if problem is not None and problem not in spec.problems:
         raise ProblemMismatchError(name, problem, list(spec.problems))
@@ -165,6 +180,15 @@ def get_solver(name: str, problem: str | None = None, nodes: int | None = None) 
                 nodes=nodes,
                 limit=limit,
             )
+        if time_limit is not None:
+            needed = spec.min_time_limit(problem, nodes)
+            if time_limit < needed:
+                raise BudgetTooSmallError(
+                    f"solver {name!r} needs a time limit of at least {needed:g} s for a "
+                    f"{nodes}-node {problem.upper()} (its start-up cannot be interrupted); "
+                    f"got {time_limit:g} s. Raise the time limit or choose another solver.",
+                    needed=needed,
+                )
     with _LOCK:
         if name not in _INSTANCES:
             _INSTANCES[name] = spec.factory()

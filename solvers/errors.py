@@ -33,6 +33,17 @@ class InstanceTooLargeError(CosolveError):
         self.limit = limit
 
 
+class BudgetTooSmallError(CosolveError, ValueError):
+    """The time limit is shorter than the solver needs to start up on an instance this size."""
+
+    field = "time_limit"
+
+    def __init__(self, message: str, needed: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.needed = needed
+
+
 class UnknownSolverError(CosolveError, KeyError):
     """No solver is registered under that name."""
 

@@ -34,12 +34,24 @@ def test_registry_errors(eil51):
     assert "ortools" in str(exc.value)
     with pytest.raises(InstanceTooLargeError):
         get_solver("pyvrp", problem="tsp", nodes=10**6)
-    from solvers.base import SolverSpec, register
+    from solvers.base import SolverSpec, register, unregister
 
     register(SolverSpec(name="tsp-only-for-test", family="routing", problems=("tsp",),
                         description="test", factory=lambda: None))  # type: ignore[arg-type,return-value]
-    with pytest.raises(ProblemMismatchError):
-        get_solver("tsp-only-for-test", problem="cvrp")
+    try:
+        with pytest.raises(ProblemMismatchError):
+            get_solver("tsp-only-for-test", problem="cvrp")
+    finally:
+        unregister("tsp-only-for-test")
+
+
+def test_pyvrp_refuses_a_time_limit_below_its_start_up():
+    from solvers.errors import BudgetTooSmallError
+
+    with pytest.raises(BudgetTooSmallError) as exc:
+        get_solver("pyvrp", problem="tsp", nodes=5000, time_limit=2.0)
+    assert exc.value.needed > 2.0
+    get_solver("pyvrp", problem="tsp", nodes=5000, time_limit=10.0)
 
 
 @pytest.mark.parametrize("solver", ["ortools", "pyvrp"])

@@ -56,8 +56,8 @@ class _UnvisitedIndex:
         k = min(8, m)
         while True:
             _, j = self.tree.query(self.coords[cur], k=k)
-            cand = self.ids[np.atleast_1d(j)]
-            cand = cand[cand < self.inst.n]
+            j = np.atleast_1d(j)
+            cand = self.ids[j[j < m]]  # cKDTree pads missing neighbours with index m
             good = cand[ok[cand]]
             if good.size:
                 return int(good[0])

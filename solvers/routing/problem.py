@@ -25,6 +25,11 @@ ProblemName = Literal["tsp", "cvrp"]
 
 #: Above this many nodes ``dense_matrix`` refuses: 20K² float64 is 3.2 GB.
 DENSE_MATRIX_LIMIT = 20_000
+#: Largest coordinate or distance accepted: a 100K-edge tour of such edges, scaled to integers,
+#: still fits the int64 arithmetic of OR-Tools and PyVRP, which overflow silently beyond it.
+MAX_ABS_VALUE = 1e12
+#: Capacities (and so demands) must fit a signed 32-bit integer for the same reason.
+MAX_CAPACITY = 2**31 - 1
 
 
 def _nint(x: np.ndarray) -> np.ndarray:
@@ -212,6 +217,11 @@ class CVRPInstance(RoutingInstance):
     def customers(self) -> np.ndarray:
         return np.delete(np.arange(self.n), self.depot)
 
+    def fleet_cap(self) -> int:
+        """Most vehicles worth using: ``max_vehicles`` if given, never more than customers."""
+        customers = self.n - 1
+        return min(self.max_vehicles, customers) if self.max_vehicles else customers
+
     def min_vehicles(self) -> int:
         """The bin-packing lower bound ⌈Σd / Q⌉."""
         return max(1, math.ceil(int(self.demands.sum()) / self.capacity))
@@ -345,6 +355,12 @@ def _validate_coords(coords: Any) -> np.ndarray:
         raise InstanceError(
             f"coords[{i}]", f"coordinates must be finite numbers, got {arr[i].tolist()}"
         )
+    far = np.abs(arr).max(axis=1) > MAX_ABS_VALUE
+    if far.any():
+        i = int(np.flatnonzero(far)[0])
+        raise InstanceError(
+            f"coords[{i}]", f"coordinates must be within ±{MAX_ABS_VALUE:g}; rescale the instance"
+        )
     return np.ascontiguousarray(arr)
 
 
@@ -361,6 +377,12 @@ def _validate_matrix(matrix: Any) -> np.ndarray:
     if bad.any():
         i, j = (int(v) for v in np.argwhere(bad)[0])
         raise InstanceError(f"distance_matrix[{i}][{j}]", "distances must be finite numbers")
+    big = arr > MAX_ABS_VALUE
+    if big.any():
+        i, j = (int(v) for v in np.argwhere(big)[0])
+        raise InstanceError(
+            f"distance_matrix[{i}][{j}]", f"distances must be at most {MAX_ABS_VALUE:g}; rescale"
+        )
     neg = arr < 0
     if neg.any():
         i, j = (int(v) for v in np.argwhere(neg)[0])
@@ -380,6 +402,8 @@ def _validate_ids(node_ids: Any, n: int) -> np.ndarray | None:
     for i, v in enumerate(ids):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise InstanceError(f"ids[{i}]", f"ids must be integers, got {v!r}")
+        if not -(2**63) <= v < 2**63:
+            raise InstanceError(f"ids[{i}]", "ids must fit a signed 64-bit integer")
         if v in seen:
             raise InstanceError(f"ids[{i}]", f"duplicate id {v} (also at ids[{seen[v]}])")
         seen[v] = i
@@ -401,6 +425,10 @@ def _validate_capacity(capacity: Any) -> int:
         capacity = int(capacity)
     if not isinstance(capacity, (int, np.integer)) or capacity <= 0:
         raise InstanceError("capacity", f"must be a positive integer, got {capacity!r}")
+    if capacity > MAX_CAPACITY:
+        raise InstanceError(
+            "capacity", f"must be at most {MAX_CAPACITY}; rescale the capacity and demands"
+        )
     return int(capacity)
 
 

@@ -19,7 +19,8 @@ def solve(
     progress: ProgressCallback = no_progress,
 ) -> Solution:
     """Solve with a registered solver after checking it supports this problem and size."""
-    impl = get_solver(solver, problem=instance.problem, nodes=instance.n)
+    impl = get_solver(solver, problem=instance.problem, nodes=instance.n,
+                      time_limit=budget.time_limit)
     return impl.solve(instance, budget, progress)
 
 

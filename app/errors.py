@@ -1,0 +1,309 @@
+"""One error shape for the whole API: RFC 9457 problem details.
+
+Every failure — a malformed instance, an unknown solver, an oversized body, an unknown route, a
+bug — reaches the client as ``application/problem+json`` with ``type``, ``title``, ``status``,
+``detail``, ``instance`` (the request path) and, where one part of the request is at fault,
+``field`` (e.g. ``instance.coords[3]``, ``file``, ``time_limit``). Request validation errors also
+list every problem in ``errors``. Clients therefore need one parser and can point a user at the
+exact field to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from solvers.errors import (
+    BudgetTooSmallError,
+    CosolveError,
+    InstanceError,
+    InstanceTooLargeError,
+    NoSolutionError,
+    ProblemMismatchError,
+    SolverUnavailableError,
+    UnknownSolverError,
+    UnsupportedFormatError,
+)
+
+PROBLEM_JSON = "application/problem+json"
+#: Problem types are URNs: stable identifiers clients can switch on, never dereferenced.
+TYPE_PREFIX = "urn:cosolve:problem:"
+#: How many validation problems are spelled out in ``detail`` and listed in ``errors``.
+_DETAIL_ERRORS = 3
+_LISTED_ERRORS = 20
+
+logger = logging.getLogger("cosolve.api")
+
+
+class FieldProblem(BaseModel):
+    """One invalid part of a request."""
+
+    field: str = Field(description="Dotted path of the field at fault, e.g. instance.coords[3].")
+    message: str
+
+
+class ProblemDetails(BaseModel):
+    """RFC 9457 problem details, the body of every error response."""
+
+    type: str = Field(description="URI identifying the kind of problem (about:blank if generic).")
+    title: str = Field(description="Short summary of the kind of problem.")
+    status: int = Field(description="The HTTP status code.")
+    detail: str = Field(description="What went wrong in this request and what to do about it.")
+    instance: str = Field(description="The request path.")
+    field: str | None = Field(default=None, description="The part of the request at fault.")
+    errors: list[FieldProblem] | None = Field(
+        default=None, description="Every invalid field (validation errors only)."
+    )
+
+
+class ApiError(Exception):
+    """An error the HTTP layer raises on purpose, rendered as problem details."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        kind: str | None = None,
+        title: str | None = None,
+        field: str | None = None,
+        errors: Sequence[FieldProblem] | None = None,
+        headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.kind = kind
+        self.title = title or HTTPStatus(status).phrase
+        self.field = field
+        self.errors = list(errors) if errors else None
+        self.headers = dict(headers or {})
+        self.extra = dict(extra or {})
+
+
+def problem_body(
+    *,
+    status: int,
+    detail: str,
+    path: str,
+    kind: str | None = None,
+    title: str | None = None,
+    field: str | None = None,
+    errors: Sequence[FieldProblem] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON object of a problem; also used by the ASGI middleware, which has no Request."""
+    body: dict[str, Any] = {
+        "type": TYPE_PREFIX + kind if kind else "about:blank",
+        "title": title or HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "instance": path,
+    }
+    if field is not None:
+        body["field"] = field
+    if errors:
+        body["errors"] = [e.model_dump() for e in errors]
+    if extra:
+        body.update(extra)
+    return body
+
+
+def problem_bytes(**kwargs: Any) -> bytes:
+    """``problem_body`` serialized, for senders that write raw ASGI messages."""
+    return json.dumps(problem_body(**kwargs), allow_nan=False).encode()
+
+
+def problem_response(request: Request, error: ApiError) -> JSONResponse:
+    return JSONResponse(
+        problem_body(
+            status=error.status,
+            detail=error.detail,
+            path=request.url.path,
+            kind=error.kind,
+            title=error.title,
+            field=error.field,
+            errors=error.errors,
+            extra=error.extra,
+        ),
+        status_code=error.status,
+        headers=error.headers,
+        media_type=PROBLEM_JSON,
+    )
+
+
+# -- translating errors ------------------------------------------------------------------
+_LOCATION_ROOTS = {"body", "query", "path", "header", "cookie"}
+
+
+def field_from_loc(loc: Iterable[int | str], prefix: str | None = None) -> str | None:
+    """A pydantic ``loc`` as a readable path: ('body', 'instance', 'demands', 3) becomes
+    ``instance.demands[3]``. FastAPI's location root (body, query, ...) is dropped."""
+    parts = list(loc)
+    if parts and parts[0] in _LOCATION_ROOTS:
+        parts = parts[1:]
+    text = prefix or ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or None
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    if error.get("type") == "extra_forbidden":
+        return "unknown field; the accepted fields are listed in the schema at /docs"
+    return str(error.get("msg", "invalid value"))
+
+
+def validation_problem(errors: Sequence[Mapping[str, Any]], prefix: str | None = None) -> ApiError:
+    """A 422 listing the pydantic errors; ``field`` is the first one's path.
+
+    A body with a wrong type in every one of 100K coordinates would otherwise answer with
+    100K entries, so only the first ``_LISTED_ERRORS`` are listed and the rest counted.
+    """
+    problems = [
+        FieldProblem(field=field_from_loc(e.get("loc", ()), prefix) or prefix or "body",
+                     message=_message(e))
+        for e in errors[:_LISTED_ERRORS]
+    ] or [FieldProblem(field=prefix or "body", message="invalid request")]
+    shown = "; ".join(f"{p.field}: {p.message}" for p in problems[:_DETAIL_ERRORS])
+    more = len(errors) - min(len(errors), _DETAIL_ERRORS)
+    detail = shown + (f" (and {more} more)" if more > 0 else "")
+    return ApiError(422, detail, kind="invalid-request", title="Invalid request",
+                    field=problems[0].field, errors=problems)
+
+
+def invalid_request(detail: str, field: str) -> ApiError:
+    """A 422 for one invalid part of a request that the schema alone could not catch."""
+    return ApiError(422, detail, kind="invalid-request", title="Invalid request", field=field)
+
+
+def instance_problem(error: InstanceError, source: str) -> ApiError:
+    """A domain ``InstanceError`` as a 422 whose field says where the instance came from.
+
+    ``source`` is ``instance`` for a JSON body and ``file`` for an upload, so ``coords[3]``
+    becomes ``instance.coords[3]`` or ``file.coords[3]``; a fault in the file as a whole stays
+    ``file``.
+    """
+    if error.field == source:
+        field = source
+    elif error.field.startswith("["):
+        field = source + error.field
+    else:
+        field = f"{source}.{error.field}"
+    unsupported = isinstance(error, UnsupportedFormatError)
+    return ApiError(
+        422,
+        f"{field}: {error.message}",
+        kind="unsupported-format" if unsupported else "invalid-instance",
+        title="Unsupported instance format" if unsupported else "Invalid instance",
+        field=field,
+    )
+
+
+def domain_problem(error: CosolveError) -> ApiError:
+    """The status and words for each domain error that can escape a solve."""
+    if isinstance(error, InstanceError):
+        return instance_problem(error, "instance")
+    if isinstance(error, UnknownSolverError):
+        return ApiError(404, str(error) + ". GET /v1/solvers lists them.", kind="unknown-solver",
+                        title="Unknown solver", field="solver")
+    if isinstance(error, SolverUnavailableError):
+        return ApiError(
+            503,
+            f"{error}. Choose another solver (GET /v1/solvers shows which are available) or "
+            "ask the operator to install what is missing.",
+            kind="solver-unavailable", title="Solver unavailable", field="solver",
+        )
+    if isinstance(error, ProblemMismatchError):
+        return ApiError(422, str(error), kind="problem-mismatch",
+                        title="Solver does not solve this problem", field="solver")
+    if isinstance(error, InstanceTooLargeError):
+        return ApiError(413, str(error), kind="instance-too-large", title="Instance too large",
+                        extra={"nodes": error.nodes, "limit": error.limit})
+    if isinstance(error, BudgetTooSmallError):
+        return ApiError(422, str(error), kind="time-limit-too-small",
+                        title="Time limit too small for this solver", field="time_limit",
+                        extra={"needed": error.needed})
+    if isinstance(error, NoSolutionError):
+        message = str(error)
+        if "more time" not in message:
+            message += "; give it more time (a larger time_limit)"
+        return ApiError(422, message, kind="no-solution", title="No solution found",
+                        field="time_limit")
+    return ApiError(422, str(error), kind="unprocessable", title="Cannot process the request")
+
+
+# -- handlers ----------------------------------------------------------------------------
+async def _api_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return problem_response(request, exc)
+
+
+async def _domain_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, CosolveError)
+    return problem_response(request, domain_problem(exc))
+
+
+async def _validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return problem_response(request, validation_problem(exc.errors()))
+
+
+async def _http_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    detail = str(exc.detail) if exc.detail else HTTPStatus(status).phrase
+    if status == 404 and detail == HTTPStatus.NOT_FOUND.phrase:
+        detail = f"No endpoint at {request.url.path}; the API is described at /docs."
+    elif status == 405 and detail == HTTPStatus.METHOD_NOT_ALLOWED.phrase:
+        allowed = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow")
+        detail = f"{request.method} is not allowed on {request.url.path}" + (
+            f"; allowed: {allowed}" if allowed else ""
+        )
+    return problem_response(request, ApiError(status, detail, headers=exc.headers))
+
+
+async def _unexpected_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(
+        request,
+        ApiError(500, "The server failed to handle this request; the error was logged.",
+                 kind="internal-error", title="Internal server error"),
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every kind of error through the one problem-details shape."""
+    app.add_exception_handler(ApiError, _api_error_handler)
+    app.add_exception_handler(CosolveError, _domain_error_handler)
+    app.add_exception_handler(RequestValidationError, _validation_error_handler)
+    app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    app.add_exception_handler(Exception, _unexpected_error_handler)
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries documenting each status as problem details.
+
+    ProblemDetails is added to the schema components by ``app.main``'s OpenAPI builder.
+    """
+    schema = {"$ref": "#/components/schemas/ProblemDetails"}
+    return {
+        status: {
+            "description": HTTPStatus(status).phrase,
+            "content": {PROBLEM_JSON: {"schema": schema}},
+        }
+        for status in statuses
+    }

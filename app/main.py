@@ -1,0 +1,121 @@
+"""The cosolve HTTP application: ``create_app()`` wires settings, errors, limits and routers.
+
+Run it with ``uvicorn app.main:app``. The API is versioned under ``/v1``; the probes
+(``/healthz``, ``/readyz``) and the docs (``/docs``, ``/openapi.json``) sit at the root.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from app.errors import ProblemDetails, install_error_handlers
+from app.middleware import BodySizeLimitMiddleware
+from app.routers import health, routing, solvers
+from app.settings import Settings, get_settings
+from solvers.base import all_specs
+
+logger = logging.getLogger("cosolve.api")
+
+DESCRIPTION = """\
+Combinatorial-optimization solvers behind one API: classical and neural solvers for the
+travelling-salesman problem (TSP) and the capacitated vehicle-routing problem (CVRP).
+
+* `GET /v1/solvers` lists the solvers, what they solve and whether they can run here.
+* `POST /v1/routing/{tsp|cvrp}/solve` solves a small instance in the request; post it as JSON
+  or upload a TSPLIB/CVRPLIB/JSON file (optionally gzipped).
+* `POST /v1/routing/{tsp|cvrp}/compare` runs several solvers on one instance.
+
+Every error is `application/problem+json` (RFC 9457) and names the `field` at fault.
+"""
+
+
+def _package_version() -> str:
+    try:
+        return version("cosolve")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+unknown"
+
+
+def operation_id(route: APIRoute) -> str:
+    """Readable operation ids for generated clients: ``<tag>-<route name>``."""
+    return f"{route.tags[0]}-{route.name}" if route.tags else route.name
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # Import the solver registry now, so a broken install fails at start-up and the first
+    # request does not pay for importing OR-Tools and PyVRP.
+    specs = all_specs()
+    unavailable = [s.name for s in specs if not s.available]
+    logger.info("cosolve ready: %d solvers (%s unavailable)", len(specs),
+                ", ".join(unavailable) or "none")
+    yield
+
+
+def _openapi_with_body_models(app: FastAPI, extra_models: tuple[type[BaseModel], ...]) -> Any:
+    """The OpenAPI document plus the schemas that operations reference by hand (bodies read
+    from the Request, and the problem-details error body)."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+            tags=app.openapi_tags,
+        )
+        _, definitions = models_json_schema(
+            [(model, "validation") for model in extra_models],
+            ref_template="#/components/schemas/{model}",
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for name, definition in definitions.get("$defs", {}).items():
+            components.setdefault(name, definition)
+        app.openapi_schema = schema
+        return schema
+
+    return build
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the application; ``settings`` defaults to the ``COSOLVE_*`` environment."""
+    resolved = settings or get_settings()
+    app = FastAPI(
+        title="cosolve",
+        version=_package_version(),
+        description=DESCRIPTION,
+        generate_unique_id_function=operation_id,
+        lifespan=_lifespan,
+        openapi_tags=[
+            {"name": "health", "description": "Liveness and readiness probes."},
+            {"name": "solvers", "description": "The solver catalogue."},
+            {"name": "routing", "description": "TSP and CVRP: solve and compare."},
+        ],
+    )
+    app.state.settings = resolved
+    if settings is not None:
+        app.dependency_overrides[get_settings] = lambda: resolved
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=resolved.max_body_bytes)
+    app.include_router(health.router)
+    app.include_router(solvers.router, prefix="/v1")
+    app.include_router(routing.router, prefix="/v1")
+    app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
+        app, (*routing.OPENAPI_BODY_MODELS, ProblemDetails)
+    )
+    return app
+
+
+app = create_app()

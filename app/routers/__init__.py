@@ -1,0 +1,1 @@
+"""FastAPI routers, one module per resource."""

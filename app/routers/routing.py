@@ -1,0 +1,246 @@
+"""Routing endpoints: solve a TSP or CVRP in the request, or compare several solvers on one.
+
+Each endpoint takes EITHER a JSON body or a multipart upload (``file`` + form fields), so it
+reads the Request itself; both bodies are documented through ``openapi_extra``. Parsing and
+solving run in a worker thread, never on the event loop, and a client that disconnects
+cancels its solve.
+"""
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from app.encoding import finite_or_none, json_safe
+from app.errors import ApiError, problem_responses
+from app.intake import (
+    PROBLEMS,
+    BodyFormat,
+    CompareTask,
+    SolveTask,
+    Upload,
+    body_format,
+    compare_task_from_json,
+    compare_task_from_upload,
+    read_upload,
+    solve_task_from_json,
+    solve_task_from_upload,
+)
+from app.schemas.routing import (
+    CompareResponse,
+    CompareRow,
+    CompareUpload,
+    CVRPCompareRequest,
+    CVRPSolveRequest,
+    CVRPSolveResponse,
+    SolveResponse,
+    SolveUpload,
+    TSPCompareRequest,
+    TSPSolveRequest,
+    TSPSolveResponse,
+)
+from app.settings import Settings, get_settings
+from solvers.base import Budget
+from solvers.routing.io import solution_to_dict
+from solvers.routing.render import solution_svg
+from solvers.routing.solve import compare, solve
+
+router = APIRouter(prefix="/routing", tags=["routing"])
+
+T = TypeVar("T")
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+#: How often a running solve checks whether its client went away, in seconds.
+_DISCONNECT_POLL_S = 0.25
+
+
+# -- running work off the event loop -------------------------------------------------------
+async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
+    while not cancel.is_set():
+        if await request.is_disconnected():
+            cancel.set()
+            return
+        await asyncio.sleep(_DISCONNECT_POLL_S)
+
+
+async def _run_while_connected(request: Request, work: Callable[[threading.Event], T]) -> T:
+    """Run ``work`` in a worker thread; set its cancel flag if the client disconnects, so a
+    solver nobody waits for stops at its next check instead of running out its budget."""
+    cancel = threading.Event()
+    watcher = asyncio.create_task(_watch_disconnect(request, cancel))
+    try:
+        return await run_in_threadpool(work, cancel)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+
+async def _read_task(
+    request: Request,
+    problem: str,
+    settings: Settings,
+    from_json: Callable[[bytes, str, Settings], T],
+    from_upload: Callable[[Upload, str, Settings], T],
+) -> T:
+    """Read the body in its format (async), then check and parse it in a worker thread."""
+    if body_format(request) is BodyFormat.JSON:
+        raw = await request.body()
+        return await run_in_threadpool(from_json, raw, problem, settings)
+    upload = await read_upload(request)
+    return await run_in_threadpool(from_upload, upload, problem, settings)
+
+
+# -- solve ---------------------------------------------------------------------------------
+def _solve_response(task: SolveTask, cancel: threading.Event) -> dict[str, Any]:
+    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel)
+    solution = solve(task.instance, task.solver, budget)
+    body = solution_to_dict(solution, task.instance)
+    body.update(
+        nodes=task.instance.n,
+        time_limit=task.time_limit,
+        seed=task.seed,
+        cost=finite_or_none(solution.cost),
+        stats=json_safe(solution.stats),
+    )
+    if solution.problem == "tsp":
+        body["tour"] = solution.routes[0] if solution.routes else []
+    return body
+
+
+def _solve_endpoint(problem: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    async def solve_instance(request: Request, settings: SettingsDep) -> dict[str, Any]:
+        task = await _read_task(request, problem, settings, solve_task_from_json,
+                                solve_task_from_upload)
+        return await _run_while_connected(request, lambda cancel: _solve_response(task, cancel))
+
+    return solve_instance
+
+
+# -- compare -------------------------------------------------------------------------------
+def _compare_response(task: CompareTask, cancel: threading.Event) -> CompareResponse:
+    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel)
+    result = compare(task.instance, task.solvers, budget, reference=task.reference)
+    rows = []
+    for row in result.rows:
+        solution = row.solution
+        rows.append(
+            CompareRow(
+                solver=row.solver,
+                cost=finite_or_none(row.cost),
+                gap_to_best=finite_or_none(row.gap_to_best),
+                gap_to_reference=finite_or_none(row.gap_to_reference),
+                wall_time=solution.wall_time if solution else None,
+                feasible=row.feasible,
+                violations=solution.violations if solution else [],
+                error=row.error,
+                svg=solution_svg(task.instance, solution) if task.svg and solution else None,
+            )
+        )
+    return CompareResponse(
+        problem=task.instance.problem,
+        instance=task.instance.name,
+        nodes=task.instance.n,
+        distance=task.instance.distance,
+        time_limit=task.time_limit,
+        seed=task.seed,
+        reference=task.reference,
+        best_solver=result.best_solver,
+        rows=rows,
+    )
+
+
+def _compare_endpoint(problem: str) -> Callable[..., Awaitable[CompareResponse]]:
+    async def compare_solvers(request: Request, settings: SettingsDep) -> CompareResponse:
+        task = await _read_task(request, problem, settings, compare_task_from_json,
+                                compare_task_from_upload)
+        return await _run_while_connected(request,
+                                          lambda cancel: _compare_response(task, cancel))
+
+    return compare_solvers
+
+
+# -- OpenAPI: two body formats per operation --------------------------------------------------
+def _request_body(json_model: type[BaseModel], upload_model: type[BaseModel]) -> dict[str, Any]:
+    """``openapi_extra`` documenting both accepted bodies (``app.main`` adds the schemas)."""
+    def ref(model: type[BaseModel]) -> dict[str, str]:
+        return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": ref(json_model)},
+                "multipart/form-data": {"schema": ref(upload_model)},
+            },
+        }
+    }
+
+
+_SOLVE_MODELS: dict[str, tuple[type[BaseModel], type[SolveResponse]]] = {
+    "tsp": (TSPSolveRequest, TSPSolveResponse),
+    "cvrp": (CVRPSolveRequest, CVRPSolveResponse),
+}
+_COMPARE_REQUESTS: dict[str, type[BaseModel]] = {
+    "tsp": TSPCompareRequest,
+    "cvrp": CVRPCompareRequest,
+}
+#: Request-body models the operations reference through ``openapi_extra``; ``app.main`` adds
+#: them to the OpenAPI components.
+OPENAPI_BODY_MODELS: tuple[type[BaseModel], ...] = (
+    *(request for request, _ in _SOLVE_MODELS.values()),
+    *_COMPARE_REQUESTS.values(),
+    SolveUpload,
+    CompareUpload,
+)
+
+for _problem in PROBLEMS:
+    _upper = _problem.upper()
+    router.add_api_route(
+        f"/{_problem}/solve",
+        _solve_endpoint(_problem),
+        methods=["POST"],
+        name=f"solve_{_problem}",
+        summary=f"Solve a {_upper} instance in the request",
+        description=(
+            f"Post the instance as JSON ({_upper}SolveRequest) or upload it as a file "
+            "(multipart/form-data: `file` plus the form fields `solver`, `time_limit`, `seed`). "
+            "Instances above the server's in-request node cap are refused with 413."
+        ),
+        response_model=_SOLVE_MODELS[_problem][1],
+        responses=problem_responses(404, 413, 415, 422, 503),
+        openapi_extra=_request_body(_SOLVE_MODELS[_problem][0], SolveUpload),
+    )
+    router.add_api_route(
+        f"/{_problem}/compare",
+        _compare_endpoint(_problem),
+        methods=["POST"],
+        name=f"compare_{_problem}",
+        summary=f"Compare several solvers on one {_upper} instance",
+        description=(
+            "Runs each solver in turn with the same time limit and seed, and reports cost, gap "
+            "to the best feasible row and to an optional reference, wall time and (svg=true) a "
+            f"drawing of each solution. JSON ({_upper}CompareRequest) or multipart (`file` plus "
+            "`solvers` comma-separated and the other fields)."
+        ),
+        response_model=CompareResponse,
+        responses=problem_responses(404, 413, 415, 422),
+        openapi_extra=_request_body(_COMPARE_REQUESTS[_problem], CompareUpload),
+    )
+
+
+@router.post("/{problem}/{action}", include_in_schema=False)
+async def unknown_routing_endpoint(problem: str, action: str) -> None:
+    """Say which problems exist instead of a bare 404 for /v1/routing/<typo>/solve."""
+    if problem not in PROBLEMS:
+        raise ApiError(
+            404, f"unknown routing problem {problem!r}; this service solves: {', '.join(PROBLEMS)}",
+            kind="unknown-problem", title="Unknown problem", field="problem",
+        )
+    raise ApiError(404, f"no routing action {action!r}; use solve or compare")
+

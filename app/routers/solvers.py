@@ -1,0 +1,39 @@
+"""The solver catalogue: every registered solver and whether it can run here."""
+
+from fastapi import APIRouter
+
+from app.errors import invalid_request, problem_responses
+from app.schemas.solvers import SolverInfo, SolverList
+from solvers.base import all_specs
+
+router = APIRouter(prefix="/solvers", tags=["solvers"])
+
+
+@router.get("", response_model=SolverList, responses=problem_responses(422))
+def list_solvers(problem: str | None = None) -> SolverList:
+    """All registered solvers, or those that solve ``problem`` (e.g. ``?problem=tsp``)."""
+    specs = all_specs()
+    if problem is not None:
+        known = sorted({p for s in specs for p in s.problems})
+        if problem not in known:
+            raise invalid_request(
+                f"unknown problem {problem!r}; solvers here solve: {', '.join(known)}",
+                field="problem",
+            )
+        specs = [s for s in specs if problem in s.problems]
+    return SolverList(
+        solvers=[
+            SolverInfo(
+                name=s.name,
+                family=s.family,
+                problems=list(s.problems),
+                kind=s.kind,
+                description=s.description,
+                max_nodes=dict(s.max_nodes),
+                needs_weights=s.needs_weights,
+                available=(reason := s.unavailable_reason()) is None,
+                unavailable_reason=reason,
+            )
+            for s in specs
+        ]
+    )

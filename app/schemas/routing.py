@@ -1,0 +1,201 @@
+"""Request and response bodies of the routing endpoints (TSP and CVRP).
+
+The instance models check only JSON types (so OpenAPI documents them); every rule about values
+— finite coordinates, a square non-negative matrix, unique ids, demands within capacity — is
+checked once, by the domain (``solvers.routing.io.instance_from_dict``), so the API and the CLI
+reject the same instances with the same words.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+Distance = Literal["exact", "EUC_2D", "CEIL_2D", "ATT", "EXPLICIT"]
+
+
+def _reject_bool(value: Any) -> Any:
+    # JSON true/false would otherwise pass as 1/0 and surface later as a confusing error.
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "Input should be an integer, not true or false")
+    return value
+
+
+#: A JSON integer that fits numpy's int64, so the domain's arrays cannot overflow.
+Int64 = Annotated[int, BeforeValidator(_reject_bool), Field(ge=-(2**63), le=2**63 - 1)]
+
+#: Seeds are passed to solvers that take a 32-bit signed seed.
+MAX_SEED = 2**31 - 1
+
+
+class _Strict(BaseModel):
+    """Unknown fields are errors, so a typo ("time_limt") is reported, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- instances ---------------------------------------------------------------------------
+class _RoutingInstanceIn(_Strict):
+    name: str | None = Field(default=None, max_length=256, description="A label for the result.")
+    coords: list[tuple[float, float]] | None = Field(
+        default=None, description="[x, y] per node. Give coords, a distance_matrix, or both."
+    )
+    distance_matrix: list[list[float]] | None = Field(
+        default=None,
+        description="Square matrix of non-negative distances (may be asymmetric). When given, "
+        "costs use it and coords only serve drawings.",
+    )
+    distance: Distance | None = Field(
+        default=None,
+        description="How coordinates become distances: exact (float Euclidean, the default), "
+        "EUC_2D (rounded), CEIL_2D (rounded up) or ATT, as in TSPLIB.",
+    )
+    ids: list[Int64] | None = Field(
+        default=None,
+        description="Your own unique integer id per node; responses then add route_ids.",
+    )
+
+
+class TSPInstanceIn(_RoutingInstanceIn):
+    """A TSP in cosolve's JSON form (at least 3 nodes)."""
+
+    problem: Literal["tsp"] | None = Field(default=None, description="Optional: the path says.")
+
+
+class CVRPInstanceIn(_RoutingInstanceIn):
+    """A CVRP in cosolve's JSON form: node ``depot`` is the depot (demand 0)."""
+
+    problem: Literal["cvrp"] | None = Field(default=None, description="Optional: the path says.")
+    demands: list[Int64] = Field(description="Integer demand per node, 0 at the depot.")
+    capacity: Int64 = Field(description="Vehicle capacity (a positive integer).")
+    depot: Int64 = Field(default=0, description="Index of the depot node.")
+    max_vehicles: Int64 | None = Field(
+        default=None,
+        description="Fleet size cap (optional; at most one vehicle per customer). Leave it out "
+        "for an unlimited fleet.",
+    )
+
+
+# -- solve -------------------------------------------------------------------------------
+class SolveOptions(_Strict):
+    """Which solver to run and its budget; the same fields arrive as form fields in uploads."""
+
+    solver: str = Field(default="ortools", min_length=1, max_length=100,
+                        description="A solver name from GET /v1/solvers.")
+    time_limit: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False,
+        description="Seconds the solver may run (server default when omitted; capped by the "
+        "server's max_time_limit).",
+    )
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Random seed.")
+
+
+class TSPSolveRequest(SolveOptions):
+    instance: TSPInstanceIn
+
+
+class CVRPSolveRequest(SolveOptions):
+    instance: CVRPInstanceIn
+
+
+class SolveUpload(SolveOptions):
+    """multipart/form-data alternative: the instance as a file plus the same options."""
+
+    file: bytes = Field(
+        description="A .tsp (TSPLIB), .vrp (CVRPLIB) or .json instance file, optionally .gz."
+    )
+
+
+class SolveResponse(BaseModel):
+    """A solution, its cost recomputed by the instance and checked by an independent checker."""
+
+    problem: str
+    instance: str = Field(description="The instance's name.")
+    nodes: int
+    solver: str
+    time_limit: float
+    seed: int
+    cost: float | None = Field(description="Total length; null if the answer is unusable.")
+    distance: str = Field(description="The distance convention of the cost.")
+    feasible: bool
+    violations: list[str] = Field(description="What the checker found wrong (empty if none).")
+    wall_time: float = Field(description="Seconds the solver ran.")
+    routes: list[list[int]] = Field(
+        description="0-based node indices. TSP: one closed tour. CVRP: customers per route, the "
+        "depot at both ends left implicit."
+    )
+    route_ids: list[list[int]] | None = Field(
+        default=None, description="The routes in your ids, when the instance had ids."
+    )
+    stats: dict[str, Any] = Field(description="Solver statistics.")
+
+
+class TSPSolveResponse(SolveResponse):
+    tour: list[int] = Field(description="The tour (same as routes[0]).")
+
+
+class CVRPSolveResponse(SolveResponse):
+    pass
+
+
+# -- compare -----------------------------------------------------------------------------
+class CompareOptions(_Strict):
+    """Several solvers on the same instance and budget, one after another."""
+
+    solvers: list[str] = Field(min_length=1, description="Solver names, each at most once.")
+    time_limit: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False,
+        description="Seconds per solver; all solvers together must fit the server's "
+        "max_time_limit.",
+    )
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    reference: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False,
+        description="A known cost (e.g. the optimum) to report gaps against.",
+    )
+    svg: bool = Field(default=False, description="Add an SVG drawing of each solution.")
+
+
+class TSPCompareRequest(CompareOptions):
+    instance: TSPInstanceIn
+
+
+class CVRPCompareRequest(CompareOptions):
+    instance: CVRPInstanceIn
+
+
+class CompareUpload(CompareOptions):
+    """multipart/form-data alternative: the instance as a file, solvers comma-separated."""
+
+    solvers: str = Field(  # type: ignore[assignment]
+        description="Comma-separated solver names, e.g. ortools,pyvrp (or the field repeated)."
+    )
+    file: bytes = Field(description="A .tsp, .vrp or .json instance file, optionally .gz.")
+
+
+class CompareRow(BaseModel):
+    """One solver's result; ``error`` says why there is no solution."""
+
+    solver: str
+    cost: float | None
+    gap_to_best: float | None = Field(description="Percent above the best feasible row.")
+    gap_to_reference: float | None = Field(description="Percent above the reference cost.")
+    wall_time: float | None
+    feasible: bool
+    violations: list[str]
+    error: str | None
+    svg: str | None = Field(default=None, description="SVG drawing, when svg was requested.")
+
+
+class CompareResponse(BaseModel):
+    problem: str
+    instance: str
+    nodes: int
+    distance: str
+    time_limit: float = Field(description="Seconds given to each solver.")
+    seed: int
+    reference: float | None
+    best_solver: str | None = Field(description="The cheapest feasible row, if any.")
+    rows: list[CompareRow]

@@ -1,0 +1,25 @@
+"""The solver catalogue as the API shows it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class SolverInfo(BaseModel):
+    """One registered solver: what it solves, how large, and whether it can run here."""
+
+    name: str
+    family: str = Field(description="Problem family, e.g. routing.")
+    problems: list[str] = Field(description="Problems it solves, e.g. tsp, cvrp.")
+    kind: str = Field(description="classical or neural.")
+    description: str
+    max_nodes: dict[str, int] = Field(description="Largest instance per problem, in nodes.")
+    needs_weights: bool = Field(description="Whether it needs a trained checkpoint.")
+    available: bool
+    unavailable_reason: str | None = Field(
+        default=None, description="Why it cannot run here and what to do, when unavailable."
+    )
+
+
+class SolverList(BaseModel):
+    solvers: list[SolverInfo]

@@ -1,0 +1,360 @@
+"""The ``cosolve`` command line: the HTTP API's twin on the same ``solvers/`` core.
+
+Results go to stdout (a table, or JSON with ``--json``), progress and errors to stderr. Exit
+codes: 0 success, 2 bad input (the message names the option, argument or file field at
+fault), 1 a solver failure. User mistakes never print a traceback; set ``COSOLVE_DEBUG=1`` to
+get one for unexpected solver errors.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from cli.display import (
+    SolveProgress,
+    comparison_table,
+    solution_summary,
+    solvers_table,
+)
+from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for
+from solvers.errors import (
+    CosolveError,
+    InstanceError,
+    InstanceTooLargeError,
+    ProblemMismatchError,
+    UnknownSolverError,
+)
+from solvers.routing.io import load_instance, solution_to_dict, write_solution_file
+from solvers.routing.problem import Instance, Solution
+from solvers.routing.solve import compare as compare_solvers
+from solvers.routing.solve import gap_percent
+from solvers.routing.solve import solve as solve_instance
+
+EXIT_SOLVER_FAILED = 1
+EXIT_BAD_INPUT = 2
+SOLUTION_EXTENSIONS = (".tour", ".sol", ".json")
+INSTANCE_ARGUMENT = typer.Argument(
+    metavar="FILE", help="Instance: .tsp, .vrp or .json, optionally gzipped (.gz)."
+)
+
+app = typer.Typer(
+    name="cosolve",
+    help="Solve routing instances (TSP, CVRP) with the registered solvers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    # Plain click formatting: usage errors stay short lines instead of boxed panels.
+    rich_markup_mode=None,
+)
+
+
+# -- shared helpers ----------------------------------------------------------------------
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """One line on stderr and an exit code; plain echo so nothing wraps the line."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+#: Width for tables written to a pipe or file, where rich would otherwise assume 80 columns.
+PIPE_WIDTH = 140
+
+
+def _stdout() -> Console:
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=PIPE_WIDTH)
+    return console
+
+
+def _show_progress(as_json: bool) -> bool:
+    return not as_json and sys.stderr.isatty()
+
+
+def _print_json(obj: Any) -> None:
+    typer.echo(json.dumps(_jsonable(obj), indent=2))
+
+
+def _jsonable(obj: Any) -> Any:
+    """Plain JSON: NaN/inf become null and numpy scalars become Python numbers."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _check_budget(time_limit: float, seed: int) -> Budget:
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        _fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    if seed < 0:
+        _fail(f"--seed: must be a non-negative integer, got {seed}")
+    return Budget(time_limit=time_limit, seed=seed)
+
+
+def _check_reference(reference: float | None) -> None:
+    if reference is not None and not (math.isfinite(reference) and reference > 0):
+        _fail(f"--reference: must be a positive cost, got {reference:g}")
+
+
+def _load(path: Path) -> Instance:
+    """Read an instance file, turning every way it can be wrong into a one-line message."""
+    try:
+        return load_instance(path)
+    except FileNotFoundError:
+        _fail(f"FILE: no such file: {path}")
+    except IsADirectoryError:
+        _fail(f"FILE: {path} is a directory, not an instance file")
+    except PermissionError:
+        _fail(f"FILE: permission denied: {path}")
+    except InstanceError as exc:
+        _fail(f"{path}: {exc.field}: {exc.message}")
+    except OSError as exc:
+        _fail(f"FILE: cannot read {path}: {exc.strerror or exc}")
+
+
+def _check_out_path(out: Path | None, instance: Instance) -> None:
+    """Refuse a solution file we could not write *before* spending the time limit."""
+    if out is None:
+        return
+    ext = out.suffix.lower()
+    if ext not in SOLUTION_EXTENSIONS:
+        _fail(f"--out: unknown solution extension {ext or '(none)'!r}; use "
+              f"{', '.join(SOLUTION_EXTENSIONS)}")
+    if ext == ".tour" and instance.problem != "tsp":
+        _fail(f"--out: .tour files hold TSP tours; write this {instance.problem.upper()} "
+              "solution as .sol or .json")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        _fail(f"--out: folder {parent} does not exist")
+
+
+def _check_solver(name: str, instance: Instance) -> None:
+    """Unknown names, wrong problems and oversized instances are input mistakes (exit 2)."""
+    try:
+        get_solver(name, problem=instance.problem, nodes=instance.n)
+    except UnknownSolverError as exc:
+        _fail(f"--solver: {exc}")
+    except (ProblemMismatchError, InstanceTooLargeError) as exc:
+        _fail(f"--solver: {exc}")
+    except CosolveError as exc:  # e.g. SolverUnavailableError: the environment, not the input
+        _fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
+
+
+def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolveProgress) -> Solution:
+    try:
+        return solve_instance(instance, name, budget, progress)
+    except CosolveError as exc:
+        _fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
+    except Exception as exc:
+        if os.environ.get("COSOLVE_DEBUG"):
+            raise
+        _fail(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} "
+              "(set COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
+
+
+def _split_names(text: str) -> list[str]:
+    names: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        try:
+            version = importlib.metadata.version("cosolve")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown (not installed)"
+        typer.echo(f"cosolve {version}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True,
+                     help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Solve routing instances (TSP, CVRP) with the registered solvers."""
+
+
+# -- commands ----------------------------------------------------------------------------
+@app.command("solvers")
+def list_solvers(
+    problem: Annotated[
+        str | None, typer.Option(help="Only solvers for this problem (tsp, cvrp).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the registered solvers, their size limits and whether they can run here."""
+    if problem is None:
+        specs = all_specs()
+    else:
+        known = sorted({p for s in all_specs() for p in s.problems})
+        if problem.lower() not in known:
+            _fail(f"--problem: unknown problem {problem!r}; known problems: {', '.join(known)}")
+        specs = specs_for(problem.lower())
+    if as_json:
+        _print_json([
+            {
+                "name": s.name,
+                "family": s.family,
+                "problems": list(s.problems),
+                "kind": s.kind,
+                "max_nodes": s.max_nodes,
+                "needs_weights": s.needs_weights,
+                "available": s.unavailable_reason() is None,
+                "unavailable_reason": s.unavailable_reason(),
+                "description": s.description,
+            }
+            for s in specs
+        ])
+        return
+    _stdout().print(solvers_table(specs))
+
+
+@app.command("solve")
+def solve(
+    file: Annotated[Path, INSTANCE_ARGUMENT],
+    solver: Annotated[str, typer.Option(help="Solver name (see `cosolve solvers`).")],
+    time_limit: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 10.0,
+    seed: Annotated[int, typer.Option(help="Random seed for the solver.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the solution: .tour (TSP), .sol or .json.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    reference: Annotated[
+        float | None, typer.Option(help="Known optimum or best-known cost, to report a gap.")
+    ] = None,
+) -> None:
+    """Solve one instance with one solver and report cost, feasibility and time."""
+    budget = _check_budget(time_limit, seed)
+    _check_reference(reference)
+    instance = _load(file)
+    _check_out_path(out, instance)
+    _check_solver(solver, instance)
+
+    with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
+        progress.start(solver)
+        solution = _run_solver(solver, instance, budget, progress)
+
+    if out is not None:
+        try:
+            write_solution_file(out, solution, instance)
+        except OSError as exc:
+            _fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+    gap = gap_percent(solution.cost, reference)
+    if as_json:
+        _print_json({
+            "instance": instance.describe(),
+            "time_limit": time_limit,
+            "seed": seed,
+            "reference": reference,
+            "gap_percent": gap,
+            "out": str(out) if out is not None else None,
+            "solution": solution_to_dict(solution, instance),
+        })
+    else:
+        _stdout().print(solution_summary(instance, solution, time_limit, reference, gap,
+                                         str(out) if out is not None else None))
+    if not solution.feasible:
+        _fail(f"solver {solver!r} returned an infeasible solution: "
+              + "; ".join(solution.violations), EXIT_SOLVER_FAILED)
+
+
+@app.command("compare")
+def compare(
+    file: Annotated[Path, INSTANCE_ARGUMENT],
+    solvers: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated solver names; default: every available solver "
+                          "for the instance's problem."),
+    ] = None,
+    time_limit: Annotated[float, typer.Option(help="Wall-clock limit per solver, seconds.")] = 10.0,
+    seed: Annotated[int, typer.Option(help="Random seed for every solver.")] = 0,
+    reference: Annotated[
+        float | None, typer.Option(help="Known optimum or best-known cost, to report gaps.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Run several solvers one after another on one instance with the same budget."""
+    budget = _check_budget(time_limit, seed)
+    _check_reference(reference)
+    instance = _load(file)
+    if solvers is None:
+        names = [s.name for s in specs_for(instance.problem) if s.available]
+    else:
+        names = _split_names(solvers)
+        if not names:
+            _fail("--solvers: give at least one solver name, e.g. --solvers ortools,pyvrp")
+        for name in names:
+            try:
+                get_spec(name)
+            except UnknownSolverError as exc:
+                _fail(f"--solvers: {exc}")
+
+    with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
+        comparison = compare_solvers(instance, names, budget, reference, progress)
+
+    if as_json:
+        _print_json({
+            "instance": instance.describe(),
+            "time_limit": time_limit,
+            "seed": seed,
+            "reference": reference,
+            "best_solver": comparison.best_solver,
+            "rows": [
+                {
+                    "solver": row.solver,
+                    "cost": row.cost,
+                    "gap_to_best": row.gap_to_best,
+                    "gap_to_reference": row.gap_to_reference,
+                    "wall_time": row.solution.wall_time if row.solution else None,
+                    "feasible": row.feasible,
+                    "violations": row.solution.violations if row.solution else [],
+                    "error": row.error,
+                    "distance": row.solution.distance if row.solution else instance.distance,
+                    "stats": row.solution.stats if row.solution else {},
+                }
+                for row in comparison.rows
+            ],
+        })
+    else:
+        _stdout().print(comparison_table(comparison))
+    if comparison.best_solver is None:
+        _fail("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8000,
+) -> None:
+    """Run the HTTP API (app.main:app) with uvicorn."""
+    if importlib.util.find_spec("app.main") is None:
+        _fail("the HTTP API module app.main is missing from this installation",
+              EXIT_SOLVER_FAILED)
+    import uvicorn
+
+    uvicorn.run("app.main:app", host=host, port=port)
+
+
+__all__ = ["app"]

@@ -1,0 +1,113 @@
+"""Real uvicorn servers for the API tests.
+
+The API is tested over HTTP against `python -m uvicorn app.main:app` in a subprocess, so the
+middleware, the body limits, multipart parsing and content types run exactly as in production.
+Two servers: one with the default settings and one with small limits for the limit tests.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 60.0
+
+#: Limits of the strict server; tests that need them read these numbers.
+STRICT_LIMITS = {
+    "COSOLVE_MAX_BODY_BYTES": "65536",
+    "COSOLVE_MAX_DECOMPRESSED_BYTES": "1048576",
+    "COSOLVE_MAX_SYNC_NODES": "60",
+    "COSOLVE_MAX_TIME_LIMIT": "5",
+    "COSOLVE_DEFAULT_TIME_LIMIT": "1",
+    "COSOLVE_MAX_COMPARE_SOLVERS": "2",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _python() -> str:
+    """The project's virtualenv interpreter (the one running pytest, normally)."""
+    venv_python = REPO / ".venv" / "bin" / "python"
+    return str(venv_python) if venv_python.exists() else sys.executable
+
+
+@contextmanager
+def uvicorn_server(settings_env: dict[str, str]) -> Iterator[str]:
+    """Start uvicorn on a free port with ``settings_env``, wait until /healthz answers, yield
+    the base URL and stop the server afterwards."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
+    env.update(settings_env)
+    base_url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryFile(mode="w+") as log:
+        proc = subprocess.Popen(
+            [_python(), "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port",
+             str(port), "--log-level", "warning"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_until_healthy(proc, base_url, log)
+            yield base_url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_until_healthy(proc: subprocess.Popen[bytes], base_url: str, log: object) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)  # type: ignore[attr-defined]
+            pytest.fail(f"uvicorn exited with {proc.returncode}:\n{log.read()}")  # type: ignore[attr-defined]
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"uvicorn did not answer /healthz within {STARTUP_TIMEOUT_S:g} s")
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """A server with the default settings."""
+    with uvicorn_server({}) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def strict_server_url() -> Iterator[str]:
+    """A server with small limits (see STRICT_LIMITS)."""
+    with uvicorn_server(STRICT_LIMITS) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def api(server_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server_url, timeout=60.0) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def strict_api(strict_server_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=strict_server_url, timeout=60.0) as client:
+        yield client

@@ -1,0 +1,113 @@
+"""In-process checks of what a real server cannot be made to show: registry entries that the
+built-in solvers do not provide (TSP-only, unavailable), explicit settings, and a crash.
+
+Registry entries are added with ``monkeypatch`` so they vanish after each test; they wrap the
+real nearest-neighbour solver, nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+
+from app.main import create_app
+from app.settings import Settings
+from solvers import base
+from solvers.routing.construct import NearestNeighbourSolver
+from tests.api.helpers import assert_problem
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # Starlette's notice about its test client's transport
+    from fastapi.testclient import TestClient
+
+SQUARE = [[0, 0], [0, 1], [1, 1], [1, 0]]
+SMALL_CVRP = {"coords": SQUARE, "demands": [0, 1, 1, 1], "capacity": 3}
+
+
+def _register(monkeypatch: pytest.MonkeyPatch, spec: base.SolverSpec) -> str:
+    base.all_specs()  # load the built-in entries first, so ours is not registered twice
+    monkeypatch.setitem(base._REGISTRY, spec.name, spec)
+    return spec.name
+
+
+@pytest.fixture
+def tsp_only_solver(monkeypatch: pytest.MonkeyPatch) -> str:
+    """No built-in solver is TSP-only; this entry is the nearest-neighbour solver, TSP only."""
+    return _register(monkeypatch, base.SolverSpec(
+        name="tsp_only_nearest_neighbor", family="routing", problems=("tsp",),
+        description="nearest neighbour, TSP only", factory=NearestNeighbourSolver))
+
+
+@pytest.fixture
+def unavailable_solver(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A registered solver that reports it cannot run here, as a neural one without weights."""
+    return _register(monkeypatch, base.SolverSpec(
+        name="needs_missing_weights", family="routing", problems=("tsp", "cvrp"),
+        description="stands for a neural solver whose checkpoint is absent",
+        factory=NearestNeighbourSolver, needs_weights=True, kind="neural",
+        availability=lambda: "checkpoint weights/demo.pt is missing; run training first"))
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app()) as test_client:
+        yield test_client
+
+
+def test_solver_problem_mismatch(client: TestClient, tsp_only_solver: str) -> None:
+    response = client.post("/v1/routing/cvrp/solve",
+                           json={"instance": SMALL_CVRP, "solver": tsp_only_solver})
+    body = assert_problem(response, 422, field="solver")
+    assert "tsp" in body["detail"]
+    response = client.post("/v1/routing/cvrp/compare", json={
+        "instance": SMALL_CVRP, "solvers": ["nearest_neighbor", tsp_only_solver]})
+    assert_problem(response, 422, field="solvers[1]")
+    ok = client.post("/v1/routing/tsp/solve",
+                     json={"instance": {"coords": SQUARE}, "solver": tsp_only_solver})
+    assert ok.status_code == 200 and ok.json()["feasible"]
+
+
+def test_unavailable_solver(client: TestClient, unavailable_solver: str) -> None:
+    response = client.post("/v1/routing/tsp/solve",
+                           json={"instance": {"coords": SQUARE}, "solver": unavailable_solver})
+    body = assert_problem(response, 503, field="solver")
+    assert "run training first" in body["detail"] and "/v1/solvers" in body["detail"]
+    listed = {s["name"]: s for s in client.get("/v1/solvers").json()["solvers"]}
+    assert listed[unavailable_solver]["available"] is False
+    assert "missing" in listed[unavailable_solver]["unavailable_reason"]
+    # In a comparison an unavailable solver is a row with an error, not a failed request.
+    rows = client.post("/v1/routing/tsp/compare", json={
+        "instance": {"coords": SQUARE}, "solvers": ["nearest_neighbor", unavailable_solver],
+    }).json()["rows"]
+    assert rows[0]["feasible"] and rows[0]["error"] is None
+    assert rows[1]["cost"] is None and "unavailable" in rows[1]["error"]
+
+
+def test_explicit_settings_win_over_the_environment() -> None:
+    app = create_app(Settings(max_sync_nodes=3, max_time_limit=2, default_time_limit=1))
+    with TestClient(app) as client:
+        too_big = client.post("/v1/routing/tsp/solve", json={"instance": {"coords": SQUARE}})
+        assert_problem(too_big, 413, field="instance")
+        too_long = client.post("/v1/routing/tsp/solve", json={
+            "instance": {"coords": SQUARE[:3]}, "time_limit": 3})
+        assert_problem(too_long, 422, field="time_limit")
+
+
+def test_inconsistent_settings_fail_at_start() -> None:
+    with pytest.raises(ValueError, match="default_time_limit"):
+        Settings(max_time_limit=5, default_time_limit=10)
+
+
+def test_unexpected_error_is_a_500_problem_without_traceback() -> None:
+    app: FastAPI = create_app()
+
+    @app.get("/crash")
+    def crash() -> None:
+        raise RuntimeError("secret internal state")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        body = assert_problem(client.get("/crash"), 500)
+    assert "secret" not in body["detail"] and "Traceback" not in body["detail"]

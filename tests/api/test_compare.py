@@ -1,0 +1,65 @@
+"""Comparing solvers on one instance."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import OPTIMA
+
+
+def test_compare_ortools_and_pyvrp_on_x101(api: httpx.Client, data_dir: Path) -> None:
+    path = data_dir / "X-n101-k25.vrp"
+    reference = OPTIMA["X-n101-k25"]
+    response = api.post(
+        "/v1/routing/cvrp/compare",
+        files={"file": (path.name, path.read_bytes(), "text/plain")},
+        data={"solvers": "ortools, pyvrp", "time_limit": "2", "reference": str(reference),
+              "svg": "true"},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["problem"], body["instance"], body["nodes"]) == ("cvrp", "X-n101-k25", 101)
+    assert body["reference"] == reference and body["time_limit"] == 2
+    rows = {row["solver"]: row for row in body["rows"]}
+    assert list(rows) == ["ortools", "pyvrp"]
+    best = min(row["cost"] for row in rows.values())
+    assert rows[body["best_solver"]]["cost"] == best
+    for row in rows.values():
+        assert row["feasible"] is True and row["error"] is None, row
+        assert row["cost"] >= reference
+        assert row["gap_to_reference"] == pytest.approx(100 * (row["cost"] - reference) / reference)
+        assert row["gap_to_best"] == pytest.approx(100 * (row["cost"] - best) / best)
+        assert row["wall_time"] <= 2 + 1.0
+        assert row["svg"].startswith("<svg")
+        drawing = ET.fromstring(row["svg"])  # well-formed XML
+        polylines = drawing.findall(".//{http://www.w3.org/2000/svg}polyline")
+        assert len(polylines) >= 25  # X-n101-k25 needs at least 25 routes
+
+
+def test_compare_json_tsp_without_svg(api: httpx.Client) -> None:
+    coords = [[0, 0], [4, 0], [4, 3], [0, 3], [2, 5], [2, -2]]
+    body = api.post("/v1/routing/tsp/compare", json={
+        "instance": {"coords": coords},
+        "solvers": ["nearest_neighbor", "ortools"],
+        "time_limit": 0.5,
+    }).json()
+    rows = body["rows"]
+    assert [r["solver"] for r in rows] == ["nearest_neighbor", "ortools"]
+    assert all(r["feasible"] and r["svg"] is None for r in rows)
+    assert min(r["gap_to_best"] for r in rows) == 0.0
+    assert all(r["gap_to_reference"] is None for r in rows)
+    assert body["best_solver"] in {"nearest_neighbor", "ortools"}
+
+
+def test_compare_svg_for_matrix_only_instance(api: httpx.Client) -> None:
+    body = api.post("/v1/routing/tsp/compare", json={
+        "instance": {"distance_matrix": [[0, 1, 2], [1, 0, 1], [2, 1, 0]]},
+        "solvers": ["nearest_neighbor"], "svg": True,
+    }).json()
+    svg = body["rows"][0]["svg"]
+    assert svg.startswith("<svg") and "circle" in svg
+    ET.fromstring(svg)

@@ -1,0 +1,63 @@
+"""Probes, the solver catalogue and the OpenAPI document."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.api.helpers import assert_problem
+
+
+def test_healthz(api: httpx.Client) -> None:
+    response = api.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_solves_and_lists_solvers(api: httpx.Client) -> None:
+    body = api.get("/readyz").json()
+    assert body["status"] == "ready"
+    assert body["check"]["solver"] == "nearest_neighbor"
+    assert body["check"]["feasible"] is True
+    # The bundled instance is a unit square plus its centre: every tour is at least 4 long.
+    assert body["check"]["cost"] >= 4.0
+    names = {s["name"]: s for s in body["solvers"]}
+    assert {"ortools", "pyvrp", "nearest_neighbor"} <= set(names)
+    assert names["nearest_neighbor"]["available"] is True
+
+
+def test_docs_and_openapi(api: httpx.Client) -> None:
+    docs = api.get("/docs")
+    assert docs.status_code == 200
+    assert "swagger" in docs.text.lower()
+    spec = api.get("/openapi.json").json()
+    assert spec["info"]["title"] == "cosolve"
+    assert spec["info"]["version"]
+    solve = spec["paths"]["/v1/routing/tsp/solve"]["post"]
+    assert solve["operationId"] == "routing-solve_tsp"
+    content = solve["requestBody"]["content"]
+    assert set(content) == {"application/json", "multipart/form-data"}
+    schemas = spec["components"]["schemas"]
+    for ref in (content["application/json"]["schema"]["$ref"],
+                content["multipart/form-data"]["schema"]["$ref"]):
+        assert ref.rsplit("/", 1)[-1] in schemas
+    assert "application/problem+json" in solve["responses"]["422"]["content"]
+    assert spec["paths"]["/v1/solvers"]["get"]["operationId"] == "solvers-list_solvers"
+    assert "/v1/routing/cvrp/compare" in spec["paths"]
+
+
+def test_list_solvers(api: httpx.Client) -> None:
+    solvers = {s["name"]: s for s in api.get("/v1/solvers").json()["solvers"]}
+    assert {"ortools", "pyvrp", "nearest_neighbor"} <= set(solvers)
+    ortools = solvers["ortools"]
+    assert set(ortools) >= {"name", "family", "problems", "kind", "description", "max_nodes",
+                            "needs_weights", "available", "unavailable_reason"}
+    assert ortools["family"] == "routing"
+    assert "tsp" in ortools["problems"]
+    assert ortools["max_nodes"]["tsp"] > 0
+    assert ortools["available"] is True and ortools["unavailable_reason"] is None
+
+
+def test_list_solvers_by_problem(api: httpx.Client) -> None:
+    listed = api.get("/v1/solvers", params={"problem": "tsp"}).json()["solvers"]
+    assert listed and all("tsp" in s["problems"] for s in listed)
+    assert_problem(api.get("/v1/solvers", params={"problem": "knapsack"}), 422, field="problem")

@@ -1,0 +1,140 @@
+"""Solving in the request: JSON bodies and file uploads, checked against costs computed here."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import httpx
+import pytest
+from vrplib.parse import parse_vrplib
+
+from tests.api.helpers import nint_distance, tour_length
+from tests.conftest import OPTIMA
+
+
+def _random_coords(n: int, seed: int) -> list[list[float]]:
+    rng = random.Random(seed)
+    return [[rng.uniform(0, 100), rng.uniform(0, 100)] for _ in range(n)]
+
+
+def _assert_is_tour(tour: list[int], n: int) -> None:
+    assert sorted(tour) == list(range(n))
+
+
+@pytest.mark.parametrize(("solver", "time_limit"), [("nearest_neighbor", 1.0), ("ortools", 1.0)])
+def test_tsp_json_solve(api: httpx.Client, solver: str, time_limit: float) -> None:
+    coords = _random_coords(30, seed=11)
+    response = api.post("/v1/routing/tsp/solve", json={
+        "instance": {"name": "random30", "coords": coords},
+        "solver": solver, "time_limit": time_limit, "seed": 3,
+    })
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["problem"], body["instance"], body["nodes"]) == ("tsp", "random30", 30)
+    assert (body["solver"], body["distance"], body["seed"]) == (solver, "exact", 3)
+    assert body["feasible"] is True and body["violations"] == []
+    assert body["tour"] == body["routes"][0]
+    _assert_is_tour(body["tour"], 30)
+    assert body["cost"] == pytest.approx(tour_length(coords, body["tour"]), rel=1e-9)
+    assert 0 <= body["wall_time"] <= time_limit + 1.0
+    assert body["route_ids"] is None
+    assert isinstance(body["stats"], dict)
+
+
+def test_tsp_ids_are_mapped_back(api: httpx.Client) -> None:
+    coords = [[0, 0], [0, 1], [1, 1], [1, 0]]
+    ids = [101, 205, 307, 409]
+    body = api.post("/v1/routing/tsp/solve", json={
+        "instance": {"problem": "tsp", "coords": coords, "ids": ids},
+        "solver": "nearest_neighbor",
+    }).json()
+    assert body["route_ids"] == [[ids[i] for i in body["tour"]]]
+    assert body["cost"] == pytest.approx(4.0)
+
+
+def test_tsp_distance_matrix(api: httpx.Client) -> None:
+    matrix = [[0, 2, 9, 10], [1, 0, 6, 4], [15, 7, 0, 8], [6, 3, 12, 0]]
+    body = api.post("/v1/routing/tsp/solve", json={
+        "instance": {"distance_matrix": matrix}, "solver": "ortools", "time_limit": 0.5,
+    }).json()
+    tour = body["tour"]
+    _assert_is_tour(tour, 4)
+    assert body["distance"] == "EXPLICIT"
+    assert body["cost"] == sum(matrix[a][b] for a, b in zip(tour, tour[1:] + tour[:1],
+                                                            strict=True))
+    assert body["cost"] == 21  # the optimum of this classic asymmetric 4-city instance
+
+
+def test_cvrp_json_solve(api: httpx.Client) -> None:
+    coords = [[50, 50], [10, 10], [90, 10], [90, 90], [10, 90], [50, 95]]
+    demands = [0, 4, 4, 4, 4, 3]
+    body = api.post("/v1/routing/cvrp/solve", json={
+        "instance": {"coords": coords, "demands": demands, "capacity": 8, "distance": "EUC_2D"},
+        "solver": "nearest_neighbor",
+    }).json()
+    assert body["feasible"] is True and "tour" not in body
+    visited = sorted(v for route in body["routes"] for v in route)
+    assert visited == [1, 2, 3, 4, 5]
+    for route in body["routes"]:
+        assert sum(demands[v] for v in route) <= 8
+    expected = sum(
+        sum(nint_distance(coords[a], coords[b]) for a, b in zip([0, *r], [*r, 0], strict=True))
+        for r in body["routes"]
+    )
+    assert body["cost"] == expected
+
+
+def test_cvrp_file_upload_with_ortools(api: httpx.Client, data_dir: Path) -> None:
+    path = data_dir / "X-n101-k25.vrp"
+    response = api.post(
+        "/v1/routing/cvrp/solve",
+        files={"file": (path.name, path.read_bytes(), "text/plain")},
+        data={"solver": "ortools", "time_limit": "2", "seed": "1"},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["instance"], body["nodes"], body["distance"]) == ("X-n101-k25", 101, "EUC_2D")
+    assert body["feasible"] is True
+    parsed = parse_vrplib(path.read_text())
+    coords, demands, capacity = parsed["node_coord"], parsed["demand"], parsed["capacity"]
+    visited = sorted(v for route in body["routes"] for v in route)
+    assert visited == list(range(1, 101))
+    assert all(sum(demands[v] for v in route) <= capacity for route in body["routes"])
+    cost = sum(
+        sum(nint_distance(coords[a], coords[b]) for a, b in zip([0, *r], [*r, 0], strict=True))
+        for r in body["routes"]
+    )
+    assert body["cost"] == cost
+    assert cost <= OPTIMA["X-n101-k25"] * 1.10
+
+
+def test_gzipped_tsp_upload(api: httpx.Client, data_dir: Path) -> None:
+    path = data_dir / "kroA100.tsp.gz"
+    response = api.post(
+        "/v1/routing/tsp/solve",
+        files={"file": (path.name, path.read_bytes(), "application/gzip")},
+        data={"solver": "ortools", "time_limit": "1"},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["instance"], body["nodes"], body["distance"]) == ("kroA100", 100, "EUC_2D")
+    _assert_is_tour(body["tour"], 100)
+    coords = parse_vrplib(gzip.decompress(path.read_bytes()).decode())["node_coord"]
+    tour = body["tour"]
+    cost = sum(nint_distance(coords[a], coords[b])
+               for a, b in zip(tour, tour[1:] + tour[:1], strict=True))
+    assert body["cost"] == cost
+    assert OPTIMA["kroA100"] <= cost <= OPTIMA["kroA100"] * 1.10
+
+
+def test_json_file_upload(api: httpx.Client) -> None:
+    instance = b'{"problem": "tsp", "name": "as-file", "coords": [[0,0],[3,0],[3,4]]}'
+    body = api.post(
+        "/v1/routing/tsp/solve",
+        files={"file": ("triangle.json", instance, "application/json")},
+        data={"solver": "nearest_neighbor"},
+    ).json()
+    assert body["instance"] == "as-file"
+    assert body["cost"] == pytest.approx(12.0)

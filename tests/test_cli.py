@@ -1,0 +1,190 @@
+"""The `cosolve` command line, end to end on the bundled TSPLIB/CVRPLIB instances.
+
+Runs in-process through typer's CliRunner (stdout and stderr kept apart), plus one real
+subprocess of the installed console script to prove the streams are separate there too.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from solvers.routing.io import load_instance, read_sol, read_tour
+from tests.conftest import DATA, OPTIMA
+
+runner = CliRunner()
+
+GEO_TSP = """NAME : geo5
+TYPE : TSP
+DIMENSION : 5
+EDGE_WEIGHT_TYPE : GEO
+NODE_COORD_SECTION
+1 38.24 20.42
+2 39.57 26.15
+3 40.56 25.32
+4 36.26 23.12
+5 33.48 10.54
+EOF
+"""
+
+
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args))
+
+
+def _assert_user_error(result, *words: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ")
+    for word in words:
+        assert word in result.stderr
+
+
+# -- solvers ------------------------------------------------------------------------------
+def test_solvers_table_lists_every_registered_solver() -> None:
+    result = _run("solvers")
+    assert result.exit_code == 0, result.stderr
+    for name in ("ortools", "pyvrp", "nearest_neighbor"):
+        assert name in result.stdout
+
+
+def test_solvers_json_filters_by_problem() -> None:
+    result = _run("solvers", "--problem", "cvrp", "--json")
+    assert result.exit_code == 0, result.stderr
+    listed = {row["name"]: row for row in json.loads(result.stdout)}
+    assert {"ortools", "pyvrp", "nearest_neighbor"} <= set(listed)
+    assert all("cvrp" in row["problems"] for row in listed.values())
+    assert listed["pyvrp"]["max_nodes"]["cvrp"] > 0
+
+
+def test_solvers_rejects_unknown_problem() -> None:
+    _assert_user_error(_run("solvers", "--problem", "knapsack"), "--problem", "tsp")
+
+
+# -- solve --------------------------------------------------------------------------------
+def test_solve_tsp_nearest_neighbor_writes_a_tour(tmp_path: Path) -> None:
+    out = tmp_path / "eil51.tour"
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                  "--time-limit", "1", "--out", str(out), "--reference", str(OPTIMA["eil51"]))
+    assert result.exit_code == 0, result.stderr
+    tour = read_tour(out)
+    assert sorted(tour) == list(range(51))
+    cost = load_instance(DATA / "eil51.tsp").tour_cost(tour)
+    assert f"{int(cost)}" in result.stdout
+    assert "EUC_2D" in result.stdout
+    assert "gap" in result.stdout
+
+
+def test_solve_tsp_ortools_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "eil51.json"
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit", "1",
+                  "--out", str(out), "--json", "--reference", str(OPTIMA["eil51"]))
+    assert result.exit_code == 0, result.stderr
+    printed = json.loads(result.stdout)
+    written = json.loads(out.read_text())
+    assert sorted(written["routes"][0]) == list(range(51))
+    assert written["feasible"] is True
+    assert written["distance"] == "EUC_2D"
+    assert written["cost"] >= OPTIMA["eil51"]
+    assert printed["solution"]["cost"] == written["cost"]
+    assert printed["gap_percent"] == pytest.approx(
+        100 * (written["cost"] - OPTIMA["eil51"]) / OPTIMA["eil51"])
+
+
+def test_solve_cvrp_ortools_writes_a_sol(tmp_path: Path) -> None:
+    out = tmp_path / "x101.sol"
+    result = _run("solve", str(DATA / "X-n101-k25.vrp"), "--solver", "ortools",
+                  "--time-limit", "1", "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    routes, cost = read_sol(out)
+    instance = load_instance(DATA / "X-n101-k25.vrp")
+    visited = sorted(v for r in routes for v in r)
+    assert visited == list(range(1, instance.n))
+    assert all(instance.demands[r].sum() <= instance.capacity for r in routes)
+    assert cost == instance.cost(routes)
+    assert cost >= OPTIMA["X-n101-k25"]
+
+
+def test_solve_json_stdout_is_clean_in_a_real_process(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "cosolve"
+    if not script.exists():
+        pytest.skip("the cosolve console script is not installed in this environment")
+    proc = subprocess.run(
+        [str(script), "solve", str(DATA / "berlin52.tsp"), "--solver", "nearest_neighbor",
+         "--json"], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert json.loads(proc.stdout)["solution"]["feasible"] is True
+
+
+# -- compare ------------------------------------------------------------------------------
+def test_compare_ortools_and_nearest_neighbor() -> None:
+    result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "ortools,nearest_neighbor",
+                  "--time-limit", "1", "--reference", str(OPTIMA["eil51"]), "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    rows = {row["solver"]: row for row in report["rows"]}
+    assert set(rows) == {"ortools", "nearest_neighbor"}
+    assert all(row["feasible"] and row["error"] is None for row in rows.values())
+    assert min(row["gap_to_best"] for row in rows.values()) == 0.0
+    assert rows["ortools"]["cost"] <= rows["nearest_neighbor"]["cost"]
+    assert report["best_solver"] == "ortools"
+    assert all(row["gap_to_reference"] >= 0 for row in rows.values())
+
+
+def test_compare_table_names_every_column() -> None:
+    result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "nearest_neighbor")
+    assert result.exit_code == 0, result.stderr
+    for column in ("cost", "gap to best", "gap to ref.", "time (s)", "feasible", "error"):
+        assert column in result.stdout
+
+
+def test_compare_unknown_solver_lists_known_names() -> None:
+    result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "ortools,lkh9")
+    _assert_user_error(result, "--solvers", "lkh9", "ortools", "pyvrp", "nearest_neighbor")
+
+
+# -- input mistakes -----------------------------------------------------------------------
+def test_unsupported_extension_is_a_clear_user_error(tmp_path: Path) -> None:
+    bad = tmp_path / "eil51.txt"
+    bad.write_text((DATA / "eil51.tsp").read_text())
+    _assert_user_error(_run("solve", str(bad), "--solver", "ortools"), "file", ".tsp")
+
+
+def test_missing_file_is_a_clear_user_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.tsp"
+    _assert_user_error(_run("solve", str(missing), "--solver", "ortools"), "FILE",
+                       "no such file")
+
+
+def test_geo_edge_weights_are_refused_naming_the_field(tmp_path: Path) -> None:
+    geo = tmp_path / "geo5.tsp"
+    geo.write_text(GEO_TSP)
+    result = _run("compare", str(geo), "--solvers", "nearest_neighbor")
+    _assert_user_error(result, "EDGE_WEIGHT_TYPE", "GEO")
+
+
+def test_unknown_solver_lists_known_names() -> None:
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "concorde")
+    assert result.exit_code != 0
+    assert "Traceback" not in result.stderr
+    for name in ("concorde", "ortools", "pyvrp", "nearest_neighbor"):
+        assert name in result.stderr
+
+
+def test_tour_output_for_a_cvrp_is_refused_before_solving(tmp_path: Path) -> None:
+    result = _run("solve", str(DATA / "X-n101-k25.vrp"), "--solver", "ortools",
+                  "--out", str(tmp_path / "x.tour"))
+    _assert_user_error(result, "--out", ".sol")
+    assert not (tmp_path / "x.tour").exists()
+
+
+def test_non_positive_time_limit_is_refused() -> None:
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit", "0")
+    _assert_user_error(result, "--time-limit")
