@@ -8,6 +8,7 @@ routes can run them off the event loop.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,7 +19,14 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
-from app.errors import ApiError, instance_problem, invalid_request, validation_problem
+from app.errors import (
+    ApiError,
+    domain_problem,
+    instance_problem,
+    invalid_request,
+    validation_problem,
+)
+from app.schemas.jobs import CVRPJobRequest, JobUpload, TSPJobRequest
 from app.schemas.routing import (
     CompareOptions,
     CVRPCompareRequest,
@@ -28,8 +36,8 @@ from app.schemas.routing import (
     TSPSolveRequest,
 )
 from app.settings import Settings
-from solvers.base import get_spec
-from solvers.errors import InstanceError, UnknownSolverError
+from solvers.base import get_solver, get_spec
+from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.io import instance_from_dict, parse_instance_bytes
 from solvers.routing.problem import Instance
 
@@ -124,19 +132,19 @@ async def read_upload(request: Request) -> Upload:
 def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveTask:
     """A solve request posted as JSON."""
     model = TSPSolveRequest if problem == "tsp" else CVRPSolveRequest
-    request = _validate_json(model, raw)
+    request = validate_json(model, raw)
     time_limit = _time_limit(request.time_limit, settings)
-    _check_solver(request.solver, problem, "solver")
-    instance = _instance_from_json(request.instance, problem)
+    check_solver_name(request.solver, problem, "solver")
+    instance = instance_from_json(request.instance, problem)
     _check_sync_size(instance, settings, "instance")
     return SolveTask(instance, request.solver, time_limit, request.seed)
 
 
 def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> SolveTask:
     """A solve request posted as a file plus form fields."""
-    options = _validate_fields(SolveOptions, _single_values(upload.fields))
+    options = validate_fields(SolveOptions, single_values(upload.fields))
     time_limit = _time_limit(options.time_limit, settings)
-    _check_solver(options.solver, problem, "solver")
+    check_solver_name(options.solver, problem, "solver")
     instance = _instance_from_upload(upload, problem, settings)
     _check_sync_size(instance, settings, "file")
     return SolveTask(instance, options.solver, time_limit, options.seed)
@@ -145,20 +153,20 @@ def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> 
 def compare_task_from_json(raw: bytes, problem: str, settings: Settings) -> CompareTask:
     """A compare request posted as JSON."""
     model = TSPCompareRequest if problem == "tsp" else CVRPCompareRequest
-    request = _validate_json(model, raw)
+    request = validate_json(model, raw)
     return _compare_task(request, problem, settings,
-                         lambda: _instance_from_json(request.instance, problem), "instance")
+                         lambda: instance_from_json(request.instance, problem), "instance")
 
 
 def compare_task_from_upload(upload: Upload, problem: str, settings: Settings) -> CompareTask:
     """A compare request posted as a file; ``solvers`` is comma-separated (or repeated)."""
-    fields: dict[str, Any] = _single_values(
+    fields: dict[str, Any] = single_values(
         {k: v for k, v in upload.fields.items() if k != "solvers"}
     )
     if "solvers" in upload.fields:
         joined = ",".join(upload.fields["solvers"])
         fields["solvers"] = [name.strip() for name in joined.split(",") if name.strip()]
-    options = _validate_fields(CompareOptions, fields)
+    options = validate_fields(CompareOptions, fields)
     return _compare_task(options, problem, settings,
                          lambda: _instance_from_upload(upload, problem, settings), "file")
 
@@ -175,7 +183,7 @@ def _compare_task(options: CompareOptions, problem: str, settings: Settings,
             raise invalid_request(f"solver {name!r} is listed twice (solvers[{first_seen[name]}]"
                                   f" and solvers[{i}])", field=f"solvers[{i}]")
         first_seen[name] = i
-        _check_solver(name, problem, f"solvers[{i}]")
+        check_solver_name(name, problem, f"solvers[{i}]")
     time_limit = _time_limit(options.time_limit, settings, runs=len(names))
     instance = load_instance()
     _check_sync_size(instance, settings, source)
@@ -184,21 +192,21 @@ def _compare_task(options: CompareOptions, problem: str, settings: Settings,
 
 
 # -- checks ------------------------------------------------------------------------------
-def _validate_json(model: type[ModelT], raw: bytes) -> ModelT:
+def validate_json(model: type[ModelT], raw: bytes) -> ModelT:
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
         raise validation_problem(exc.errors(include_url=False)) from None
 
 
-def _validate_fields(model: type[ModelT], fields: Mapping[str, Any]) -> ModelT:
+def validate_fields(model: type[ModelT], fields: Mapping[str, Any]) -> ModelT:
     try:
         return model.model_validate(dict(fields))
     except ValidationError as exc:
         raise validation_problem(exc.errors(include_url=False)) from None
 
 
-def _single_values(fields: Mapping[str, list[str]]) -> dict[str, str]:
+def single_values(fields: Mapping[str, list[str]]) -> dict[str, str]:
     """Form fields that must appear once."""
     out: dict[str, str] = {}
     for name, values in fields.items():
@@ -225,7 +233,7 @@ def _time_limit(requested: float | None, settings: Settings, runs: int = 1) -> f
     return limit
 
 
-def _check_solver(name: str, problem: str, field: str) -> None:
+def check_solver_name(name: str, problem: str, field: str) -> None:
     """Fail fast, before parsing the instance, on a solver that does not exist or does not
     solve this problem. Availability and size limits are left to the solve itself."""
     try:
@@ -239,13 +247,13 @@ def _check_solver(name: str, problem: str, field: str) -> None:
                        title="Solver does not solve this problem", field=field)
 
 
-def _instance_from_json(model: BaseModel, problem: str) -> Instance:
+def instance_from_json(model: BaseModel, problem: str) -> Instance:
     obj = model.model_dump(exclude_none=True, exclude={"problem"})
-    return _checked_instance(lambda: instance_from_dict({"problem": problem, **obj}), "instance")
+    return checked_instance(lambda: instance_from_dict({"problem": problem, **obj}), "instance")
 
 
 def _instance_from_upload(upload: Upload, problem: str, settings: Settings) -> Instance:
-    instance = _checked_instance(
+    instance = checked_instance(
         lambda: parse_instance_bytes(upload.data, upload.filename,
                                      max_bytes=settings.max_decompressed_bytes),
         "file",
@@ -260,7 +268,7 @@ def _instance_from_upload(upload: Upload, problem: str, settings: Settings) -> I
     return instance
 
 
-def _checked_instance(build: Callable[[], Instance], source: str) -> Instance:
+def checked_instance(build: Callable[[], Instance], source: str) -> Instance:
     """Build an instance; every failure is a 422 naming the field under ``source``."""
     try:
         instance = build()
@@ -285,3 +293,86 @@ def _check_sync_size(instance: Instance, settings: Settings, source: str) -> Non
             kind="instance-too-large", title="Instance too large for in-request solving",
             field=source, extra={"nodes": instance.n, "limit": settings.max_sync_nodes},
         )
+
+
+# -- jobs ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JobInput:
+    """A checked job submission: what the store persists and the executor runs."""
+
+    problem: str
+    solver: str
+    time_limit: float
+    seed: int
+    filename: str
+    data: bytes
+    nodes: int
+
+
+def _job_time_limit(requested: float | None, settings: Settings) -> float:
+    limit = settings.default_time_limit if requested is None else requested
+    if limit > settings.max_job_time_limit:
+        raise invalid_request(
+            f"time_limit {limit:g} s is above this server's maximum for jobs of "
+            f"{settings.max_job_time_limit:g} s (COSOLVE_MAX_JOB_TIME_LIMIT)",
+            field="time_limit")
+    return limit
+
+
+def _check_job_solver(solver: str, instance: Instance, time_limit: float) -> None:
+    """Everything about the solver that can be known before running it: exists, solves this
+    problem, available here, handles this size within this time limit."""
+    check_solver_name(solver, instance.problem, "solver")
+    try:
+        get_solver(solver, problem=instance.problem, nodes=instance.n, time_limit=time_limit)
+    except CosolveError as exc:
+        raise domain_problem(exc) from None
+
+
+def job_from_json(raw: bytes, settings: Settings) -> JobInput:
+    """A job posted as JSON: ``{"problem", "instance", "solver", "time_limit", "seed"}``."""
+    try:
+        peek = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise invalid_request(f"the body is not valid JSON: {exc}", field="body") from None
+    problem = peek.get("problem") if isinstance(peek, dict) else None
+    if problem not in PROBLEMS:
+        raise invalid_request("'problem' must be 'tsp' or 'cvrp'", field="problem")
+    model = TSPJobRequest if problem == "tsp" else CVRPJobRequest
+    request = validate_fields(model, peek)
+    time_limit = _job_time_limit(request.time_limit, settings)
+    check_solver_name(request.solver, problem, "solver")
+    instance = instance_from_json(request.instance, problem)
+    _check_job_solver(request.solver, instance, time_limit)
+    data = json.dumps({"problem": problem,
+                       **request.instance.model_dump(exclude_none=True, exclude={"problem"})})
+    return JobInput(problem, request.solver, time_limit, request.seed, "instance.json",
+                    data.encode(), instance.n)
+
+
+def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
+    """A job uploaded as a file; the file says the problem."""
+    options = validate_fields(JobUpload, {**single_values(upload.fields), "file": b""})
+    time_limit = _job_time_limit(options.time_limit, settings)
+    instance = job_file_instance(upload.filename, upload.data, settings)
+    if options.problem is not None and options.problem != instance.problem:
+        raise invalid_request(f"{upload.filename} holds a {instance.problem.upper()} instance, "
+                              f"not {options.problem.upper()}", field="problem")
+    _check_job_solver(options.solver, instance, time_limit)
+    return JobInput(instance.problem, options.solver, time_limit, options.seed,
+                    _safe_filename(upload.filename), upload.data, instance.n)
+
+
+def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instance:
+    """Parse an uploaded instance file, every failure a 422 naming ``file``."""
+    return checked_instance(
+        lambda: parse_instance_bytes(data, filename, max_bytes=settings.max_decompressed_bytes),
+        "file",
+    )
+
+
+def _safe_filename(name: str) -> str:
+    """The file's base name with anything unusual replaced, keeping its extensions."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in base)
+    return cleaned.lstrip(".")[:200] or "instance"

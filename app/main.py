@@ -19,8 +19,9 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from app.errors import ProblemDetails, install_error_handlers
+from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
-from app.routers import health, routing, solvers
+from app.routers import health, jobs, routing, solvers
 from app.settings import Settings, get_settings
 from solvers.base import all_specs
 
@@ -34,6 +35,8 @@ travelling-salesman problem (TSP) and the capacitated vehicle-routing problem (C
 * `POST /v1/routing/{tsp|cvrp}/solve` solves a small instance in the request; post it as JSON
   or upload a TSPLIB/CVRPLIB/JSON file (optionally gzipped).
 * `POST /v1/routing/{tsp|cvrp}/compare` runs several solvers on one instance.
+* `POST /v1/jobs` (and `/v1/batches`) run large instances and many files in the background,
+  with progress (`/events`), cancellation and results kept on disk.
 
 Every error is `application/problem+json` (RFC 9457) and names the `field` at fault.
 """
@@ -57,9 +60,17 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # request does not pay for importing OR-Tools and PyVRP.
     specs = all_specs()
     unavailable = [s.name for s in specs if not s.available]
-    logger.info("cosolve ready: %d solvers (%s unavailable)", len(specs),
-                ", ".join(unavailable) or "none")
-    yield
+    # Jobs a previous server left queued or running are re-queued before we take requests.
+    service = JobService(app.state.settings)
+    requeued = service.start()
+    app.state.jobs = service
+    logger.info("cosolve ready: %d solvers (%s unavailable), %s executor, %d jobs re-queued",
+                len(specs), ", ".join(unavailable) or "none", service.executor.name,
+                len(requeued))
+    try:
+        yield
+    finally:
+        service.stop()
 
 
 def _openapi_with_body_models(app: FastAPI, extra_models: tuple[type[BaseModel], ...]) -> Any:
@@ -102,6 +113,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             {"name": "health", "description": "Liveness and readiness probes."},
             {"name": "solvers", "description": "The solver catalogue."},
             {"name": "routing", "description": "TSP and CVRP: solve and compare."},
+            {"name": "jobs", "description": "Long solves and batches: submit, follow, fetch, "
+             "cancel."},
         ],
     )
     app.state.settings = resolved
@@ -112,8 +125,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
     app.include_router(routing.router, prefix="/v1")
+    app.include_router(jobs.router, prefix="/v1")
     app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
-        app, (*routing.OPENAPI_BODY_MODELS, ProblemDetails)
+        app, (*routing.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS, ProblemDetails)
     )
     return app
 

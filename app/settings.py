@@ -7,8 +7,10 @@ can start a server with small limits.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
-from typing import Self
+from pathlib import Path
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -45,6 +47,41 @@ class Settings(BaseSettings):
     )
     max_compare_solvers: int = Field(
         default=6, gt=0, description="Most solvers one comparison request may run."
+    )
+
+    # -- jobs ------------------------------------------------------------------------------
+    data_dir: Path = Field(
+        default=Path("var"),
+        description="Folder of the job store (SQLite file, job inputs and solutions).",
+    )
+    executor: Literal["local", "ray"] = Field(
+        default="local",
+        description="Where jobs run: a local process pool, or Ray (needs the 'ray' extra).",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        description="Ray cluster address (e.g. ray://head:10001); none starts Ray locally.",
+    )
+    max_concurrent_jobs: int = Field(
+        default_factory=lambda: max(1, (os.cpu_count() or 2) - 1),
+        gt=0,
+        description="Jobs solved at the same time by the local executor (one core each).",
+    )
+    max_active_jobs: int = Field(
+        default=200, gt=0, description="Most jobs queued or running at once (429 above)."
+    )
+    max_job_time_limit: float = Field(
+        default=3600.0, gt=0, description="Longest time limit a job may ask for, in seconds."
+    )
+    result_ttl_s: float = Field(
+        default=7 * 24 * 3600.0, gt=0,
+        description="How long a finished job and its solution are kept, in seconds.",
+    )
+    purge_interval_s: float = Field(
+        default=60.0, gt=0, description="How often expired jobs are deleted, in seconds."
+    )
+    max_batch_files: int = Field(
+        default=500, gt=0, description="Most instance files in one batch."
     )
 
     @model_validator(mode="after")

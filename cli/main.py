@@ -15,11 +15,12 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from cli.batch import batch
+from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
 from cli.display import (
     SolveProgress,
     comparison_table,
@@ -40,8 +41,6 @@ from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import gap_percent
 from solvers.routing.solve import solve as solve_instance
 
-EXIT_SOLVER_FAILED = 1
-EXIT_BAD_INPUT = 2
 SOLUTION_EXTENSIONS = (".tour", ".sol", ".json")
 INSTANCE_ARGUMENT = typer.Argument(
     metavar="FILE", help="Instance: .tsp, .vrp or .json, optionally gzipped (.gz)."
@@ -59,21 +58,10 @@ app = typer.Typer(
 
 
 # -- shared helpers ----------------------------------------------------------------------
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    """One line on stderr and an exit code; plain echo so nothing wraps the line."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
-#: Width for tables written to a pipe or file, where rich would otherwise assume 80 columns.
-PIPE_WIDTH = 140
 
 
-def _stdout() -> Console:
-    console = Console()
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=PIPE_WIDTH)
-    return console
 
 
 def _show_progress(as_json: bool) -> bool:
@@ -81,33 +69,22 @@ def _show_progress(as_json: bool) -> bool:
 
 
 def _print_json(obj: Any) -> None:
-    typer.echo(json.dumps(_jsonable(obj), indent=2))
+    typer.echo(json.dumps(jsonable(obj), indent=2))
 
 
-def _jsonable(obj: Any) -> Any:
-    """Plain JSON: NaN/inf become null and numpy scalars become Python numbers."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def _check_budget(time_limit: float, seed: int) -> Budget:
     if not (math.isfinite(time_limit) and time_limit > 0):
-        _fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+        fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
     if seed < 0:
-        _fail(f"--seed: must be a non-negative integer, got {seed}")
+        fail(f"--seed: must be a non-negative integer, got {seed}")
     return Budget(time_limit=time_limit, seed=seed)
 
 
 def _check_reference(reference: float | None) -> None:
     if reference is not None and not (math.isfinite(reference) and reference > 0):
-        _fail(f"--reference: must be a positive cost, got {reference:g}")
+        fail(f"--reference: must be a positive cost, got {reference:g}")
 
 
 def _load(path: Path) -> Instance:
@@ -115,15 +92,15 @@ def _load(path: Path) -> Instance:
     try:
         return load_instance(path)
     except FileNotFoundError:
-        _fail(f"FILE: no such file: {path}")
+        fail(f"FILE: no such file: {path}")
     except IsADirectoryError:
-        _fail(f"FILE: {path} is a directory, not an instance file")
+        fail(f"FILE: {path} is a directory, not an instance file")
     except PermissionError:
-        _fail(f"FILE: permission denied: {path}")
+        fail(f"FILE: permission denied: {path}")
     except InstanceError as exc:
-        _fail(f"{path}: {exc.field}: {exc.message}")
+        fail(f"{path}: {exc.field}: {exc.message}")
     except OSError as exc:
-        _fail(f"FILE: cannot read {path}: {exc.strerror or exc}")
+        fail(f"FILE: cannot read {path}: {exc.strerror or exc}")
 
 
 def _check_out_path(out: Path | None, instance: Instance) -> None:
@@ -132,14 +109,14 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
         return
     ext = out.suffix.lower()
     if ext not in SOLUTION_EXTENSIONS:
-        _fail(f"--out: unknown solution extension {ext or '(none)'!r}; use "
+        fail(f"--out: unknown solution extension {ext or '(none)'!r}; use "
               f"{', '.join(SOLUTION_EXTENSIONS)}")
     if ext == ".tour" and instance.problem != "tsp":
-        _fail(f"--out: .tour files hold TSP tours; write this {instance.problem.upper()} "
+        fail(f"--out: .tour files hold TSP tours; write this {instance.problem.upper()} "
               "solution as .sol or .json")
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
-        _fail(f"--out: folder {parent} does not exist")
+        fail(f"--out: folder {parent} does not exist")
 
 
 def _check_solver(name: str, instance: Instance) -> None:
@@ -147,22 +124,22 @@ def _check_solver(name: str, instance: Instance) -> None:
     try:
         get_solver(name, problem=instance.problem, nodes=instance.n)
     except UnknownSolverError as exc:
-        _fail(f"--solver: {exc}")
+        fail(f"--solver: {exc}")
     except (ProblemMismatchError, InstanceTooLargeError) as exc:
-        _fail(f"--solver: {exc}")
+        fail(f"--solver: {exc}")
     except CosolveError as exc:  # e.g. SolverUnavailableError: the environment, not the input
-        _fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
+        fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
 
 
 def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolveProgress) -> Solution:
     try:
         return solve_instance(instance, name, budget, progress)
     except CosolveError as exc:
-        _fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
+        fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
     except Exception as exc:
         if os.environ.get("COSOLVE_DEBUG"):
             raise
-        _fail(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} "
+        fail(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} "
               "(set COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
 
 
@@ -210,7 +187,7 @@ def list_solvers(
     else:
         known = sorted({p for s in all_specs() for p in s.problems})
         if problem.lower() not in known:
-            _fail(f"--problem: unknown problem {problem!r}; known problems: {', '.join(known)}")
+            fail(f"--problem: unknown problem {problem!r}; known problems: {', '.join(known)}")
         specs = specs_for(problem.lower())
     if as_json:
         _print_json([
@@ -228,7 +205,7 @@ def list_solvers(
             for s in specs
         ])
         return
-    _stdout().print(solvers_table(specs))
+    stdout_console().print(solvers_table(specs))
 
 
 @app.command("solve")
@@ -260,7 +237,7 @@ def solve(
         try:
             write_solution_file(out, solution, instance)
         except OSError as exc:
-            _fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+            fail(f"--out: cannot write {out}: {exc.strerror or exc}")
     gap = gap_percent(solution.cost, reference)
     if as_json:
         _print_json({
@@ -273,10 +250,10 @@ def solve(
             "solution": solution_to_dict(solution, instance),
         })
     else:
-        _stdout().print(solution_summary(instance, solution, time_limit, reference, gap,
+        stdout_console().print(solution_summary(instance, solution, time_limit, reference, gap,
                                          str(out) if out is not None else None))
     if not solution.feasible:
-        _fail(f"solver {solver!r} returned an infeasible solution: "
+        fail(f"solver {solver!r} returned an infeasible solution: "
               + "; ".join(solution.violations), EXIT_SOLVER_FAILED)
 
 
@@ -304,12 +281,12 @@ def compare(
     else:
         names = _split_names(solvers)
         if not names:
-            _fail("--solvers: give at least one solver name, e.g. --solvers ortools,pyvrp")
+            fail("--solvers: give at least one solver name, e.g. --solvers ortools,pyvrp")
         for name in names:
             try:
                 get_spec(name)
             except UnknownSolverError as exc:
-                _fail(f"--solvers: {exc}")
+                fail(f"--solvers: {exc}")
 
     with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         comparison = compare_solvers(instance, names, budget, reference, progress)
@@ -338,9 +315,12 @@ def compare(
             ],
         })
     else:
-        _stdout().print(comparison_table(comparison))
+        stdout_console().print(comparison_table(comparison))
     if comparison.best_solver is None:
-        _fail("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
+        fail("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
+
+
+app.command("batch")(batch)
 
 
 @app.command("serve")
@@ -350,7 +330,7 @@ def serve(
 ) -> None:
     """Run the HTTP API (app.main:app) with uvicorn."""
     if importlib.util.find_spec("app.main") is None:
-        _fail("the HTTP API module app.main is missing from this installation",
+        fail("the HTTP API module app.main is missing from this installation",
               EXIT_SOLVER_FAILED)
     import uvicorn
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# In-process apps (TestClient) keep their job store out of the working tree.
+os.environ.setdefault("COSOLVE_DATA_DIR", tempfile.mkdtemp(prefix="cosolve-tests-"))
 
 from solvers.routing.io import load_instance
 from solvers.routing.problem import CVRPInstance, TSPInstance

@@ -279,11 +279,17 @@ def tour_text(solution: Solution, instance: Instance) -> str:
     """A TSPLIB TOUR file: node numbers from 1 (or the instance's own ids), ended by -1."""
     tour = np.asarray(solution.tour, dtype=np.int64)
     labels = instance.node_ids[tour] if instance.node_ids is not None else tour + 1
+    return tour_text_for(instance.name, labels.tolist(), solution.cost, solution.distance,
+                         solution.solver)
+
+
+def tour_text_for(name: str, labels: list[int], cost: float, distance: str, solver: str) -> str:
+    """The TOUR file of a tour already given as file labels (1-based numbers or ids)."""
     lines = [
-        f"NAME : {instance.name}.tour",
-        f"COMMENT : cost {_fmt_cost(solution.cost)} ({solution.distance}) by {solution.solver}",
+        f"NAME : {name}.tour",
+        f"COMMENT : cost {_fmt_cost(cost)} ({distance}) by {solver}",
         "TYPE : TOUR",
-        f"DIMENSION : {instance.n}",
+        f"DIMENSION : {len(labels)}",
         "TOUR_SECTION",
         *(str(int(v)) for v in labels),
         "-1",
@@ -294,12 +300,17 @@ def tour_text(solution: Solution, instance: Instance) -> str:
 
 def sol_text(solution: Solution) -> str:
     """A CVRPLIB .sol file: ``Route #k: ...`` with 0-based node indices (depot omitted)."""
+    return sol_text_for(solution.routes, solution.cost)
+
+
+def sol_text_for(routes: list[list[int]], cost: float) -> str:
+    """The .sol text of routes given as 0-based indices (empty routes dropped)."""
     import tempfile
 
-    nonempty = [r for r in solution.routes if r] if solution.problem == "cvrp" else [solution.tour]
+    nonempty = [r for r in routes if r]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "out.sol"
-        vrplib.write_solution(p, nonempty, {"Cost": _fmt_cost(solution.cost)})
+        vrplib.write_solution(p, nonempty, {"Cost": _fmt_cost(cost)})
         return p.read_text()
 
 

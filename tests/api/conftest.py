@@ -31,6 +31,7 @@ STRICT_LIMITS = {
     "COSOLVE_MAX_TIME_LIMIT": "5",
     "COSOLVE_DEFAULT_TIME_LIMIT": "1",
     "COSOLVE_MAX_COMPARE_SOLVERS": "2",
+    "COSOLVE_MAX_ACTIVE_JOBS": "1",
 }
 
 
@@ -47,12 +48,22 @@ def _python() -> str:
 
 
 @contextmanager
-def uvicorn_server(settings_env: dict[str, str]) -> Iterator[str]:
+def uvicorn_server(settings_env: dict[str, str], port: int | None = None) -> Iterator[str]:
     """Start uvicorn on a free port with ``settings_env``, wait until /healthz answers, yield
-    the base URL and stop the server afterwards."""
-    port = _free_port()
+    the base URL and stop the server afterwards. Its job store lives in a temporary folder
+    unless ``COSOLVE_DATA_DIR`` is given."""
+    port = port or _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
-    env.update(settings_env)
+    with tempfile.TemporaryDirectory(prefix="cosolve-test-") as data_dir:
+        env["COSOLVE_DATA_DIR"] = data_dir
+        env.update(settings_env)
+        with _running(env, port) as url:
+            yield url
+
+
+@contextmanager
+def _running(env: dict[str, str], port: int, kill: bool = False) -> Iterator[str]:
+    """Run uvicorn with ``env`` on ``port``; stop it with SIGTERM, or SIGKILL if ``kill``."""
     base_url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile(mode="w+") as log:
         proc = subprocess.Popen(
@@ -64,6 +75,8 @@ def uvicorn_server(settings_env: dict[str, str]) -> Iterator[str]:
             _wait_until_healthy(proc, base_url, log)
             yield base_url
         finally:
+            if kill:
+                proc.kill()
             proc.terminate()
             try:
                 proc.wait(timeout=10)

@@ -1,0 +1,215 @@
+"""Executors run jobs away from the event loop: a local process pool (the default) or Ray.
+
+One interface, ``Executor.submit(job)``: the job is already in the store, and the executor
+makes sure its outcome ends up there. The local pool's workers write to the store directly
+(same machine). Ray workers may run on other machines, so each Ray job gets a small actor
+through which the worker reports progress and learns of a cancel, and a pump thread on the
+server copies between that actor and the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Protocol
+
+from app.jobs.store import FAILED, JobRecord, JobStore
+from app.jobs.worker import JobSpec, execute, record_outcome, run_stored_job
+
+logger = logging.getLogger("cosolve.jobs")
+
+
+class Executor(Protocol):
+    """Runs stored jobs; their outcomes land in the store."""
+
+    name: str
+
+    def submit(self, job: JobRecord) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class LocalProcessExecutor:
+    """A pool of worker processes on this machine (spawned, so no state leaks from the
+    server into a worker, and a crashing solver cannot take the server down)."""
+
+    name = "local"
+
+    def __init__(self, store: JobStore, workers: int, ttl_s: float) -> None:
+        self.store = store
+        self.workers = workers
+        self.ttl_s = ttl_s
+        self._lock = threading.Lock()
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers,
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_ignore_sigint)
+
+    def submit(self, job: JobRecord) -> None:
+        with self._lock:
+            try:
+                future = self._pool.submit(run_stored_job, str(self.store.root), job.id,
+                                           job.attempt, self.ttl_s)
+            except BrokenProcessPool:
+                self._pool = self._new_pool()
+                future = self._pool.submit(run_stored_job, str(self.store.root), job.id,
+                                           job.attempt, self.ttl_s)
+        future.add_done_callback(lambda f: self._done(job, f))
+
+    def _done(self, job: JobRecord, future: Future[str]) -> None:
+        if future.cancelled():  # shut down before it started: re-queued on the next start
+            return
+        exc = future.exception()
+        if exc is None:
+            return
+        # The worker died (killed, out of memory) before it could record an outcome.
+        logger.error("job %s: worker failed: %r", job.id, exc)
+        self.store.finish(job.id, job.attempt, state=FAILED,
+                          error=f"the worker process died ({type(exc).__name__}: {exc})",
+                          message="worker died", ttl_s=self.ttl_s)
+        if isinstance(exc, BrokenProcessPool):
+            with self._lock:
+                self._pool = self._new_pool()
+
+    def shutdown(self) -> None:
+        # Running workers are not waited for: their jobs are re-queued on the next start.
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to their parent, which cancels jobs through the store."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Channel:
+    """Ray actor between one Ray worker and the server: latest progress, the cancel flag."""
+
+    def __init__(self) -> None:
+        self.latest: tuple[float, int, float | None, str] | None = None
+        self.cancel = False
+
+    def report(self, elapsed: float, iterations: int, best: float | None, message: str) -> None:
+        self.latest = (elapsed, iterations, best, message)
+
+    def poll(self) -> tuple[float, int, float | None, str] | None:
+        return self.latest
+
+    def request_cancel(self) -> None:
+        self.cancel = True
+
+    def cancelled(self) -> bool:
+        return self.cancel
+
+
+class _ChannelSink:
+    """The worker side of a ``_Channel``; reading the flag is throttled by ``execute``."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+
+    def progress(self, event: Any) -> None:
+        self.channel.report.remote(event.elapsed, event.iterations, event.best_cost,
+                                   event.message)
+
+    def cancelled(self) -> bool:
+        import ray
+
+        return bool(ray.get(self.channel.cancelled.remote()))
+
+
+def _ray_job(spec: JobSpec, data: bytes, channel: Any) -> Any:
+    """Body of the Ray task (wrapped with ray.remote when the executor starts)."""
+    return execute(spec, data, _ChannelSink(channel))
+
+
+class RayExecutor:
+    """Jobs as Ray tasks on a cluster (``address``) or a local Ray instance (``None``)."""
+
+    name = "ray"
+
+    def __init__(self, store: JobStore, address: str | None, ttl_s: float,
+                 poll_s: float = 0.25) -> None:
+        import ray
+
+        self.store = store
+        self.ttl_s = ttl_s
+        self.poll_s = poll_s
+        self._started_ray = not ray.is_initialized()
+        if self._started_ray:
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+                     include_dashboard=False, logging_level=logging.WARNING)
+        self._ray = ray
+        self._inflight: dict[str, Any] = {}
+        self._task = ray.remote(num_cpus=1)(_ray_job)
+        self._channel = ray.remote(num_cpus=0)(_Channel)
+        self._stop = threading.Event()
+
+    def submit(self, job: JobRecord) -> None:
+        if not self.store.mark_running(job.id, job.attempt):
+            return
+        spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename)
+        data = self.store.input_path(job).read_bytes()
+        channel = self._channel.remote()
+        ref = self._task.remote(spec, data, channel)
+        self._inflight[job.id] = ref
+        threading.Thread(target=self._pump, args=(job, ref, channel), daemon=True,
+                         name=f"ray-pump-{job.id}").start()
+
+    def _pump(self, job: JobRecord, ref: Any, channel: Any) -> None:
+        """Copy progress into the store and the store's cancel flag into the actor."""
+        ray = self._ray
+        cancel_sent = False
+        while not self._stop.is_set():
+            ready, _ = ray.wait([ref], timeout=self.poll_s)
+            latest = ray.get(channel.poll.remote())
+            if latest is not None:
+                self.store.report_progress(job.id, job.attempt, *latest)
+            if ready:
+                try:
+                    outcome = ray.get(ref)
+                except Exception as exc:
+                    self.store.finish(job.id, job.attempt, state=FAILED,
+                                      error=f"Ray task failed: {exc}", ttl_s=self.ttl_s)
+                else:
+                    record_outcome(self.store, job.id, job.attempt, outcome, self.ttl_s)
+                self._inflight.pop(job.id, None)
+                ray.kill(channel)
+                return
+            if not cancel_sent and self.store.cancel_requested(job.id):
+                channel.request_cancel.remote()
+                cancel_sent = True
+
+    def shutdown(self) -> None:
+        """Stop pumping and cancel in-flight tasks: their jobs are re-queued on the next
+        start, so leaving them running would only solve them twice."""
+        self._stop.set()
+        for ref in list(self._inflight.values()):
+            try:
+                self._ray.cancel(ref, force=True)
+            except Exception:
+                logger.debug("could not cancel a Ray task", exc_info=True)
+        self._inflight.clear()
+        if self._started_ray:
+            self._ray.shutdown()
+
+
+def make_executor(kind: str, store: JobStore, *, workers: int, ttl_s: float,
+                  ray_address: str | None = None) -> Executor:
+    """The executor named in settings: ``local`` or ``ray``."""
+    if kind == "local":
+        return LocalProcessExecutor(store, workers, ttl_s)
+    if kind == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise RuntimeError(
+                "COSOLVE_EXECUTOR=ray needs Ray: pip install 'cosolve[ray]'"
+            ) from None
+        return RayExecutor(store, ray_address, ttl_s)
+    raise ValueError(f"unknown executor {kind!r}: use 'local' or 'ray'")

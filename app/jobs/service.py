@@ -1,0 +1,87 @@
+"""The job service: accepts jobs (within limits), hands them to the executor, re-queues
+what a previous server left unfinished, cancels, and expires old results."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from app.jobs.executors import Executor, make_executor
+from app.jobs.store import JobRecord, JobStore
+from app.settings import Settings
+
+logger = logging.getLogger("cosolve.jobs")
+
+
+@dataclass
+class QueueFullError(Exception):
+    """Too many jobs are waiting or running."""
+
+    active: int
+    limit: int
+
+
+class JobService:
+    """Owns the store and the executor for the lifetime of the server."""
+
+    def __init__(self, settings: Settings, store: JobStore | None = None,
+                 executor: Executor | None = None) -> None:
+        self.settings = settings
+        self.store = store or JobStore(settings.data_dir)
+        self.executor = executor or make_executor(
+            settings.executor, self.store, workers=settings.max_concurrent_jobs,
+            ttl_s=settings.result_ttl_s, ray_address=settings.ray_address,
+        )
+        self._stop = threading.Event()
+        self._purger: threading.Thread | None = None
+        self._submit_lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> list[JobRecord]:
+        """Re-queue interrupted jobs, start the expiry loop; returns the re-queued jobs."""
+        requeued = self.store.requeue_interrupted()
+        for job in requeued:
+            logger.info("re-queueing job %s (attempt %d)", job.id, job.attempt)
+            self.executor.submit(job)
+        self._purger = threading.Thread(target=self._purge_loop, daemon=True,
+                                        name="jobs-expiry")
+        self._purger.start()
+        return requeued
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.executor.shutdown()
+
+    def _purge_loop(self) -> None:
+        while not self._stop.wait(self.settings.purge_interval_s):
+            try:
+                removed = self.store.purge_expired()
+                if removed:
+                    logger.info("expired %d finished jobs", removed)
+            except Exception:
+                logger.exception("expiring jobs failed")
+
+    # -- jobs ------------------------------------------------------------------------------
+    def submit(self, *, problem: str, solver: str, time_limit: float, seed: int,
+               filename: str, data: bytes, nodes: int,
+               batch_id: str | None = None) -> JobRecord:
+        """Persist and enqueue one job, unless the queue is full."""
+        with self._submit_lock:
+            active = self.store.count_active()
+            if active >= self.settings.max_active_jobs:
+                raise QueueFullError(active, self.settings.max_active_jobs)
+            job = self.store.create(problem=problem, solver=solver, time_limit=time_limit,
+                                    seed=seed, filename=filename, data=data, nodes=nodes,
+                                    batch_id=batch_id)
+        self.executor.submit(job)
+        return job
+
+    def reserve(self, count: int) -> None:
+        """Refuse a batch up front when it would not fit the queue."""
+        active = self.store.count_active()
+        if active + count > self.settings.max_active_jobs:
+            raise QueueFullError(active + count, self.settings.max_active_jobs)
+
+    def cancel(self, job_id: str) -> JobRecord | None:
+        return self.store.request_cancel(job_id)

@@ -1,0 +1,345 @@
+"""The job store: one SQLite file plus a folder per job for its input and its solution.
+
+Why SQLite and files: the input a user submitted is written to disk (and fsynced) before the
+API answers 202, so nothing accepted is lost; the job row records every state change, so a
+server that dies and restarts finds the jobs it must run again. Workers on the same machine
+write progress straight into the store; every worker write carries the job's ``attempt``
+number, so a worker orphaned by a crash can never overwrite a newer attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
+    "queued", "running", "succeeded", "failed", "cancelled"
+)
+ACTIVE_STATES = (QUEUED, RUNNING)
+FINAL_STATES = (SUCCEEDED, FAILED, CANCELLED)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    batch_id TEXT,
+    state TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    solver TEXT NOT NULL,
+    time_limit REAL NOT NULL,
+    seed INTEGER NOT NULL,
+    filename TEXT NOT NULL,
+    nodes INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    expires_at REAL,
+    attempt INTEGER NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    elapsed REAL,
+    iterations INTEGER,
+    best_cost REAL,
+    message TEXT,
+    updated_at REAL NOT NULL,
+    cost REAL,
+    feasible INTEGER,
+    partial INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
+CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created_at);
+CREATE TABLE IF NOT EXISTS batches (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    solver TEXT NOT NULL,
+    time_limit REAL NOT NULL,
+    size INTEGER NOT NULL,
+    rejected TEXT NOT NULL DEFAULT '[]'
+);
+"""
+
+
+@dataclass
+class JobRecord:
+    """One row of the store, as the API and the executors see it."""
+
+    id: str
+    batch_id: str | None
+    state: str
+    problem: str
+    solver: str
+    time_limit: float
+    seed: int
+    filename: str
+    nodes: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    expires_at: float | None
+    attempt: int
+    cancel_requested: bool
+    elapsed: float | None
+    iterations: int | None
+    best_cost: float | None
+    message: str | None
+    updated_at: float
+    cost: float | None
+    feasible: bool | None
+    partial: bool
+    error: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @property
+    def has_solution(self) -> bool:
+        return self.cost is not None
+
+
+def _record(row: sqlite3.Row) -> JobRecord:
+    d = dict(row)
+    d["cancel_requested"] = bool(d["cancel_requested"])
+    d["partial"] = bool(d["partial"])
+    d["feasible"] = None if d["feasible"] is None else bool(d["feasible"])
+    return JobRecord(**d)
+
+
+class JobStore:
+    """Thread-safe access to the SQLite file; each thread/process opens its own connection."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "jobs").mkdir(exist_ok=True)
+        self.db_path = self.root / "jobs.sqlite3"
+        self._local = threading.local()
+        self._connection().executescript(_SCHEMA)  # executescript manages its own transaction
+
+    # -- connections -----------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # -- files -----------------------------------------------------------------------
+    def job_dir(self, job_id: str) -> Path:
+        return self.root / "jobs" / job_id
+
+    def input_path(self, job: JobRecord) -> Path:
+        return self.job_dir(job.id) / f"input-{job.filename}"
+
+    def solution_path(self, job_id: str) -> Path:
+        return self.job_dir(job_id) / "solution.json"
+
+    def write_solution(self, job_id: str, payload: dict[str, Any]) -> None:
+        """Write atomically (temp file + rename), so a reader never sees half a solution."""
+        path = self.solution_path(job_id)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload))
+        os.replace(tmp, path)
+
+    def read_solution(self, job_id: str) -> dict[str, Any] | None:
+        path = self.solution_path(job_id)
+        if not path.exists():
+            return None
+        return json.loads(path.read_text())
+
+    # -- creating --------------------------------------------------------------------
+    def create(
+        self,
+        *,
+        problem: str,
+        solver: str,
+        time_limit: float,
+        seed: int,
+        filename: str,
+        data: bytes,
+        nodes: int,
+        batch_id: str | None = None,
+    ) -> JobRecord:
+        """Persist the input (fsynced) and a queued row; only then is the job accepted."""
+        job_id = uuid.uuid4().hex
+        folder = self.job_dir(job_id)
+        folder.mkdir(parents=True)
+        path = folder / f"input-{filename}"
+        with open(path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        now = time.time()
+        with self._conn() as c:
+            c.execute(
+                "INSERT INTO jobs (id, batch_id, state, problem, solver, time_limit, seed, "
+                "filename, nodes, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (job_id, batch_id, QUEUED, problem, solver, time_limit, seed, filename, nodes,
+                 now, now),
+            )
+        job = self.get(job_id)
+        assert job is not None
+        return job
+
+    def create_batch(self, solver: str, time_limit: float, size: int,
+                     rejected: list[dict[str, Any]]) -> str:
+        """A batch row; ``rejected`` lists the files refused at submission, with reasons."""
+        batch_id = uuid.uuid4().hex
+        with self._conn() as c:
+            c.execute("INSERT INTO batches (id, created_at, solver, time_limit, size, rejected) "
+                      "VALUES (?,?,?,?,?,?)",
+                      (batch_id, time.time(), solver, time_limit, size, json.dumps(rejected)))
+        return batch_id
+
+    # -- reading ---------------------------------------------------------------------
+    def get(self, job_id: str) -> JobRecord | None:
+        row = self._connection().execute("SELECT * FROM jobs WHERE id=?", (job_id,)).fetchone()
+        return _record(row) if row else None
+
+    def list(self, *, offset: int = 0, limit: int = 50, state: str | None = None,
+             batch_id: str | None = None) -> tuple[list[JobRecord], int]:
+        where, args = [], []
+        if state:
+            where.append("state=?")
+            args.append(state)
+        if batch_id:
+            where.append("batch_id=?")
+            args.append(batch_id)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        conn = self._connection()
+        total = conn.execute(f"SELECT COUNT(*) FROM jobs {clause}", args).fetchone()[0]
+        rows = conn.execute(
+            f"SELECT * FROM jobs {clause} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+            [*args, limit, offset],
+        ).fetchall()
+        return [_record(r) for r in rows], int(total)
+
+    def batch(self, batch_id: str) -> dict[str, Any] | None:
+        row = self._connection().execute(
+            "SELECT * FROM batches WHERE id=?", (batch_id,)).fetchone()
+        if not row:
+            return None
+        out = dict(row)
+        out["rejected"] = json.loads(out["rejected"])
+        return out
+
+    def count_active(self) -> int:
+        return int(self._connection().execute(
+            "SELECT COUNT(*) FROM jobs WHERE state IN (?, ?)", ACTIVE_STATES).fetchone()[0])
+
+    def active_jobs(self) -> list[JobRecord]:
+        rows = self._connection().execute(
+            "SELECT * FROM jobs WHERE state IN (?, ?) ORDER BY created_at", ACTIVE_STATES
+        ).fetchall()
+        return [_record(r) for r in rows]
+
+    # -- state changes (server side) -----------------------------------------------------
+    def requeue_interrupted(self) -> list[JobRecord]:
+        """On start-up: every job left queued or running goes back to the queue under a new
+        attempt number (so the orphaned worker of the old attempt can no longer write)."""
+        with self._conn() as c:
+            c.execute(
+                "UPDATE jobs SET state=?, attempt=attempt+1, updated_at=?, "
+                "message=CASE WHEN state=? THEN 're-queued after a server restart' "
+                "ELSE message END WHERE state IN (?, ?)",
+                (QUEUED, time.time(), RUNNING, *ACTIVE_STATES),
+            )
+        return self.active_jobs()
+
+    def request_cancel(self, job_id: str) -> JobRecord | None:
+        """Flag a job for cancellation; a queued job is cancelled at once."""
+        now = time.time()
+        with self._conn() as c:
+            c.execute("UPDATE jobs SET cancel_requested=1, updated_at=? WHERE id=? AND "
+                      "state IN (?, ?)", (now, job_id, *ACTIVE_STATES))
+            c.execute("UPDATE jobs SET state=?, finished_at=?, message=?, updated_at=? "
+                      "WHERE id=? AND state=?",
+                      (CANCELLED, now, "cancelled before it started", now, job_id, QUEUED))
+        return self.get(job_id)
+
+    def set_expiry(self, job_id: str, ttl_s: float) -> None:
+        with self._conn() as c:
+            c.execute("UPDATE jobs SET expires_at=finished_at+? WHERE id=? AND expires_at IS NULL "
+                      "AND finished_at IS NOT NULL", (ttl_s, job_id))
+
+    def purge_expired(self, now: float | None = None) -> int:
+        """Delete finished jobs past their expiry, with their files."""
+        now = now or time.time()
+        rows = self._connection().execute(
+            "SELECT id FROM jobs WHERE expires_at IS NOT NULL AND expires_at < ?", (now,)
+        ).fetchall()
+        for (job_id,) in rows:
+            folder = self.job_dir(job_id)
+            if folder.exists():
+                for p in folder.iterdir():
+                    p.unlink(missing_ok=True)
+                folder.rmdir()
+            with self._conn() as c:
+                c.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+        return len(rows)
+
+    # -- state changes (worker side, guarded by the attempt) -----------------------------
+    def mark_running(self, job_id: str, attempt: int) -> bool:
+        now = time.time()
+        with self._conn() as c:
+            cur = c.execute(
+                "UPDATE jobs SET state=?, started_at=?, updated_at=?, message=? WHERE id=? "
+                "AND attempt=? AND state=?",
+                (RUNNING, now, now, "running", job_id, attempt, QUEUED),
+            )
+            return cur.rowcount == 1
+
+    def report_progress(self, job_id: str, attempt: int, elapsed: float, iterations: int,
+                        best_cost: float | None, message: str) -> None:
+        with self._conn() as c:
+            c.execute(
+                "UPDATE jobs SET elapsed=?, iterations=?, best_cost=COALESCE(?, best_cost), "
+                "message=?, updated_at=? WHERE id=? AND attempt=? AND state=?",
+                (elapsed, iterations, best_cost, message, time.time(), job_id, attempt, RUNNING),
+            )
+
+    def cancel_requested(self, job_id: str) -> bool:
+        row = self._connection().execute(
+            "SELECT cancel_requested FROM jobs WHERE id=?", (job_id,)).fetchone()
+        return bool(row and row[0])
+
+    def finish(self, job_id: str, attempt: int, *, state: str, cost: float | None = None,
+               feasible: bool | None = None, partial: bool = False, error: str | None = None,
+               message: str = "", ttl_s: float | None = None) -> bool:
+        now = time.time()
+        with self._conn() as c:
+            cur = c.execute(
+                "UPDATE jobs SET state=?, finished_at=?, updated_at=?, cost=?, feasible=?, "
+                "partial=?, error=?, message=?, best_cost=COALESCE(?, best_cost), "
+                "expires_at=CASE WHEN ? IS NULL THEN NULL ELSE ? + ? END "
+                "WHERE id=? AND attempt=? AND state IN (?, ?)",
+                (state, now, now, cost, None if feasible is None else int(feasible),
+                 int(partial), error, message, cost, ttl_s, now, ttl_s, job_id, attempt,
+                 *ACTIVE_STATES),
+            )
+            return cur.rowcount == 1

@@ -1,0 +1,160 @@
+"""What a job does wherever it runs (a local worker process, a Ray worker, the CLI batch):
+read the stored input, solve with progress and cancellation, and produce an outcome.
+
+The function here touches no HTTP and no executor: progress and the cancel flag go through a
+``JobSink``, so each executor only supplies the sink that fits where the worker runs.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from solvers.base import Budget, ProgressEvent
+from solvers.errors import CosolveError, NoSolutionError
+from solvers.routing.io import parse_instance_bytes, solution_to_dict
+from solvers.routing.solve import solve
+
+#: How often a running job checks its cancel flag and may write progress, in seconds.
+POLL_S = 0.25
+
+
+class JobSink(Protocol):
+    """Where a running job reports progress and learns that it was cancelled."""
+
+    def progress(self, event: ProgressEvent) -> None: ...
+
+    def cancelled(self) -> bool: ...
+
+
+@dataclass
+class JobSpec:
+    """Everything a worker needs besides the input bytes."""
+
+    id: str
+    problem: str
+    solver: str
+    time_limit: float
+    seed: int
+    filename: str
+
+
+@dataclass
+class JobOutcome:
+    """How a job ended; ``solution`` is the JSON the API serves (None if there is none)."""
+
+    state: str
+    solution: dict[str, Any] | None = None
+    cost: float | None = None
+    feasible: bool | None = None
+    partial: bool = False
+    error: str | None = None
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Throttle:
+    """Forward progress at most every POLL_S seconds (the last event is always kept)."""
+
+    def __init__(self, sink: JobSink) -> None:
+        self.sink = sink
+        self.last = 0.0
+
+    def __call__(self, event: ProgressEvent) -> None:
+        now = time.monotonic()
+        if now - self.last >= POLL_S:
+            self.last = now
+            self.sink.progress(event)
+
+
+def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
+    """Solve one job. Never raises: every failure becomes a ``failed`` outcome with a reason."""
+    cancel = threading.Event()
+    done = threading.Event()
+
+    def watch_cancel() -> None:
+        while not done.wait(POLL_S):
+            if sink.cancelled():
+                cancel.set()
+                return
+
+    watcher = threading.Thread(target=watch_cancel, name=f"cancel-{spec.id}", daemon=True)
+    watcher.start()
+    try:
+        instance = parse_instance_bytes(data, spec.filename)
+        sink.progress(ProgressEvent(spec.solver, 0.0, 0, None,
+                                    f"solving {instance.n} nodes"))
+        budget = Budget(time_limit=spec.time_limit, seed=spec.seed, cancel=cancel)
+        solution = solve(instance, spec.solver, budget, _Throttle(sink))
+    except NoSolutionError as exc:
+        state = "cancelled" if cancel.is_set() else "failed"
+        return JobOutcome(state, error=str(exc), message="no solution")
+    except CosolveError as exc:
+        return JobOutcome("failed", error=str(exc), message="failed")
+    except Exception as exc:
+        return JobOutcome("failed", error=f"{type(exc).__name__}: {exc}",
+                          message="internal error", extra={"traceback": traceback.format_exc()})
+    finally:
+        done.set()
+    payload = solution_to_dict(solution, instance)
+    payload["nodes"] = instance.n
+    cost = solution.cost if math.isfinite(solution.cost) else None
+    partial = cancel.is_set()
+    payload["partial"] = partial
+    iterations = solution.stats.get("iterations", solution.stats.get("solutions_seen", 0))
+    sink.progress(ProgressEvent(spec.solver, solution.wall_time, int(iterations or 0), cost,
+                                "cancelled: best so far kept" if partial else "done"))
+    return JobOutcome(
+        "cancelled" if partial else "succeeded",
+        solution=payload,
+        cost=cost,
+        feasible=solution.feasible,
+        partial=partial,
+        message="cancelled; the best solution found so far is kept" if partial else "solved",
+    )
+
+
+class StoreSink:
+    """Progress and cancellation through the local SQLite store (same machine)."""
+
+    def __init__(self, store: Any, job_id: str, attempt: int) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.attempt = attempt
+
+    def progress(self, event: ProgressEvent) -> None:
+        best = event.best_cost if event.best_cost is not None and math.isfinite(
+            event.best_cost) else None
+        self.store.report_progress(self.job_id, self.attempt, event.elapsed, event.iterations,
+                                   best, event.message)
+
+    def cancelled(self) -> bool:
+        return bool(self.store.cancel_requested(self.job_id))
+
+
+def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,
+                   ttl_s: float) -> bool:
+    """Write the solution file, then the final row (guarded by the attempt)."""
+    if outcome.solution is not None:
+        store.write_solution(job_id, outcome.solution)
+    return store.finish(job_id, attempt, state=outcome.state, cost=outcome.cost,
+                        feasible=outcome.feasible, partial=outcome.partial, error=outcome.error,
+                        message=outcome.message, ttl_s=ttl_s)
+
+
+def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float) -> str:
+    """Entry point of a local worker process: run one job of the store at ``root``."""
+    from app.jobs.store import JobStore
+
+    store = JobStore(root)
+    job = store.get(job_id)
+    if job is None or job.attempt != attempt or not store.mark_running(job_id, attempt):
+        return "skipped"  # cancelled while queued, or superseded by a newer attempt
+    spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename)
+    outcome = execute(spec, store.input_path(job).read_bytes(), StoreSink(store, job_id, attempt))
+    record_outcome(store, job_id, attempt, outcome, ttl_s)
+    return outcome.state

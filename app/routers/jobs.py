@@ -1,0 +1,379 @@
+"""Jobs and batches: solves that outlive a request.
+
+``POST /v1/jobs`` persists the input and answers 202 at once; the job runs in a worker
+(process pool or Ray). Clients poll ``GET /v1/jobs/{id}``, follow ``/events`` (server-sent
+events), fetch ``/solution`` and ``DELETE`` to cancel (the best solution so far is kept).
+``POST /v1/batches`` does the same for many files at once, or one .zip/.tar of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import tarfile
+import zipfile
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from app.errors import ApiError, invalid_request, problem_responses
+from app.intake import (
+    BodyFormat,
+    JobInput,
+    Upload,
+    body_format,
+    job_from_json,
+    job_from_upload,
+    read_upload,
+    single_values,
+    validate_fields,
+)
+from app.jobs.service import JobService, QueueFullError
+from app.jobs.store import FINAL_STATES, JobRecord
+from app.schemas.jobs import (
+    BatchFileResult,
+    BatchStatus,
+    BatchSummary,
+    CVRPJobRequest,
+    JobLinks,
+    JobList,
+    JobOptions,
+    JobProgress,
+    JobStatus,
+    JobUpload,
+    TSPJobRequest,
+)
+from app.settings import Settings, get_settings
+from solvers.errors import CosolveError
+from solvers.routing.io import sol_text_for, tour_text_for
+
+router = APIRouter(tags=["jobs"])
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+#: How often the event stream looks for new progress, and sends a keep-alive comment.
+EVENT_POLL_S = 0.5
+KEEPALIVE_S = 15.0
+_ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
+
+
+def _service(request: Request) -> JobService:
+    return request.app.state.jobs
+
+
+ServiceDep = Annotated[JobService, Depends(_service)]
+
+
+# -- rendering ---------------------------------------------------------------------------
+def job_status(job: JobRecord) -> JobStatus:
+    base = f"/v1/jobs/{job.id}"
+    return JobStatus(
+        id=job.id, batch_id=job.batch_id, state=job.state,  # type: ignore[arg-type]
+        problem=job.problem, solver=job.solver, time_limit=job.time_limit, seed=job.seed,
+        filename=job.filename, nodes=job.nodes, created_at=job.created_at,
+        started_at=job.started_at, finished_at=job.finished_at, expires_at=job.expires_at,
+        attempt=job.attempt, cancel_requested=job.cancel_requested,
+        progress=JobProgress(elapsed=job.elapsed, iterations=job.iterations,
+                             best_cost=job.best_cost, message=job.message),
+        cost=job.cost, feasible=job.feasible, partial=job.partial, error=job.error,
+        links=JobLinks(self=base, events=f"{base}/events", solution=f"{base}/solution"),
+    )
+
+
+def _get_job(service: JobService, job_id: str) -> JobRecord:
+    job = service.store.get(job_id)
+    if job is None:
+        raise ApiError(404, f"no job {job_id!r} (it may have expired)", kind="unknown-job",
+                       title="Unknown job", field="job_id")
+    return job
+
+
+def _queue_full(exc: QueueFullError) -> ApiError:
+    return ApiError(
+        429, f"{exc.active} jobs would be queued or running; this server accepts at most "
+        f"{exc.limit} (COSOLVE_MAX_ACTIVE_JOBS). Retry when some have finished.",
+        kind="too-many-jobs", title="Too many jobs", headers={"Retry-After": "30"},
+        extra={"active": exc.active, "limit": exc.limit})
+
+
+# -- submit ------------------------------------------------------------------------------
+_JOB_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"oneOf": [
+                {"$ref": "#/components/schemas/TSPJobRequest"},
+                {"$ref": "#/components/schemas/CVRPJobRequest"}]}},
+            "multipart/form-data": {"schema": {"$ref": "#/components/schemas/JobUpload"}},
+        },
+    }
+}
+
+
+@router.post("/jobs", status_code=202, response_model=JobStatus, openapi_extra=_JOB_BODY,
+             responses=problem_responses(404, 413, 415, 422, 429, 503))
+async def submit_job(request: Request, settings: SettingsDep, service: ServiceDep,
+                     response: Response) -> JobStatus:
+    """Accept a job: the input is stored before this answers 202 with the job's URLs."""
+    if body_format(request) is BodyFormat.JSON:
+        raw = await request.body()
+        job_input: JobInput = await run_in_threadpool(job_from_json, raw, settings)
+    else:
+        upload = await read_upload(request)
+        job_input = await run_in_threadpool(job_from_upload, upload, settings)
+    try:
+        job = await run_in_threadpool(lambda: service.submit(**vars(job_input)))
+    except QueueFullError as exc:
+        raise _queue_full(exc) from None
+    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    return job_status(job)
+
+
+# -- read ----------------------------------------------------------------------------------
+@router.get("/jobs", response_model=JobList, responses=problem_responses(422))
+def list_jobs(service: ServiceDep,
+              offset: Annotated[int, Query(ge=0)] = 0,
+              limit: Annotated[int, Query(ge=1, le=500)] = 50,
+              state: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+              | None = None) -> JobList:
+    """Jobs, newest first, a page at a time."""
+    jobs, total = service.store.list(offset=offset, limit=limit, state=state)
+    return JobList(jobs=[job_status(j) for j in jobs], total=total, offset=offset, limit=limit)
+
+
+@router.get("/jobs/{job_id}", response_model=JobStatus, responses=problem_responses(404))
+def get_job(job_id: str, service: ServiceDep) -> JobStatus:
+    """State and progress (elapsed, iterations, best cost so far)."""
+    return job_status(_get_job(service, job_id))
+
+
+@router.get("/jobs/{job_id}/events", responses={
+    200: {"content": {"text/event-stream": {}},
+          "description": "`progress` events carrying the job status; `end` when it is final."},
+    **problem_responses(404)})
+async def job_events(job_id: str, request: Request, service: ServiceDep) -> StreamingResponse:
+    """Server-sent events: one ``progress`` event per change, then ``end``."""
+    _get_job(service, job_id)
+
+    async def stream() -> AsyncIterator[str]:
+        last_seen: float | None = None
+        quiet = 0.0
+        while True:
+            job = service.store.get(job_id)
+            if job is None:
+                yield "event: end\ndata: {\"state\": \"expired\"}\n\n"
+                return
+            if job.updated_at != last_seen:
+                last_seen = job.updated_at
+                quiet = 0.0
+                body = job_status(job).model_dump_json()
+                kind = "end" if job.state in FINAL_STATES else "progress"
+                yield f"event: {kind}\nid: {job.updated_at}\ndata: {body}\n\n"
+                if kind == "end":
+                    return
+            elif quiet >= KEEPALIVE_S:
+                quiet = 0.0
+                yield ": keep-alive\n\n"
+            if await request.is_disconnected():
+                return
+            await asyncio.sleep(EVENT_POLL_S)
+            quiet += EVENT_POLL_S
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.get("/jobs/{job_id}/solution", responses={
+    200: {"content": {"application/json": {}, "text/plain": {}},
+          "description": "The solution as JSON, a TSPLIB .tour or a CVRPLIB .sol."},
+    **problem_responses(404, 409, 422)})
+def job_solution(job_id: str, service: ServiceDep,
+                 format: Literal["json", "tour", "sol"] = "json") -> Response:
+    """The solution of a finished job (for a cancelled one, the best found before the cancel,
+    with ``partial: true``)."""
+    job = _get_job(service, job_id)
+    if not job.final:
+        raise ApiError(409, f"job {job_id} is {job.state}; follow {job_id}/events or poll the "
+                       "job until it is final", kind="job-not-finished", title="Not finished",
+                       field="job_id", extra={"state": job.state})
+    payload = service.store.read_solution(job_id)
+    if payload is None:
+        raise ApiError(404, f"job {job_id} ended {job.state} without a solution"
+                       + (f": {job.error}" if job.error else ""), kind="no-solution",
+                       title="No solution", field="job_id")
+    if format == "json":
+        return Response(json.dumps(payload), media_type="application/json")
+    if format == "tour":
+        if job.problem != "tsp":
+            raise invalid_request(".tour files hold TSP tours; use format=sol or json",
+                                  field="format")
+        labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
+        text = tour_text_for(payload["instance"], labels, payload["cost"],
+                             payload["distance"], payload["solver"])
+    else:
+        text = sol_text_for(payload["routes"], payload["cost"])
+    stem = job.filename.split(".")[0] or "solution"
+    return PlainTextResponse(text, headers={
+        "Content-Disposition": f'attachment; filename="{stem}.{format}"'})
+
+
+# -- cancel --------------------------------------------------------------------------------
+@router.delete("/jobs/{job_id}", response_model=JobStatus, status_code=202,
+               responses=problem_responses(404))
+def cancel_job(job_id: str, service: ServiceDep) -> JobStatus:
+    """Cancel: a queued job stops at once; a running one stops at its solver's next check
+    and keeps the best solution found so far. Cancelling a finished job changes nothing."""
+    _get_job(service, job_id)
+    job = service.cancel(job_id)
+    assert job is not None
+    return job_status(job)
+
+
+# -- batches -------------------------------------------------------------------------------
+_BATCH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object",
+            "required": ["files"],
+            "properties": {
+                "files": {"type": "array", "items": {"type": "string", "format": "binary"},
+                          "description": "Instance files (.tsp, .vrp, .json, optionally .gz), "
+                          "or one .zip / .tar / .tar.gz holding them."},
+                "solver": {"type": "string", "default": "ortools"},
+                "time_limit": {"type": "number"},
+                "seed": {"type": "integer", "default": 0},
+            }}}},
+    }
+}
+
+
+def _expand(filename: str, data: bytes, max_bytes: int) -> list[tuple[str, bytes]]:
+    """Instance files of one upload: itself, or the members of a .zip/.tar archive."""
+    lower = filename.lower()
+    if not lower.endswith(_ARCHIVE_SUFFIXES):
+        return [(filename, data)]
+    members: list[tuple[str, bytes]] = []
+    total = 0
+    try:
+        if lower.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                for info in zf.infolist():
+                    if info.is_dir():
+                        continue
+                    total += info.file_size
+                    if total > max_bytes:
+                        raise invalid_request(f"{filename} expands past {max_bytes} bytes",
+                                              field="files")
+                    members.append((info.filename, zf.read(info)))
+        else:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+                for member in tf.getmembers():
+                    if not member.isfile():
+                        continue
+                    total += member.size
+                    if total > max_bytes:
+                        raise invalid_request(f"{filename} expands past {max_bytes} bytes",
+                                              field="files")
+                    fh = tf.extractfile(member)
+                    if fh is not None:
+                        members.append((member.name, fh.read()))
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+        raise invalid_request(f"{filename} is not a readable archive: {exc}",
+                              field="files") from None
+    return [(name, blob) for name, blob in members
+            if not name.rsplit("/", 1)[-1].startswith(".")]
+
+
+@router.post("/batches", status_code=202, response_model=BatchStatus, openapi_extra=_BATCH_BODY,
+             responses=problem_responses(413, 415, 422, 429))
+async def submit_batch(request: Request, settings: SettingsDep,
+                       service: ServiceDep) -> BatchStatus:
+    """Many instance files as one batch of jobs; files that cannot be read are listed as
+    rejected with the reason, the others run."""
+    if body_format(request) is not BodyFormat.MULTIPART:
+        raise ApiError(415, "a batch is multipart/form-data with one or more 'files' parts",
+                       kind="unsupported-media-type")
+    uploads: list[tuple[str, bytes]] = []
+    fields: dict[str, list[str]] = {}
+    async with request.form(max_files=settings.max_batch_files, max_fields=16) as form:
+        for name, value in form.multi_items():
+            if isinstance(value, UploadFile):
+                uploads.append((value.filename or "unnamed", await value.read()))
+            else:
+                fields.setdefault(name, []).append(value)
+    if not uploads:
+        raise invalid_request("send the instances as one or more 'files' parts", field="files")
+    options = validate_fields(JobOptions, single_values(fields))
+    return await run_in_threadpool(_create_batch, uploads, options, settings, service)
+
+
+def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, settings: Settings,
+                  service: JobService) -> BatchStatus:
+    files: list[tuple[str, bytes]] = []
+    for filename, data in uploads:
+        files += _expand(filename, data, settings.max_decompressed_bytes)
+    if len(files) > settings.max_batch_files:
+        raise invalid_request(f"{len(files)} files; a batch holds at most "
+                              f"{settings.max_batch_files}", field="files")
+    accepted: list[JobInput] = []
+    rejected: list[dict[str, Any]] = []
+    for filename, data in files:
+        fields = {"solver": options.solver, "seed": str(options.seed)}
+        if options.time_limit is not None:
+            fields["time_limit"] = str(options.time_limit)
+        try:
+            accepted.append(job_from_upload(
+                Upload(filename, data, {k: [v] for k, v in fields.items()}), settings))
+        except (ApiError, CosolveError) as exc:
+            detail = exc.detail if isinstance(exc, ApiError) else str(exc)
+            rejected.append({"filename": filename, "error": detail})
+    if not accepted:
+        raise invalid_request("no file of the batch could be read: " + "; ".join(
+            f"{r['filename']}: {r['error']}" for r in rejected[:5]), field="files")
+    try:
+        service.reserve(len(accepted))
+    except QueueFullError as exc:
+        raise _queue_full(exc) from None
+    time_limit = accepted[0].time_limit
+    batch_id = service.store.create_batch(options.solver, time_limit, len(accepted), rejected)
+    for job_input in accepted:
+        service.submit(**vars(job_input), batch_id=batch_id)
+    return batch_status(service, batch_id)
+
+
+def batch_status(service: JobService, batch_id: str) -> BatchStatus:
+    batch = service.store.batch(batch_id)
+    if batch is None:
+        raise ApiError(404, f"no batch {batch_id!r}", kind="unknown-batch",
+                       title="Unknown batch", field="batch_id")
+    jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
+    jobs.sort(key=lambda j: j.filename)
+    counts = {s: sum(1 for j in jobs if j.state == s)
+              for s in ("queued", "running", "succeeded", "failed", "cancelled")}
+    costs = [j.cost for j in jobs if j.cost is not None]
+    return BatchStatus(
+        id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
+        created_at=batch["created_at"], done=all(j.final for j in jobs),
+        summary=BatchSummary(files=len(jobs), total_cost=sum(costs) if costs else None,
+                             **counts),
+        results=[BatchFileResult(
+            filename=j.filename, job_id=j.id, state=j.state,  # type: ignore[arg-type]
+            nodes=j.nodes, cost=j.cost, feasible=j.feasible, partial=j.partial,
+            wall_time=(j.finished_at - j.started_at) if j.finished_at and j.started_at
+            else None, error=j.error) for j in jobs],
+        rejected=batch["rejected"],
+    )
+
+
+@router.get("/batches/{batch_id}", response_model=BatchStatus, responses=problem_responses(404))
+def get_batch(batch_id: str, service: ServiceDep) -> BatchStatus:
+    """Per-file results and a summary."""
+    return batch_status(service, batch_id)
+
+
+OPENAPI_BODY_MODELS = (TSPJobRequest, CVRPJobRequest, JobUpload)

@@ -1,0 +1,123 @@
+"""Request and response bodies of the job and batch endpoints."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from app.schemas.routing import MAX_SEED, CVRPInstanceIn, TSPInstanceIn, _Strict
+
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+class JobOptions(_Strict):
+    """Solver and budget of a job; the same fields arrive as form fields with an upload."""
+
+    solver: str = Field(default="ortools", min_length=1, max_length=100)
+    time_limit: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False,
+        description="Seconds the solver may run (server default when omitted; capped by the "
+        "server's max_job_time_limit).",
+    )
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+
+
+class TSPJobRequest(JobOptions):
+    problem: Literal["tsp"]
+    instance: TSPInstanceIn
+
+
+class CVRPJobRequest(JobOptions):
+    problem: Literal["cvrp"]
+    instance: CVRPInstanceIn
+
+
+class JobUpload(JobOptions):
+    """multipart/form-data: the instance file (its type says the problem) plus options."""
+
+    file: bytes = Field(description="A .tsp, .vrp or .json instance file, optionally .gz.")
+    problem: Literal["tsp", "cvrp"] | None = Field(
+        default=None, description="Optional: checked against the file when given."
+    )
+
+
+class JobLinks(BaseModel):
+    self: str
+    events: str
+    solution: str
+
+
+class JobProgress(BaseModel):
+    elapsed: float | None = Field(description="Seconds the solver has run.")
+    iterations: int | None
+    best_cost: float | None = Field(description="Best cost found so far.")
+    message: str | None
+
+
+class JobStatus(BaseModel):
+    """A job's state and progress; ``partial`` marks a best-so-far kept after a cancel."""
+
+    id: str
+    batch_id: str | None
+    state: JobState
+    problem: str
+    solver: str
+    time_limit: float
+    seed: int
+    filename: str
+    nodes: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    expires_at: float | None
+    attempt: int
+    cancel_requested: bool
+    progress: JobProgress
+    cost: float | None
+    feasible: bool | None
+    partial: bool
+    error: str | None
+    links: JobLinks
+
+
+class JobList(BaseModel):
+    jobs: list[JobStatus]
+    total: int
+    offset: int
+    limit: int
+
+
+class BatchFileResult(BaseModel):
+    filename: str
+    job_id: str
+    state: JobState
+    nodes: int
+    cost: float | None
+    feasible: bool | None
+    partial: bool
+    wall_time: float | None
+    error: str | None
+
+
+class BatchSummary(BaseModel):
+    files: int
+    queued: int
+    running: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    total_cost: float | None = Field(description="Sum over files with a solution.")
+
+
+class BatchStatus(BaseModel):
+    id: str
+    solver: str
+    time_limit: float
+    created_at: float
+    done: bool
+    summary: BatchSummary
+    results: list[BatchFileResult]
+    rejected: list[dict[str, Any]] = Field(
+        default_factory=list, description="Files refused at submission, with the reason."
+    )

@@ -1,0 +1,610 @@
+"""``cosolve batch``: solve every instance file of a folder on the server's job executors.
+
+The command is a thin client of the job layer rather than a loop over ``solve``: jobs go into
+a ``JobStore`` under ``OUT/.cosolve`` and run on the same executors as the API (a local process
+pool or Ray), so a crashing solver cannot take the command down and the files solve in
+parallel. Each finished file's solution is copied out of the store as ``OUT/<stem>.json`` plus
+a ``.tour`` (TSP) or ``.sol`` (CVRP) as soon as it is final, the ``.json`` last: a feasible
+``.json`` therefore means "done", which is what makes a re-run (after Ctrl-C, a crash or a
+failure) solve only the files still missing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from app.jobs.executors import Executor, make_executor
+from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
+from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from cli.display import format_cost
+from solvers.base import get_solver, get_spec
+from solvers.errors import CosolveError, UnknownSolverError
+from solvers.routing.io import parse_instance_bytes, sol_text_for, tour_text_for
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
+
+#: Row states besides the store's own (succeeded, failed, cancelled).
+REJECTED = "rejected"
+ALREADY_SOLVED = "already_solved"
+INTERRUPTED = "interrupted"
+
+INSTANCE_SUFFIXES = (".tsp", ".vrp", ".json")
+STORE_FOLDER = ".cosolve"
+SUMMARY_FILE = "summary.md"
+#: How often the command reads the store while jobs run, in seconds.
+POLL_S = 0.2
+#: Finished jobs stay in OUT/.cosolve this long; older ones are purged when a batch starts.
+STORE_TTL_S = 30 * 24 * 3600.0
+#: After Ctrl-C, how long to wait for running jobs to act on their cancel, in seconds.
+CANCEL_GRACE_S = 1.5
+
+
+@dataclass
+class BatchRow:
+    """One input file's fate; the summary table, ``summary.md`` and ``--json`` all show it."""
+
+    file: str
+    stem: str
+    state: str
+    nodes: int | None = None
+    problem: str | None = None
+    cost: float | None = None
+    feasible: bool | None = None
+    wall_time: float | None = None
+    error: str | None = None
+    job_id: str | None = None
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Counts as solved: a feasible solution exists in OUT (new or from a previous run)."""
+        return self.state in (SUCCEEDED, ALREADY_SOLVED) and self.feasible is True
+
+
+@dataclass
+class _Pending:
+    """A file accepted for solving: its row and where to read the job input from (read again
+    at submission rather than held, so a folder of large files does not pile up in memory)."""
+
+    row: BatchRow
+    path: Path
+
+
+
+
+
+
+
+
+def output_stem(filename: str) -> str:
+    """``kroA100.tsp.gz`` -> ``kroA100``: the name every output of that file is built on."""
+    base = filename[:-3] if filename.lower().endswith(".gz") else filename
+    return Path(base).stem
+
+
+def is_instance_name(filename: str) -> bool:
+    """A name the batch picks up: .tsp, .vrp or .json, optionally gzipped; no hidden files."""
+    if filename.startswith("."):
+        return False
+    base = filename[:-3] if filename.lower().endswith(".gz") else filename
+    return base.lower().endswith(INSTANCE_SUFFIXES)
+
+
+def scan_folder(folder: Path) -> tuple[list[Path], int]:
+    """Instance files directly inside ``folder`` sorted by name, and how many other files
+    were ignored (subfolders are not counted)."""
+    files = sorted((p for p in folder.iterdir() if p.is_file()), key=lambda p: p.name)
+    instances = [p for p in files if is_instance_name(p.name)]
+    return instances, len(files) - len(instances)
+
+
+def _other_files(count: int) -> str:
+    return f"{count} other file{'' if count == 1 else 's'}"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Temp file + rename, so an interrupted run never leaves half a solution behind."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        with suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def read_done(out: Path, stem: str) -> dict[str, Any] | None:
+    """The solution a previous run left in ``OUT/<stem>.json``, if it is complete and
+    feasible; anything else (missing, unreadable, infeasible, partial) is solved again."""
+    path = out / f"{stem}.json"
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(payload, dict) or payload.get("feasible") is not True:
+        return None
+    if payload.get("partial") or not payload.get("routes"):
+        return None
+    return payload
+
+
+def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -> list[str]:
+    """Write ``<stem>.tour`` (TSP) or ``<stem>.sol`` (CVRP), then ``<stem>.json``.
+
+    The JSON goes last because its presence is what marks the file done for a re-run.
+    """
+    cost = payload.get("cost")
+    cost = float("nan") if cost is None else float(cost)
+    if problem == "tsp":
+        labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
+        text = tour_text_for(payload["instance"], labels, cost, payload["distance"],
+                             payload["solver"])
+        solution_name = f"{stem}.tour"
+    else:
+        text = sol_text_for(payload["routes"], cost)
+        solution_name = f"{stem}.sol"
+    _atomic_write(out / solution_name, text)
+    _atomic_write(out / f"{stem}.json", json.dumps(payload))
+    return [solution_name, f"{stem}.json"]
+
+
+# -- preparing ---------------------------------------------------------------------------
+def _check_options(solver: str, time_limit: float, seed: int, workers: int | None,
+                   executor: str, ray_address: str | None) -> int:
+    """Every option mistake is exit 2 naming the option, before any file is read."""
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    if seed < 0:
+        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if executor not in ("local", "ray"):
+        fail(f"--executor: must be 'local' or 'ray', got {executor!r}")
+    if ray_address is not None and executor != "ray":
+        fail("--ray-address: only used with --executor ray")
+    if workers is None:
+        workers = max(1, (os.cpu_count() or 2) - 1)
+    elif workers < 1:
+        fail(f"--workers: must be at least 1, got {workers}")
+    try:
+        spec = get_spec(solver)
+    except UnknownSolverError as exc:
+        fail(f"--solver: {exc}")
+    reason = spec.unavailable_reason()
+    if reason is not None:  # the environment, not the input: like `cosolve solve`, exit 1
+        fail(f"--solver: solver {solver!r} is unavailable: {reason}", EXIT_SOLVER_FAILED)
+    return workers
+
+
+def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
+    if not folder.exists():
+        fail(f"DIR: no such folder: {folder}")
+    if not folder.is_dir():
+        fail(f"DIR: {folder} is not a folder")
+    try:
+        files, ignored = scan_folder(folder)
+    except OSError as exc:
+        fail(f"DIR: cannot read {folder}: {exc.strerror or exc}")
+    if not files:
+        fail(f"DIR: no instance files (.tsp, .vrp, .json, optionally .gz) in {folder}"
+              + (f" ({_other_files(ignored)} ignored)" if ignored else ""))
+    if out.exists() and not out.is_dir():
+        fail(f"--out: {out} exists and is not a folder")
+    if out.resolve() == folder.resolve():
+        fail("--out: must differ from DIR, or the solutions written there would be read "
+              "as instances on the next run")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out: cannot create {out}: {exc.strerror or exc}")
+    return files, ignored
+
+
+def prepare(files: list[Path], out: Path, solver: str,
+            time_limit: float) -> tuple[list[BatchRow], list[_Pending]]:
+    """Sort the files into already solved, rejected (with the reason) and to solve.
+
+    Each file is parsed and its solver checked here, so a file the solver cannot take is
+    reported at once and never becomes a job; one bad file does not stop the others.
+    """
+    rows: list[BatchRow] = []
+    pending: list[_Pending] = []
+    owners: dict[str, str] = {}
+    for path in files:
+        stem = output_stem(path.name)
+        row = BatchRow(file=path.name, stem=stem, state=REJECTED)
+        rows.append(row)
+        if stem in owners:
+            row.error = (f"its outputs would overwrite those of {owners[stem]} "
+                         f"(both are named {stem}); rename one of them")
+            continue
+        owners[stem] = path.name
+        done = read_done(out, stem)
+        if done is not None:
+            row.state = ALREADY_SOLVED
+            row.problem = done.get("problem")
+            row.nodes = done.get("nodes")
+            row.cost = done.get("cost")
+            row.feasible = True
+            row.wall_time = done.get("wall_time")
+            row.outputs = [f"{stem}.{'tour' if row.problem == 'tsp' else 'sol'}",
+                           f"{stem}.json"]
+            continue
+        try:
+            instance = parse_instance_bytes(path.read_bytes(), path.name)
+            row.problem, row.nodes = instance.problem, instance.n
+            get_solver(solver, problem=instance.problem, nodes=instance.n,
+                       time_limit=time_limit)
+        except CosolveError as exc:
+            row.error = str(exc)
+        except OSError as exc:
+            row.error = f"cannot read the file: {exc.strerror or exc}"
+        except Exception as exc:  # a malformed file must not stop the other files
+            row.error = f"could not read the instance: {type(exc).__name__}: {exc}"
+        else:
+            row.state = QUEUED
+            pending.append(_Pending(row, path))
+    return rows, pending
+
+
+# -- running -----------------------------------------------------------------------------
+class _BatchProgress:
+    """Files done / total, elapsed time and the number running, on stderr; draws nothing
+    when disabled (``--json``, or stderr is not a terminal)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]solving"),
+            BarColumn(bar_width=30),
+            MofNCompleteColumn(),
+            TextColumn("files"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[running]} running"),
+            console=Console(stderr=True),
+            transient=True,
+            disable=not enabled,
+        )
+        self._task: TaskID = self._progress.add_task("batch", total=total, running=0)
+
+    def update(self, done: int, running: int) -> None:
+        self._progress.update(self._task, completed=done, running=running)
+
+    @contextmanager
+    def shown(self) -> Iterator[_BatchProgress]:
+        self._progress.start()
+        try:
+            yield self
+        finally:
+            self._progress.stop()
+
+
+def _job_time(job: JobRecord) -> float | None:
+    """Start to finish of a job without a solution (a solved one reports the solver's own
+    wall time, the same figure an already-solved file shows from its JSON)."""
+    if job.finished_at is not None and job.started_at is not None:
+        return job.finished_at - job.started_at
+    return None
+
+
+def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path) -> None:
+    """Copy a final job into its row, and its solution out of the store into OUT.
+
+    The row's state is set last, so a Ctrl-C while the files are written leaves the row
+    not final (reported as interrupted) rather than claiming outputs that are not there.
+    """
+    row.cost = job.cost
+    row.feasible = job.feasible
+    row.wall_time = _job_time(job)
+    row.error = job.error
+    if job.state != SUCCEEDED:
+        row.state = job.state  # failed, or cancelled by a Ctrl-C: partial is not an answer
+        return
+    payload = store.read_solution(job.id)
+    if payload is None:
+        row.state, row.error = FAILED, "the job succeeded but its solution file is missing"
+        return
+    row.wall_time = payload.get("wall_time", row.wall_time)
+    if row.feasible is False:
+        row.error = "infeasible: " + "; ".join(payload.get("violations") or ["(no reason)"])
+    try:
+        row.outputs = write_outputs(out, row.stem, job.problem, payload)
+    except OSError as exc:
+        row.state, row.error = FAILED, f"cannot write to {out}: {exc.strerror or exc}"
+        return
+    row.state = SUCCEEDED
+
+
+def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solver: str,
+             time_limit: float, seed: int, rejected: list[BatchRow], out: Path,
+             show_progress: bool) -> bool:
+    """Submit the files as one batch and poll the store until every job is final.
+
+    Returns False when Ctrl-C stopped it: jobs not yet final are then cancelled (a queued one
+    at once, a running one at its solver's next check) and their rows say ``interrupted``.
+    """
+    batch_id = store.create_batch(solver, time_limit, len(pending),
+                                  [{"filename": r.file, "error": r.error} for r in rejected])
+    waiting: dict[str, BatchRow] = {}
+    progress = _BatchProgress(len(pending), show_progress)
+    try:
+        with progress.shown():
+            for item in pending:
+                row = item.row
+                try:
+                    data = item.path.read_bytes()
+                except OSError as exc:  # removed or locked since it was checked
+                    row.state, row.error = FAILED, f"cannot read the file: {exc.strerror or exc}"
+                    continue
+                job = store.create(problem=row.problem or "", solver=solver,
+                                   time_limit=time_limit, seed=seed, filename=row.file,
+                                   data=data, nodes=row.nodes or 0, batch_id=batch_id)
+                row.job_id = job.id
+                waiting[job.id] = row
+                executor.submit(job)
+            while waiting:
+                jobs, _ = store.list(batch_id=batch_id, limit=len(pending) + 1)
+                running = 0
+                for job in jobs:
+                    if job.id in waiting and job.final:
+                        collect(store, job, waiting.pop(job.id), out)
+                    elif job.id in waiting and job.state == RUNNING:
+                        running += 1
+                progress.update(len(pending) - len(waiting), running)
+                if waiting:
+                    time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        # Every row not yet final: still waiting, never submitted, or stopped mid-collect.
+        _interrupt(store, [item.row for item in pending if item.row.state == QUEUED], out)
+        return False
+    return True
+
+
+def _interrupt(store: JobStore, rows: list[BatchRow], out: Path) -> None:
+    """Cancel the jobs of ``rows``, give the workers a moment to act on it, and keep any job
+    that ended on its own meanwhile; the rest are reported as interrupted.
+
+    A queued job is cancelled at once; a running one stops at its solver's next check. The
+    short wait lets that happen (and lets the Ray executor's pump threads pass the cancel on
+    to their tasks) before the executor is shut down; a second Ctrl-C skips it.
+    """
+    job_ids = [row.job_id for row in rows if row.job_id is not None]
+    for job_id in job_ids:
+        store.request_cancel(job_id)
+    deadline = time.monotonic() + CANCEL_GRACE_S
+    with suppress(KeyboardInterrupt):
+        while time.monotonic() < deadline:
+            if all(job is None or job.final for job in map(store.get, job_ids)):
+                break
+            time.sleep(POLL_S)
+    for row in rows:
+        job = store.get(row.job_id) if row.job_id is not None else None
+        if job is not None and job.state in (SUCCEEDED, FAILED):
+            collect(store, job, row, out)  # it ended on its own, not because of the cancel
+        if row.state not in (SUCCEEDED, FAILED):
+            row.state, row.error = INTERRUPTED, "interrupted by Ctrl-C; run again to solve it"
+
+
+def _start_executor(kind: str, store: JobStore, workers: int,
+                    ray_address: str | None) -> tuple[Executor, bool]:
+    """The executor, and whether this command started Ray (so it should stop it again)."""
+    started_ray = False
+    if kind == "ray":
+        try:
+            import ray
+        except ImportError:
+            fail("--executor: ray needs Ray: pip install 'cosolve[ray]'", EXIT_SOLVER_FAILED)
+        started_ray = not ray.is_initialized()
+    try:
+        executor = make_executor(kind, store, workers=workers, ttl_s=STORE_TTL_S,
+                                 ray_address=ray_address)
+    except Exception as exc:  # Ray cannot connect, a pool cannot start: not the user's input
+        fail(f"--executor {kind}: cannot start: {type(exc).__name__}: {exc}", EXIT_SOLVER_FAILED)
+    return executor, started_ray
+
+
+def _stop_executor(executor: Executor, started_ray: bool) -> None:
+    executor.shutdown()
+    if started_ray:
+        import ray
+
+        ray.shutdown()
+
+
+# -- reporting ---------------------------------------------------------------------------
+def _fmt_time(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds:.2f}"
+
+
+def _fmt_feasible(row: BatchRow) -> str:
+    return "–" if row.feasible is None else ("yes" if row.feasible else "no")
+
+
+def totals(rows: list[BatchRow], ignored: int) -> dict[str, Any]:
+    """Counts per state and the total cost of the feasible solutions."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.state] = counts.get(row.state, 0) + 1
+    costs = [r.cost for r in rows if r.ok and r.cost is not None and math.isfinite(r.cost)]
+    return {
+        "files": len(rows),
+        "solved": sum(1 for r in rows if r.ok),
+        "states": counts,
+        "ignored_files": ignored,
+        "total_cost": sum(costs) if costs else None,
+    }
+
+
+def totals_line(summary: dict[str, Any]) -> str:
+    """One line under the table: files per state, ignored files, total cost."""
+    parts = [f"{n} {state.replace('_', ' ')}" for state, n in summary["states"].items()]
+    line = f"{summary['files']} files: " + ", ".join(parts)
+    ignored = summary["ignored_files"]
+    if ignored:
+        line += f"; {_other_files(ignored)} ignored"
+    return line + f"; total cost {format_cost(summary['total_cost'])}"
+
+
+def _cells(row: BatchRow) -> list[str]:
+    return [
+        row.file,
+        "–" if row.nodes is None else f"{row.nodes:,}",
+        row.state.replace("_", " "),
+        format_cost(row.cost),
+        _fmt_feasible(row),
+        _fmt_time(row.wall_time),
+        row.error or "",
+    ]
+
+
+COLUMNS = ("file", "nodes", "state", "cost", "feasible", "time (s)", "error")
+
+
+def summary_table(rows: list[BatchRow], title: str, summary: dict[str, Any]) -> Table:
+    """The stdout table; file names and errors are escaped so ``[...]`` in them stays text."""
+    table = Table(title=escape(title), title_justify="left",
+                  caption=escape(totals_line(summary)), caption_justify="left")
+    for name in COLUMNS:
+        table.add_column(name, justify="right" if name in ("nodes", "cost", "time (s)")
+                         else "left", overflow="fold")
+    for row in rows:
+        cells = [escape(c) for c in _cells(row)]
+        if not row.ok and row.state != INTERRUPTED:
+            cells[2] = f"[red]{cells[2]}[/]"
+        table.add_row(*cells)
+    return table
+
+
+def summary_markdown(rows: list[BatchRow], title: str, summary: dict[str, Any]) -> str:
+    """The same table as ``OUT/summary.md``, so the results outlive the terminal."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        f"# {title}",
+        "",
+        f"Written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC.",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---:" if c in ("nodes", "cost", "time (s)") else "---"
+                       for c in COLUMNS) + "|",
+        *("| " + " | ".join(cell(c) for c in _cells(row)) + " |" for row in rows),
+        "",
+        f"**Totals:** {totals_line(summary)}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _failure_line(rows: list[BatchRow]) -> str:
+    bad = [r for r in rows if not r.ok and r.state != INTERRUPTED]
+    shown = "; ".join(f"{r.file} ({r.state}: {r.error or 'no feasible solution'})"
+                      for r in bad[:3])
+    more = f"; and {len(bad) - 3} more" if len(bad) > 3 else ""
+    return f"{len(bad)} of {len(rows)} files not solved: {shown}{more}"
+
+
+# -- the command -------------------------------------------------------------------------
+def batch(
+    folder: Annotated[Path, typer.Argument(
+        metavar="DIR", help="Folder of instance files (.tsp, .vrp, .json, optionally .gz); "
+                            "other files are ignored.")],
+    solver: Annotated[str, typer.Option(help="Solver name (see `cosolve solvers`).")],
+    out: Annotated[Path, typer.Option(
+        help="Folder for the solutions (<stem>.json plus .tour or .sol) and summary.md.")],
+    time_limit: Annotated[float, typer.Option(help="Wall-clock limit per file, seconds.")] = 10.0,
+    workers: Annotated[int | None, typer.Option(
+        help="Files solved at the same time by the local executor; default cores − 1.")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed for every file.")] = 0,
+    executor: Annotated[str, typer.Option(
+        help="Where jobs run: local (process pool) or ray.")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        help="Ray cluster address; default: start a local Ray instance.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Solve every instance file in DIR as jobs; resumable (files solved in OUT are skipped)."""
+    workers = _check_options(solver, time_limit, seed, workers, executor, ray_address)
+    files, ignored = _check_folders(folder, out)
+    try:
+        rows, completed = _solve_all(files, out, solver, time_limit, seed, workers, executor,
+                                     ray_address, show_progress=not as_json and sys.stderr.isatty())
+    except KeyboardInterrupt:  # while reading the files or starting the executor
+        fail("interrupted before the batch started; run the same command again",
+              EXIT_INTERRUPTED)
+    _report(rows, ignored, completed, folder, out, solver, time_limit, seed, executor, as_json)
+
+
+def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, seed: int,
+               workers: int, executor: str, ray_address: str | None,
+               show_progress: bool) -> tuple[list[BatchRow], bool]:
+    """Prepare, run and collect; returns the rows and False if Ctrl-C stopped the jobs."""
+    rows, pending = prepare(files, out, solver, time_limit)
+    if not pending:
+        return rows, True
+    rejected = [r for r in rows if r.state == REJECTED]
+    store = JobStore(out / STORE_FOLDER)
+    store.purge_expired()
+    runner, started_ray = _start_executor(executor, store, workers, ray_address)
+    try:
+        completed = run_jobs(store, runner, pending, solver, time_limit, seed, rejected, out,
+                             show_progress)
+    finally:
+        _stop_executor(runner, started_ray)
+    return rows, completed
+
+
+def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, out: Path,
+            solver: str, time_limit: float, seed: int, executor: str, as_json: bool) -> None:
+    """The table (or JSON) on stdout, summary.md in OUT, and the exit code."""
+    summary = totals(rows, ignored)
+    title = (f"cosolve batch {folder}: solver {solver}, time limit {time_limit:g} s, "
+             f"seed {seed}, executor {executor}")
+    markdown_error = None
+    try:
+        _atomic_write(out / SUMMARY_FILE, summary_markdown(rows, title, summary))
+    except OSError as exc:
+        markdown_error = f"--out: cannot write {out / SUMMARY_FILE}: {exc.strerror or exc}"
+    if as_json:
+        typer.echo(json.dumps(jsonable({
+            "dir": str(folder),
+            "out": str(out),
+            "solver": solver,
+            "time_limit": time_limit,
+            "seed": seed,
+            "executor": executor,
+            "interrupted": not completed,
+            "totals": summary,
+            "rows": [{k: v for k, v in asdict(r).items() if k != "stem"} for r in rows],
+        }), indent=2))
+    else:
+        stdout_console().print(summary_table(rows, title, summary))
+    if markdown_error is not None:
+        fail(markdown_error, EXIT_SOLVER_FAILED)
+    if not completed:
+        fail(f"interrupted: {sum(1 for r in rows if r.ok)} of {len(rows)} files solved; run "
+              "the same command again to solve the rest", EXIT_INTERRUPTED)
+    if not all(r.ok for r in rows):
+        fail(_failure_line(rows), EXIT_SOLVER_FAILED)

@@ -1,0 +1,42 @@
+"""Conventions every cosolve command shares: one-line errors with exit codes, stdout tables
+that stay readable in a pipe, and plain JSON."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+EXIT_SOLVER_FAILED = 1
+EXIT_BAD_INPUT = 2
+#: Width for tables written to a pipe or file, where rich would otherwise assume 80 columns.
+PIPE_WIDTH = 140
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """One line on stderr and an exit code; plain echo so nothing wraps the line."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def stdout_console() -> Console:
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=PIPE_WIDTH)
+    return console
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON: NaN/inf become null and numpy scalars become Python numbers."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

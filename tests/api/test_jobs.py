@@ -1,0 +1,249 @@
+"""Jobs end to end on real uvicorn servers: submit, follow the event stream, fetch the
+solution, cancel, survive a kill -9, run on Ray, batches, and every bad upload."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import random
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from solvers.routing.io import parse_instance_bytes
+from solvers.routing.problem import build_solution
+from tests.api.conftest import _free_port, _running, uvicorn_server
+from tests.api.helpers import assert_problem
+from tests.conftest import DATA, OPTIMA
+
+
+def _wait(api: httpx.Client, job_id: str, until: tuple[str, ...], timeout: float = 60.0,
+          check: Any = None) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = api.get(f"/v1/jobs/{job_id}").json()
+        if job["state"] in until and (check is None or check(job)):
+            return job
+        time.sleep(0.2)
+    pytest.fail(f"job {job_id} did not reach {until} within {timeout} s: {job}")
+
+
+def _submit_file(api: httpx.Client, path: Path, **fields: Any) -> httpx.Response:
+    return api.post("/v1/jobs", files={"file": (path.name, path.read_bytes())},
+                    data={k: str(v) for k, v in fields.items()})
+
+
+def _events(api: httpx.Client, job_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Read the whole SSE stream of a job: (event, data) pairs."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    with api.stream("GET", f"/v1/jobs/{job_id}/events") as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        kind = None
+        for line in response.iter_lines():
+            if line.startswith("event: "):
+                kind = line[len("event: "):]
+            elif line.startswith("data: ") and kind:
+                events.append((kind, json.loads(line[len("data: "):])))
+                if kind == "end":
+                    break
+    return events
+
+
+def test_json_job_streams_progress_and_serves_the_solution(api: httpx.Client) -> None:
+    rng = random.Random(7)
+    coords = [[rng.random(), rng.random()] for _ in range(200)]
+    response = api.post("/v1/jobs", json={"problem": "tsp", "instance": {"coords": coords},
+                                          "solver": "ortools", "time_limit": 1.5})
+    assert response.status_code == 202, response.text
+    job = response.json()
+    assert response.headers["location"] == f"/v1/jobs/{job['id']}"
+    assert job["state"] in ("queued", "running") and job["nodes"] == 200
+    assert job["links"]["events"].endswith("/events")
+
+    events = _events(api, job["id"])
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "end" and "progress" in kinds
+    running = [d for k, d in events if d["state"] == "running"]
+    assert any(d["progress"]["best_cost"] for d in running)
+    final = events[-1][1]
+    assert final["state"] == "succeeded" and final["feasible"]
+
+    solution = api.get(f"/v1/jobs/{job['id']}/solution").json()
+    inst = parse_instance_bytes(json.dumps({"problem": "tsp", "coords": coords}).encode(),
+                                "x.json")
+    checked = build_solution(inst, solution["routes"], solver="check", wall_time=0)
+    assert checked.feasible and checked.cost == pytest.approx(final["cost"])
+    tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
+    assert tour.status_code == 200 and "TOUR_SECTION" in tour.text
+    assert_problem(api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "pdf"}), 422)
+
+
+def test_cvrp_file_job_and_sol_format(api: httpx.Client) -> None:
+    response = _submit_file(api, DATA / "X-n101-k25.vrp", solver="pyvrp", time_limit=2)
+    assert response.status_code == 202, response.text
+    job = _wait(api, response.json()["id"], ("succeeded",))
+    assert job["problem"] == "cvrp" and job["feasible"]
+    assert job["cost"] <= OPTIMA["X-n101-k25"] * 1.03
+    sol = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "sol"})
+    assert sol.text.startswith("Route #1:") and f"Cost: {int(job['cost'])}" in sol.text
+    assert_problem(api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"}), 422,
+                   field="format")
+
+
+def test_100k_node_tsp_file_upload(api: httpx.Client, tmp_path: Path) -> None:
+    rng = random.Random(0)
+    n = 100_000
+    lines = [f"NAME : u100k\nTYPE : TSP\nDIMENSION : {n}\nEDGE_WEIGHT_TYPE : EUC_2D\n"
+             "NODE_COORD_SECTION"]
+    lines += [f"{i + 1} {rng.randint(0, 10**6)} {rng.randint(0, 10**6)}" for i in range(n)]
+    path = tmp_path / "u100k.tsp.gz"
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\nEOF\n").encode()))
+    t0 = time.monotonic()
+    response = _submit_file(api, path, solver="nearest_neighbor", time_limit=5)
+    assert response.status_code == 202, response.text
+    assert time.monotonic() - t0 < 10
+    job = _wait(api, response.json()["id"], ("succeeded",), timeout=90)
+    assert job["nodes"] == n and job["feasible"]
+    solution = api.get(f"/v1/jobs/{job['id']}/solution").json()
+    assert sorted(solution["routes"][0]) == list(range(n))
+
+
+def test_cancel_keeps_the_best_solution_so_far(api: httpx.Client) -> None:
+    response = _submit_file(api, DATA / "X-n101-k25.vrp", solver="pyvrp", time_limit=120)
+    job_id = response.json()["id"]
+    _wait(api, job_id, ("running",), check=lambda j: j["progress"]["best_cost"] is not None)
+    t0 = time.monotonic()
+    cancelled = api.delete(f"/v1/jobs/{job_id}")
+    assert cancelled.status_code == 202 and cancelled.json()["cancel_requested"]
+    job = _wait(api, job_id, ("cancelled",), timeout=20)
+    assert time.monotonic() - t0 < 10
+    assert job["partial"] and job["feasible"] and job["cost"] is not None
+    solution = api.get(f"/v1/jobs/{job_id}/solution").json()
+    assert solution["partial"] is True and solution["feasible"]
+    # Cancelling a finished job changes nothing.
+    assert api.delete(f"/v1/jobs/{job_id}").json()["state"] == "cancelled"
+
+
+def test_job_list_is_paged(api: httpx.Client) -> None:
+    ids = [_submit_file(api, DATA / "eil51.tsp", solver="nearest_neighbor",
+                        time_limit=1).json()["id"] for _ in range(3)]
+    for job_id in ids:
+        _wait(api, job_id, ("succeeded",))
+    page = api.get("/v1/jobs", params={"limit": 2}).json()
+    assert len(page["jobs"]) == 2 and page["total"] >= 3 and page["limit"] == 2
+    later = api.get("/v1/jobs", params={"limit": 2, "offset": 2}).json()
+    assert not {j["id"] for j in page["jobs"]} & {j["id"] for j in later["jobs"]}
+    done = api.get("/v1/jobs", params={"state": "succeeded", "limit": 500}).json()
+    assert set(ids) <= {j["id"] for j in done["jobs"]}
+    assert_problem(api.get("/v1/jobs", params={"limit": 0}), 422)
+
+
+def test_bad_job_submissions(api: httpx.Client, tmp_path: Path) -> None:
+    truncated = gzip.compress((DATA / "eil51.tsp").read_bytes())[:60]
+    assert_problem(api.post("/v1/jobs", files={"file": ("eil51.tsp.gz", truncated)}), 422,
+                   field="file")
+    assert_problem(api.post("/v1/jobs", files={"file": ("eil51.txt", b"hello")}), 422,
+                   field="file")
+    geo = b"NAME: a\nTYPE: TSP\nEDGE_WEIGHT_TYPE: GEO\n"
+    assert_problem(api.post("/v1/jobs", files={"file": ("a.tsp", geo)}), 422,
+                   field="file.EDGE_WEIGHT_TYPE")
+    assert_problem(_submit_file(api, DATA / "eil51.tsp", solver="nope"), 404, field="solver")
+    assert_problem(_submit_file(api, DATA / "eil51.tsp", time_limit=10**6), 422,
+                   field="time_limit")
+    assert_problem(_submit_file(api, DATA / "eil51.tsp", problem="cvrp"), 422, field="problem")
+    assert_problem(api.post("/v1/jobs", json={"problem": "knapsack", "instance": {}}), 422,
+                   field="problem")
+    assert_problem(api.post("/v1/jobs", json={"problem": "tsp", "instance": {
+        "coords": [[0, 0], [1, "x"], [2, 2]]}}), 422)
+    assert_problem(api.post("/v1/jobs", content=b"x", headers={"content-type": "text/plain"}),
+                   415)
+    assert_problem(api.get("/v1/jobs/doesnotexist"), 404, field="job_id")
+    assert_problem(api.get("/v1/jobs/doesnotexist/solution"), 404, field="job_id")
+    assert_problem(api.delete("/v1/jobs/doesnotexist"), 404, field="job_id")
+
+
+def test_solution_of_a_running_job_is_a_409(api: httpx.Client) -> None:
+    job_id = _submit_file(api, DATA / "X-n101-k25.vrp", solver="ortools",
+                          time_limit=3).json()["id"]
+    body = assert_problem(api.get(f"/v1/jobs/{job_id}/solution"), 409, field="job_id")
+    assert body["state"] in ("queued", "running")
+    _wait(api, job_id, ("succeeded",))
+
+
+def test_oversized_upload_and_full_queue(strict_api: httpx.Client) -> None:
+    big = b"x" * 70_000  # the strict server takes 64 KiB bodies
+    assert_problem(strict_api.post("/v1/jobs", files={"file": ("big.tsp", big)}), 413)
+    first = _submit_file(strict_api, DATA / "X-n101-k25.vrp", solver="ortools", time_limit=3)
+    assert first.status_code == 202, first.text
+    second = _submit_file(strict_api, DATA / "eil51.tsp", solver="nearest_neighbor")
+    body = assert_problem(second, 429)
+    assert second.headers["retry-after"] and body["limit"] == 1
+    _wait(strict_api, first.json()["id"], ("succeeded",))
+
+
+def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("inner/berlin52.tsp", (DATA / "berlin52.tsp").read_bytes())
+        zf.writestr("broken.tsp", b"NAME: b\nTYPE: TSP\nEDGE_WEIGHT_TYPE: GEO\n")
+    files = [("files", ("eil51.tsp", (DATA / "eil51.tsp").read_bytes())),
+             ("files", ("X-n101-k25.vrp", (DATA / "X-n101-k25.vrp").read_bytes())),
+             ("files", ("more.zip", archive.getvalue()))]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    assert batch["summary"]["files"] == 3
+    assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp"]
+    assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
+    deadline = time.monotonic() + 60
+    while not batch["done"] and time.monotonic() < deadline:
+        time.sleep(0.3)
+        batch = api.get(f"/v1/batches/{batch['id']}").json()
+    assert batch["done"] and batch["summary"]["succeeded"] == 3
+    costs = {r["filename"]: r["cost"] for r in batch["results"]}
+    assert costs["eil51.tsp"] >= OPTIMA["eil51"] and costs["berlin52.tsp"] >= OPTIMA["berlin52"]
+    assert batch["summary"]["total_cost"] == pytest.approx(sum(costs.values()))
+    assert_problem(api.get("/v1/batches/nope"), 404, field="batch_id")
+    assert_problem(api.post("/v1/batches", files=[("files", ("x.zip", b"not a zip"))]), 422,
+                   field="files")
+
+
+@pytest.fixture()
+def persistent_dir() -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="cosolve-restart-") as d:
+        yield d
+
+
+def test_job_survives_kill_9_of_the_server(persistent_dir: str) -> None:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
+    env["COSOLVE_DATA_DIR"] = persistent_dir
+    with _running(env, port, kill=True) as url, httpx.Client(base_url=url, timeout=30) as api:
+        job_id = _submit_file(api, DATA / "X-n101-k25.vrp", solver="ortools",
+                              time_limit=6).json()["id"]
+        _wait(api, job_id, ("running",))
+    # The server was killed with SIGKILL mid-job; a new one on the same store finishes it.
+    with _running(env, port) as url, httpx.Client(base_url=url, timeout=30) as api:
+        job = _wait(api, job_id, ("succeeded",), timeout=60)
+        assert job["feasible"] and job["cost"] <= OPTIMA["X-n101-k25"] * 1.10
+
+
+def test_ray_executor_runs_the_same_job() -> None:
+    pytest.importorskip("ray")
+    with uvicorn_server({"COSOLVE_EXECUTOR": "ray"}) as url, \
+            httpx.Client(base_url=url, timeout=30) as api:
+        job_id = _submit_file(api, DATA / "X-n101-k25.vrp", solver="ortools",
+                              time_limit=2).json()["id"]
+        job = _wait(api, job_id, ("succeeded",), timeout=90)
+        assert job["feasible"] and job["progress"]["best_cost"] == job["cost"]
+        assert api.get(f"/v1/jobs/{job_id}/solution").json()["feasible"]

@@ -1,0 +1,101 @@
+"""The job store: persistence, the attempt guard against orphaned workers, expiry."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from app.jobs.store import CANCELLED, QUEUED, SUCCEEDED, JobStore
+from app.jobs.worker import JobSpec, execute, run_stored_job
+from solvers.base import ProgressEvent
+from tests.conftest import DATA
+
+
+def _job(store: JobStore, solver: str = "nearest_neighbor", time_limit: float = 1.0):
+    data = (DATA / "eil51.tsp").read_bytes()
+    return store.create(problem="tsp", solver=solver, time_limit=time_limit, seed=0,
+                        filename="eil51.tsp", data=data, nodes=51)
+
+
+def test_input_is_on_disk_before_the_job_exists(tmp_path: Path) -> None:
+    store = JobStore(tmp_path)
+    job = _job(store)
+    assert job.state == QUEUED
+    assert store.input_path(job).read_bytes() == (DATA / "eil51.tsp").read_bytes()
+    # A second store on the same folder (a restarted server) sees the same job.
+    again = JobStore(tmp_path).get(job.id)
+    assert again is not None and again.filename == "eil51.tsp"
+
+
+def test_worker_runs_a_stored_job(tmp_path: Path) -> None:
+    store = JobStore(tmp_path)
+    job = _job(store)
+    assert run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=60) == SUCCEEDED
+    done = store.get(job.id)
+    assert done.state == SUCCEEDED and done.feasible and done.cost >= 426
+    assert done.expires_at is not None and done.expires_at > time.time()
+    assert store.read_solution(job.id)["cost"] == done.cost
+    # Running it again does nothing: it is no longer queued.
+    assert run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=60) == "skipped"
+
+
+def test_requeue_bumps_the_attempt_and_fences_off_the_old_worker(tmp_path: Path) -> None:
+    store = JobStore(tmp_path)
+    job = _job(store)
+    assert store.mark_running(job.id, 0)
+    store.report_progress(job.id, 0, 1.0, 5, 500.0, "old worker")
+    # The server dies and restarts: the running job goes back to the queue as attempt 1.
+    requeued = JobStore(tmp_path).requeue_interrupted()
+    assert [j.id for j in requeued] == [job.id] and requeued[0].attempt == 1
+    assert requeued[0].state == QUEUED
+    # The orphaned attempt-0 worker can no longer write.
+    store.report_progress(job.id, 0, 2.0, 9, 400.0, "stale")
+    assert not store.finish(job.id, 0, state=SUCCEEDED, cost=1.0, feasible=True)
+    assert store.get(job.id).best_cost == 500.0
+    assert run_stored_job(str(tmp_path), job.id, 1, ttl_s=60) == SUCCEEDED
+
+
+def test_cancel_before_start_and_expiry(tmp_path: Path) -> None:
+    store = JobStore(tmp_path)
+    job = _job(store)
+    assert store.request_cancel(job.id).state == CANCELLED
+    assert run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=60) == "skipped"
+    other = _job(store)
+    run_stored_job(str(tmp_path), other.id, other.attempt, ttl_s=0.0)
+    assert store.purge_expired(now=time.time() + 1) == 1
+    assert store.get(other.id) is None and not store.job_dir(other.id).exists()
+    assert store.get(job.id) is not None  # cancelled before it ran: no expiry set
+
+
+class _Sink:
+    def __init__(self, cancel_after: float | None = None) -> None:
+        self.events: list[ProgressEvent] = []
+        self.cancel_after = cancel_after
+        self.t0 = time.monotonic()
+
+    def progress(self, event: ProgressEvent) -> None:
+        self.events.append(event)
+
+    def cancelled(self) -> bool:
+        return self.cancel_after is not None and time.monotonic() - self.t0 > self.cancel_after
+
+
+def test_execute_reports_progress_and_honours_cancel() -> None:
+    data = (DATA / "X-n101-k25.vrp").read_bytes()
+    spec = JobSpec("j", "cvrp", "ortools", 30.0, 0, "X-n101-k25.vrp")
+    sink = _Sink(cancel_after=1.0)
+    t0 = time.monotonic()
+    outcome = execute(spec, data, sink)
+    assert time.monotonic() - t0 < 5
+    assert outcome.state == CANCELLED and outcome.partial and outcome.feasible
+    assert outcome.solution["partial"] is True
+    assert any(e.best_cost for e in sink.events)
+
+
+def test_execute_turns_failures_into_outcomes() -> None:
+    spec = JobSpec("j", "tsp", "no-such-solver", 1.0, 0, "eil51.tsp")
+    outcome = execute(spec, (DATA / "eil51.tsp").read_bytes(), _Sink())
+    assert outcome.state == "failed" and "unknown solver" in outcome.error
+    spec = JobSpec("j", "tsp", "nearest_neighbor", 1.0, 0, "broken.tsp")
+    outcome = execute(spec, b"garbage", _Sink())
+    assert outcome.state == "failed" and outcome.error

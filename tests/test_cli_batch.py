@@ -1,0 +1,274 @@
+"""`cosolve batch`, end to end: real files, the real job store and real executors.
+
+A folder with four good instances (TSP plain and gzipped, CVRP), one unsupported TSPLIB file
+and one file that is not an instance. Budgets are 1 s and nearest_neighbor is used where the
+solver does not matter, so the module runs in well under a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from app.jobs.store import JobStore
+from cli.batch import output_stem
+from cli.main import app
+from solvers.routing.io import load_instance, read_sol, read_tour
+from tests.conftest import DATA, OPTIMA
+
+runner = CliRunner()
+SCRIPT = Path(sys.executable).parent / "cosolve"
+GOOD = ("eil51.tsp", "berlin52.tsp", "X-n101-k25.vrp", "kroA100.tsp.gz")
+GEO_TSP = """NAME : geo3
+TYPE : TSP
+DIMENSION : 3
+EDGE_WEIGHT_TYPE : GEO
+NODE_COORD_SECTION
+1 38.24 20.42
+2 39.57 26.15
+3 40.56 25.32
+EOF
+"""
+
+
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, ["batch", *args])
+
+
+def _instances(folder: Path, names: tuple[str, ...] = GOOD, junk: bool = True) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(DATA / name, folder / name)
+    if junk:
+        (folder / "notes.txt").write_text("not an instance\n")
+        (folder / "bad.tsp").write_text(GEO_TSP)
+    return folder
+
+
+def _jobs_in_store(out: Path) -> int:
+    return JobStore(out / ".cosolve").list(limit=1000)[1]
+
+
+def _script() -> Path:
+    if not SCRIPT.exists():
+        pytest.skip("the cosolve console script is not installed in this environment")
+    return SCRIPT
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Path]:
+    """One batch over the whole folder; several tests read what it left behind."""
+    base = tmp_path_factory.mktemp("batch")
+    folder, out = _instances(base / "in"), base / "out"
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "2", "--out", str(out), "--json")
+    return result, folder, out
+
+
+# -- the full folder ----------------------------------------------------------------------
+def test_solves_every_instance_and_writes_its_outputs(first_run: tuple[Any, Path, Path]) -> None:
+    result, folder, out = first_run
+    assert result.exit_code == 1, (result.stdout, result.stderr)  # bad.tsp was rejected
+    report = json.loads(result.stdout)
+    rows = {row["file"]: row for row in report["rows"]}
+    assert list(rows) == sorted([*GOOD, "bad.tsp"])  # sorted by name; notes.txt ignored
+    assert report["totals"]["ignored_files"] == 1
+    assert report["totals"]["states"] == {"succeeded": 4, "rejected": 1}
+
+    for name in GOOD:
+        row, stem = rows[name], output_stem(name)
+        instance = load_instance(folder / name)
+        assert row["state"] == "succeeded" and row["feasible"] is True, row
+        assert row["nodes"] == instance.n
+        assert row["cost"] >= OPTIMA[stem]
+        saved = json.loads((out / f"{stem}.json").read_text())
+        assert saved["cost"] == row["cost"] and saved["feasible"] is True
+        if instance.problem == "tsp":
+            tour = read_tour(out / f"{stem}.tour")
+            assert sorted(tour) == list(range(instance.n))
+            assert instance.tour_cost(tour) == row["cost"]
+        else:
+            routes, stated = read_sol(out / f"{stem}.sol")
+            assert sorted(v for r in routes for v in r) == list(range(1, instance.n))
+            assert all(instance.demands[r].sum() <= instance.capacity for r in routes)
+            assert instance.cost(routes) == stated == row["cost"]
+    assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
+
+
+def test_the_broken_file_is_rejected_with_its_reason(first_run: tuple[Any, Path, Path]) -> None:
+    result, _, out = first_run
+    bad = next(r for r in json.loads(result.stdout)["rows"] if r["file"] == "bad.tsp")
+    assert bad["state"] == "rejected" and bad["job_id"] is None
+    assert "EDGE_WEIGHT_TYPE" in bad["error"] and "GEO" in bad["error"]
+    assert result.stderr.startswith("error: ") and "bad.tsp" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (out / "bad.json").exists() and not (out / "notes.json").exists()
+    summary = (out / "summary.md").read_text()
+    assert "| bad.tsp |" in summary and "rejected" in summary and "GEO" in summary
+    for name in GOOD:
+        assert f"| {name} |" in summary
+    assert _jobs_in_store(out) == len(GOOD)  # the rejected file never became a job
+
+
+def test_a_rerun_skips_what_is_already_solved(first_run: tuple[Any, Path, Path]) -> None:
+    _, folder, out = first_run
+    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--out", str(out))
+    assert result.exit_code == 1, result.stderr  # bad.tsp is still rejected
+    table_rows = [line for line in result.stdout.splitlines() if "│" in line]
+    assert sum("already solved" in line for line in table_rows) == len(GOOD)
+    assert "4 already solved, 1 rejected" in result.stdout
+    for column in ("file", "nodes", "state", "cost", "feasible", "time (s)", "error"):
+        assert column in result.stdout
+    assert _jobs_in_store(out) == len(GOOD)  # no new job ran
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")} == before
+
+    as_json = json.loads(_run(str(folder), "--solver", "nearest_neighbor", "--time-limit",
+                              "1", "--out", str(out), "--json").stdout)
+    states = {r["file"]: (r["state"], r["job_id"]) for r in as_json["rows"]}
+    assert all(states[name] == ("already_solved", None) for name in GOOD)
+
+
+def test_a_missing_or_infeasible_solution_is_solved_again(
+        first_run: tuple[Any, Path, Path], tmp_path: Path) -> None:
+    _, folder, first_out = first_run
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(first_out / "eil51.json", out / "eil51.json")
+    broken = json.loads((first_out / "berlin52.json").read_text()) | {"feasible": False}
+    (out / "berlin52.json").write_text(json.dumps(broken))
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "1", "--out", str(out), "--json")
+    rows = {r["file"]: r["state"] for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"] == "already_solved"
+    assert rows["berlin52.tsp"] == rows["kroA100.tsp.gz"] == "succeeded"
+    assert json.loads((out / "berlin52.json").read_text())["feasible"] is True
+
+
+def test_two_files_with_the_same_stem_do_not_overwrite_each_other(tmp_path: Path) -> None:
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    (folder / "eil51.tsp.gz").write_bytes(gzip.compress((DATA / "eil51.tsp").read_bytes()))
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "1", "--out", str(tmp_path / "out"), "--json")
+    assert result.exit_code == 1
+    rows = {r["file"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"]["state"] == "succeeded"
+    assert rows["eil51.tsp.gz"]["state"] == "rejected"
+    assert "eil51.tsp" in rows["eil51.tsp.gz"]["error"]
+
+
+# -- real solvers and executors -----------------------------------------------------------
+def test_ortools_solves_a_folder_of_one(tmp_path: Path) -> None:
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    out = tmp_path / "out"
+    result = _run(str(folder), "--solver", "ortools", "--time-limit", "1", "--workers", "1",
+                  "--out", str(out))
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert result.stderr == ""
+    assert "succeeded" in result.stdout and "1 succeeded" in result.stdout
+    saved = json.loads((out / "eil51.json").read_text())
+    assert saved["solver"] == "ortools" and saved["feasible"] is True
+    tour = read_tour(out / "eil51.tour")
+    assert sorted(tour) == list(range(51))
+    assert load_instance(DATA / "eil51.tsp").tour_cost(tour) == saved["cost"]
+    assert saved["cost"] >= OPTIMA["eil51"]
+
+
+def test_ray_executor_solves_a_file(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    out = tmp_path / "out"
+    # A subprocess, so the local Ray instance it starts ends with it.
+    proc = subprocess.run(
+        [str(_script()), "batch", str(folder), "--solver", "nearest_neighbor", "--time-limit",
+         "1", "--executor", "ray", "--out", str(out), "--json"],
+        capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["executor"] == "ray"
+    assert [r["state"] for r in report["rows"]] == ["succeeded"]
+    assert sorted(read_tour(out / "eil51.tour")) == list(range(51))
+
+
+def test_ctrl_c_stops_the_batch_and_a_rerun_resumes(tmp_path: Path) -> None:
+    folder = _instances(tmp_path / "in", ("eil51.tsp", "berlin52.tsp", "kroA100.tsp.gz"),
+                        junk=False)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [str(_script()), "batch", str(folder), "--solver", "ortools", "--time-limit", "1",
+         "--workers", "1", "--out", str(out), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out / "berlin52.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the batch ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    report = json.loads(stdout)
+    assert report["interrupted"] is True
+    states = {r["file"]: r["state"] for r in report["rows"]}
+    assert states["berlin52.tsp"] == "succeeded"
+    assert "interrupted" in states.values()
+    assert (out / "summary.md").exists()
+    unsolved = [name for name, state in states.items() if state != "succeeded"]
+    for name in unsolved:
+        assert not (out / f"{output_stem(name)}.json").exists()
+
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--out", str(out), "--json")
+    assert result.exit_code == 0, result.stderr
+    resumed = {r["file"]: r["state"] for r in json.loads(result.stdout)["rows"]}
+    assert {name for name, s in resumed.items() if s == "succeeded"} == set(unsolved)
+    assert {name for name, s in resumed.items() if s == "already_solved"} == (
+        set(states) - set(unsolved))
+
+
+# -- input mistakes -----------------------------------------------------------------------
+def _assert_user_error(result, *words: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ")
+    for word in words:
+        assert word in result.stderr
+
+
+def test_unknown_solver_lists_known_solvers_before_anything_runs(tmp_path: Path) -> None:
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    out = tmp_path / "out"
+    result = _run(str(folder), "--solver", "concorde", "--out", str(out))
+    _assert_user_error(result, "--solver", "concorde", "ortools", "pyvrp", "nearest_neighbor")
+    assert not out.exists()
+
+
+def test_missing_or_empty_folder_is_a_user_error(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _assert_user_error(_run(str(tmp_path / "nowhere"), "--solver", "nearest_neighbor",
+                            "--out", str(out)), "DIR", "no such folder")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("x")
+    _assert_user_error(_run(str(empty), "--solver", "nearest_neighbor", "--out", str(out)),
+                       "DIR", "no instance files", "1 other file ignored")
+
+
+def test_bad_options_name_the_option(tmp_path: Path) -> None:
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    out = str(tmp_path / "out")
+    base = (str(folder), "--solver", "nearest_neighbor", "--out")
+    _assert_user_error(_run(*base, out, "--time-limit", "0"), "--time-limit")
+    _assert_user_error(_run(*base, out, "--workers", "0"), "--workers")
+    _assert_user_error(_run(*base, out, "--executor", "dask"), "--executor", "local", "ray")
+    _assert_user_error(_run(*base, str(folder)), "--out", "DIR")
