@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
@@ -49,7 +51,7 @@ class LocalProcessExecutor:
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers,
                                    mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_ignore_sigint)
+                                   initializer=_init_worker, initargs=(os.getpid(),))
 
     def submit(self, job: JobRecord) -> None:
         with self._lock:
@@ -78,13 +80,27 @@ class LocalProcessExecutor:
                 self._pool = self._new_pool()
 
     def shutdown(self) -> None:
-        # Running workers are not waited for: their jobs are re-queued on the next start.
+        """Stop now: running jobs are not waited for (they are re-queued on the next start),
+        so their workers are terminated rather than left solving for nobody."""
+        processes = list((self._pool._processes or {}).values())  # no public accessor
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to their parent, which cancels jobs through the store."""
+def _init_worker(parent_pid: int) -> None:
+    """Workers leave Ctrl-C to their parent (which cancels jobs through the store), and exit
+    when the parent dies, even by SIGKILL: an orphan would otherwise idle (or solve a job that
+    the next server re-queues) forever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch_parent() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
 
 
 class _Channel:

@@ -370,10 +370,41 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     )
 
 
-@router.get("/batches/{batch_id}", response_model=BatchStatus, responses=problem_responses(404))
-def get_batch(batch_id: str, service: ServiceDep) -> BatchStatus:
-    """Per-file results and a summary."""
-    return batch_status(service, batch_id)
+@router.get("/batches/{batch_id}", response_model=BatchStatus, responses={
+    200: {"content": {"application/json": {}, "text/markdown": {}},
+          "description": "Per-file results and a summary, as JSON or a markdown table."},
+    **problem_responses(404)})
+def get_batch(batch_id: str, service: ServiceDep,
+              format: Literal["json", "md"] = "json") -> Any:
+    """Per-file results and a summary (``format=md``: the same as a markdown table)."""
+    status = batch_status(service, batch_id)
+    if format == "json":
+        return status
+    return PlainTextResponse(batch_markdown(status), media_type="text/markdown")
+
+
+def batch_markdown(status: BatchStatus) -> str:
+    """The batch as a markdown table plus a totals line."""
+    def num(v: float | None) -> str:
+        return "–" if v is None else f"{v:.6g}"
+
+    lines = [f"# Batch {status.id}", "",
+             f"solver {status.solver}, time limit {status.time_limit:g} s, "
+             f"{'done' if status.done else 'in progress'}", "",
+             "| file | nodes | state | cost | feasible | wall (s) | error |",
+             "|---|---:|---|---:|---|---:|---|"]
+    for r in status.results:
+        feasible = "–" if r.feasible is None else ("yes" if r.feasible else "no")
+        state = r.state + (" (partial)" if r.partial else "")
+        lines.append(f"| {r.filename} | {r.nodes} | {state} | {num(r.cost)} | {feasible} | "
+                     f"{num(r.wall_time)} | {r.error or ''} |")
+    for r in status.rejected:
+        lines.append(f"| {r['filename']} | – | rejected | – | – | – | {r['error']} |")
+    s = status.summary
+    lines += ["", f"{s.files} files: {s.succeeded} succeeded, {s.failed} failed, "
+              f"{s.cancelled} cancelled, {s.running} running, {s.queued} queued, "
+              f"{len(status.rejected)} rejected; total cost {num(s.total_cost)}"]
+    return "\n".join(lines) + "\n"
 
 
 OPENAPI_BODY_MODELS = (TSPJobRequest, CVRPJobRequest, JobUpload)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from solvers.routing.io import parse_instance_bytes
@@ -213,6 +214,9 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     costs = {r["filename"]: r["cost"] for r in batch["results"]}
     assert costs["eil51.tsp"] >= OPTIMA["eil51"] and costs["berlin52.tsp"] >= OPTIMA["berlin52"]
     assert batch["summary"]["total_cost"] == pytest.approx(sum(costs.values()))
+    table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"})
+    assert table.headers["content-type"].startswith("text/markdown")
+    assert "| eil51.tsp | 51 | succeeded |" in table.text and "| broken.tsp |" in table.text
     assert_problem(api.get("/v1/batches/nope"), 404, field="batch_id")
     assert_problem(api.post("/v1/batches", files=[("files", ("x.zip", b"not a zip"))]), 422,
                    field="files")
@@ -232,10 +236,29 @@ def test_job_survives_kill_9_of_the_server(persistent_dir: str) -> None:
         job_id = _submit_file(api, DATA / "X-n101-k25.vrp", solver="ortools",
                               time_limit=6).json()["id"]
         _wait(api, job_id, ("running",))
-    # The server was killed with SIGKILL mid-job; a new one on the same store finishes it.
+        workers = _server_children(port)
+        assert workers, "the job should run in a worker process"
+    # The server was killed with SIGKILL mid-job: its orphaned worker exits by itself...
+    _gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, f"orphaned workers still running: {alive}"
+    # ...and a new server on the same store runs the job again to the end.
     with _running(env, port) as url, httpx.Client(base_url=url, timeout=30) as api:
         job = _wait(api, job_id, ("succeeded",), timeout=60)
         assert job["feasible"] and job["cost"] <= OPTIMA["X-n101-k25"] * 1.10
+        assert job["attempt"] == 1
+        workers = _server_children(port)
+    # A normal stop (SIGTERM) ends the workers too.
+    _gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive
+
+
+def _server_children(port: int) -> list[psutil.Process]:
+    """The worker processes of the uvicorn server listening on ``port``."""
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if "uvicorn" in " ".join(cmdline) and str(port) in cmdline:
+            return proc.children(recursive=True)
+    return []
 
 
 def test_ray_executor_runs_the_same_job() -> None:
