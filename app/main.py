@@ -23,7 +23,7 @@ from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
 from app.routers import health, jobs, routing, solvers
 from app.settings import Settings, get_settings
-from solvers.base import all_specs
+from solvers.base import all_specs, get_solver
 
 logger = logging.getLogger("cosolve.api")
 
@@ -60,6 +60,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # request does not pay for importing OR-Tools and PyVRP.
     specs = all_specs()
     unavailable = [s.name for s in specs if not s.available]
+    # Neural solvers load their weights now rather than inside the first request's budget.
+    for spec in specs:
+        if spec.needs_weights and spec.available:
+            warm = getattr(get_solver(spec.name), "warm_up", None)
+            if warm is not None:
+                warm()
     # Jobs a previous server left queued or running are re-queued before we take requests.
     service = JobService(app.state.settings)
     requeued = service.start()

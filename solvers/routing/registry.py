@@ -75,3 +75,34 @@ register(
         max_nodes={"tsp": 2_000_000, "cvrp": 2_000_000},
     )
 )
+
+
+def _reld_solver():  # type: ignore[no-untyped-def]
+    from solvers.routing.reld import ReLDSolver
+
+    return ReLDSolver()
+
+
+def _reld_availability() -> str | None:
+    from solvers.routing.reld import availability
+
+    return _needs_package("torch", "torch") or availability()
+
+
+register(
+    SolverSpec(
+        name="reld",
+        family="routing",
+        problems=("tsp", "cvrp"),
+        description=(
+            "ReLD (ICLR 2025): attention encoder + light decoder with identity mapping and a "
+            "feed-forward layer, trained by us (weights/MANIFEST.json has the validation gap). "
+            "Greedy multi-start over the 8 symmetries, then sampling until the time limit."
+        ),
+        factory=_reld_solver,
+        max_nodes={"tsp": 10_000, "cvrp": 10_000},
+        needs_weights=True,
+        kind="neural",
+        availability=_reld_availability,
+    )
+)

@@ -23,7 +23,8 @@ def _assert_is_tour(tour: list[int], n: int) -> None:
     assert sorted(tour) == list(range(n))
 
 
-@pytest.mark.parametrize(("solver", "time_limit"), [("nearest_neighbor", 1.0), ("ortools", 1.0)])
+@pytest.mark.parametrize(("solver", "time_limit"),
+                         [("nearest_neighbor", 1.0), ("ortools", 1.0), ("reld", 1.0)])
 def test_tsp_json_solve(api: httpx.Client, solver: str, time_limit: float) -> None:
     coords = _random_coords(30, seed=11)
     response = api.post("/v1/routing/tsp/solve", json={
@@ -138,3 +139,15 @@ def test_json_file_upload(api: httpx.Client) -> None:
     ).json()
     assert body["instance"] == "as-file"
     assert body["cost"] == pytest.approx(12.0)
+
+
+def test_cvrp_solve_with_reld(api: httpx.Client, data_dir: Path) -> None:
+    """The neural solver behind the same endpoint: a feasible CVRP within its time limit."""
+    data = (data_dir / "X-n101-k25.vrp").read_bytes()
+    response = api.post("/v1/routing/cvrp/solve", files={"file": ("X-n101-k25.vrp", data)},
+                        data={"solver": "reld", "time_limit": "2"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feasible"] and body["solver"] == "reld"
+    assert body["stats"]["passes"] >= 1 and body["wall_time"] <= 2.2
+    assert body["cost"] < 1.5 * OPTIMA["X-n101-k25"]

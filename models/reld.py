@@ -1,0 +1,133 @@
+"""ReLD: a light-decoder attention model for TSP and CVRP (Huang et al., ICLR 2025).
+
+Encoder: POMO's six attention layers without normalization. Decoder: one query per
+trajectory attends over keys and values cached once per instance, so a decoding step costs
+O(N·d). ReLD's two changes to the light decoder are here:
+
+* identity mapping: the last node's embedding (plus a projection of the remaining load for
+  CVRP) is added to the attention output, so the context reaches the query directly;
+* a residual feed-forward layer on the query after the attention.
+
+Logits get the −log(distance) bias from the current node and 50·tanh clipping. For the TSP,
+which ReLD's paper does not treat, the context also carries the first node (the tour must
+return to it), projected into the identity term.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from models.layers import EncoderLayer, FeedForward, MultiHeadAttention
+
+
+@dataclass(frozen=True)
+class ReLDConfig:
+    """Architecture of a ReLD model (stored in every checkpoint)."""
+
+    problem: str = "tsp"
+    dim: int = 128
+    layers: int = 6
+    heads: int = 8
+    hidden: int = 512
+    clip: float = 50.0
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class DecoderCache:
+    """Per-instance tensors computed once before decoding."""
+
+    embeddings: torch.Tensor  # (B, N, d)
+    glimpse_keys: torch.Tensor  # (B, heads, N, d/heads)
+    glimpse_values: torch.Tensor  # (B, heads, N, d/heads)
+    logit_keys: torch.Tensor  # (B, N, d)
+
+
+class ReLDModel(nn.Module):
+    """Encoder plus ReLD decoder; ``step`` returns masked logits for one decoding step."""
+
+    def __init__(self, config: ReLDConfig) -> None:
+        super().__init__()
+        if config.problem not in ("tsp", "cvrp"):
+            raise ValueError(f"ReLD solves tsp or cvrp, not {config.problem!r}")
+        self.config = config
+        d = config.dim
+        if config.problem == "cvrp":
+            self.embed_depot = nn.Linear(2, d)
+            self.embed_node = nn.Linear(3, d)  # x, y, demand / capacity
+            self.context = nn.Linear(d + 1, d, bias=False)  # last node, remaining load
+            self.identity_extra = nn.Linear(1, d, bias=False)  # W_idt · load
+        else:
+            self.embed_node = nn.Linear(2, d)
+            self.context = nn.Linear(2 * d, d, bias=False)  # last node, first node
+            self.identity_extra = nn.Linear(d, d, bias=False)  # W · first node
+        self.encoder = nn.ModuleList(
+            EncoderLayer(d, config.heads, config.hidden) for _ in range(config.layers)
+        )
+        self.glimpse = MultiHeadAttention(d, config.heads)
+        self.decoder_ff = FeedForward(d, config.hidden)
+        self.logit_key = nn.Linear(d, d, bias=False)
+
+    # -- encoding ----------------------------------------------------------------------
+    def encode(self, coords: torch.Tensor, demand: torch.Tensor | None = None) -> DecoderCache:
+        """Embed the nodes (coords (B, N, 2) in [0, 1]; CVRP node 0 is the depot and
+        ``demand`` (B, N) is demand / capacity) and cache the decoder's keys and values."""
+        if self.config.problem == "cvrp":
+            assert demand is not None
+            depot = self.embed_depot(coords[:, :1])
+            rest = self.embed_node(torch.cat([coords[:, 1:], demand[:, 1:, None]], dim=-1))
+            h = torch.cat([depot, rest], dim=1)
+        else:
+            h = self.embed_node(coords)
+        for layer in self.encoder:
+            h = layer(h)
+        return DecoderCache(
+            embeddings=h,
+            glimpse_keys=self.glimpse.split(self.glimpse.wk(h)),
+            glimpse_values=self.glimpse.split(self.glimpse.wv(h)),
+            logit_keys=self.logit_key(h),
+        )
+
+    # -- one decoding step -------------------------------------------------------------
+    def step(
+        self,
+        cache: DecoderCache,
+        last: torch.Tensor,
+        extra: torch.Tensor,
+        mask: torch.Tensor,
+        log_dist: torch.Tensor,
+    ) -> torch.Tensor:
+        """Logits (B, M, N) for M trajectories per instance.
+
+        ``last`` (B, M): current node; ``extra``: remaining load (B, M) for CVRP or the first
+        node (B, M) for TSP; ``mask`` (B, M, N): True where a node may be chosen (at least one
+        per row); ``log_dist`` (B, M, N): log distance from the current node to every node.
+        """
+        h = cache.embeddings
+        d = h.shape[-1]
+        index = last[..., None].expand(*last.shape, d)
+        h_last = h.gather(1, index)  # (B, M, d)
+        if self.config.problem == "cvrp":
+            load = extra[..., None].to(h.dtype)
+            query = self.context(torch.cat([h_last, load], dim=-1))
+            identity = h_last + self.identity_extra(load)
+        else:
+            h_first = h.gather(1, extra[..., None].expand(*extra.shape, d))
+            query = self.context(torch.cat([h_last, h_first], dim=-1))
+            identity = h_last + self.identity_extra(h_first)
+        q = self.glimpse.split(query)  # (B, heads, M, dh)
+        attn = torch.nn.functional.scaled_dot_product_attention(
+            q, cache.glimpse_keys, cache.glimpse_values, attn_mask=mask[:, None]
+        )
+        g = self.glimpse.wo(self.glimpse.merge(attn)) + identity
+        g = g + self.decoder_ff(g)
+        logits = torch.einsum("bmd,bnd->bmn", g, cache.logit_keys) / math.sqrt(d)
+        logits = logits - log_dist
+        logits = self.config.clip * torch.tanh(logits)
+        return logits.masked_fill(~mask, float("-inf"))

@@ -1,0 +1,270 @@
+"""Batched TSP/CVRP construction in torch, shared by neural inference and training.
+
+Everything is a tensor over (B instances, M trajectories per instance, N nodes): the masks
+that keep a trajectory feasible (no node twice, never over capacity, no depot-to-depot
+moves), the distances that feed the model's −log(distance) bias, and the tour lengths that
+are the rewards. Coordinates are expected in [0, 1]; lengths are plain Euclidean in those
+units (the service recomputes the real cost with the instance's own convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from models.reld import DecoderCache
+
+Decode = Literal["greedy", "sample"]
+_EPS_DIST = 1e-6
+
+#: The eight symmetries of the unit square.
+DIHEDRAL = (
+    lambda x, y: (x, y), lambda x, y: (1 - x, y), lambda x, y: (x, 1 - y),
+    lambda x, y: (1 - x, 1 - y), lambda x, y: (y, x), lambda x, y: (1 - y, x),
+    lambda x, y: (y, 1 - x), lambda x, y: (1 - y, 1 - x),
+)
+
+
+def augment(coords: torch.Tensor, copies: int) -> torch.Tensor:
+    """(B, N, 2) -> (copies·B, N, 2): the first ``copies`` dihedral transforms, stacked
+    transform-major (rows k·B .. k·B+B−1 are transform k)."""
+    x, y = coords[..., 0], coords[..., 1]
+    out = [torch.stack(f(x, y), dim=-1) for f in DIHEDRAL[:copies]]
+    return torch.cat(out, dim=0)
+
+
+def normalize_coords(coords: torch.Tensor) -> torch.Tensor:
+    """Scale each instance into [0, 1]² keeping its aspect ratio (the model's input range)."""
+    low = coords.min(dim=1, keepdim=True).values
+    span = (coords.max(dim=1, keepdim=True).values - low).amax(dim=-1, keepdim=True)
+    return (coords - low) / span.clamp_min(1e-12)
+
+
+@dataclass
+class Rollout:
+    """Result of decoding: node sequences, their lengths, and summed log-probabilities."""
+
+    actions: torch.Tensor  # (B, M, T) long; CVRP sequences include depot visits (0)
+    lengths: torch.Tensor  # (B, M)
+    log_prob: torch.Tensor  # (B, M); zeros when not tracked
+
+
+def _distances_from(coords: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
+    """(B, M, N) Euclidean distances from each trajectory's current node to all nodes."""
+    here = coords.gather(1, current[..., None].expand(*current.shape, 2))  # (B, M, 2)
+    return torch.cdist(here, coords)
+
+
+def _choose(logits: torch.Tensor, decode: Decode, track: bool,
+            generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    if decode == "greedy":
+        action = logits.argmax(dim=-1)
+    else:
+        probs = torch.softmax(logits.float(), dim=-1)
+        flat = probs.reshape(-1, probs.shape[-1])
+        action = torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
+    if not track:
+        return action, None
+    log_p = torch.log_softmax(logits.float(), dim=-1).gather(-1, action[..., None])[..., 0]
+    return action, log_p
+
+
+def rollout_tsp(
+    model: torch.nn.Module,
+    coords: torch.Tensor,
+    starts: torch.Tensor,
+    decode: Decode = "greedy",
+    track_log_prob: bool = False,
+    cache: DecoderCache | None = None,
+    generator: torch.Generator | None = None,
+) -> Rollout:
+    """Build M tours per instance, trajectory m starting at node ``starts[:, m]``."""
+    B, N, _ = coords.shape
+    M = starts.shape[1]
+    cache = cache or model.encode(coords)
+    visited = torch.zeros(B, M, N, dtype=torch.bool, device=coords.device)
+    visited.scatter_(2, starts[..., None], True)
+    current = starts
+    actions = [starts]
+    lengths = torch.zeros(B, M, device=coords.device, dtype=coords.dtype)
+    log_prob = torch.zeros(B, M, device=coords.device, dtype=torch.float32)
+    for _ in range(N - 1):
+        dist = _distances_from(coords, current)
+        logits = model.step(cache, current, starts, ~visited,
+                            torch.log(dist.clamp_min(_EPS_DIST)))
+        action, log_p = _choose(logits, decode, track_log_prob, generator)
+        if log_p is not None:
+            log_prob = log_prob + log_p
+        lengths = lengths + dist.gather(-1, action[..., None])[..., 0]
+        visited.scatter_(2, action[..., None], True)
+        current = action
+        actions.append(action)
+    back = _distances_from(coords, current).gather(-1, starts[..., None])[..., 0]
+    return Rollout(torch.stack(actions, dim=-1), lengths + back, log_prob)
+
+
+def rollout_cvrp(
+    model: torch.nn.Module,
+    coords: torch.Tensor,
+    demand: torch.Tensor,
+    trajectories: int,
+    decode: Decode = "greedy",
+    track_log_prob: bool = False,
+    cache: DecoderCache | None = None,
+    generator: torch.Generator | None = None,
+    capacity: torch.Tensor | None = None,
+) -> Rollout:
+    """Build ``trajectories`` solutions per instance, all from the depot (node 0).
+
+    ``demand`` (B, N) is demand / capacity with 0 at the depot; ``capacity`` (B,) the integer
+    capacities, which set the feasibility tolerance to half a demand unit, so float rounding
+    of the normalized loads can neither forbid an exact fit nor allow an overload. With
+    greedy decoding, the
+    trajectories differ by their first customer: the top-M of the first step's distribution
+    (ReLD's multi-start without a forced POMO node).
+    """
+    B, N, _ = coords.shape
+    M = trajectories
+    device = coords.device
+    cache = cache or model.encode(coords, demand)
+    visited = torch.zeros(B, M, N, dtype=torch.bool, device=device)
+    load = torch.ones(B, M, device=device, dtype=coords.dtype)
+    current = torch.zeros(B, M, dtype=torch.long, device=device)
+    lengths = torch.zeros(B, M, device=device, dtype=coords.dtype)
+    log_prob = torch.zeros(B, M, device=device, dtype=torch.float32)
+    actions: list[torch.Tensor] = []
+    demand_m = demand[:, None, :]
+    tol = _tolerance(capacity, B, coords)[:, None, None]
+    step = 0
+    while True:
+        finished = visited[..., 1:].all(dim=-1)  # (B, M)
+        if bool(finished.all()) and bool((current == 0).all()):
+            break
+        feasible = ~visited & (demand_m <= load[..., None] + tol)
+        feasible[..., 0] = current != 0
+        # Done trajectories wait at the depot; the only choice then is the depot.
+        feasible = torch.where(finished[..., None], torch.zeros_like(feasible), feasible)
+        feasible[..., 0] |= finished
+        dist = _distances_from(coords, current)
+        logits = model.step(cache, current, load, feasible,
+                            torch.log(dist.clamp_min(_EPS_DIST)))
+        if step == 0 and decode == "greedy":
+            first = logits[:, 0].topk(min(M, N - 1), dim=-1).indices  # (B, M')
+            if first.shape[1] < M:  # fewer customers than trajectories: repeat
+                first = first.repeat(1, -(-M // first.shape[1]))[:, :M]
+            action = first
+            log_p = (torch.log_softmax(logits.float(), -1).gather(-1, action[..., None])[..., 0]
+                     if track_log_prob else None)
+        else:
+            action, log_p = _choose(logits, decode, track_log_prob, generator)
+        if log_p is not None:
+            log_prob = log_prob + torch.where(finished, torch.zeros_like(log_p), log_p)
+        lengths = lengths + dist.gather(-1, action[..., None])[..., 0]
+        at_depot = action == 0
+        served = demand.gather(1, action)
+        load = torch.where(at_depot, torch.ones_like(load), load - served)
+        visited.scatter_(2, action[..., None], ~at_depot[..., None])
+        visited[..., 0] = False
+        current = action
+        actions.append(action)
+        step += 1
+        if step > 2 * N + 2:  # cannot happen with valid demands; a guard against hangs
+            raise RuntimeError("CVRP decoding did not terminate")
+    return Rollout(torch.stack(actions, dim=-1), lengths, log_prob)
+
+
+def _tolerance(capacity: torch.Tensor | None, batch: int, like: torch.Tensor) -> torch.Tensor:
+    if capacity is None:
+        return torch.full((batch,), 1e-6, dtype=like.dtype, device=like.device)
+    return 0.5 / capacity.to(device=like.device, dtype=like.dtype).reshape(batch)
+
+
+def cvrp_routes(sequence: list[int]) -> list[list[int]]:
+    """A decoded node sequence (depot = 0 between routes) as a list of customer routes."""
+    routes: list[list[int]] = []
+    route: list[int] = []
+    for v in sequence:
+        if v == 0:
+            if route:
+                routes.append(route)
+            route = []
+        else:
+            route.append(v)
+    if route:
+        routes.append(route)
+    return routes
+
+
+# -- teacher forcing: the log-probability of given sequences, all steps in one model call ----
+@dataclass
+class ReplaySteps:
+    """Every decoding step of a batch of sequences, flattened to Q = M·T queries."""
+
+    last: torch.Tensor  # (B, Q)
+    extra: torch.Tensor  # (B, Q): first node (TSP) or remaining load (CVRP)
+    mask: torch.Tensor  # (B, Q, N)
+    log_dist: torch.Tensor  # (B, Q, N)
+    target: torch.Tensor  # (B, Q)
+    shape: tuple[int, int]  # (M, T)
+
+
+def replay_tsp(coords: torch.Tensor, tours: torch.Tensor) -> ReplaySteps:
+    """Steps of tours (B, M, N): at step t the model saw the prefix tours[..., :t]."""
+    B, M, N = tours.shape
+    T = N - 1
+    pos = torch.empty_like(tours).scatter_(2, tours, torch.arange(N).expand(B, M, N))
+    steps = torch.arange(1, N, device=coords.device)
+    mask = pos[:, :, None, :] >= steps[None, None, :, None]  # (B, M, T, N): not yet visited
+    last = tours[..., :-1]
+    first = tours[..., :1].expand(B, M, T)
+    target = tours[..., 1:]
+    here = coords.gather(1, last.reshape(B, M * T, 1).expand(B, M * T, 2))
+    dist = torch.cdist(here, coords)
+    return ReplaySteps(last.reshape(B, -1), first.reshape(B, -1), mask.reshape(B, M * T, N),
+                       torch.log(dist.clamp_min(_EPS_DIST)), target.reshape(B, -1), (M, T))
+
+
+def replay_cvrp(coords: torch.Tensor, demand: torch.Tensor, sequences: torch.Tensor,
+                capacity: torch.Tensor | None = None) -> ReplaySteps:
+    """Steps of depot-delimited sequences (B, M, T+1) starting at the depot and padded with
+    depot visits at the end (padding steps have a single feasible choice, so they add 0)."""
+    B, M, L = sequences.shape
+    N = coords.shape[1]
+    T = L - 1
+    device = coords.device
+    served = demand.gather(1, sequences.reshape(B, -1)).view(B, M, L)  # 0 at depot visits
+    cum = served.cumsum(-1)
+    index = torch.arange(L, device=device).expand(B, M, L)
+    last_depot = torch.where(sequences == 0, index, torch.zeros_like(index)).cummax(-1).values
+    used = cum - cum.gather(-1, last_depot)
+    load = (1.0 - used)[..., :-1]  # remaining load before each step
+    current = sequences[..., :-1]
+    # Customer v is visited before step t iff its (only) visit index < t.
+    big = torch.full((B, M, N), L + 1, dtype=torch.long, device=device)
+    pos = big.scatter(2, sequences, index)
+    pos[..., 0] = L + 1
+    steps = torch.arange(1, L, device=device)
+    visited = pos[:, :, None, :] < steps[None, None, :, None]  # (B, M, T, N)
+    tol = _tolerance(capacity, B, coords)[:, None, None, None]
+    feasible = ~visited & (demand[:, None, None, :] <= load[..., None] + tol)
+    feasible[..., 0] = current != 0
+    finished = visited[..., 1:].all(-1)
+    feasible = torch.where(finished[..., None], torch.zeros_like(feasible), feasible)
+    feasible[..., 0] |= finished
+    here = coords.gather(1, current.reshape(B, M * T, 1).expand(B, M * T, 2))
+    dist = torch.cdist(here, coords)
+    return ReplaySteps(current.reshape(B, -1), load.reshape(B, -1),
+                       feasible.reshape(B, M * T, N), torch.log(dist.clamp_min(_EPS_DIST)),
+                       sequences[..., 1:].reshape(B, -1), (M, T))
+
+
+def sequence_log_prob(model: torch.nn.Module, cache: DecoderCache,
+                      steps: ReplaySteps) -> torch.Tensor:
+    """(B, M) summed log-probabilities of the replayed sequences, with gradients."""
+    logits = model.step(cache, steps.last, steps.extra, steps.mask, steps.log_dist)
+    log_p = torch.log_softmax(logits.float(), dim=-1).gather(-1, steps.target[..., None])[..., 0]
+    # A step with a single feasible choice has log p = 0; −inf cannot occur for valid input.
+    B = log_p.shape[0]
+    return log_p.view(B, *steps.shape).sum(-1)

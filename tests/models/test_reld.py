@@ -1,0 +1,158 @@
+"""ReLD: model shapes and masks, teacher forcing, training, checkpoints, shipped weights."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from models.reld import ReLDConfig, ReLDModel
+from solvers.base import Budget
+from solvers.routing.check import check_cvrp
+from solvers.routing.env import (
+    cvrp_routes,
+    replay_cvrp,
+    replay_tsp,
+    rollout_cvrp,
+    rollout_tsp,
+    sequence_log_prob,
+)
+from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.reld import weights_path
+from solvers.routing.solve import solve
+from training.reld import TrainState, imitation_loss, load_checkpoint, save_checkpoint
+
+
+def _small(problem: str) -> ReLDModel:
+    torch.manual_seed(0)
+    return ReLDModel(ReLDConfig(problem=problem, layers=2, dim=32, heads=4, hidden=64))
+
+
+def _cvrp_batch(b: int, n: int, capacity: int = 20):
+    g = torch.Generator().manual_seed(1)
+    coords = torch.rand(b, n, 2, generator=g)
+    demand = torch.randint(1, 10, (b, n), generator=g).float()
+    demand[:, 0] = 0
+    return coords, demand, capacity
+
+
+@pytest.mark.parametrize("decode", ["greedy", "sample"])
+def test_tsp_rollout_visits_every_node_once(decode: str) -> None:
+    model = _small("tsp")
+    coords = torch.rand(3, 15, 2)
+    starts = torch.arange(6)[None].expand(3, 6)
+    with torch.no_grad():
+        out = rollout_tsp(model, coords, starts, decode=decode)
+    assert out.actions.shape == (3, 6, 15) and out.lengths.shape == (3, 6)
+    for tour in out.actions.reshape(-1, 15):
+        assert sorted(tour.tolist()) == list(range(15))
+    assert (out.actions[..., 0] == starts).all()
+    inst = TSPInstance(coords=coords[1].numpy())
+    assert float(out.lengths[1, 2]) == pytest.approx(inst.tour_cost(out.actions[1, 2].tolist()),
+                                                     rel=1e-5)
+
+
+@pytest.mark.parametrize("decode", ["greedy", "sample"])
+def test_cvrp_rollout_never_exceeds_capacity(decode: str) -> None:
+    model = _small("cvrp")
+    coords, demand, capacity = _cvrp_batch(2, 20)
+    with torch.no_grad():
+        out = rollout_cvrp(model, coords, demand / capacity, 8, decode=decode,
+                           capacity=torch.full((2,), float(capacity)))
+    for b in range(2):
+        inst = CVRPInstance(coords=coords[b].numpy(), demands=demand[b].int().numpy(),
+                            capacity=capacity)
+        for m in range(8):
+            seq = out.actions[b, m].tolist()
+            # Depot to depot only once every customer is served (the finished padding).
+            for i, pair in enumerate(itertools.pairwise(seq)):
+                assert pair != (0, 0) or not any(seq[i:])
+            routes = cvrp_routes(seq)
+            assert check_cvrp(inst, routes) == []
+            assert float(out.lengths[b, m]) == pytest.approx(inst.cost(routes), rel=1e-5)
+    if decode == "greedy":  # multi-start: the trajectories begin at different customers
+        assert len(set(out.actions[0, :, 0].tolist())) == 8
+
+
+def test_teacher_forcing_reproduces_sampled_log_probs() -> None:
+    for problem in ("tsp", "cvrp"):
+        model = _small(problem).double()
+        coords = torch.rand(2, 12, 2, dtype=torch.float64)
+        with torch.no_grad():
+            if problem == "tsp":
+                out = rollout_tsp(model, coords, torch.arange(4)[None].expand(2, 4),
+                                  decode="sample", track_log_prob=True)
+                replayed = sequence_log_prob(model, model.encode(coords),
+                                             replay_tsp(coords, out.actions))
+            else:
+                _, demand, cap = _cvrp_batch(2, 12)
+                dem = (demand / cap).double()
+                caps = torch.full((2,), float(cap))
+                out = rollout_cvrp(model, coords, dem, 4, decode="sample", track_log_prob=True,
+                                   capacity=caps)
+                seq = torch.cat([torch.zeros(2, 4, 1, dtype=torch.long), out.actions,
+                                 torch.zeros(2, 4, 2, dtype=torch.long)], dim=-1)
+                replayed = sequence_log_prob(model, model.encode(coords, dem),
+                                             replay_cvrp(coords, dem, seq, caps))
+        assert torch.allclose(replayed.double(), out.log_prob.double(), atol=1e-5)
+
+
+def test_tiny_training_run_lowers_the_loss() -> None:
+    model = _small("tsp")
+    rng = np.random.default_rng(0)
+    labels = []
+    for _ in range(4):
+        coords = rng.random((10, 2))
+        labels.append({"coords": coords, "tour": np.argsort(np.arctan2(coords[:, 1] - 0.5,
+                                                                       coords[:, 0] - 0.5))})
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for step in range(40):
+        loss = imitation_loss(model, "tsp", labels, 4, 2, random.Random(step), "cpu")
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:5])
+
+
+def test_checkpoint_round_trip(tmp_path) -> None:
+    model = _small("cvrp")
+    path = tmp_path / "m.pt"
+    save_checkpoint(path, model, None, TrainState(steps=7, cpu_minutes=1.5), {})
+    again, ckpt = load_checkpoint(path)
+    assert ckpt["train"]["steps"] == 7 and again.config == model.config
+    coords, demand, cap = _cvrp_batch(1, 10)
+    with torch.no_grad():
+        a = rollout_cvrp(model, coords, demand / cap, 4)
+        b = rollout_cvrp(again, coords, demand / cap, 4)
+    assert torch.equal(a.actions, b.actions)
+
+
+@pytest.mark.parametrize("problem", ["tsp", "cvrp"])
+def test_shipped_weights_load(problem: str) -> None:
+    assert weights_path(problem).exists(), f"weights/reld_{problem}.pt is not shipped"
+    model, ckpt = load_checkpoint(weights_path(problem))
+    assert model.config.problem == problem and ckpt["train"]["steps"] > 0
+
+
+def test_shipped_tsp_weights_beat_nearest_neighbour_on_tsp50() -> None:
+    rng = np.random.default_rng(50)
+    ours, greedy = [], []
+    for _ in range(8):
+        inst = TSPInstance(coords=rng.random((50, 2)))
+        ours.append(solve(inst, "reld", Budget(time_limit=1.0)).cost)
+        greedy.append(solve(inst, "nearest_neighbor", Budget(time_limit=1.0)).cost)
+    assert np.mean(ours) < 0.9 * np.mean(greedy)
+
+
+def test_reld_cvrp_solution_is_feasible_and_honours_the_time_limit(x101) -> None:
+    import time
+
+    t0 = time.perf_counter()
+    sol = solve(x101, "reld", Budget(time_limit=3.0))
+    assert time.perf_counter() - t0 < 3.3
+    assert sol.feasible and sol.stats["passes"] >= 1

@@ -1,0 +1,413 @@
+"""Train ReLD for TSP or CVRP: resumable, time-boxed, CPU or GPU.
+
+Two phases, both adding to the same checkpoint:
+
+* ``imitation``: supervised bootstrapping from classical solutions (``training.instances``
+  labels): the log-likelihood of expert sequences (random rotations and directions for the
+  TSP, shuffled route order for CVRP), all steps computed in one teacher-forced model call.
+  This is what makes CPU-only training useful at all.
+* ``reinforce``: REINFORCE with POMO's shared baseline, as ReLD trains: sizes drawn from
+  40–100 each step, Set-X capacities, M trajectories sampled per instance (without gradients),
+  then their log-likelihood recomputed in one teacher-forced call (with gradients).
+
+Validation: greedy multi-start (no augmentation) on a fixed seeded set of 100-node instances,
+gap to a reference solver whose costs are computed once and cached beside the weights. The
+checkpoint in ``weights/`` is replaced only when validation improves; every evaluation is
+appended to a CSV learning curve (gap against cumulative training minutes).
+
+    python -m training.reld tsp --minutes 30 --phase imitation --labels var/labels/tsp.npz
+    python -m training.reld cvrp --minutes 60 --phase reinforce
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.reld import ReLDConfig, ReLDModel
+from solvers.base import Budget
+from solvers.routing.env import (
+    replay_cvrp,
+    replay_tsp,
+    rollout_cvrp,
+    rollout_tsp,
+    sequence_log_prob,
+)
+from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.solve import solve
+from training.instances import load_labels, random_cvrp, random_tsp
+
+REPO = Path(__file__).resolve().parents[1]
+WEIGHTS = REPO / "weights"
+MANIFEST = WEIGHTS / "MANIFEST.json"
+VALIDATION_N = 100
+VALIDATION_COUNT = 64
+VALIDATION_SEED = 20261130
+REFERENCE = {"tsp": ("pyvrp", 1.0), "cvrp": ("pyvrp", 2.0)}
+
+
+@dataclass
+class TrainState:
+    steps: int = 0
+    cpu_minutes: float = 0.0
+    gpu_minutes: float = 0.0
+    best_gap: float | None = None
+    phases: dict[str, int] | None = None
+
+
+# -- checkpoints -------------------------------------------------------------------------
+def checkpoint_path(problem: str) -> Path:
+    return WEIGHTS / f"reld_{problem}.pt"
+
+
+def load_checkpoint(path: Path, device: str = "cpu") -> tuple[ReLDModel, dict[str, Any]]:
+    """A model and its checkpoint dict (config, state, optimizer, training record)."""
+    ckpt = torch.load(path, map_location=device, weights_only=False)
+    model = ReLDModel(ReLDConfig(**ckpt["config"]))
+    model.load_state_dict(ckpt["model"])
+    return model.to(device), ckpt
+
+
+def save_checkpoint(path: Path, model: ReLDModel, optimizer: torch.optim.Optimizer | None,
+                    state: TrainState, extra: dict[str, Any]) -> str:
+    """Write atomically; returns the file's sha256."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({"config": model.config.to_dict(), "model": model.state_dict(),
+                "optimizer": optimizer.state_dict() if optimizer else None,
+                "train": vars(state), **extra}, tmp)
+    tmp.replace(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def update_manifest(problem: str, sha: str, model: ReLDModel, state: TrainState,
+                    validation: dict[str, Any]) -> None:
+    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
+    name = f"reld_{problem}.pt"
+    entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != name]
+    entries.append({
+        "file": name,
+        "sha256": sha,
+        "solver": "reld",
+        "problem": problem,
+        "architecture": {"model": "ReLD", **model.config.to_dict()},
+        "training_steps": state.steps,
+        "phases": state.phases,
+        "cpu_minutes": round(state.cpu_minutes, 1),
+        "gpu_minutes": round(state.gpu_minutes, 1),
+        "validation": validation,
+    })
+    manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
+    manifest.setdefault("schema", 1)
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+# -- validation --------------------------------------------------------------------------
+def validation_set(problem: str) -> dict[str, Any]:
+    """Fixed seeded 100-node instances and their reference costs (computed once, cached)."""
+    path = WEIGHTS / "validation" / f"reld_{problem}_n{VALIDATION_N}.npz"
+    if path.exists():
+        data = np.load(path, allow_pickle=True)
+        return {k: data[k] for k in data.files}
+    rng = np.random.default_rng(VALIDATION_SEED + (0 if problem == "tsp" else 1))
+    solver, limit = REFERENCE[problem]
+    coords, demands, capacities, costs = [], [], [], []
+    for _ in range(VALIDATION_COUNT):
+        if problem == "tsp":
+            xy = random_tsp(rng, VALIDATION_N)
+            inst: TSPInstance | CVRPInstance = TSPInstance(coords=xy)
+            dem, cap = np.zeros(VALIDATION_N, dtype=np.int64), 1
+        else:
+            xy, dem, cap = random_cvrp(rng, VALIDATION_N)
+            inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+        sol = solve(inst, solver, Budget(time_limit=limit, seed=0))
+        coords.append(xy)
+        demands.append(dem)
+        capacities.append(cap)
+        costs.append(sol.cost)
+    out = {"coords": np.stack(coords), "demands": np.stack(demands),
+           "capacities": np.asarray(capacities), "reference_costs": np.asarray(costs),
+           "reference": np.asarray(f"{solver} {limit:g}s")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **out)
+    return out
+
+
+@torch.inference_mode()
+def validate(model: ReLDModel, problem: str, val: dict[str, Any], device: str,
+             batch: int = 16) -> float:
+    """Mean gap (%) of greedy multi-start decoding to the reference costs."""
+    model.eval()
+    costs = []
+    coords_all = torch.as_tensor(val["coords"], dtype=torch.float32, device=device)
+    for i in range(0, len(coords_all), batch):
+        coords = coords_all[i:i + batch]
+        B, N, _ = coords.shape
+        if problem == "tsp":
+            starts = torch.arange(N, device=device)[None].expand(B, N)
+            result = rollout_tsp(model, coords, starts)
+        else:
+            dem = torch.as_tensor(val["demands"][i:i + batch], dtype=torch.float32,
+                                  device=device)
+            cap = torch.as_tensor(val["capacities"][i:i + batch], dtype=torch.float32,
+                                  device=device)
+            result = rollout_cvrp(model, coords, dem / cap[:, None], N - 1, capacity=cap)
+        costs.append(result.lengths.min(dim=1).values.double().cpu())
+    model.train()
+    ours = torch.cat(costs).numpy()
+    ref = np.asarray(val["reference_costs"], dtype=np.float64)
+    return float(np.mean((ours - ref) / ref) * 100)
+
+
+# -- batches -----------------------------------------------------------------------------
+def _pad_sequences(seqs: list[list[np.ndarray]]) -> torch.Tensor:
+    length = max(len(s) for group in seqs for s in group)
+    out = np.zeros((len(seqs), len(seqs[0]), length), dtype=np.int64)
+    for b, group in enumerate(seqs):
+        for m, s in enumerate(group):
+            out[b, m, :len(s)] = s
+    return torch.as_tensor(out)
+
+
+def _tsp_variants(tour: np.ndarray, count: int, rng: random.Random) -> list[np.ndarray]:
+    """Rotations and reversals of a tour: the same solution, different decoding orders."""
+    n = len(tour)
+    out = []
+    for _ in range(count):
+        t = np.roll(tour, -rng.randrange(n))
+        out.append(t[::-1].copy() if rng.random() < 0.5 else t)
+    return out
+
+
+def _cvrp_variants(sequence: np.ndarray, count: int, rng: random.Random) -> list[np.ndarray]:
+    """The same routes in shuffled order and random directions."""
+    routes, route = [], []
+    for v in sequence[1:]:
+        if v == 0:
+            if route:
+                routes.append(route)
+            route = []
+        else:
+            route.append(int(v))
+    out = []
+    for _ in range(count):
+        rng.shuffle(routes)
+        seq = [0]
+        for r in routes:
+            seq += (r[::-1] if rng.random() < 0.5 else r) + [0]
+        out.append(np.asarray(seq))
+    return out
+
+
+def imitation_loss(model: ReLDModel, problem: str, labels: list[dict[str, Any]],
+                   batch: int, variants: int, rng: random.Random, device: str) -> torch.Tensor:
+    """Negative log-likelihood per step of expert solutions (one size per batch)."""
+    size = len(labels[rng.randrange(len(labels))]["coords"])
+    same = [lab for lab in labels if len(lab["coords"]) == size] or labels
+    picked = [same[rng.randrange(len(same))] for _ in range(batch)]
+    coords = torch.as_tensor(np.stack([p["coords"] for p in picked]), dtype=torch.float32,
+                             device=device)
+    if problem == "tsp":
+        tours = torch.as_tensor(np.stack([np.stack(_tsp_variants(np.asarray(p["tour"]),
+                                                                 variants, rng))
+                                          for p in picked]), device=device)
+        cache = model.encode(coords)
+        log_p = sequence_log_prob(model, cache, replay_tsp(coords, tours))
+        steps = tours.shape[-1] - 1
+    else:
+        dem = torch.as_tensor(np.stack([np.asarray(p["demands"]) / p["capacity"]
+                                        for p in picked]), dtype=torch.float32, device=device)
+        cap = torch.as_tensor([float(p["capacity"]) for p in picked], device=device)
+        seqs = _pad_sequences([_cvrp_variants(np.asarray(p["sequence"]), variants, rng)
+                               for p in picked]).to(device)
+        cache = model.encode(coords, dem)
+        log_p = sequence_log_prob(model, cache, replay_cvrp(coords, dem, seqs, cap))
+        steps = seqs.shape[-1] - 1
+    return -log_p.mean() / steps
+
+
+def reinforce_loss(model: ReLDModel, problem: str, batch: int, starts: int,
+                   sizes: tuple[int, int], rng: np.random.Generator,
+                   device: str) -> tuple[torch.Tensor, float]:
+    """POMO REINFORCE: sample without gradients, recompute log-likelihoods with them."""
+    n = int(rng.integers(sizes[0], sizes[1] + 1))
+    if problem == "tsp":
+        coords = torch.as_tensor(np.stack([random_tsp(rng, n) for _ in range(batch)]),
+                                 dtype=torch.float32, device=device)
+        M = min(starts, n)
+        start = torch.stack([torch.randperm(n)[:M] for _ in range(batch)]).to(device)
+        with torch.no_grad():
+            sampled = rollout_tsp(model, coords, start, decode="sample")
+        cache = model.encode(coords)
+        log_p = sequence_log_prob(model, cache, replay_tsp(coords, sampled.actions))
+    else:
+        made = [random_cvrp(rng, n) for _ in range(batch)]
+        coords = torch.as_tensor(np.stack([m[0] for m in made]), dtype=torch.float32,
+                                 device=device)
+        dem = torch.as_tensor(np.stack([m[1] / m[2] for m in made]), dtype=torch.float32,
+                              device=device)
+        cap = torch.as_tensor([float(m[2]) for m in made], device=device)
+        with torch.no_grad():
+            sampled = rollout_cvrp(model, coords, dem, starts, decode="sample", capacity=cap)
+        seqs = torch.cat([torch.zeros(*sampled.actions.shape[:2], 1, dtype=torch.long,
+                                      device=device), sampled.actions], dim=-1)
+        cache = model.encode(coords, dem)
+        log_p = sequence_log_prob(model, cache, replay_cvrp(coords, dem, seqs, cap))
+    lengths = sampled.lengths.float()
+    advantage = lengths - lengths.mean(dim=1, keepdim=True)  # POMO shared baseline
+    loss = (advantage * log_p).mean()
+    return loss, float(lengths.min(dim=1).values.mean())
+
+
+# -- main loop ---------------------------------------------------------------------------
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    device = args.device
+    torch.manual_seed(args.seed)
+    py_rng = random.Random(args.seed)
+    np_rng = np.random.default_rng(args.seed)
+    out = Path(args.out) if args.out else checkpoint_path(args.problem)
+    # The latest state (kept locally, resumed first) vs the best one (shipped in weights/).
+    latest = REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
+    source = latest if latest.exists() else out
+    if source.exists() and not args.fresh:
+        model, ckpt = load_checkpoint(source, device)
+        state = TrainState(**ckpt["train"])
+        print(f"resuming {source}: {state.steps} steps, {state.cpu_minutes:.1f} CPU min, "
+              f"{state.gpu_minutes:.1f} GPU min, best gap {state.best_gap}")
+    else:
+        model = ReLDModel(ReLDConfig(problem=args.problem, layers=args.layers)).to(device)
+        ckpt, state = {}, TrainState(phases={})
+    state.phases = state.phases or {}
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    if ckpt.get("optimizer") and not args.fresh_optimizer:
+        optimizer.load_state_dict(ckpt["optimizer"])
+        for group in optimizer.param_groups:
+            group["lr"] = args.lr
+    labels = load_labels(Path(args.labels)) if args.phase == "imitation" else None
+    val = validation_set(args.problem)
+    if args.val_count < len(val["coords"]):
+        val = {k: (v[:args.val_count] if k != "reference" else v) for k, v in val.items()}
+    reference = str(val["reference"])
+    # The shipped checkpoint's learning curve lives in weights/curves/; an experiment's
+    # beside its own checkpoint.
+    curve = (WEIGHTS / "curves" / f"{out.stem}.csv" if out.parent == WEIGHTS
+             else out.with_suffix(".curve.csv"))
+    curve.parent.mkdir(parents=True, exist_ok=True)
+    gpu = device.startswith("cuda")
+    t_start = time.time()
+    last_eval = t_start
+    minutes_before = state.cpu_minutes + state.gpu_minutes
+    steps_here = 0
+    losses: list[float] = []
+
+    def evaluate() -> None:
+        nonlocal last_eval
+        spent = (time.time() - t_start) / 60
+        gap = validate(model, args.problem, val, device)
+        total = minutes_before + spent
+        with curve.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            if fh.tell() == 0:
+                writer.writerow(["total_minutes", "steps", "phase", "device",
+                                 "val_gap_percent", "reference", "train_loss"])
+            writer.writerow([f"{total:.2f}", state.steps, args.phase, device, f"{gap:.3f}",
+                             reference, f"{np.mean(losses[-50:]) if losses else math.nan:.4f}"])
+        improved = state.best_gap is None or gap < state.best_gap
+        _account(state, t_start, gpu, minutes_before)
+        if improved:
+            state.best_gap = gap
+        save_checkpoint(latest, model, optimizer, state, {})
+        print(f"[{total:7.1f} min] steps {state.steps} val gap {gap:.3f}% "
+              f"(best {state.best_gap}) loss {np.mean(losses[-50:]) if losses else 0:.4f}",
+              flush=True)
+        last_eval = time.time()
+        if improved:
+            sha = save_checkpoint(out, model, optimizer, state, {})
+            if out == checkpoint_path(args.problem):
+                update_manifest(args.problem, sha, model, state, {
+                    "set": f"{VALIDATION_COUNT} uniform {args.problem.upper()}{VALIDATION_N} "
+                           f"instances, seed {VALIDATION_SEED}",
+                    "decoding": "greedy multi-start, no augmentation",
+                    "gap_percent": round(gap, 3), "reference": reference})
+
+    model.train()
+    while (time.time() - t_start) / 60 < args.minutes:
+        # bf16 autocast on a GPU; log-probabilities are taken in float32 either way.
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
+            if args.phase == "imitation":
+                assert labels is not None
+                loss = imitation_loss(model, args.problem, labels, args.batch, args.starts,
+                                      py_rng, device)
+            else:
+                loss, _ = reinforce_loss(model, args.problem, args.batch, args.starts,
+                                         (args.min_n, args.max_n), np_rng, device)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(float(loss.detach()))
+        state.steps += 1
+        steps_here += 1
+        state.phases[args.phase] = state.phases.get(args.phase, 0) + 1
+        if time.time() - last_eval >= args.eval_minutes * 60:
+            evaluate()
+    evaluate()
+    return {"steps": steps_here, "best_gap": state.best_gap}
+
+
+def _account(state: TrainState, t_start: float, gpu: bool, minutes_before: float) -> None:
+    spent = (time.time() - t_start) / 60
+    done = state.cpu_minutes + state.gpu_minutes
+    extra = minutes_before + spent - done
+    if extra > 0:
+        if gpu:
+            state.gpu_minutes += extra
+        else:
+            state.cpu_minutes += extra
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("problem", choices=["tsp", "cvrp"])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--phase", choices=["imitation", "reinforce"], default="reinforce")
+    parser.add_argument("--labels", help="expert labels (.npz from training.instances)")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--starts", type=int, default=16,
+                        help="trajectories per instance (reinforce) or variants (imitation)")
+    parser.add_argument("--min-n", type=int, default=40)
+    parser.add_argument("--max-n", type=int, default=100)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--eval-minutes", type=float, default=5.0)
+    parser.add_argument("--val-count", type=int, default=VALIDATION_COUNT,
+                        help="validate on the first K instances of the fixed set")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="checkpoint path (default weights/reld_<problem>.pt)")
+    parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    parser.add_argument("--fresh-optimizer", action="store_true")
+    args = parser.parse_args(argv)
+    if args.phase == "imitation" and not args.labels:
+        parser.error("--phase imitation needs --labels")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    result = train(args)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
