@@ -21,7 +21,7 @@ from pydantic.json_schema import models_json_schema
 from app.errors import ProblemDetails, install_error_handlers
 from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
-from app.routers import health, jobs, routing, solvers
+from app.routers import flow, health, jobs, routing, solvers
 from app.settings import Settings, get_settings
 from solvers.base import all_specs, get_solver
 
@@ -29,12 +29,16 @@ logger = logging.getLogger("cosolve.api")
 
 DESCRIPTION = """\
 Combinatorial-optimization solvers behind one API: classical and neural solvers for the
-travelling-salesman problem (TSP) and the capacitated vehicle-routing problem (CVRP).
+travelling-salesman problem (TSP) and the capacitated vehicle-routing problem (CVRP), and
+exact and entropic (OFT-Sinkhorn) solvers for min-cost flow.
 
 * `GET /v1/solvers` lists the solvers, what they solve and whether they can run here.
 * `POST /v1/routing/{tsp|cvrp}/solve` solves a small instance in the request; post it as JSON
   or upload a TSPLIB/CVRPLIB/JSON file (optionally gzipped).
 * `POST /v1/routing/{tsp|cvrp}/compare` runs several solvers on one instance.
+* `POST /v1/flow/min-cost` solves a min-cost-flow network (JSON or a DIMACS/JSON upload) to an
+  exactly checked integer flow with a dual certificate; `POST /v1/flow/min-cost/compare` runs
+  OR-Tools, networkx and OFT-Sinkhorn on the same network.
 * `POST /v1/jobs` (and `/v1/batches`) run large instances and many files in the background,
   with progress (`/events`), cancellation and results kept on disk.
 
@@ -119,6 +123,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             {"name": "health", "description": "Liveness and readiness probes."},
             {"name": "solvers", "description": "The solver catalogue."},
             {"name": "routing", "description": "TSP and CVRP: solve and compare."},
+            {"name": "flow", "description": "Min-cost flow: solve and compare (OR-Tools, "
+             "networkx, OFT-Sinkhorn)."},
             {"name": "jobs", "description": "Long solves and batches: submit, follow, fetch, "
              "cancel."},
         ],
@@ -131,9 +137,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
     app.include_router(routing.router, prefix="/v1")
+    app.include_router(flow.router, prefix="/v1")
     app.include_router(jobs.router, prefix="/v1")
     app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
-        app, (*routing.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS, ProblemDetails)
+        app, (*routing.OPENAPI_BODY_MODELS, *flow.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS,
+              ProblemDetails)
     )
     return app
 

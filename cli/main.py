@@ -27,6 +27,7 @@ from cli.display import (
     solution_summary,
     solvers_table,
 )
+from cli.flow import app as flow_app
 from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for
 from solvers.errors import (
     CosolveError,
@@ -321,6 +322,7 @@ def compare(
 
 
 app.command("batch")(batch)
+app.add_typer(flow_app, name="flow")
 
 
 @app.command("serve")

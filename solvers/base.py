@@ -129,7 +129,12 @@ def register(spec: SolverSpec) -> SolverSpec:
 def _load_builtin_solvers() -> None:
     # Importing the solver modules registers them; done lazily so that `solvers.base` stays
     # importable without OR-Tools or torch being imported.
+    import importlib
+
     import solvers.routing.registry  # noqa: F401
+
+    # Imported by name after routing, so that listings keep the routing solvers first.
+    importlib.import_module("solvers.flow.registry")
 
 
 def all_specs() -> list[SolverSpec]:

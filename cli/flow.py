@@ -1,0 +1,310 @@
+"""``cosolve flow …``: the min-cost-flow endpoints' twins on the command line.
+
+    cosolve flow solve FILE [--solver NAME] [--out FILE.sol|.json] [--tolerance T] [--json]
+    cosolve flow compare FILE [--solvers a,b,c] [--json]
+    cosolve flow check FILE SOLUTION
+
+FILE is a DIMACS ``.min`` or a ``.json`` network, optionally gzipped. Solutions are written as
+DIMACS solution lines (``s COST``, ``f FROM TO FLOW``) or JSON. Exit codes as everywhere: 0
+success, 2 bad input, 1 solver failure — and 1 for an infeasible network (with the cut that
+proves it on stderr).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.table import Table
+
+from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from cli.display import SolveProgress, format_cost
+from solvers.base import Budget, get_solver, get_spec, specs_for
+from solvers.errors import (
+    CosolveError,
+    InstanceError,
+    InstanceTooLargeError,
+    ProblemMismatchError,
+    UnknownSolverError,
+)
+from solvers.flow.io import (
+    SOLUTION_EXTENSIONS,
+    load_network,
+    parse_dimacs_solution,
+    solution_to_dict,
+    write_solution_file,
+)
+from solvers.flow.options import FlowOptions
+from solvers.flow.problem import FlowNetwork, FlowSolution, check_flow
+from solvers.flow.solve import PROBLEM, compare, solve
+
+app = typer.Typer(
+    name="flow",
+    help="Min-cost flow: solve, compare and check (DIMACS .min or JSON networks).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+NETWORK_ARGUMENT = typer.Argument(
+    metavar="FILE", help="Network: DIMACS .min or .json, optionally gzipped (.gz).")
+
+
+def _print_json(obj: Any) -> None:
+    import json
+
+    typer.echo(json.dumps(jsonable(obj), indent=2))
+
+
+def _load(path: Path) -> FlowNetwork:
+    try:
+        return load_network(path)
+    except FileNotFoundError:
+        fail(f"FILE: no such file: {path}")
+    except IsADirectoryError:
+        fail(f"FILE: {path} is a directory, not a network file")
+    except PermissionError:
+        fail(f"FILE: permission denied: {path}")
+    except InstanceError as exc:
+        fail(f"{path}: {exc.field}: {exc.message}")
+    except OSError as exc:
+        fail(f"FILE: cannot read {path}: {exc.strerror or exc}")
+
+
+def _budget(time_limit: float, seed: int, device: str) -> Budget:
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    if seed < 0:
+        fail(f"--seed: must be a non-negative integer, got {seed}")
+    return Budget(time_limit=time_limit, seed=seed, device=device)
+
+
+def _options(tolerance: float) -> FlowOptions:
+    if not (math.isfinite(tolerance) and 0 <= tolerance < 1):
+        fail(f"--tolerance: must be a relative gap in [0, 1), got {tolerance:g}")
+    return FlowOptions(tolerance=tolerance)
+
+
+def _check_solver(name: str, net: FlowNetwork, option: str = "--solver") -> None:
+    try:
+        get_solver(name, problem=PROBLEM, nodes=net.n)
+    except (UnknownSolverError, ProblemMismatchError, InstanceTooLargeError) as exc:
+        fail(f"{option}: {exc}")
+    except CosolveError as exc:
+        fail(f"{option}: {exc}", EXIT_SOLVER_FAILED)
+
+
+def _check_out(out: Path | None) -> None:
+    if out is None:
+        return
+    if out.suffix.lower() not in SOLUTION_EXTENSIONS:
+        fail(f"--out: unknown solution extension {out.suffix or '(none)'!r}; use .sol or .txt "
+             "(DIMACS solution lines) or .json")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        fail(f"--out: folder {parent} does not exist")
+
+
+def _solver_failed(name: str, exc: Exception) -> NoReturn:
+    if isinstance(exc, InstanceError):
+        fail(f"FILE: {exc.field}: {exc.message}")
+    if isinstance(exc, CosolveError):
+        fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
+    if os.environ.get("COSOLVE_DEBUG"):
+        raise exc
+    fail(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} (set "
+         "COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
+
+
+def _summary(net: FlowNetwork, sol: FlowSolution) -> Table:
+    table = Table(title=f"{net.name}: {net.n} nodes, {net.m} arcs", title_justify="left",
+                  show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("solver", sol.solver)
+    table.add_row("status", sol.status)
+    table.add_row("cost", format_cost(sol.cost))
+    if sol.certificate is not None:
+        cert = sol.certificate
+        table.add_row("dual bound", f"{cert.dual_bound:,} ({cert.source})")
+        table.add_row("certified gap", f"{cert.gap:,} ({100 * cert.relative_gap:.4f} %)")
+    table.add_row("feasible (checked)", "yes" if sol.feasible else "no")
+    for violation in sol.violations[:5]:
+        table.add_row("violation", violation)
+    table.add_row("wall time", f"{sol.wall_time:.3f} s")
+    stats = sol.stats
+    if "entropic_cost" in stats:
+        table.add_row("entropic cost", f"{stats['entropic_cost']:,.1f} "
+                      f"({stats.get('entropic_gap_percent', math.nan):+.4f} % vs final)")
+        table.add_row("Sinkhorn", f"{stats['iterations']} iterations, ε down to "
+                      f"{stats['eps_schedule'][-1]:.3g}, marginal error "
+                      f"{stats['marginal_error']:.1e} ({stats['sinkhorn_stopped']})")
+    if sol.cut is not None:
+        table.add_row("infeasible", sol.cut.message)
+    return table
+
+
+@app.command("solve")
+def solve_command(
+    file: Annotated[Path, NETWORK_ARGUMENT],
+    solver: Annotated[str, typer.Option(help="ortools_mcf, networkx_simplex or "
+                                        "oft_sinkhorn.")] = "ortools_mcf",
+    out: Annotated[Path | None, typer.Option(
+        help="Write the flow: .sol/.txt (DIMACS 's COST' and 'f FROM TO FLOW' lines) or "
+        ".json.")] = None,
+    time_limit: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    tolerance: Annotated[float, typer.Option(
+        help="Relative optimality gap the answer may keep (certified); 0 = proven optimum."
+    )] = 0.0,
+    device: Annotated[str, typer.Option(help="torch device for oft_sinkhorn (cpu, cuda).")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Solve one network with one solver; optionally write the flow."""
+    budget = _budget(time_limit, seed, device)
+    options = _options(tolerance)
+    _check_out(out)
+    net = _load(file)
+    _check_solver(solver, net)
+    enabled = not as_json and sys.stderr.isatty()
+    with SolveProgress(time_limit, enabled=enabled) as progress:
+        progress.start(solver)
+        try:
+            sol = solve(net, solver, budget, progress, options)
+        except Exception as exc:
+            _solver_failed(solver, exc)
+    if out is not None:
+        try:
+            write_solution_file(out, sol, net)
+        except OSError as exc:
+            fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+    if as_json:
+        body = solution_to_dict(sol, net)
+        body["out"] = str(out) if out is not None else None
+        _print_json(body)
+    else:
+        stdout_console().print(_summary(net, sol))
+    if sol.status == "infeasible":
+        fail(sol.cut.message if sol.cut else "the network has no feasible flow",
+             EXIT_SOLVER_FAILED)
+    if not sol.feasible:
+        fail(f"solver {solver!r} returned a flow the checker rejects: "
+             + "; ".join(sol.violations), EXIT_SOLVER_FAILED)
+
+
+@app.command("compare")
+def compare_command(
+    file: Annotated[Path, NETWORK_ARGUMENT],
+    solvers: Annotated[str | None, typer.Option(
+        help="Comma-separated solver names; default: every available flow solver.")] = None,
+    time_limit: Annotated[float, typer.Option(help="Wall-clock limit per solver.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    tolerance: Annotated[float, typer.Option(help="Relative gap oft_sinkhorn may keep.")] = 0.0,
+    device: Annotated[str, typer.Option(help="torch device for oft_sinkhorn.")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Run several solvers one after another on one network and check they agree."""
+    budget = _budget(time_limit, seed, device)
+    options = _options(tolerance)
+    net = _load(file)
+    if solvers is None:
+        names = [s.name for s in specs_for(PROBLEM) if s.available]
+    else:
+        names = list(dict.fromkeys(n.strip() for n in solvers.split(",") if n.strip()))
+        if not names:
+            fail("--solvers: give at least one solver name, e.g. --solvers "
+                 "ortools_mcf,oft_sinkhorn")
+        for name in names:
+            try:
+                spec = get_spec(name)
+            except UnknownSolverError as exc:
+                fail(f"--solvers: {exc}")
+            if PROBLEM not in spec.problems:
+                fail(f"--solvers: solver {name!r} does not solve min-cost flow")
+    enabled = not as_json and sys.stderr.isatty()
+    with SolveProgress(time_limit, enabled=enabled) as progress:
+        try:
+            result = compare(net, names, budget, progress, options)
+        except Exception as exc:
+            _solver_failed(",".join(names), exc)
+    if as_json:
+        _print_json({
+            "network": net.describe(), "time_limit": time_limit, "tolerance": tolerance,
+            "best_solver": result.best_solver, "best_cost": result.best_cost,
+            "agree": result.agree,
+            "rows": [{
+                "solver": r.solver,
+                "status": r.solution.status if r.solution else None,
+                "cost": r.solution.cost if r.solution else None,
+                "gap_to_best": r.gap_to_best,
+                "wall_time": r.solution.wall_time if r.solution else None,
+                "feasible": bool(r.solution and r.solution.feasible),
+                "certificate": (r.solution.certificate.to_dict()
+                                if r.solution and r.solution.certificate else None),
+                "infeasibility": r.solution.cut.to_dict() if r.solution and r.solution.cut
+                else None,
+                "error": r.error,
+                "stats": r.solution.stats if r.solution else {},
+            } for r in result.rows],
+        })
+    else:
+        table = Table(title=f"{net.name}: {net.n} nodes, {net.m} arcs", title_justify="left")
+        for col in ("solver", "status", "cost", "gap to best", "certified gap", "wall (s)",
+                    "note"):
+            table.add_column(col, justify="right" if col in ("cost", "wall (s)") else "left")
+        for r in result.rows:
+            sol = r.solution
+            cert = sol.certificate if sol else None
+            note = r.error or ""
+            if sol and "entropic_cost" in sol.stats:
+                note = (f"entropic {sol.stats['entropic_cost']:,.0f} "
+                        f"({sol.stats['entropic_gap_percent']:+.3f} %), "
+                        f"{sol.stats['iterations']} it")
+            if sol and sol.cut:
+                note = sol.cut.message
+            table.add_row(r.solver, sol.status if sol else "error",
+                          format_cost(sol.cost if sol else None),
+                          "–" if r.gap_to_best is None else f"{r.gap_to_best:,}",
+                          "–" if cert is None else f"{cert.gap:,}",
+                          "–" if sol is None else f"{sol.wall_time:.3f}", note)
+        stdout_console().print(table)
+        if result.agree is not None:
+            stdout_console().print("all feasible rows agree on the cost" if result.agree
+                                   else "the solvers DISAGREE on the cost")
+    if result.infeasible:
+        fail("the network has no feasible flow", EXIT_SOLVER_FAILED)
+    if result.best_solver is None:
+        fail("no solver produced a feasible flow", EXIT_SOLVER_FAILED)
+    if result.agree is False:
+        fail("exact solvers disagree on the optimal cost", EXIT_SOLVER_FAILED)
+
+
+@app.command("check")
+def check_command(
+    file: Annotated[Path, NETWORK_ARGUMENT],
+    solution: Annotated[Path, typer.Argument(metavar="SOLUTION",
+                                             help="DIMACS solution lines (s, f).")],
+) -> None:
+    """Check a DIMACS solution against a network: balance, capacities, and the stated cost."""
+    net = _load(file)
+    try:
+        text = solution.read_text()
+    except OSError as exc:
+        fail(f"SOLUTION: cannot read {solution}: {exc.strerror or exc}")
+    try:
+        claimed, flow = parse_dimacs_solution(text, net)
+    except InstanceError as exc:
+        fail(f"{solution}: {exc.field}: {exc.message}")
+    cost, violations = check_flow(net, flow)
+    if claimed is not None and cost is not None and claimed != cost:
+        violations.append(f"the file states cost {claimed}, the flow costs {cost}")
+    for violation in violations:
+        typer.echo(f"violation: {violation}", err=True)
+    if violations:
+        fail(f"{solution}: {len(violations)} problem(s) found", EXIT_SOLVER_FAILED)
+    typer.echo(f"ok: feasible flow of cost {cost}")

@@ -1,0 +1,71 @@
+"""Registers the min-cost-flow solvers. Importing this module is what makes them known."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from solvers.base import SolverSpec, register
+from solvers.flow import baselines as _baselines
+
+PROBLEMS = ("mincostflow",)
+
+
+def _oft_solver():  # type: ignore[no-untyped-def]
+    # Imported on first use: torch takes a second or two to import.
+    from solvers.flow.oft import OFTSinkhornSolver
+
+    return OFTSinkhornSolver()
+
+
+def _needs_package(module: str, pip_name: str) -> str | None:
+    if importlib.util.find_spec(module) is None:
+        return f"the Python package {pip_name!r} is not installed (pip install {pip_name})"
+    return None
+
+
+register(
+    SolverSpec(
+        name="ortools_mcf",
+        family="flow",
+        problems=PROBLEMS,
+        description=(
+            "OR-Tools SimpleMinCostFlow (cost-scaling push-relabel, C++): the exact reference, "
+            "about 1e5 arcs per second on hard NETGEN instances. Cannot be interrupted."
+        ),
+        factory=_baselines.ORToolsFlowSolver,
+        max_nodes={"mincostflow": 10_000_000},
+        availability=lambda: _needs_package("ortools", "ortools"),
+    )
+)
+register(
+    SolverSpec(
+        name="networkx_simplex",
+        family="flow",
+        problems=PROBLEMS,
+        description=(
+            "networkx network_simplex (pure Python, exact): an independent oracle, 20–100× "
+            "slower than OR-Tools. Cannot be interrupted, hence the size cap."
+        ),
+        factory=_baselines.NetworkXFlowSolver,
+        max_nodes={"mincostflow": 50_000},
+        availability=lambda: _needs_package("networkx", "networkx"),
+    )
+)
+register(
+    SolverSpec(
+        name="oft_sinkhorn",
+        family="flow",
+        problems=PROBLEMS,
+        description=(
+            "OFT-Sinkhorn (ICLR 2025): entropic optimal-flow-transport iterations in torch "
+            "(log-domain, float64, ε-scaling, virtual self-flows, capacity truncation), then "
+            "rounding, an OR-Tools repair of the imbalance on the residual network, a dual "
+            "certificate from the Sinkhorn potentials and a price-and-resolve finish to a "
+            "proven optimum. Stops iterating at 80% of the time limit."
+        ),
+        factory=_oft_solver,
+        max_nodes={"mincostflow": 2_000_000},
+        availability=lambda: (_needs_package("ortools", "ortools")
+                              or _needs_package("torch", "torch")),
+    )
+)

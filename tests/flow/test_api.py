@@ -1,0 +1,172 @@
+"""The min-cost-flow endpoints over a real uvicorn server: JSON and DIMACS uploads, compare,
+infeasible answers and problem details that name the field."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.conftest import STRICT_LIMITS
+from tests.api.helpers import assert_problem
+from tests.flow.conftest import HAND_CHECKED, NETGEN_OPTIMA, netgen_path
+
+SOLVE = "/v1/flow/min-cost"
+COMPARE = "/v1/flow/min-cost/compare"
+
+
+def _network(name: str) -> dict[str, Any]:
+    return copy.deepcopy({"name": name, **HAND_CHECKED[name][0]})
+
+
+def _local_check(network: dict[str, Any], flow: list[int]) -> int:
+    """Balance and capacities checked here, not by the server; returns the cost."""
+    nodes = network["nodes"]
+    ids = list(range(1, nodes + 1)) if isinstance(nodes, int) else nodes
+    balance = dict.fromkeys(ids, 0)
+    cost = 0
+    for arc, x in zip(network["arcs"], flow, strict=True):
+        assert arc.get("lower", 0) <= x <= arc.get("capacity", x)
+        balance[arc["tail"]] += x
+        balance[arc["head"]] -= x
+        cost += arc["cost"] * x
+    assert [balance[i] for i in ids] == network["supplies"]
+    return cost
+
+
+@pytest.mark.parametrize("solver", ["ortools_mcf", "networkx_simplex", "oft_sinkhorn"])
+def test_json_solve(api: httpx.Client, solver: str) -> None:
+    network = _network("two_paths")
+    response = api.post(SOLVE, json={"network": network, "solver": solver, "time_limit": 5})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["network"], body["nodes"], body["arcs"], body["solver"]) == (
+        "two_paths", 4, 4, solver)
+    assert body["status"] == "optimal" and body["feasible"] is True and body["violations"] == []
+    assert body["cost"] == HAND_CHECKED["two_paths"][1] == _local_check(network, body["flow"])
+    assert body["certificate"]["gap"] == 0 and body["certificate"]["dual_bound"] == body["cost"]
+    assert body["infeasibility"] is None and isinstance(body["stats"], dict)
+
+
+def test_oft_sinkhorn_stats_report_the_entropic_stage(api: httpx.Client) -> None:
+    network = _network("transport")
+    body = api.post(SOLVE, json={"network": network, "solver": "oft_sinkhorn"}).json()
+    stats = body["stats"]
+    assert body["cost"] == 16 == _local_check(network, body["flow"])
+    for key in ("entropic_cost", "entropic_gap_percent", "iterations", "eps_schedule",
+                "marginal_error", "repair_certificate", "rounded_cost"):
+        assert key in stats, key
+    assert stats["eps_schedule"] == sorted(stats["eps_schedule"], reverse=True)
+
+
+def test_dimacs_upload(api: httpx.Client) -> None:
+    path = netgen_path("netgen_8_08a")
+    response = api.post(SOLVE, files={"file": (path.name, path.read_bytes())},
+                        data={"solver": "ortools_mcf", "time_limit": "10"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["cost"] == NETGEN_OPTIMA["netgen_8_08a"] and body["status"] == "optimal"
+    assert (body["nodes"], body["arcs"]) == (256, 2048) and len(body["flow"]) == 2048
+
+
+def test_json_file_upload_and_compare(api: httpx.Client) -> None:
+    import json
+
+    network = _network("node_capacity")
+    data = gzip.compress(json.dumps(network).encode())
+    response = api.post(COMPARE, files={"file": ("net.json.gz", data)},
+                        data={"solvers": "ortools_mcf,oft_sinkhorn", "time_limit": "5"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["agree"] is True and body["best_cost"] == HAND_CHECKED["node_capacity"][1]
+    assert [r["solver"] for r in body["rows"]] == ["ortools_mcf", "oft_sinkhorn"]
+    assert all(r["gap_to_best"] == 0 and r["status"] == "optimal" for r in body["rows"])
+
+
+def test_compare_runs_all_three_by_default(api: httpx.Client) -> None:
+    body = api.post(COMPARE, json={"network": _network("negative_cycle")}).json()
+    assert [r["solver"] for r in body["rows"]] == ["ortools_mcf", "networkx_simplex",
+                                                   "oft_sinkhorn"]
+    assert body["agree"] is True and body["best_cost"] == -8
+
+
+def test_infeasible_network_is_an_answer_with_its_cut(api: httpx.Client) -> None:
+    network = {"nodes": [1, 2], "supplies": [5, -5],
+               "arcs": [{"tail": 1, "head": 2, "cost": 1, "capacity": 3}]}
+    body = api.post(SOLVE, json={"network": network, "solver": "oft_sinkhorn"}).json()
+    assert body["status"] == "infeasible" and body["feasible"] is False
+    assert body["cost"] is None and body["flow"] is None
+    cut = body["infeasibility"]
+    assert (cut["nodes"], cut["net_supply"], cut["capacity"], cut["arcs"]) == ([1], 5, 3, [0])
+    compared = api.post(COMPARE, json={"network": network}).json()
+    assert compared["infeasibility"]["capacity"] == 3
+    assert {r["status"] for r in compared["rows"]} == {"infeasible"}
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda n: n.update(supplies=[5, 0, 0, -4]), "network.supplies"),
+    (lambda n: n["arcs"][1].update(tail=99), "network.arcs[1].tail"),
+    (lambda n: n["arcs"][0].update(capacity=-1), "network.arcs[0].capacity"),
+    (lambda n: n["arcs"].append({"tail": 1, "head": 1, "cost": 0}), "network.arcs[4]"),
+    (lambda n: n["arcs"][0].update(cost=2.5), "network.arcs[0].cost"),
+    (lambda n: n["arcs"][0].update(costs=2), "network.arcs[0].costs"),
+])
+def test_invalid_networks_are_422_naming_the_field(api: httpx.Client, change: Any,
+                                                   field: str) -> None:
+    network = _network("two_paths")
+    change(network)
+    assert_problem(api.post(SOLVE, json={"network": network}), 422, field=field)
+
+
+def test_unbounded_network_is_422(api: httpx.Client) -> None:
+    network = {"nodes": 2, "supplies": [0, 0], "arcs": [
+        {"tail": 1, "head": 2, "cost": -1}, {"tail": 2, "head": 1, "cost": 0}]}
+    body = assert_problem(api.post(SOLVE, json={"network": network}), 422, field="network.arcs")
+    assert "unbounded" in body["detail"]
+
+
+def test_dimacs_errors_name_the_line(api: httpx.Client) -> None:
+    text = b"p min 2 1\nn 1 1\nn 2 -1\na 1 2 0 3 x\n"
+    body = assert_problem(api.post(SOLVE, files={"file": ("bad.min", text)}), 422,
+                          field="file")
+    assert body["line"] == 4 and "line 4" in body["detail"]
+
+
+def test_solver_errors(api: httpx.Client) -> None:
+    network = _network("two_paths")
+    assert_problem(api.post(SOLVE, json={"network": network, "solver": "nope"}), 404,
+                   field="solver")
+    body = assert_problem(api.post(SOLVE, json={"network": network, "solver": "ortools"}), 422,
+                          field="solver")
+    assert "mincostflow" in body["detail"]
+    routing = api.post("/v1/routing/tsp/solve", json={
+        "instance": {"coords": [[0, 0], [1, 0], [0, 1]]}, "solver": "oft_sinkhorn"})
+    assert_problem(routing, 422, field="solver")
+    assert_problem(api.post(COMPARE, json={"network": network,
+                                           "solvers": ["ortools_mcf", "ortools_mcf"]}),
+                   422, field="solvers[1]")
+    assert_problem(api.post(SOLVE, json={"network": network, "tolerance": 1.5}), 422,
+                   field="tolerance")
+    assert_problem(api.post(SOLVE, content=b"x", headers={"content-type": "text/plain"}), 415)
+
+
+def test_solver_catalogue_lists_the_flow_solvers(api: httpx.Client) -> None:
+    listed = api.get("/v1/solvers", params={"problem": "mincostflow"}).json()["solvers"]
+    assert {s["name"] for s in listed} == {"ortools_mcf", "networkx_simplex", "oft_sinkhorn"}
+    assert all(s["family"] == "flow" for s in listed)
+    spec = api.get("/openapi.json").json()
+    content = spec["paths"][SOLVE]["post"]["requestBody"]["content"]
+    assert set(content) == {"application/json", "multipart/form-data"}
+    assert "FlowSolveRequest" in spec["components"]["schemas"]
+
+
+def test_strict_limits(strict_api: httpx.Client) -> None:
+    too_many = int(STRICT_LIMITS["COSOLVE_MAX_SYNC_NODES"]) + 1
+    network = {"nodes": too_many, "supplies": [0] * too_many, "arcs": []}
+    assert_problem(strict_api.post(SOLVE, json={"network": network}), 413, field="network")
+    body = assert_problem(strict_api.post(COMPARE, json={
+        "network": _network("two_paths"), "time_limit": 4}), 422, field="solvers")
+    assert "at most" in body["detail"]

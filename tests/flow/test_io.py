@@ -1,0 +1,115 @@
+"""DIMACS and JSON files: reading the NETGEN files, round trips, errors that name the line."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from solvers.errors import InstanceError, UnsupportedFormatError
+from solvers.flow.io import (
+    dimacs_text,
+    load_network,
+    network_from_dict,
+    parse_dimacs,
+    parse_dimacs_solution,
+    parse_network_bytes,
+    solution_dimacs_text,
+)
+from solvers.flow.problem import build_flow_solution, check_flow
+from tests.flow.conftest import HAND_CHECKED, netgen_path
+
+TINY = """c a tiny network
+p min 4 5
+n 1 4
+n 4 -4
+a 1 2 0 3 1
+a 2 4 0 10 1
+a 1 3 0 10 3
+a 3 4 0 10 1
+a 1 4 0 10 9
+"""
+
+
+def test_reads_the_netgen_files() -> None:
+    net = load_network(netgen_path("netgen_8_08a"))
+    assert (net.name, net.n, net.m) == ("netgen_8_08a", 256, 2048)
+    assert net.total_supply == 16000 and int(net.supplies.sum()) == 0
+    assert net.capacitated.all() and net.costs.min() >= 1 and net.costs.max() <= 10000
+    big = load_network(netgen_path("netgen_8_10a"))
+    assert (big.n, big.m, big.total_supply) == (1024, 8192, 32000)
+
+
+def test_dimacs_round_trip() -> None:
+    net = load_network(netgen_path("netgen_8_08a"))
+    again = parse_dimacs(dimacs_text(net), name=net.name)
+    for attr in ("supplies", "tails", "heads", "costs", "capacities", "lower"):
+        assert np.array_equal(getattr(net, attr), getattr(again, attr)), attr
+
+
+def test_gzip_and_plain_give_the_same_network() -> None:
+    plain = parse_network_bytes(TINY.encode(), "tiny.min")
+    zipped = parse_network_bytes(gzip.compress(TINY.encode()), "tiny.min.gz")
+    assert np.array_equal(plain.costs, zipped.costs) and plain.name == zipped.name == "tiny"
+
+
+def test_dimacs_lower_bounds_are_read() -> None:
+    text = TINY.replace("a 1 3 0 10 3", "a 1 3 1 10 3")
+    net = parse_dimacs(text)
+    assert net.lower.tolist() == [0, 0, 1, 0, 0]
+
+
+@pytest.mark.parametrize(("text", "field", "words"), [
+    ("a 1 2 0 1 1\n", "line 1", "before the 'p min' line"),
+    ("p max 2 1\n", "line 1", "min-cost-flow files"),
+    ("p min 2 2\nn 1 1\nn 2 -1\na 1 2 0 3 1\n", "line 1", "announces 2 arcs"),
+    ("p min 2 1\nn 3 1\na 1 2 0 3 1\n", "line 2", "outside 1..2"),
+    ("p min 2 1\nn 1 1\nn 2 -1\na 1 2 0 3 x\n", "line 4", "COST must be an integer"),
+    ("p min 2 1\nn 1 1\nn 2 -1\na 1 2 0 3\n", "line 4", "5 numbers"),
+    ("p min 2 1\nn 1 1\nn 2 -1\na 1 5 0 3 1\n", "line 4", "unknown node id 5"),
+    ("p min 2 1\nn 1 1\nn 2 -1\na 1 2 4 3 1\n", "line 4", "below the lower bound"),
+    ("p min 2 1\nn 1 2\nn 2 -1\na 1 2 0 3 1\n", "supplies", "unbalanced"),
+    ("p min 2 1\nn 1 1\nn 1 1\n", "line 3", "already has a supply"),
+    ("c nothing\n", "file", "no 'p min"),
+    ("p min 2 1\nx 1\n", "line 2", "unknown line type"),
+])
+def test_dimacs_errors_name_the_line(text: str, field: str, words: str) -> None:
+    with pytest.raises(InstanceError) as exc:
+        parse_dimacs(text)
+    assert exc.value.field == field, exc.value
+    assert words in exc.value.message
+
+
+def test_unknown_extension_is_refused() -> None:
+    with pytest.raises(UnsupportedFormatError):
+        parse_network_bytes(TINY.encode(), "tiny.tsp")
+
+
+def test_solution_lines_round_trip_through_the_checker() -> None:
+    net = parse_dimacs(TINY)
+    sol = build_flow_solution(net, np.array([3, 3, 1, 1, 0]), solver="hand", wall_time=0.0,
+                              proven_optimal=True)
+    text = solution_dimacs_text(sol, net)
+    assert "s 10" in text.splitlines() and "f 1 2 3" in text.splitlines()
+    assert not any(line.startswith("f 1 4") for line in text.splitlines())  # zero flows left out
+    claimed, flow = parse_dimacs_solution(text, net)
+    assert claimed == 10 and flow.tolist() == [3, 3, 1, 1, 0]
+    assert check_flow(net, flow) == (10, [])
+
+
+def test_solution_lines_spread_parallel_arcs_cheapest_first() -> None:
+    net = network_from_dict(HAND_CHECKED["parallel_isolated"][0])
+    _, flow = parse_dimacs_solution("s 8\nf 1 2 4\n", net)
+    assert flow.tolist() == [2, 2]
+    assert check_flow(net, flow) == (8, [])
+    with pytest.raises(InstanceError) as exc:
+        parse_dimacs_solution("s 8\nf 2 1 4\n", net)
+    assert exc.value.field == "line 2" and "no arc 2→1" in exc.value.message
+
+
+def test_node_capacities_cannot_be_written_as_dimacs() -> None:
+    net = network_from_dict(HAND_CHECKED["node_capacity"][0])
+    with pytest.raises(InstanceError) as exc:
+        dimacs_text(net)
+    assert exc.value.field == "node_capacities"
