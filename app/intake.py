@@ -82,8 +82,13 @@ class CompareTask:
 
 
 # -- reading the request -----------------------------------------------------------------
-def body_format(request: Request) -> BodyFormat:
-    """JSON or multipart, from the Content-Type; anything else is a 415."""
+#: What routing endpoints accept, for the 415 and missing-file messages.
+INSTANCE_BODY = ("an instance object", "the instance (.tsp, .vrp or .json, optionally .gz)")
+
+
+def body_format(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> BodyFormat:
+    """JSON or multipart, from the Content-Type; anything else is a 415. ``accepts`` names
+    the JSON object and the file the endpoint takes."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type == "application/json" or (
         media_type.startswith("application/") and media_type.endswith("+json")
@@ -94,14 +99,14 @@ def body_format(request: Request) -> BodyFormat:
     raise ApiError(
         415,
         f"Content-Type {media_type or '(none)'} is not accepted here. Send application/json "
-        "(an instance object) or multipart/form-data (a 'file' part with a .tsp, .vrp or .json "
-        "file, optionally .gz, and form fields for the options).",
+        f"({accepts[0]}) or multipart/form-data (a 'file' part holding {accepts[1]}, and form "
+        "fields for the options).",
         kind="unsupported-media-type",
         headers={"Accept-Post": "application/json, multipart/form-data"},
     )
 
 
-async def read_upload(request: Request) -> Upload:
+async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> Upload:
     """The file part and form fields of a multipart request (exactly one file, named ``file``)."""
     file: UploadFile | None = None
     fields: dict[str, list[str]] = {}
@@ -110,16 +115,15 @@ async def read_upload(request: Request) -> Upload:
             if isinstance(value, UploadFile):
                 if name != "file":
                     raise invalid_request(
-                        f"unexpected file part {name!r}; send the instance as the part named "
+                        f"unexpected file part {name!r}; send {accepts[1]} as the part named "
                         "'file'", field=name)
                 file = value
             else:
                 fields.setdefault(name, []).append(value)
         if file is None:
             hint = " (it was sent as a plain field, not a file)" if "file" in fields else ""
-            raise invalid_request("a multipart request needs a 'file' part holding the "
-                                  f"instance (.tsp, .vrp or .json, optionally .gz){hint}",
-                                  field="file")
+            raise invalid_request(f"a multipart request needs a 'file' part holding "
+                                  f"{accepts[1]}{hint}", field="file")
         fields.pop("file", None)
         if not file.filename:
             raise invalid_request("the 'file' part needs a filename; its extension says the "
@@ -133,7 +137,7 @@ def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveT
     """A solve request posted as JSON."""
     model = TSPSolveRequest if problem == "tsp" else CVRPSolveRequest
     request = validate_json(model, raw)
-    time_limit = _time_limit(request.time_limit, settings)
+    time_limit = request_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")
     instance = instance_from_json(request.instance, problem)
     _check_sync_size(instance, settings, "instance")
@@ -143,7 +147,7 @@ def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveT
 def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> SolveTask:
     """A solve request posted as a file plus form fields."""
     options = validate_fields(SolveOptions, single_values(upload.fields))
-    time_limit = _time_limit(options.time_limit, settings)
+    time_limit = request_time_limit(options.time_limit, settings)
     check_solver_name(options.solver, problem, "solver")
     instance = _instance_from_upload(upload, problem, settings)
     _check_sync_size(instance, settings, "file")
@@ -174,17 +178,8 @@ def compare_task_from_upload(upload: Upload, problem: str, settings: Settings) -
 def _compare_task(options: CompareOptions, problem: str, settings: Settings,
                   load_instance: Callable[[], Instance], source: str) -> CompareTask:
     names = options.solvers
-    if len(names) > settings.max_compare_solvers:
-        raise invalid_request(f"{len(names)} solvers asked for; a comparison runs at most "
-                              f"{settings.max_compare_solvers}", field="solvers")
-    first_seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in first_seen:
-            raise invalid_request(f"solver {name!r} is listed twice (solvers[{first_seen[name]}]"
-                                  f" and solvers[{i}])", field=f"solvers[{i}]")
-        first_seen[name] = i
-        check_solver_name(name, problem, f"solvers[{i}]")
-    time_limit = _time_limit(options.time_limit, settings, runs=len(names))
+    check_solver_list(names, problem, settings)
+    time_limit = request_time_limit(options.time_limit, settings, runs=len(names))
     instance = load_instance()
     _check_sync_size(instance, settings, source)
     return CompareTask(instance, list(names), time_limit, options.seed, options.reference,
@@ -217,7 +212,8 @@ def single_values(fields: Mapping[str, list[str]]) -> dict[str, str]:
     return out
 
 
-def _time_limit(requested: float | None, settings: Settings, runs: int = 1) -> float:
+def request_time_limit(requested: float | None, settings: Settings, runs: int = 1,
+                       cli: str = "cosolve solve") -> float:
     """The per-solver time limit: the server default when omitted, and never more than the
     server lets one request run (``runs`` solvers run one after another)."""
     limit = settings.default_time_limit if requested is None else requested
@@ -228,9 +224,23 @@ def _time_limit(requested: float | None, settings: Settings, runs: int = 1) -> f
         else:
             detail = (f"{runs} solvers × {limit:g} s = {limit * runs:g} s is above the "
                       f"{settings.max_time_limit:g} s one request may run; lower time_limit")
-        raise invalid_request(detail + "; for longer runs use the CLI (cosolve solve)",
+        raise invalid_request(detail + f"; for longer runs use the CLI ({cli})",
                               field="time_limit")
     return limit
+
+
+def check_solver_list(names: list[str], problem: str, settings: Settings) -> None:
+    """A comparison's solvers: not too many, none twice, each one solving ``problem``."""
+    if len(names) > settings.max_compare_solvers:
+        raise invalid_request(f"{len(names)} solvers asked for; a comparison runs at most "
+                              f"{settings.max_compare_solvers}", field="solvers")
+    first_seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in first_seen:
+            raise invalid_request(f"solver {name!r} is listed twice (solvers[{first_seen[name]}]"
+                                  f" and solvers[{i}])", field=f"solvers[{i}]")
+        first_seen[name] = i
+        check_solver_name(name, problem, f"solvers[{i}]")
 
 
 def check_solver_name(name: str, problem: str, field: str) -> None:

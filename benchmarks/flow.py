@@ -18,11 +18,8 @@ OR-Tools solving the same networks one after another on the CPU.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.metadata
 import json
 import os
-import platform
 import shlex
 import sys
 import time
@@ -34,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.routing import machine_info as routing_machine_info
 from solvers.base import Budget
 from solvers.flow.generate import netgen_style
 from solvers.flow.io import load_network
@@ -84,25 +82,10 @@ def _pct(value: float, reference: int | None) -> float | None:
 
 
 def machine_info() -> dict[str, Any]:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    versions = {}
-    for package in ("torch", "ortools", "networkx", "numpy", "cosolve"):
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = "not installed"
-    return {
-        "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-        "os": f"{platform.system()} {platform.release()}",
-        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        "versions": versions,
-    }
+    """The shared machine header plus the GPU, if any."""
+    info = routing_machine_info(("torch", "ortools", "networkx", "numpy", "cosolve"))
+    info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return info
 
 
 # -- single networks -------------------------------------------------------------------------

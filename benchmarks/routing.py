@@ -357,8 +357,9 @@ def check_reference(inst: BenchInstance, instance: Instance) -> str | None:
 
 
 # -- machine and report ------------------------------------------------------------------
-def machine_info() -> dict[str, Any]:
-    """What the figures were measured on, for the report header."""
+def machine_info(packages: tuple[str, ...] = ("ortools", "pyvrp", "numpy", "vrplib",
+                                               "cosolve")) -> dict[str, Any]:
+    """What the figures were measured on, for the report header (every benchmark's)."""
     cpu = "unknown"
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -371,7 +372,7 @@ def machine_info() -> dict[str, Any]:
             if line.startswith("MemTotal:"):
                 ram_gib = round(int(line.split()[1]) / 1024**2, 1)
     versions = {}
-    for package in ("ortools", "pyvrp", "numpy", "vrplib", "cosolve"):
+    for package in packages:
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, NoReturn
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+
+from solvers.errors import InstanceError
+
+T = TypeVar("T")
 
 EXIT_SOLVER_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -40,3 +46,19 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def load_or_fail(path: Path, loader: Callable[[Path], T], what: str = "instance") -> T:
+    """Read a file with ``loader``, turning every way it can be wrong into one line."""
+    try:
+        return loader(path)
+    except FileNotFoundError:
+        fail(f"FILE: no such file: {path}")
+    except IsADirectoryError:
+        fail(f"FILE: {path} is a directory, not an {what} file")
+    except PermissionError:
+        fail(f"FILE: permission denied: {path}")
+    except InstanceError as exc:
+        fail(f"{path}: {exc.field}: {exc.message}")
+    except OSError as exc:
+        fail(f"FILE: cannot read {path}: {exc.strerror or exc}")

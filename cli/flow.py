@@ -21,7 +21,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.table import Table
 
-from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, load_or_fail, stdout_console
 from cli.display import SolveProgress, format_cost
 from solvers.base import Budget, get_solver, get_spec, specs_for
 from solvers.errors import (
@@ -59,21 +59,6 @@ def _print_json(obj: Any) -> None:
     import json
 
     typer.echo(json.dumps(jsonable(obj), indent=2))
-
-
-def _load(path: Path) -> FlowNetwork:
-    try:
-        return load_network(path)
-    except FileNotFoundError:
-        fail(f"FILE: no such file: {path}")
-    except IsADirectoryError:
-        fail(f"FILE: {path} is a directory, not a network file")
-    except PermissionError:
-        fail(f"FILE: permission denied: {path}")
-    except InstanceError as exc:
-        fail(f"{path}: {exc.field}: {exc.message}")
-    except OSError as exc:
-        fail(f"FILE: cannot read {path}: {exc.strerror or exc}")
 
 
 def _budget(time_limit: float, seed: int, device: str) -> Budget:
@@ -169,7 +154,7 @@ def solve_command(
     budget = _budget(time_limit, seed, device)
     options = _options(tolerance)
     _check_out(out)
-    net = _load(file)
+    net = load_or_fail(file, load_network, "network")
     _check_solver(solver, net)
     enabled = not as_json and sys.stderr.isatty()
     with SolveProgress(time_limit, enabled=enabled) as progress:
@@ -211,7 +196,7 @@ def compare_command(
     """Run several solvers one after another on one network and check they agree."""
     budget = _budget(time_limit, seed, device)
     options = _options(tolerance)
-    net = _load(file)
+    net = load_or_fail(file, load_network, "network")
     if solvers is None:
         names = [s.name for s in specs_for(PROBLEM) if s.available]
     else:
@@ -291,7 +276,7 @@ def check_command(
                                              help="DIMACS solution lines (s, f).")],
 ) -> None:
     """Check a DIMACS solution against a network: balance, capacities, and the stated cost."""
-    net = _load(file)
+    net = load_or_fail(file, load_network, "network")
     try:
         text = solution.read_text()
     except OSError as exc:

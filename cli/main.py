@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.batch import batch
-from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, load_or_fail, stdout_console
 from cli.display import (
     SolveProgress,
     comparison_table,
@@ -31,7 +31,6 @@ from cli.flow import app as flow_app
 from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for
 from solvers.errors import (
     CosolveError,
-    InstanceError,
     InstanceTooLargeError,
     ProblemMismatchError,
     UnknownSolverError,
@@ -86,22 +85,6 @@ def _check_budget(time_limit: float, seed: int) -> Budget:
 def _check_reference(reference: float | None) -> None:
     if reference is not None and not (math.isfinite(reference) and reference > 0):
         fail(f"--reference: must be a positive cost, got {reference:g}")
-
-
-def _load(path: Path) -> Instance:
-    """Read an instance file, turning every way it can be wrong into a one-line message."""
-    try:
-        return load_instance(path)
-    except FileNotFoundError:
-        fail(f"FILE: no such file: {path}")
-    except IsADirectoryError:
-        fail(f"FILE: {path} is a directory, not an instance file")
-    except PermissionError:
-        fail(f"FILE: permission denied: {path}")
-    except InstanceError as exc:
-        fail(f"{path}: {exc.field}: {exc.message}")
-    except OSError as exc:
-        fail(f"FILE: cannot read {path}: {exc.strerror or exc}")
 
 
 def _check_out_path(out: Path | None, instance: Instance) -> None:
@@ -226,7 +209,7 @@ def solve(
     """Solve one instance with one solver and report cost, feasibility and time."""
     budget = _check_budget(time_limit, seed)
     _check_reference(reference)
-    instance = _load(file)
+    instance = load_or_fail(file, load_instance)
     _check_out_path(out, instance)
     _check_solver(solver, instance)
 
@@ -276,7 +259,7 @@ def compare(
     """Run several solvers one after another on one instance with the same budget."""
     budget = _check_budget(time_limit, seed)
     _check_reference(reference)
-    instance = _load(file)
+    instance = load_or_fail(file, load_instance)
     if solvers is None:
         names = [s.name for s in specs_for(instance.problem) if s.available]
     else:

@@ -9,8 +9,6 @@ error: 200 with ``status: infeasible`` and the blocking cut that proves it.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,17 +17,26 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
 
+from app.concurrency import run_while_connected
 from app.encoding import json_safe
 from app.errors import (
     ApiError,
     domain_problem,
     instance_problem,
-    invalid_request,
     problem_responses,
 )
-from app.intake import check_solver_name, single_values, validate_fields, validate_json
+from app.intake import (
+    BodyFormat,
+    body_format,
+    check_solver_list,
+    check_solver_name,
+    read_upload,
+    request_time_limit,
+    single_values,
+    validate_fields,
+    validate_json,
+)
 from app.schemas.flow import (
     CertificateOut,
     FlowCompareOptionsIn,
@@ -55,8 +62,12 @@ router = APIRouter(prefix="/flow", tags=["flow"])
 
 T = TypeVar("T")
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-_DISCONNECT_POLL_S = 0.25
 _MAX_FORM_FIELDS = 16
+
+
+#: What the flow endpoints accept, for the 415 and missing-file messages.
+NETWORK_BODY = ("a network object",
+                "the network (DIMACS .min or .json, optionally .gz)")
 
 
 @dataclass(frozen=True)
@@ -69,41 +80,6 @@ class FlowTask:
 
 
 # -- reading the request -------------------------------------------------------------------------
-def _is_json(request: Request) -> bool:
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media == "application/json" or (media.startswith("application/") and
-                                       media.endswith("+json")):
-        return True
-    if media == "multipart/form-data":
-        return False
-    raise ApiError(
-        415, f"Content-Type {media or '(none)'} is not accepted here. Send application/json "
-        "(a network object) or multipart/form-data (a 'file' part with a DIMACS .min or .json "
-        "network, optionally .gz, and form fields for the options).",
-        kind="unsupported-media-type",
-        headers={"Accept-Post": "application/json, multipart/form-data"})
-
-
-async def _read_upload(request: Request) -> tuple[str, bytes, dict[str, list[str]]]:
-    file: UploadFile | None = None
-    fields: dict[str, list[str]] = {}
-    async with request.form(max_files=1, max_fields=_MAX_FORM_FIELDS) as form:
-        for name, value in form.multi_items():
-            if isinstance(value, UploadFile):
-                if name != "file":
-                    raise invalid_request(f"unexpected file part {name!r}; send the network as "
-                                          "the part named 'file'", field=name)
-                file = value
-            else:
-                fields.setdefault(name, []).append(value)
-        if file is None or not file.filename:
-            raise invalid_request("a multipart request needs a 'file' part (with a filename) "
-                                  "holding the network: DIMACS .min or .json, optionally .gz",
-                                  field="file")
-        data = await file.read()
-    return file.filename, data, fields
-
-
 def _network(build: Callable[[], FlowNetwork], source: str) -> FlowNetwork:
     """Build the network; every failure is a 422 naming the field (or the file's line)."""
     try:
@@ -117,17 +93,6 @@ def _network(build: Callable[[], FlowNetwork], source: str) -> FlowNetwork:
     except (ValueError, TypeError, OverflowError, IndexError) as exc:
         raise instance_problem(InstanceError(source, f"cannot read the network: {exc}"),
                                source) from None
-
-
-def _time_limit(requested: float | None, settings: Settings, runs: int = 1) -> float:
-    limit = settings.default_time_limit if requested is None else requested
-    if limit * runs > settings.max_time_limit:
-        what = (f"time_limit {limit:g} s" if runs == 1 else
-                f"{runs} solvers × {limit:g} s = {limit * runs:g} s")
-        raise invalid_request(f"{what} is above the {settings.max_time_limit:g} s one request "
-                              "may run; lower time_limit, or use the CLI (cosolve flow solve)",
-                              field="time_limit")
-    return limit
 
 
 def _check_size(net: FlowNetwork, settings: Settings, source: str) -> None:
@@ -144,19 +109,11 @@ def _task(options: FlowOptionsIn | FlowCompareOptionsIn, names: list[str],
           build: Callable[[], FlowNetwork], source: str, settings: Settings,
           compare_fields: bool) -> FlowTask:
     if compare_fields:
-        if len(names) > settings.max_compare_solvers:
-            raise invalid_request(f"{len(names)} solvers asked for; a comparison runs at most "
-                                  f"{settings.max_compare_solvers}", field="solvers")
-        seen: dict[str, int] = {}
-        for i, name in enumerate(names):
-            if name in seen:
-                raise invalid_request(f"solver {name!r} is listed twice (solvers[{seen[name]}] "
-                                      f"and solvers[{i}])", field=f"solvers[{i}]")
-            seen[name] = i
-            check_solver_name(name, PROBLEM, f"solvers[{i}]")
+        check_solver_list(names, PROBLEM, settings)
     else:
         check_solver_name(names[0], PROBLEM, "solver")
-    time_limit = _time_limit(options.time_limit, settings, runs=len(names))
+    time_limit = request_time_limit(options.time_limit, settings, runs=len(names),
+                                    cli="cosolve flow solve")
     network = _network(build, source)
     _check_size(network, settings, source)
     return FlowTask(network, names, time_limit, options.seed, options.tolerance)
@@ -206,34 +163,15 @@ async def _read_task(request: Request, settings: Settings,
                      from_json: Callable[[bytes, Settings], FlowTask],
                      from_upload: Callable[[str, bytes, dict[str, list[str]], Settings],
                                            FlowTask]) -> FlowTask:
-    if _is_json(request):
+    if body_format(request, NETWORK_BODY) is BodyFormat.JSON:
         raw = await request.body()
         return await run_in_threadpool(from_json, raw, settings)
-    filename, data, fields = await _read_upload(request)
-    return await run_in_threadpool(from_upload, filename, data, fields, settings)
+    upload = await read_upload(request, NETWORK_BODY)
+    return await run_in_threadpool(from_upload, upload.filename, upload.data, upload.fields,
+                                   settings)
 
 
-# -- running off the event loop --------------------------------------------------------------
-async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
-    while not cancel.is_set():
-        if await request.is_disconnected():
-            cancel.set()
-            return
-        await asyncio.sleep(_DISCONNECT_POLL_S)
-
-
-async def _run_while_connected(request: Request, work: Callable[[threading.Event], T]) -> T:
-    """Run ``work`` in a worker thread; a client that goes away sets its cancel flag."""
-    cancel = threading.Event()
-    watcher = asyncio.create_task(_watch_disconnect(request, cancel))
-    try:
-        return await run_in_threadpool(work, cancel)
-    finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
-
-
+# -- responses -----------------------------------------------------------------------------------
 def _certificate(cert: Certificate | None) -> CertificateOut | None:
     return CertificateOut(**cert.to_dict()) if cert is not None else None
 
@@ -316,7 +254,7 @@ OPENAPI_BODY_MODELS: tuple[type[BaseModel], ...] = (
 )
 async def solve_min_cost_flow(request: Request, settings: SettingsDep) -> FlowSolveResponse:
     task = await _read_task(request, settings, solve_task_from_json, solve_task_from_upload)
-    return await _run_while_connected(request, lambda cancel: _solve_response(task, cancel))
+    return await run_while_connected(request, lambda cancel: _solve_response(task, cancel))
 
 
 @router.post(
@@ -332,4 +270,4 @@ async def solve_min_cost_flow(request: Request, settings: SettingsDep) -> FlowSo
 )
 async def compare_min_cost_flow(request: Request, settings: SettingsDep) -> FlowCompareResponse:
     task = await _read_task(request, settings, compare_task_from_json, compare_task_from_upload)
-    return await _run_while_connected(request, lambda cancel: _compare_response(task, cancel))
+    return await run_while_connected(request, lambda cancel: _compare_response(task, cancel))

@@ -6,8 +6,6 @@ solving run in a worker thread, never on the event loop, and a client that disco
 cancels its solve.
 """
 
-import asyncio
-import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -16,6 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
+from app.concurrency import run_while_connected
 from app.encoding import finite_or_none, json_safe
 from app.errors import ApiError, problem_responses
 from app.intake import (
@@ -55,32 +54,8 @@ router = APIRouter(prefix="/routing", tags=["routing"])
 T = TypeVar("T")
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
-#: How often a running solve checks whether its client went away, in seconds.
-_DISCONNECT_POLL_S = 0.25
 
-
-# -- running work off the event loop -------------------------------------------------------
-async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
-    while not cancel.is_set():
-        if await request.is_disconnected():
-            cancel.set()
-            return
-        await asyncio.sleep(_DISCONNECT_POLL_S)
-
-
-async def _run_while_connected(request: Request, work: Callable[[threading.Event], T]) -> T:
-    """Run ``work`` in a worker thread; set its cancel flag if the client disconnects, so a
-    solver nobody waits for stops at its next check instead of running out its budget."""
-    cancel = threading.Event()
-    watcher = asyncio.create_task(_watch_disconnect(request, cancel))
-    try:
-        return await run_in_threadpool(work, cancel)
-    finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
-
-
+# -- reading requests ------------------------------------------------------------------------
 async def _read_task(
     request: Request,
     problem: str,
@@ -117,7 +92,7 @@ def _solve_endpoint(problem: str) -> Callable[..., Awaitable[dict[str, Any]]]:
     async def solve_instance(request: Request, settings: SettingsDep) -> dict[str, Any]:
         task = await _read_task(request, problem, settings, solve_task_from_json,
                                 solve_task_from_upload)
-        return await _run_while_connected(request, lambda cancel: _solve_response(task, cancel))
+        return await run_while_connected(request, lambda cancel: _solve_response(task, cancel))
 
     return solve_instance
 
@@ -159,7 +134,7 @@ def _compare_endpoint(problem: str) -> Callable[..., Awaitable[CompareResponse]]
     async def compare_solvers(request: Request, settings: SettingsDep) -> CompareResponse:
         task = await _read_task(request, problem, settings, compare_task_from_json,
                                 compare_task_from_upload)
-        return await _run_while_connected(request,
+        return await run_while_connected(request,
                                           lambda cancel: _compare_response(task, cancel))
 
     return compare_solvers
