@@ -139,6 +139,9 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                                  dtype=torch.float32, device=device)[None]
         capacity = torch.tensor([float(instance.capacity)], device=device)
     starts, together = _plan(n, clock.remaining)
+    # A sampling round decodes as many trajectories as a greedy pass, so the measured pass
+    # time predicts it and the time limit holds.
+    sample_size = starts * together
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq = math.inf, None
     passes, samples = 0, 0
@@ -155,11 +158,11 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         aug = augment(coords, first_sym + k)[first_sym:] if mode == "greedy" else coords
         dem = demand.expand(aug.shape[0], -1) if demand is not None else None
         if cvrp:
-            result = rollout_cvrp(model, aug, dem, starts if mode == "greedy" else MAX_STARTS,
+            result = rollout_cvrp(model, aug, dem, starts if mode == "greedy" else sample_size,
                                   decode=mode, generator=generator,
                                   capacity=capacity.expand(aug.shape[0]))
         else:
-            m = starts if mode == "greedy" else min(MAX_STARTS, n)
+            m = starts if mode == "greedy" else sample_size
             if mode == "greedy":
                 start = torch.linspace(0, n - 1, m, device=device).round().long()
             else:
