@@ -30,6 +30,7 @@ from cli.display import (
 from cli.flow import app as flow_app
 from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for
 from solvers.errors import (
+    BudgetTooSmallError,
     CosolveError,
     InstanceTooLargeError,
     ProblemMismatchError,
@@ -103,14 +104,17 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
         fail(f"--out: folder {parent} does not exist")
 
 
-def _check_solver(name: str, instance: Instance) -> None:
-    """Unknown names, wrong problems and oversized instances are input mistakes (exit 2)."""
+def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
+    """Unknown names, wrong problems, oversized instances and a time limit below the
+    solver's start-up are input mistakes (exit 2)."""
     try:
-        get_solver(name, problem=instance.problem, nodes=instance.n)
+        get_solver(name, problem=instance.problem, nodes=instance.n, time_limit=time_limit)
     except UnknownSolverError as exc:
         fail(f"--solver: {exc}")
     except (ProblemMismatchError, InstanceTooLargeError) as exc:
         fail(f"--solver: {exc}")
+    except BudgetTooSmallError as exc:
+        fail(f"--time-limit: {exc}")
     except CosolveError as exc:  # e.g. SolverUnavailableError: the environment, not the input
         fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
 
@@ -211,7 +215,7 @@ def solve(
     _check_reference(reference)
     instance = load_or_fail(file, load_instance)
     _check_out_path(out, instance)
-    _check_solver(solver, instance)
+    _check_solver(solver, instance, time_limit)
 
     with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         progress.start(solver)

@@ -188,3 +188,14 @@ def test_tour_output_for_a_cvrp_is_refused_before_solving(tmp_path: Path) -> Non
 def test_non_positive_time_limit_is_refused() -> None:
     result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit", "0")
     _assert_user_error(result, "--time-limit")
+
+
+def test_time_limit_below_a_solvers_start_up_is_bad_input(tmp_path):
+    """PyVRP needs 3e-7·N² s to start; asking for less is the user's input, named as such."""
+    coords = [[i % 70, i // 70] for i in range(4900)]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"problem": "tsp", "coords": coords}))
+    result = CliRunner().invoke(app, ["solve", str(path), "--solver", "pyvrp",
+                                      "--time-limit", "1"])
+    assert result.exit_code == 2
+    assert "--time-limit" in result.output
