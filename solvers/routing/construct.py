@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numba import njit
 from scipy.spatial import cKDTree
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
@@ -123,3 +124,165 @@ class NearestNeighbourSolver:
                              stats={"seed": budget.seed, "method": "nearest neighbour"})
         progress(ProgressEvent(self.name, wall, 1, sol.cost, "constructed"))
         return sol
+
+
+# -- random insertion at 100K nodes -------------------------------------------------------
+#
+# SIL starts its reconstruction from a random-insertion tour. Exact random insertion scans
+# every tour edge for every node (O(N²): minutes at 100K). Here each node only considers the
+# edges next to its nearest already-inserted nodes, found through a uniform grid whose
+# cells hold linked lists of inserted nodes; the cheapest insertion is almost always among
+# them, so the tour matches exact random insertion's quality (about 13% above optimal on
+# uniform instances) in about a second at 100K nodes.
+
+
+@njit(cache=True)
+def _insertion_kernel(xy: np.ndarray, order: np.ndarray, grid: int, want: int) -> np.ndarray:
+    n = xy.shape[0]
+    succ = np.empty(n, np.int64)
+    pred = np.empty(n, np.int64)
+    lo_x, lo_y = xy[:, 0].min(), xy[:, 1].min()
+    span = max(xy[:, 0].max() - lo_x, xy[:, 1].max() - lo_y, 1e-12)
+    cell_x = np.minimum(((xy[:, 0] - lo_x) / span * grid).astype(np.int64), grid - 1)
+    cell_y = np.minimum(((xy[:, 1] - lo_y) / span * grid).astype(np.int64), grid - 1)
+    head = np.full(grid * grid, -1, np.int64)
+    nxt = np.full(n, -1, np.int64)
+    a, b, c = order[0], order[1], order[2]
+    succ[a], succ[b], succ[c] = b, c, a
+    pred[b], pred[c], pred[a] = a, b, c
+    for v in (a, b, c):
+        cell = cell_x[v] * grid + cell_y[v]
+        nxt[v] = head[cell]
+        head[cell] = v
+    cand = np.empty(n, np.int64)
+    for k in range(3, n):
+        v = order[k]
+        vx, vy = xy[v, 0], xy[v, 1]
+        cx, cy = cell_x[v], cell_y[v]
+        found = 0
+        extra = -1  # rings still to scan after enough candidates were found
+        r = 0
+        while r <= grid and extra != 0:
+            for dx in range(-r, r + 1):
+                x = cx + dx
+                if x < 0 or x >= grid:
+                    continue
+                step = 1 if (dx == -r or dx == r) else 2 * r
+                dy = -r
+                while dy <= r:
+                    y = cy + dy
+                    if 0 <= y < grid:
+                        u = head[x * grid + y]
+                        while u >= 0:
+                            cand[found] = u
+                            found += 1
+                            u = nxt[u]
+                    dy += step
+            if extra > 0:
+                extra -= 1
+            elif found >= want:
+                extra = 1
+            r += 1
+        best = np.inf
+        best_u = -1
+        for i in range(found):
+            u = cand[i]
+            w = succ[u]
+            d_uv = np.sqrt((xy[u, 0] - vx) ** 2 + (xy[u, 1] - vy) ** 2)
+            d_vw = np.sqrt((xy[w, 0] - vx) ** 2 + (xy[w, 1] - vy) ** 2)
+            d_uw = np.sqrt((xy[u, 0] - xy[w, 0]) ** 2 + (xy[u, 1] - xy[w, 1]) ** 2)
+            delta = d_uv + d_vw - d_uw
+            if delta < best:
+                best, best_u = delta, u
+            p = pred[u]
+            d_pv = np.sqrt((xy[p, 0] - vx) ** 2 + (xy[p, 1] - vy) ** 2)
+            d_pu = np.sqrt((xy[p, 0] - xy[u, 0]) ** 2 + (xy[p, 1] - xy[u, 1]) ** 2)
+            delta = d_pv + d_uv - d_pu
+            if delta < best:
+                best, best_u = delta, p
+        w = succ[best_u]
+        succ[best_u] = v
+        pred[v] = best_u
+        succ[v] = w
+        pred[w] = v
+        cell = cx * grid + cy
+        nxt[v] = head[cell]
+        head[cell] = v
+    tour = np.empty(n, np.int64)
+    u = order[0]
+    for i in range(n):
+        tour[i] = u
+        u = succ[u]
+    return tour
+
+
+def random_insertion_tour(coords: np.ndarray, seed: int = 0, start: int = 0) -> np.ndarray:
+    """A random-insertion tour over ``coords`` (Euclidean), rotated to begin at ``start``."""
+    xy = np.ascontiguousarray(coords, dtype=np.float64)
+    n = xy.shape[0]
+    if n <= 3:
+        return np.arange(n, dtype=np.int64)
+    order = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    grid = max(1, int(np.sqrt(n / 2)))
+    tour = _insertion_kernel(xy, order, grid, 6)
+    return np.roll(tour, -int(np.flatnonzero(tour == start)[0]))
+
+
+@njit(cache=True)
+def _split_kernel(giant: np.ndarray, xy: np.ndarray, demand: np.ndarray, depot: int,
+                  capacity: int) -> np.ndarray:
+    """Prins' split: cut a giant tour into capacity-feasible routes of least total length.
+
+    Returns, for each position i, where the route ending at i begins (prev pointers)."""
+    m = giant.shape[0]
+    cost = np.full(m + 1, np.inf)
+    prev = np.zeros(m + 1, np.int64)
+    cost[0] = 0.0
+    dx, dy = xy[depot, 0], xy[depot, 1]
+    for i in range(m):
+        if not np.isfinite(cost[i]):
+            continue
+        load = 0
+        length = 0.0
+        first = giant[i]
+        back = np.sqrt((xy[first, 0] - dx) ** 2 + (xy[first, 1] - dy) ** 2)
+        j = i
+        while j < m:
+            v = giant[j]
+            load += demand[v]
+            if load > capacity:
+                break
+            if j > i:
+                u = giant[j - 1]
+                length += np.sqrt((xy[u, 0] - xy[v, 0]) ** 2 + (xy[u, 1] - xy[v, 1]) ** 2)
+            home = np.sqrt((xy[v, 0] - dx) ** 2 + (xy[v, 1] - dy) ** 2)
+            total = cost[i] + back + length + home
+            if total < cost[j + 1]:
+                cost[j + 1] = total
+                prev[j + 1] = i
+            j += 1
+    return prev
+
+
+def split_giant_tour(instance: CVRPInstance, giant: np.ndarray) -> list[list[int]]:
+    """Optimal capacity split (Prins 2004) of a customer sequence into routes."""
+    xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
+    giant = np.asarray(giant, dtype=np.int64)
+    prev = _split_kernel(giant, xy, instance.demands.astype(np.int64), instance.depot,
+                         int(instance.capacity))
+    routes: list[list[int]] = []
+    j = giant.size
+    while j > 0:
+        i = int(prev[j])
+        routes.append(giant[i:j].tolist())
+        j = i
+    routes.reverse()
+    return routes
+
+
+def random_insertion_routes(instance: CVRPInstance, seed: int = 0) -> list[list[int]]:
+    """CVRP start for SIL: a random-insertion giant tour through depot and customers, split
+    optimally into capacity-feasible routes."""
+    assert instance.coords is not None
+    tour = random_insertion_tour(instance.coords, seed, start=instance.depot)
+    return split_giant_tour(instance, tour[1:])
