@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.routing.problem import CVRPInstance, RoutingInstance, TSPInstance
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, RoutingInstance, TSPInstance
 
 _MAX_LISTED = 5
 
@@ -78,12 +78,58 @@ def check_cvrp(instance: CVRPInstance, routes: list[list[int]]) -> list[str]:
     return problems
 
 
+def check_cvrptw(instance: CVRPTWInstance, routes: list[list[int]]) -> list[str]:
+    """Everything ``check_cvrp`` checks, then each route's schedule, simulated here from the
+    distances alone: vehicles leave the depot when it opens, travel time equals distance, an
+    early arrival waits for the window to open, service must start by the window's latest and
+    the vehicle must be back at the depot by the depot's latest. Each late arrival is listed
+    as ``route k: late at node i: arrives t > latest l`` (at most five per solution, then a
+    count), so a caller can tell which route and node broke the window."""
+    problems = check_cvrp(instance, routes)
+    if any(v.startswith("node indices out of range") for v in problems):
+        return problems  # schedules of out-of-range nodes cannot be simulated
+    depot = instance.depot
+    start, end = (float(t) for t in instance.time_windows[depot])
+    early = instance.time_windows[:, 0].tolist()
+    latest = instance.time_windows[:, 1].tolist()
+    service = instance.service_times.tolist()
+    tol = instance.time_tolerance()
+    late: list[str] = []
+    count = 0
+    for k, r in enumerate(routes):
+        if not len(r):
+            continue
+        path = np.concatenate(([depot], np.asarray(r, dtype=np.int64), [depot]))
+        legs = instance.edge_lengths(path[:-1], path[1:]).tolist()
+        t = start
+        for step, node in enumerate(path[1:-1].tolist()):
+            t += legs[step]
+            if t > latest[node] + tol:
+                count += 1
+                if len(late) < _MAX_LISTED:
+                    late.append(f"route {k}: late at node {node}: arrives {t:g} > latest "
+                                f"{latest[node]:g}")
+            t = max(t, early[node]) + service[node]
+        t += legs[-1]
+        if t > end + tol:
+            count += 1
+            if len(late) < _MAX_LISTED:
+                late.append(f"route {k}: late at the depot ({depot}): returns {t:g} > latest "
+                            f"{end:g}")
+    problems += late
+    if count > len(late):
+        problems.append(f"{count - len(late)} more late arrivals")
+    return problems
+
+
 def check_solution(instance: RoutingInstance, routes: list[list[int]]) -> list[str]:
     """Dispatch to the problem's check; a TSP must come as exactly one tour."""
     if isinstance(instance, TSPInstance):
         if len(routes) != 1:
             return [f"a TSP solution is one tour, got {len(routes)} routes"]
         return check_tsp(instance, routes[0])
+    if isinstance(instance, CVRPTWInstance):
+        return check_cvrptw(instance, routes)
     if isinstance(instance, CVRPInstance):
         return check_cvrp(instance, routes)
     raise TypeError(f"no checker for {type(instance).__name__}")

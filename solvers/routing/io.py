@@ -1,5 +1,7 @@
-"""Reading and writing routing files: TSPLIB .tsp, CVRPLIB .vrp (plain or .gz), our JSON form,
-and solutions as TSPLIB .tour, CVRPLIB .sol or JSON.
+"""Reading and writing routing files: TSPLIB .tsp, CVRPLIB .vrp (plain or .gz), Solomon-style
+CVRPTW files (LKH-3's .vrptw and PyVRP's VRPLIB .vrp, with TIME_WINDOW_SECTION and
+SERVICE_TIME or SERVICE_TIME_SECTION), our JSON form, and solutions as TSPLIB .tour, CVRPLIB
+.sol or JSON.
 
 Instances are parsed by ``vrplib``; we only decide what a parsed file means (problem type,
 distance convention) and reject what we cannot honour with a clear error rather than a wrong
@@ -25,12 +27,18 @@ from solvers.errors import InstanceError, UnsupportedFormatError
 from solvers.routing.problem import (
     COORD_CONVENTIONS,
     CVRPInstance,
+    CVRPTWInstance,
     Instance,
     Solution,
     TSPInstance,
 )
 
-SUPPORTED_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "ATT", "EXPLICIT")
+SUPPORTED_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT")
+#: Conventions for which a file's SCALE can be applied to the coordinates: LKH-3 multiplies
+#: the Euclidean distance by SCALE before rounding, the same as scaling coordinates first.
+SCALABLE_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D")
+#: TYPE values read as a CVRP with time windows (LKH-3 writes CVRPTW, VRPLIB/PyVRP VRPTW).
+TIME_WINDOW_TYPES = ("CVRPTW", "VRPTW")
 SUPPORTED_EXPLICIT_FORMATS = ("FULL_MATRIX", "LOWER_ROW")
 #: Refuse to decompress more than this (a guard against gzip bombs).
 DEFAULT_MAX_TEXT_BYTES = 512 * 1024 * 1024
@@ -66,23 +74,23 @@ def decode_bytes(data: bytes, filename: str, max_bytes: int = DEFAULT_MAX_TEXT_B
 
 
 def instance_format(filename: str) -> str:
-    """'tsplib' for .tsp/.vrp, 'json' for .json (optionally .gz); else a clear error."""
+    """'tsplib' for .tsp/.vrp/.vrptw, 'json' for .json (optionally .gz); else a clear error."""
     base, _ = _strip_gz(filename)
     ext = Path(base).suffix.lower()
-    if ext in (".tsp", ".vrp"):
+    if ext in (".tsp", ".vrp", ".vrptw"):
         return "tsplib"
     if ext == ".json":
         return "json"
     raise UnsupportedFormatError(
         "file",
-        f"cannot tell the format of {filename!r}: use .tsp (TSPLIB), .vrp (CVRPLIB) or .json, "
-        "optionally gzipped (.gz)",
+        f"cannot tell the format of {filename!r}: use .tsp (TSPLIB), .vrp (CVRPLIB/VRPLIB), "
+        ".vrptw (LKH-3 CVRPTW) or .json, optionally gzipped (.gz)",
     )
 
 
 # -- reading -----------------------------------------------------------------------------
 def load_instance(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> Instance:
-    """Read a .tsp, .vrp or .json instance file (plain or .gz)."""
+    """Read a .tsp, .vrp, .vrptw or .json instance file (plain or .gz)."""
     path = Path(path)
     return parse_instance_bytes(path.read_bytes(), path.name, max_bytes=max_bytes)
 
@@ -138,7 +146,7 @@ def _check_supported(head: dict[str, str]) -> None:
 
 
 def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
-    """Interpret a TSPLIB/CVRPLIB text parsed by vrplib as a TSP or CVRP instance."""
+    """Interpret a TSPLIB/CVRPLIB/VRPLIB text parsed by vrplib as a TSP, CVRP or CVRPTW."""
     _check_supported(_header(text))
     try:
         data = parse_vrplib(text, compute_edge_weights=False)
@@ -167,16 +175,17 @@ def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
     n = len(coords) if coords is not None else len(matrix) if matrix is not None else None
     if dim is not None and n is not None and int(dim) != n:
         raise InstanceError("DIMENSION", f"DIMENSION is {dim} but the file lists {n} nodes")
+    scale = _scale(data, ewt)
+    if scale != 1 and coords is not None:
+        coords = np.asarray(coords, dtype=np.float64) * scale
 
     common = dict(name=name, coords=coords, distance_matrix=matrix, distance=distance)
     if problem_type in ("TSP", "ATSP") or (problem_type == "" and "demand" not in data):
         return TSPInstance(**common)
+    if problem_type in TIME_WINDOW_TYPES:
+        return _time_window_instance(data, common, scale)
     if problem_type == "CVRP":
-        depots = np.asarray(data.get("depot", [0])).ravel()
-        if depots.size != 1:
-            raise UnsupportedFormatError(
-                "DEPOT_SECTION", f"exactly one depot is supported, the file lists {depots.size}"
-            )
+        depot = _single_depot(data)
         if "demand" not in data:
             raise InstanceError("DEMAND_SECTION", "a CVRP file needs a DEMAND_SECTION")
         if "capacity" not in data:
@@ -185,24 +194,83 @@ def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
         return CVRPInstance(
             demands=data["demand"],
             capacity=data["capacity"],
-            depot=int(depots[0]),
+            depot=depot,
             max_vehicles=int(vehicles) if vehicles is not None else None,
             **common,
         )
     raise UnsupportedFormatError(
-        "TYPE", f"TYPE {problem_type or '(missing)'} is not supported; supported: TSP, CVRP"
+        "TYPE", f"TYPE {problem_type or '(missing)'} is not supported; supported: TSP, CVRP, "
+        "CVRPTW (or VRPTW)"
+    )
+
+
+def _scale(data: dict[str, Any], ewt: str) -> int:
+    """The file's SCALE (LKH-3): distances, windows and service times are multiplied by it."""
+    raw = data.get("scale")
+    if raw is None:
+        return 1
+    try:
+        scale = float(raw)
+    except (TypeError, ValueError):
+        raise InstanceError("SCALE", f"must be a positive integer, got {raw!r}") from None
+    if not scale.is_integer() or scale < 1:
+        raise InstanceError("SCALE", f"must be a positive integer, got {raw!r}")
+    if scale != 1 and ewt not in SCALABLE_EDGE_WEIGHT_TYPES:
+        raise UnsupportedFormatError(
+            "SCALE", f"SCALE is supported with EDGE_WEIGHT_TYPE "
+            f"{', '.join(SCALABLE_EDGE_WEIGHT_TYPES)}, not {ewt}"
+        )
+    return int(scale)
+
+
+def _single_depot(data: dict[str, Any]) -> int:
+    depots = np.asarray(data.get("depot", [0])).ravel()
+    if depots.size != 1:
+        raise UnsupportedFormatError(
+            "DEPOT_SECTION", f"exactly one depot is supported, the file lists {depots.size}"
+        )
+    return int(depots[0])
+
+
+def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
+                          scale: int) -> CVRPTWInstance:
+    """A Solomon-style file: CAPACITY, DEMAND_SECTION, TIME_WINDOW_SECTION, and SERVICE_TIME
+    (one value for every customer) or SERVICE_TIME_SECTION (one per node)."""
+    for key, section in (("demand", "DEMAND_SECTION"), ("capacity", "CAPACITY"),
+                         ("time_window", "TIME_WINDOW_SECTION")):
+        if key not in data:
+            raise InstanceError(section, f"a CVRPTW file needs a {section}")
+    windows = np.asarray(data["time_window"], dtype=np.float64)
+    service = data.get("service_time")
+    service = np.asarray(service, dtype=np.float64) if service is not None else None
+    if service is not None and service.ndim == 2 and service.shape[1] == 1:
+        service = service[:, 0]
+    vehicles = data.get("vehicles")
+    return CVRPTWInstance(
+        demands=data["demand"],
+        capacity=data["capacity"],
+        depot=_single_depot(data),
+        max_vehicles=int(vehicles) if vehicles is not None else None,
+        time_windows=windows * scale,
+        service_times=service * scale if service is not None else None,
+        scale=scale,
+        **common,
     )
 
 
 def instance_from_dict(obj: dict[str, Any], default_name: str = "instance") -> Instance:
-    """Our JSON form: ``{"problem": "tsp"|"cvrp", "coords" | "distance_matrix", ...}``."""
+    """Our JSON form: ``{"problem": "tsp"|"cvrp"|"cvrptw", "coords" | "distance_matrix", ...}``;
+    a CVRPTW adds ``time_windows`` ([earliest, latest] per node) and ``service_times`` (per
+    node, or one number for every customer)."""
     obj = dict(obj)
     problem = str(obj.pop("problem", "")).lower()
     known = {"name", "coords", "distance_matrix", "distance", "ids"}
-    if problem == "cvrp":
+    if problem in ("cvrp", "cvrptw"):
         known |= {"demands", "capacity", "depot", "max_vehicles"}
-    elif problem != "tsp":
-        raise InstanceError("problem", "must be 'tsp' or 'cvrp'")
+    if problem == "cvrptw":
+        known |= {"time_windows", "service_times"}
+    elif problem not in ("tsp", "cvrp"):
+        raise InstanceError("problem", "must be 'tsp', 'cvrp' or 'cvrptw'")
     unknown = sorted(set(obj) - known)
     if unknown:
         raise InstanceError(unknown[0], f"unknown field for a {problem.upper()} instance")
@@ -215,9 +283,20 @@ def instance_from_dict(obj: dict[str, Any], default_name: str = "instance") -> I
     )
     if problem == "tsp":
         return TSPInstance(**common)
-    for required in ("demands", "capacity"):
+    required_fields = ("demands", "capacity") + (("time_windows",) if problem == "cvrptw" else ())
+    for required in required_fields:
         if obj.get(required) is None:
-            raise InstanceError(required, "is required for a CVRP instance")
+            raise InstanceError(required, f"is required for a {problem.upper()} instance")
+    if problem == "cvrptw":
+        return CVRPTWInstance(
+            demands=obj["demands"],
+            capacity=obj["capacity"],
+            depot=obj.get("depot", 0),
+            max_vehicles=obj.get("max_vehicles"),
+            time_windows=obj["time_windows"],
+            service_times=obj.get("service_times"),
+            **common,
+        )
     return CVRPInstance(
         demands=obj["demands"],
         capacity=obj["capacity"],
@@ -246,6 +325,11 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             capacity=instance.capacity,
             depot=instance.depot,
             max_vehicles=instance.max_vehicles,
+        )
+    if isinstance(instance, CVRPTWInstance):
+        out.update(
+            time_windows=instance.time_windows.tolist(),
+            service_times=instance.service_times.tolist(),
         )
     return out
 
@@ -350,6 +434,28 @@ def read_tour(path: str | Path) -> list[int]:
     return nodes
 
 
+def read_tour_routes(path: str | Path, dimension: int, depot: int = 0) -> list[list[int]]:
+    """An LKH-3 vehicle-routing TOUR file as routes of 0-based customers.
+
+    LKH-3 solves a VRP with V vehicles as one tour over DIMENSION + V - 1 nodes: the depot
+    (``depot + 1``) and its copies, numbered above ``dimension``, mark where routes begin, so
+    every such node is a route break and empty routes (two breaks in a row) are dropped.
+    """
+    routes: list[list[int]] = []
+    current: list[int] = []
+    for label in read_tour(path):
+        node = label  # read_tour already made it 0-based
+        if node == depot or node >= dimension:
+            if current:
+                routes.append(current)
+            current = []
+        else:
+            current.append(node)
+    if current:
+        routes.append(current)
+    return routes
+
+
 def read_sol(path: str | Path) -> tuple[list[list[int]], float | None]:
     """A CVRPLIB .sol file (plain or .gz) as routes of 0-based indices and its stated cost."""
     text = decode_bytes(Path(path).read_bytes(), Path(path).name)
@@ -368,6 +474,7 @@ __all__ = [
     "parse_instance_bytes",
     "read_sol",
     "read_tour",
+    "read_tour_routes",
     "sol_text",
     "solution_to_dict",
     "tour_text",

@@ -1,7 +1,8 @@
-"""TSP and CVRP instances, their distance conventions, costs and solutions.
+"""TSP, CVRP and CVRPTW instances, their distance conventions, costs and solutions.
 
 Distances follow the convention the instance declares, because published optima depend on it:
-TSPLIB's EUC_2D rounds every edge to the nearest integer, CEIL_2D rounds up, ATT is TSPLIB's
+TSPLIB's EUC_2D rounds every edge to the nearest integer, CEIL_2D rounds up, FLOOR_2D rounds
+down (LKH-3's Solomon files, on coordinates multiplied by their SCALE), ATT is TSPLIB's
 pseudo-Euclidean distance, ``exact`` is the plain float Euclidean distance (our default for
 coordinates posted as JSON) and ``EXPLICIT`` reads a given matrix. Every Solution says which
 convention its cost uses. Nothing here builds an N×N matrix unless asked to, so the same code
@@ -18,10 +19,10 @@ import numpy as np
 
 from solvers.errors import InstanceError
 
-Convention = Literal["exact", "EUC_2D", "CEIL_2D", "ATT", "EXPLICIT"]
-COORD_CONVENTIONS: tuple[str, ...] = ("exact", "EUC_2D", "CEIL_2D", "ATT")
+Convention = Literal["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT"]
+COORD_CONVENTIONS: tuple[str, ...] = ("exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT")
 CONVENTIONS: tuple[str, ...] = (*COORD_CONVENTIONS, "EXPLICIT")
-ProblemName = Literal["tsp", "cvrp"]
+ProblemName = Literal["tsp", "cvrp", "cvrptw"]
 
 #: Above this many nodes ``dense_matrix`` refuses: 20K² float64 is 3.2 GB.
 DENSE_MATRIX_LIMIT = 20_000
@@ -49,6 +50,8 @@ def coordinate_distance(
         return _nint(np.sqrt(sq))
     if convention == "CEIL_2D":
         return np.ceil(np.sqrt(sq))
+    if convention == "FLOOR_2D":
+        return np.floor(np.sqrt(sq))
     if convention == "ATT":
         r = np.sqrt(sq / 10.0)
         t = _nint(r)
@@ -252,9 +255,105 @@ class CVRPInstance(RoutingInstance):
         return d
 
 
-Instance = TSPInstance | CVRPInstance
+class CVRPTWInstance(CVRPInstance):
+    """A CVRP with time windows (Solomon's VRPTW): node i must start service within
+    ``time_windows[i] = [earliest, latest]`` and takes ``service_times[i]``; the depot's window
+    is the planning horizon (leave at or after its earliest, be back by its latest).
 
-INTEGER_CONVENTIONS = ("EUC_2D", "CEIL_2D", "ATT")
+    Travel time equals the edge length under the instance's convention, as in Solomon's and
+    LKH-3's definitions, so one number serves as both distance and time. A vehicle that arrives
+    early waits until the window opens; the cost is the total distance only. ``scale`` records
+    a source file's SCALE, already applied to coordinates, windows and service times (LKH-3's
+    Solomon files: SCALE 10, so costs are in tenths), and changes no computation.
+    """
+
+    problem: ClassVar[str] = "cvrptw"
+
+    def __init__(
+        self,
+        *,
+        time_windows: Any,
+        service_times: Any = None,
+        scale: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.time_windows = _validate_windows(time_windows, self.n)
+        self.service_times = _validate_service_times(service_times, self.n, self.depot)
+        if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or scale < 1:
+            raise InstanceError("scale", f"must be a positive integer, got {scale!r}")
+        self.scale = int(scale)
+        #: True when every time is an integer, so arrival times are exact and compared exactly.
+        self.integral_times = bool(
+            _integral_distances(self)
+            and np.all(self.time_windows == np.round(self.time_windows))
+            and np.all(self.service_times == np.round(self.service_times))
+        )
+        self._check_reachable()
+
+    @property
+    def earliest(self) -> np.ndarray:
+        return self.time_windows[:, 0]
+
+    @property
+    def latest(self) -> np.ndarray:
+        return self.time_windows[:, 1]
+
+    @property
+    def horizon(self) -> tuple[float, float]:
+        """The depot's window: when vehicles may leave and by when they must be back."""
+        e, l_ = self.time_windows[self.depot]
+        return float(e), float(l_)
+
+    def time_tolerance(self) -> float:
+        """Slack allowed when comparing times: none for integer data; for float data a
+        relative 1e-9 of the horizon, so summation order cannot make a schedule late."""
+        if self.integral_times:
+            return 0.0
+        return 1e-9 * max(1.0, abs(self.horizon[1]))
+
+    def _check_reachable(self) -> None:
+        """Refuse a customer that no vehicle can serve: leaving the depot when it opens, the
+        vehicle arrives after the customer's window closes, or cannot be back in time."""
+        cust = self.customers
+        if cust.size == 0:
+            return
+        depot = np.full(cust.size, self.depot)
+        start, end = self.horizon
+        tol = self.time_tolerance()
+        arrive = start + self.edge_lengths(depot, cust)
+        late = arrive > self.latest[cust] + tol
+        if late.any():
+            k = int(np.flatnonzero(late)[0])
+            i = int(cust[k])
+            raise InstanceError(
+                f"time_windows[{i}]",
+                f"customer {i} is unreachable within its window: leaving the depot at {start:g}, "
+                f"a vehicle arrives at {arrive[k]:g}, after its latest {self.latest[i]:g}",
+            )
+        back = (np.maximum(arrive, self.earliest[cust]) + self.service_times[cust]
+                + self.edge_lengths(cust, depot))
+        over = back > end + tol
+        if over.any():
+            k = int(np.flatnonzero(over)[0])
+            i = int(cust[k])
+            raise InstanceError(
+                f"time_windows[{i}]",
+                f"customer {i} is unreachable within the horizon: serving it alone, a vehicle is "
+                f"back at the depot at {back[k]:g}, after the depot's latest {end:g}",
+            )
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        start, end = self.horizon
+        d.update(horizon=[start, end], scale=self.scale,
+                 total_service_time=float(self.service_times.sum()))
+        return d
+
+
+Instance = TSPInstance | CVRPInstance | CVRPTWInstance
+
+INTEGER_CONVENTIONS = ("EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT")
 
 
 def integer_scale(instance: RoutingInstance, longest_edge_units: float = 1_000_000) -> float:
@@ -340,6 +439,64 @@ def _indices_ok(instance: RoutingInstance, routes: list[list[int]]) -> bool:
 
 
 # -- validation helpers ------------------------------------------------------------------
+def _integral_distances(instance: RoutingInstance) -> bool:
+    if instance.matrix is not None:
+        return bool(np.all(instance.matrix == np.round(instance.matrix)))
+    return instance.distance in INTEGER_CONVENTIONS
+
+
+def _validate_windows(windows: Any, n: int) -> np.ndarray:
+    try:
+        arr = np.asarray(windows, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError("time_windows", "must be a list of [earliest, latest] pairs") from None
+    if arr.ndim != 2 or arr.shape != (n, 2):
+        raise InstanceError(
+            "time_windows", f"needs one [earliest, latest] pair per node ({n}), got shape "
+            f"{arr.shape}"
+        )
+    checks = [
+        (~np.isfinite(arr).all(axis=1), "must be finite numbers"),
+        (np.abs(arr).max(axis=1) > MAX_ABS_VALUE, f"must be within ±{MAX_ABS_VALUE:g}"),
+        (arr[:, 0] < 0, "earliest must not be negative"),
+        (arr[:, 0] > arr[:, 1], "earliest is after latest"),
+    ]
+    for mask, words in checks:
+        if mask.any():
+            i = int(np.flatnonzero(mask)[0])
+            raise InstanceError(f"time_windows[{i}]", f"window {arr[i].tolist()}: {words}")
+    return np.ascontiguousarray(arr)
+
+
+def _validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
+    if service is None:
+        return np.zeros(n)
+    try:
+        raw = np.asarray(service, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InstanceError("service_times", "must be a number or a list of numbers") from None
+    if raw.ndim == 0:
+        # One service time for every customer (Solomon's files give one); none at the depot.
+        raw = np.full(n, float(raw))
+        raw[depot] = 0.0
+    if raw.ndim != 1 or raw.shape[0] != n:
+        raise InstanceError(
+            "service_times", f"needs one service time per node ({n}), got shape {raw.shape}"
+        )
+    checks = [
+        (~np.isfinite(raw), "must be a finite number"),
+        (raw < 0, "must not be negative"),
+        (raw > MAX_ABS_VALUE, f"must be at most {MAX_ABS_VALUE:g}"),
+    ]
+    for mask, words in checks:
+        if mask.any():
+            i = int(np.flatnonzero(mask)[0])
+            raise InstanceError(f"service_times[{i}]", f"service time {raw[i]:g} {words}")
+    if raw[depot] != 0:
+        raise InstanceError(f"service_times[{depot}]", "the depot's service time must be 0")
+    return raw
+
+
 def _validate_coords(coords: Any) -> np.ndarray:
     try:
         arr = np.asarray(coords, dtype=np.float64)
