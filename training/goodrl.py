@@ -1,0 +1,587 @@
+"""Train GOODRL: imitation of the strongest correct heuristic, offline PPO, online PPO.
+
+    nice -n 10 python -m training.goodrl --minutes 60          # resumes var/checkpoints/goodrl.pt
+
+1. **Imitation.** Roll out the best correctly timed heuristic on the validation scenarios
+   (HEFT-style in practice) and fit the actor by cross-entropy to the set of VMs that rule
+   would pick (all tied VMs share the target mass).
+2. **Offline PPO.** Episodes of 30 workflows with random pool (6×4, 5×5) and rate (5.4, 9 per
+   hour); critic warm-up first; clipped PPO with GAE.
+3. **Online PPO.** One continuing stream whose rate changes (5.4 → 9 → 12.6 per hour); every
+   256 decisions an update: several critic epochs over the last 7 windows (decoupled, more
+   frequent critic training), then one actor epoch on the newest window, skipped when the
+   actor's gradient norm is out of line with the recent accepted ones (gradient control).
+
+Reward (a deviation, chosen for variance): after each decision, −(workflows in the system ×
+time until the next decision) / 100. The undiscounted sum is exactly −Σ flowtimes, so it is the
+paper's objective, but the signal arrives at every step instead of only when a workflow ends.
+
+The validation set is fixed (two pools × two rates × three seeds × 100 workflows, seeds
+1000+). ``weights/goodrl.pt`` and its MANIFEST entry are replaced only when the validation
+score (mean over scenarios of GOODRL's flowtime ÷ the best correct heuristic's) improves.
+One torch thread; a resumable checkpoint with optimizer state in var/checkpoints/ every few
+minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from models.goodrl import GoodRL
+from solvers.scheduling.features import (
+    GLOBAL_FEATURES,
+    NODE_FEATURES,
+    VM_FEATURES,
+    Obs,
+    collate,
+    observe,
+)
+from solvers.scheduling.goodrl import WEIGHTS, save_checkpoint
+from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEFT, HEURISTICS
+from solvers.scheduling.simulator import Arrivals, ClusterState, Run, parse_pool, simulate
+from solvers.scheduling.workflow import Workflow, load_workflows
+
+REPO = Path(__file__).resolve().parents[1]
+CLASSIC_FILES = ("CyberShake_30.xml", "Montage_25.xml", "Inspiral_30.xml", "Sipht_30.xml.gz")
+CHECKPOINT = REPO / "var" / "checkpoints" / "goodrl.pt"
+CURVE = REPO / "weights" / "curves" / "goodrl.csv"
+MANIFEST = REPO / "weights" / "MANIFEST.json"
+LOG = REPO / "var" / "goodrl_train.log"
+VAL_POOLS = ("6x4", "5x5")
+VAL_RATES = (5.4, 9.0)
+VAL_SEEDS = (1000, 1001, 1002)
+VAL_WORKFLOWS = 100
+
+
+def classic_templates() -> list[Workflow]:
+    """GOODRL's four S-size Pegasus templates (public DAX files in tests/data/workflows)."""
+    return load_workflows([REPO / "tests" / "data" / "workflows" / f for f in CLASSIC_FILES])
+
+
+def log(msg: str) -> None:
+    line = f"{time.strftime('%H:%M:%S')} {msg}"
+    print(line, flush=True)
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    with LOG.open("a") as fh:
+        fh.write(line + "\n")
+
+
+# -- validation ----------------------------------------------------------------------------------
+def scenarios() -> list[tuple[str, float, int]]:
+    return [(p, r, s) for p in VAL_POOLS for r in VAL_RATES for s in VAL_SEEDS]
+
+
+def heuristic_reference(templates: list[Workflow]) -> dict[str, dict[str, float]]:
+    """Mean flowtime of every correct heuristic per validation scenario (pool@rate)."""
+    out: dict[str, dict[str, float]] = {}
+    for name in CORRECT_HEURISTICS:
+        for pool, rate in {(p, r) for p, r, _ in scenarios()}:
+            vals = [simulate(templates, parse_pool(pool), Arrivals(VAL_WORKFLOWS, (rate,)),
+                             HEURISTICS[name](), seed=s).mean_flowtime for s in VAL_SEEDS]
+            out.setdefault(f"{pool}@{rate}", {})[name] = float(np.mean(vals))
+    return out
+
+
+def validate(model: GoodRL, templates: list[Workflow], ref: dict[str, dict[str, float]]
+             ) -> dict[str, Any]:
+    from solvers.scheduling.goodrl import GoodRLPolicy
+
+    model.eval()
+    per: dict[str, float] = {}
+    for pool, rate in sorted({(p, r) for p, r, _ in scenarios()}):
+        vals = [simulate(templates, parse_pool(pool), Arrivals(VAL_WORKFLOWS, (rate,)),
+                         GoodRLPolicy(model), seed=s).mean_flowtime for s in VAL_SEEDS]
+        per[f"{pool}@{rate}"] = float(np.mean(vals))
+    model.train()
+    ratios = {k: v / min(ref[k].values()) for k, v in per.items()}
+    return {"flowtime": per, "ratio_to_best": ratios,
+            "score": float(np.mean(list(ratios.values()))),
+            "best_heuristic": {k: min(ref[k], key=ref[k].get) for k in ref}}
+
+
+# -- rollouts --------------------------------------------------------------------------------------
+@dataclass
+class Step:
+    obs: Obs
+    action: int
+    logp: float
+    value: float
+    area: float  # ∫ workflows-in-system dt at the decision
+    reward: float = 0.0
+    target: np.ndarray | None = None  # imitation: VMs the expert would pick
+
+
+class Sampler(HEFT):
+    """Samples the actor's distribution (training) and records every decision."""
+
+    name = "goodrl-sampler"
+
+    def __init__(self, model: GoodRL, on_step: Any = None, greedy: bool = False) -> None:
+        super().__init__()
+        self.model = model
+        self.steps: list[Step] = []
+        self.on_step = on_step
+        self.greedy = greedy
+        self.state: ClusterState | None = None
+
+    def reset(self, state: ClusterState, seed: int) -> None:
+        super().reset(state, seed)
+        self.state = state
+
+    def choose(self, state: ClusterState, run: Run, task: int) -> int:
+        obs = observe(state, run, task)
+        with torch.no_grad():
+            batch = collate([obs])
+            logits = self.model.actor(batch)[0]
+            value = float(self.model.critic(batch)[0])
+        dist = torch.distributions.Categorical(logits=logits)
+        a = int(torch.argmax(logits)) if self.greedy else int(dist.sample())
+        step = Step(obs, a, float(dist.log_prob(torch.tensor(a))), value, state.area)
+        if self.steps:
+            self.steps[-1].reward = -(state.area - self.steps[-1].area) / 100.0
+        self.steps.append(step)
+        if self.on_step is not None:
+            self.on_step(self)
+        return a
+
+    def close(self, final_area: float) -> None:
+        if self.steps:
+            self.steps[-1].reward = -(final_area - self.steps[-1].area) / 100.0
+
+
+def episode(model: GoodRL, templates: list[Workflow], rng: random.Random,
+            count: int = 30) -> tuple[list[Step], float]:
+    pool = rng.choice(VAL_POOLS)
+    rate = rng.choice(VAL_RATES)
+    sampler = Sampler(model)
+    res = simulate(templates, parse_pool(pool), Arrivals(count, (rate,)), sampler,
+                   seed=rng.randrange(10**6) + 10**7)
+    sampler.close(float(res.flowtimes.sum()))
+    return sampler.steps, res.mean_flowtime
+
+
+def gae(steps: list[Step], gamma: float, lam: float, last_value: float = 0.0
+        ) -> tuple[np.ndarray, np.ndarray]:
+    n = len(steps)
+    adv = np.zeros(n)
+    nxt, run = last_value, 0.0
+    for i in range(n - 1, -1, -1):
+        delta = steps[i].reward + gamma * nxt - steps[i].value
+        run = delta + gamma * lam * run
+        adv[i] = run
+        nxt = steps[i].value
+    return adv, adv + np.array([s.value for s in steps])
+
+
+# -- training state --------------------------------------------------------------------------------
+@dataclass
+class TrainState:
+    phase: str = "imitation"
+    imitation_steps: int = 0
+    offline_updates: int = 0
+    online_updates: int = 0
+    cpu_minutes: float = 0.0
+    best_score: float = math.inf
+    best: dict[str, Any] = field(default_factory=dict)
+    skipped_actor_steps: int = 0
+    accepted_norms: list[float] = field(default_factory=list)
+
+
+class Trainer:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.templates = classic_templates()
+        self.model = GoodRL(NODE_FEATURES, VM_FEATURES, GLOBAL_FEATURES, args.dim)
+        self.opt_actor = torch.optim.Adam(self.model.actor.parameters(), lr=args.lr_imitation)
+        self.opt_critic = torch.optim.Adam(self.model.critic.parameters(), lr=1e-3)
+        self.state = TrainState()
+        self.rng = random.Random(args.seed)
+        self.ref: dict[str, dict[str, float]] = {}
+        self.started = time.monotonic()
+        self.minutes_at_start = 0.0
+        self.last_save = time.monotonic()
+        if CHECKPOINT.exists() and not args.fresh:
+            self.load()
+
+    # bookkeeping
+    def minutes(self) -> float:
+        return self.minutes_at_start + (time.monotonic() - self.started) / 60.0
+
+    def out_of_time(self) -> bool:
+        return (time.monotonic() - self.started) / 60.0 >= self.args.minutes
+
+    def save(self) -> None:
+        CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
+        self.state.cpu_minutes = self.minutes()
+        tmp = CHECKPOINT.with_suffix(".tmp")
+        torch.save({"config": self.model.config, "model": self.model.state_dict(),
+                    "opt_actor": self.opt_actor.state_dict(),
+                    "opt_critic": self.opt_critic.state_dict(),
+                    "train": asdict(self.state), "ref": self.ref,
+                    "rng": self.rng.getstate()}, tmp)
+        tmp.replace(CHECKPOINT)
+        self.last_save = time.monotonic()
+
+    def maybe_save(self) -> None:
+        if time.monotonic() - self.last_save > self.args.save_every * 60:
+            self.save()
+
+    def load(self) -> None:
+        ckpt = torch.load(CHECKPOINT, map_location="cpu", weights_only=False)
+        self.model.load_state_dict(ckpt["model"])
+        self.opt_actor.load_state_dict(ckpt["opt_actor"])
+        self.opt_critic.load_state_dict(ckpt["opt_critic"])
+        self.state = TrainState(**ckpt["train"])
+        self.ref = ckpt["ref"]
+        self.rng.setstate(ckpt["rng"])
+        self.minutes_at_start = self.state.cpu_minutes
+        log(f"resumed {CHECKPOINT} in phase {self.state.phase} after "
+            f"{self.state.cpu_minutes:.1f} min")
+
+    def evaluate(self, tag: str) -> None:
+        result = validate(self.model, self.templates, self.ref)
+        s = self.state
+        improved = result["score"] < s.best_score
+        log(f"[val {tag}] score {result['score']:.4f} (best {s.best_score:.4f}) "
+            + " ".join(f"{k}={v:.1f}" for k, v in result["flowtime"].items()))
+        CURVE.parent.mkdir(parents=True, exist_ok=True)
+        new = not CURVE.exists()
+        with CURVE.open("a", newline="") as fh:
+            w = csv.writer(fh)
+            if new:
+                w.writerow(["cpu_minutes", "phase", "imitation_steps", "offline_updates",
+                            "online_updates", "val_score", *sorted(result["flowtime"])])
+            w.writerow([f"{self.minutes():.2f}", s.phase, s.imitation_steps,
+                        s.offline_updates, s.online_updates, f"{result['score']:.4f}",
+                        *(f"{result['flowtime'][k]:.2f}" for k in sorted(result["flowtime"]))])
+        if improved:
+            s.best_score = result["score"]
+            s.best = {**result, "phase": s.phase, "imitation_steps": s.imitation_steps,
+                      "offline_updates": s.offline_updates, "online_updates": s.online_updates,
+                      "cpu_minutes": round(self.minutes(), 1)}
+            self.ship()
+
+    def ship(self) -> None:
+        """Write weights/goodrl.pt and its MANIFEST entry (validation improved)."""
+        s = self.state
+        best = s.best
+        save_checkpoint(self.model, WEIGHTS, {"validation": best})
+        sha = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()
+        manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
+        entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != WEIGHTS.name]
+        steps = s.imitation_steps + s.offline_updates + s.online_updates
+        entries.append({
+            "file": WEIGHTS.name,
+            "sha256": sha,
+            "solver": "goodrl",
+            "problem": "workflow-scheduling",
+            "architecture": dict(self.model.config),
+            "training_steps": steps,
+            "phases": {"imitation": best["imitation_steps"],
+                       "offline_ppo": best["offline_updates"],
+                       "online_ppo": best["online_updates"]},
+            "cpu_minutes": best["cpu_minutes"],
+            "gpu_minutes": 0.0,
+            "validation": {
+                "set": (f"classic DAX templates (CyberShake_30, Montage_25, Inspiral_30, "
+                        f"Sipht_30); pools {'/'.join(VAL_POOLS)}, rates "
+                        f"{'/'.join(map(str, VAL_RATES))} per hour, {VAL_WORKFLOWS} workflows "
+                        f"× seeds {','.join(map(str, VAL_SEEDS))}"),
+                "decoding": "greedy",
+                "mean_flowtime": {k: round(v, 2) for k, v in best["flowtime"].items()},
+                "ratio_to_best_correct_heuristic": {
+                    k: round(v, 4) for k, v in best["ratio_to_best"].items()},
+                "score": round(best["score"], 4),
+            },
+            "reference": {k: {"heuristic": best["best_heuristic"][k],
+                              "mean_flowtime": round(min(self.ref[k].values()), 2)}
+                          for k in self.ref},
+        })
+        manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
+        manifest.setdefault("schema", 1)
+        MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+        log(f"shipped {WEIGHTS.name} (score {best['score']:.4f}, sha {sha[:12]})")
+
+    # phases
+    def run(self) -> None:
+        if not self.ref:
+            t0 = time.monotonic()
+            self.ref = heuristic_reference(self.templates)
+            log(f"heuristic reference ({time.monotonic() - t0:.0f} s): "
+                + json.dumps({k: {n: round(v, 1) for n, v in d.items()}
+                              for k, d in self.ref.items()}))
+        phases = ["imitation", "offline", "online", "done"]
+        while not self.out_of_time() and self.state.phase != "done":
+            phase = self.state.phase
+            getattr(self, f"phase_{phase}")()
+            if self.state.phase == phase and not self.out_of_time():
+                self.state.phase = phases[phases.index(phase) + 1]
+                log(f"phase {phase} finished")
+        self.save()
+        log(f"stopped in phase {self.state.phase} after {self.minutes():.1f} CPU minutes; "
+            f"best validation score {self.state.best_score:.4f}")
+
+    def expert_data(self) -> list[Obs]:
+        """States of the expert's own rollouts with the set of VMs it would pick."""
+        data: list[Obs] = []
+        targets: list[np.ndarray] = []
+
+        def grab(state: ClusterState, run: Run, task: int, vm: int) -> None:
+            obs = observe(state, run, task)
+            data.append(obs)
+            targets.append(obs.regret <= 1e-6 * max(1.0, float(obs.regret.max())))
+
+        for i in range(self.args.expert_episodes):
+            pool = VAL_POOLS[i % 2]
+            rate = VAL_RATES[(i // 2) % 2]
+            simulate(self.templates, parse_pool(pool), Arrivals(30, (rate,)), HEFT(),
+                     seed=20_000 + i, on_decision=grab)
+        for obs, t in zip(data, targets, strict=True):
+            obs.target = t  # type: ignore[attr-defined]
+        return data
+
+    def phase_imitation(self) -> None:
+        a = self.args
+        data = self.expert_data()
+        log(f"imitation: {len(data)} expert states")
+        total = a.imitation_epochs * (len(data) // a.batch)
+        for g in self.opt_actor.param_groups:
+            g["lr"] = a.lr_imitation
+        while self.state.imitation_steps < total and not self.out_of_time():
+            random.Random(self.state.imitation_steps).shuffle(data)
+            for i in range(0, len(data) - a.batch + 1, a.batch):
+                chunk = data[i:i + a.batch]
+                batch = collate(chunk)
+                logits = self.model.actor(batch)
+                m = logits.shape[1]
+                tgt = torch.zeros(len(chunk), m)
+                for j, o in enumerate(chunk):
+                    t = torch.from_numpy(o.target.astype(np.float32))  # type: ignore[attr-defined]
+                    tgt[j, :len(t)] = t / t.sum()
+                logp = torch.log_softmax(logits, -1).masked_fill(~batch["vm_mask"], 0.0)
+                loss = -(tgt * logp).sum(-1).mean()
+                self.opt_actor.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), 1.0)
+                self.opt_actor.step()
+                self.state.imitation_steps += 1
+                st = self.state.imitation_steps
+                if st % 100 == 0:
+                    acc = (logits.argmax(-1).unsqueeze(1) == torch.arange(m)).float()
+                    hit = float((acc * (tgt > 0)).sum(-1).mean())
+                    log(f"imitation step {st}/{total} loss {loss.item():.4f} hit {hit:.3f}")
+                if st % a.eval_every_imitation == 0 or st == total:
+                    self.evaluate(f"imitation {st}")
+                self.maybe_save()
+                if st >= total or self.out_of_time():
+                    break
+
+    def ppo_update(self, steps: list[Step], adv: np.ndarray, ret: np.ndarray,
+                   actor: bool, critic_epochs: int, actor_epochs: int,
+                   actor_idx: np.ndarray | None = None) -> dict[str, float]:
+        a = self.args
+        stats: dict[str, float] = {"vloss": 0.0, "ploss": 0.0, "skipped": 0.0}
+        idx_all = np.arange(len(steps))
+        for _ in range(critic_epochs):
+            np.random.shuffle(idx_all)
+            for i in range(0, len(idx_all), a.minibatch):
+                mb = idx_all[i:i + a.minibatch]
+                v = self.model.critic(collate([steps[j].obs for j in mb]))
+                vloss = F.mse_loss(v, torch.as_tensor(ret[mb], dtype=torch.float32))
+                self.opt_critic.zero_grad()
+                vloss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.critic.parameters(), 1.0)
+                self.opt_critic.step()
+                stats["vloss"] = float(vloss.detach())
+        if not actor:
+            return stats
+        idx = actor_idx if actor_idx is not None else np.arange(len(steps))
+        advn = (adv - adv[idx].mean()) / (adv[idx].std() + 1e-8)
+        norms_now: list[float] = []
+        for _ in range(actor_epochs):
+            idx = idx.copy()
+            np.random.shuffle(idx)
+            for i in range(0, len(idx), a.minibatch):
+                mb = idx[i:i + a.minibatch]
+                logits = self.model.actor(collate([steps[j].obs for j in mb]))
+                dist = torch.distributions.Categorical(logits=logits)
+                act = torch.as_tensor([steps[j].action for j in mb])
+                old = torch.as_tensor([steps[j].logp for j in mb], dtype=torch.float32)
+                ratio = torch.exp(dist.log_prob(act) - old)
+                adv_t = torch.as_tensor(advn[mb], dtype=torch.float32)
+                ploss = -torch.min(ratio * adv_t,
+                                   ratio.clamp(1 - a.clip, 1 + a.clip) * adv_t).mean()
+                loss = ploss - a.entropy * dist.entropy().mean()
+                self.opt_actor.zero_grad()
+                loss.backward()
+                if a.grad_control:
+                    norms = [p.grad.norm().item() for p in self.model.actor.parameters()
+                             if p.grad is not None]
+                    mean_norm = float(np.mean(norms))
+                    hist = self.state.accepted_norms[-50:]
+                    limit = (np.mean(hist) + np.std(hist)) if len(hist) >= 10 else math.inf
+                    if mean_norm > a.grad_limit or mean_norm > limit:
+                        self.state.skipped_actor_steps += 1
+                        stats["skipped"] += 1
+                        continue
+                    norms_now.append(mean_norm)
+                torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), 1.0)
+                self.opt_actor.step()
+                stats["ploss"] = float(ploss)
+        self.state.accepted_norms = (self.state.accepted_norms + norms_now)[-200:]
+        return stats
+
+    def phase_offline(self) -> None:
+        a = self.args
+        for g in self.opt_actor.param_groups:
+            g["lr"] = a.lr_actor
+        while self.state.offline_updates < a.offline_updates and not self.out_of_time():
+            steps: list[Step] = []
+            advs, rets, flows = [], [], []
+            for _ in range(a.episodes_per_update):
+                ep, flow = episode(self.model, self.templates, self.rng)
+                adv, ret = gae(ep, a.gamma, a.lam)
+                steps += ep
+                advs.append(adv)
+                rets.append(ret)
+                flows.append(flow)
+            u = self.state.offline_updates
+            stats = self.ppo_update(steps, np.concatenate(advs), np.concatenate(rets),
+                                    actor=u >= a.critic_warmup, critic_epochs=2,
+                                    actor_epochs=a.ppo_epochs)
+            self.state.offline_updates += 1
+            log(f"offline update {u + 1}: sampled flowtime {np.mean(flows):.1f} "
+                f"vloss {stats['vloss']:.3f} ploss {stats['ploss']:.4f} "
+                f"skipped {stats['skipped']:.0f}")
+            if (u + 1) % a.eval_every == 0 and u + 1 > a.critic_warmup:
+                self.evaluate(f"offline {u + 1}")
+            self.maybe_save()
+
+    def phase_online(self) -> None:
+        a = self.args
+        for g in self.opt_actor.param_groups:
+            g["lr"] = a.lr_online_actor
+        for g in self.opt_critic.param_groups:
+            g["lr"] = a.lr_online_critic
+        window = a.window
+        buffer_len = 7 * window
+        trainer = self
+
+        class Stop(Exception):  # noqa: N818 (control flow, not an error)
+            pass
+
+        def on_step(sampler: Sampler) -> None:
+            n = len(sampler.steps)
+            if n < buffer_len or n % window:
+                return
+            buf = sampler.steps[-buffer_len - 1:-1]  # the newest step has no reward yet
+            last_value = sampler.steps[-1].value
+            u = trainer.state.online_updates
+            stats: dict[str, float] = {}
+            for _ in range(a.online_rounds):
+                adv, ret = gae(buf, a.gamma, a.lam, last_value)
+                stats = trainer.ppo_update(buf, adv, ret, actor=False, critic_epochs=4,
+                                           actor_epochs=0)
+                with torch.no_grad():
+                    vals = []
+                    for i in range(0, len(buf), 256):
+                        vals.append(trainer.model.critic(collate([s.obs for s in
+                                                                  buf[i:i + 256]])))
+                    for s, v in zip(buf, torch.cat(vals).tolist(), strict=True):
+                        s.value = v
+                adv, ret = gae(buf, a.gamma, a.lam, last_value)
+                if u >= a.online_actor_frozen:
+                    newest = np.arange(len(buf) - window, len(buf))
+                    stats.update(trainer.ppo_update(buf, adv, ret, actor=True,
+                                                    critic_epochs=0, actor_epochs=1,
+                                                    actor_idx=newest))
+            trainer.state.online_updates += 1
+            done = sampler.state.completed if sampler.state else []
+            recent = [r.flowtime for r in done[-50:]]
+            log(f"online update {u + 1}: recent flowtime {np.mean(recent) if recent else 0:.1f} "
+                f"vloss {stats.get('vloss', 0):.3f} skipped {stats.get('skipped', 0):.0f}")
+            del sampler.steps[:-buffer_len - 1]
+            if (u + 1) % a.eval_every_online == 0:
+                trainer.evaluate(f"online {u + 1}")
+            trainer.maybe_save()
+            if trainer.state.online_updates >= a.online_updates or trainer.out_of_time():
+                raise Stop
+
+        while self.state.online_updates < a.online_updates and not self.out_of_time():
+            pool = VAL_POOLS[self.state.online_updates % 2]
+            sampler = Sampler(self.model, on_step=on_step)
+            try:
+                simulate(self.templates, parse_pool(pool),
+                         Arrivals(a.online_workflows, (5.4, 9.0, 12.6)), sampler,
+                         seed=30_000 + self.state.online_updates)
+            except Stop:
+                break
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--minutes", type=float, default=60.0, help="stop after this many minutes")
+    p.add_argument("--fresh", action="store_true", help="ignore var/checkpoints/goodrl.pt")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--expert-episodes", type=int, default=40)
+    p.add_argument("--imitation-epochs", type=int, default=3)
+    p.add_argument("--lr-imitation", type=float, default=1e-3)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--eval-every-imitation", type=int, default=400)
+    p.add_argument("--offline-updates", type=int, default=80)
+    p.add_argument("--episodes-per-update", type=int, default=4)
+    p.add_argument("--critic-warmup", type=int, default=5)
+    p.add_argument("--ppo-epochs", type=int, default=2)
+    p.add_argument("--minibatch", type=int, default=256)
+    p.add_argument("--lr-actor", type=float, default=3e-5)
+    p.add_argument("--clip", type=float, default=0.2)
+    p.add_argument("--entropy", type=float, default=0.0)
+    p.add_argument("--gamma", type=float, default=0.99)
+    p.add_argument("--lam", type=float, default=0.95)
+    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--grad-control", type=int, default=1)
+    p.add_argument("--grad-limit", type=float, default=math.inf,
+                   help="skip an actor step whose mean per-tensor gradient norm exceeds this")
+    p.add_argument("--window", type=int, default=256)
+    p.add_argument("--online-rounds", type=int, default=2)
+    p.add_argument("--online-updates", type=int, default=60)
+    p.add_argument("--online-actor-frozen", type=int, default=3)
+    p.add_argument("--online-workflows", type=int, default=3000)
+    p.add_argument("--eval-every-online", type=int, default=5)
+    p.add_argument("--lr-online-actor", type=float, default=2e-5)
+    p.add_argument("--lr-online-critic", type=float, default=1e-4)
+    p.add_argument("--save-every", type=float, default=3.0, help="minutes between checkpoints")
+    p.add_argument("--scratch", type=Path, default=None,
+                   help="write weights, manifest, curve, log and checkpoint under this folder "
+                   "instead (smoke runs)")
+    args = p.parse_args(argv)
+    if args.scratch is not None:
+        global CHECKPOINT, CURVE, MANIFEST, LOG, WEIGHTS
+        args.scratch.mkdir(parents=True, exist_ok=True)
+        CHECKPOINT, CURVE, MANIFEST, LOG, WEIGHTS = (
+            args.scratch / "ckpt.pt", args.scratch / "curve.csv", args.scratch / "MANIFEST.json",
+            args.scratch / "train.log", args.scratch / "goodrl.pt")
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    log(f"training GOODRL (pid {os.getpid()}): {vars(args)}")
+    Trainer(args).run()
+
+
+if __name__ == "__main__":
+    main()
