@@ -21,7 +21,7 @@ from pydantic.json_schema import models_json_schema
 from app.errors import ProblemDetails, install_error_handlers
 from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
-from app.routers import flow, health, jobs, routing, solvers
+from app.routers import flow, health, jobs, routing, scheduling, solvers
 from app.settings import Settings, get_settings
 from solvers.base import all_specs, get_solver
 
@@ -39,6 +39,9 @@ exact and entropic (OFT-Sinkhorn) solvers for min-cost flow.
 * `POST /v1/flow/min-cost` solves a min-cost-flow network (JSON or a DIMACS/JSON upload) to an
   exactly checked integer flow with a dual certificate; `POST /v1/flow/min-cost/compare` runs
   OR-Tools, networkx and OFT-Sinkhorn on the same network.
+* `POST /v1/scheduling/simulate` runs workflow-scheduling policies (GOODRL, HEFT, EFT, …) on
+  a Poisson stream of workflows over a VM pool and reports mean flowtime, makespan and
+  utilization; `/v1/scheduling/sessions` schedule a live cloud event by event.
 * `POST /v1/jobs` (and `/v1/batches`) run large instances and many files in the background,
   with progress (`/events`), cancellation and results kept on disk.
 
@@ -125,6 +128,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             {"name": "routing", "description": "TSP and CVRP: solve and compare."},
             {"name": "flow", "description": "Min-cost flow: solve and compare (OR-Tools, "
              "networkx, OFT-Sinkhorn)."},
+            {"name": "scheduling", "description": "Dynamic workflow scheduling: simulate "
+             "policies, online sessions."},
             {"name": "jobs", "description": "Long solves and batches: submit, follow, fetch, "
              "cancel."},
         ],
@@ -138,10 +143,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(solvers.router, prefix="/v1")
     app.include_router(routing.router, prefix="/v1")
     app.include_router(flow.router, prefix="/v1")
+    app.include_router(scheduling.router, prefix="/v1")
     app.include_router(jobs.router, prefix="/v1")
     app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
         app, (*routing.OPENAPI_BODY_MODELS, *flow.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS,
-              ProblemDetails)
+              *scheduling.OPENAPI_BODY_MODELS, ProblemDetails)
     )
     return app
 

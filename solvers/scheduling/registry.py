@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from solvers.errors import SolverUnavailableError, UnknownSolverError
 from solvers.scheduling import goodrl
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS, STALE_HEURISTICS
-from solvers.scheduling.simulator import Policy
+from solvers.scheduling.simulator import Arrivals, Policy, SimResult, VMPool, simulate
+from solvers.scheduling.workflow import Workflow
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,51 @@ def get_policy(name: str) -> Policy:
     if reason is not None:
         raise SolverUnavailableError(name, reason)
     return spec.factory()
+
+
+#: Rough seconds per decision, to refuse runs that cannot finish in a request's time.
+SECONDS_PER_DECISION = {"goodrl": 1.5e-3}
+HEURISTIC_SECONDS_PER_DECISION = 1.5e-5
+
+
+def estimated_seconds(names: list[str], decisions: float) -> float:
+    """What running ``names`` on a stream of ``decisions`` task assignments should take."""
+    return sum(SECONDS_PER_DECISION.get(n, HEURISTIC_SECONDS_PER_DECISION) for n in names) \
+        * decisions
+
+
+@dataclass
+class PolicyRun:
+    """One policy's result, or why it has none."""
+
+    name: str
+    kind: str | None
+    result: SimResult | None
+    error: str | None = None
+    gap_to_best: float | None = None
+
+
+def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals,
+                 names: Sequence[str], seed: int = 0, *, record: bool = False,
+                 measure_latency: bool = False, deadline: float | None = None,
+                 cancel: Callable[[], bool] | None = None) -> list[PolicyRun]:
+    """Every policy on the same stream (same seed). A missing model is a row with an error,
+    not a failure of the whole comparison; running out of time raises TimeoutError."""
+    rows: list[PolicyRun] = []
+    for name in names:
+        spec = POLICIES.get(name)
+        if spec is None:
+            raise UnknownSolverError(name, policy_names())
+        reason = spec.unavailable_reason()
+        if reason is not None:
+            rows.append(PolicyRun(name, spec.kind, None, f"unavailable: {reason}"))
+            continue
+        res = simulate(templates, pool, arrivals, spec.factory(), seed, record=record,
+                       measure_latency=measure_latency, deadline=deadline, cancel=cancel)
+        rows.append(PolicyRun(name, spec.kind, res))
+    done = [r.result.mean_flowtime for r in rows if r.result is not None]
+    best = min(done) if done else None
+    for r in rows:
+        if r.result is not None and best:
+            r.gap_to_best = 100.0 * (r.result.mean_flowtime - best) / best
+    return rows

@@ -1,0 +1,445 @@
+"""Workflow-scheduling endpoints: simulate policies on a stream, and live online sessions.
+
+``POST /scheduling/simulate`` takes EITHER a JSON body (inline workflows or generator
+settings) or a multipart upload (one or more ``file`` parts: Pegasus DAX or WfCommons JSON,
+optionally .gz, plus form fields), checks cheapest first (options, policy names, pool, then the
+workflows, then the expected work against the request's time), and simulates every policy on
+the same seeded stream in a worker thread that a client disconnect cancels.
+
+Sessions keep a cluster in memory: report workflow arrivals and task finishes, get back the
+assignments to carry out. They are per server process, capped in number and dropped after an
+hour without events.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from app.concurrency import run_while_connected
+from app.errors import ApiError, instance_problem, invalid_request, problem_responses
+from app.intake import BodyFormat, body_format, validate_fields, validate_json
+from app.schemas.scheduling import (
+    MAX_TEMPLATES,
+    AssignmentOut,
+    EventsRequest,
+    EventsResponse,
+    PolicyInfo,
+    PolicyRow,
+    SessionCreate,
+    SessionState,
+    SimulateOptions,
+    SimulateRequest,
+    SimulateResponse,
+    SimulateUpload,
+    WorkflowArrived,
+    WorkflowIn,
+    WorkflowInfo,
+)
+from app.settings import Settings, get_settings
+from solvers.errors import InstanceError, SolverUnavailableError, UnknownSolverError
+from solvers.scheduling.registry import (
+    POLICIES,
+    estimated_seconds,
+    get_policy,
+    policy_names,
+    run_policies,
+)
+from solvers.scheduling.render import gantt_svg
+from solvers.scheduling.session import Assignment, Session
+from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
+from solvers.scheduling.workflow import (
+    Workflow,
+    classic_set,
+    generate_workflow,
+    parse_workflow_bytes,
+    workflow_from_dict,
+)
+
+router = APIRouter(prefix="/scheduling", tags=["scheduling"])
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+WORKFLOW_BODY = ("a simulate object", "workflow files (.xml/.dax Pegasus DAX or .json "
+                 "WfCommons, optionally .gz)")
+_MAX_FORM_FIELDS = 16
+MAX_SESSIONS = 256
+SESSION_IDLE_S = 3600.0
+#: The most tasks all templates of one request may hold together.
+MAX_TOTAL_TASKS = 20_000
+
+
+@dataclass(frozen=True)
+class SimTask:
+    templates: list[Workflow]
+    pool: VMPool
+    arrivals: Arrivals
+    policies: list[str]
+    seed: int
+    gantt: bool
+    gantt_workflows: int
+    time_limit: float
+
+
+# -- reading the request -------------------------------------------------------------------------
+def _check_policies(names: list[str], field_name: str = "policies") -> list[str]:
+    unique = list(dict.fromkeys(n.strip() for n in names if n.strip()))
+    if not unique:
+        raise invalid_request("give at least one policy, e.g. heft,eft", field_name)
+    for i, name in enumerate(unique):
+        if name not in POLICIES:
+            raise ApiError(404, f"unknown policy {name!r}; known policies: "
+                           f"{', '.join(policy_names())}", kind="unknown-solver",
+                           title="Unknown policy", field=f"{field_name}[{i}]")
+    return unique
+
+
+def _pool(text: str, field_name: str = "pool") -> VMPool:
+    try:
+        return parse_pool(text, field_name)
+    except InstanceError as exc:
+        raise ApiError(422, f"{exc.field}: {exc.message}", kind="invalid-request",
+                       title="Invalid request", field=exc.field) from None
+
+
+def _inline(workflows: list[WorkflowIn]) -> list[Workflow]:
+    out = []
+    for i, wf in enumerate(workflows):
+        try:
+            out.append(workflow_from_dict(wf.model_dump(exclude_none=True),
+                                          name=wf.name or f"workflow{i + 1}"))
+        except InstanceError as exc:
+            raise instance_problem(exc, f"workflows[{i}]") from None
+    return out
+
+
+def _check_work(templates: list[Workflow], options: SimulateOptions, settings: Settings,
+                source: str) -> float:
+    total = sum(w.n for w in templates)
+    if total > MAX_TOTAL_TASKS:
+        raise ApiError(413, f"the workflows hold {total} tasks together; a request may hold "
+                       f"{MAX_TOTAL_TASKS}", kind="instance-too-large",
+                       title="Workflows too large", field=source,
+                       extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
+    decisions = options.workflows_count * total / len(templates)
+    seconds = estimated_seconds(options.policies, decisions)
+    if seconds > settings.max_time_limit:
+        raise ApiError(413, f"simulating {options.workflows_count} workflows (about "
+                       f"{decisions:,.0f} decisions) with these policies would take about "
+                       f"{seconds:,.0f} s; a request may take {settings.max_time_limit:g} s. "
+                       "Use fewer workflows or the CLI (cosolve schedule simulate).",
+                       kind="simulation-too-large", title="Simulation too large",
+                       field="workflows_count",
+                       extra={"estimated_seconds": round(seconds, 1),
+                              "limit": settings.max_time_limit})
+    return settings.max_time_limit
+
+
+def _task(options: SimulateOptions, templates: list[Workflow], settings: Settings,
+          source: str) -> SimTask:
+    limit = _check_work(templates, options, settings, source)
+    return SimTask(templates, _pool(options.pool), Arrivals(options.workflows_count,
+                                                           tuple(options.rates)),
+                   options.policies, options.seed, options.gantt, options.gantt_workflows,
+                   limit)
+
+
+def task_from_json(raw: bytes, settings: Settings) -> SimTask:
+    request = validate_json(SimulateRequest, raw)
+    request.policies = _check_policies(request.policies)
+    _pool(request.pool)
+    if request.workflows is not None and request.generator is not None:
+        raise invalid_request("give workflows or generator, not both", "generator")
+    if request.workflows is not None:
+        templates = _inline(request.workflows)
+        source = "workflows"
+    else:
+        gen = request.generator
+        try:
+            templates = ([generate_workflow(s, gen.tasks, gen.seed + i)
+                          for i, s in enumerate(gen.shapes)] if gen is not None
+                         else classic_set())
+        except InstanceError as exc:
+            raise instance_problem(exc, "generator") from None
+        source = "generator"
+    return _task(request, templates, settings, source)
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def task_from_upload(files: list[tuple[str, bytes]], fields: dict[str, list[str]],
+                     settings: Settings) -> SimTask:
+    plain: dict[str, Any] = {}
+    for name, values in fields.items():
+        if len(values) > 1 and name not in ("policies", "rates"):
+            raise invalid_request(f"form field {name!r} was sent {len(values)} times; send it "
+                                  "once", field=name)
+        plain[name] = ",".join(values) if name in ("policies", "rates") else values[0]
+    if "policies" in plain:
+        plain["policies"] = _split(plain["policies"])
+    if "rates" in plain:
+        plain["rates"] = _split(plain["rates"])
+    options = validate_fields(SimulateOptions, plain)
+    options.policies = _check_policies(options.policies)
+    _pool(options.pool)
+    templates = []
+    for i, (filename, data) in enumerate(files):
+        try:
+            templates.append(parse_workflow_bytes(data, filename,
+                                                  max_bytes=settings.max_decompressed_bytes))
+        except InstanceError as exc:
+            field_name = "file" if len(files) == 1 else f"file[{i}]"
+            raise ApiError(422, f"{field_name} ({filename}): {exc.field}: {exc.message}",
+                           kind="invalid-instance", title="Invalid workflow",
+                           field=field_name) from None
+    return _task(options, templates, settings, "file")
+
+
+async def _read_files(request: Request) -> tuple[list[tuple[str, bytes]], dict[str, list[str]]]:
+    files: list[tuple[str, bytes]] = []
+    fields: dict[str, list[str]] = {}
+    async with request.form(max_files=MAX_TEMPLATES, max_fields=_MAX_FORM_FIELDS) as form:
+        for name, value in form.multi_items():
+            if isinstance(value, UploadFile):
+                if name != "file":
+                    raise invalid_request(f"unexpected file part {name!r}; send each workflow "
+                                          "as a part named 'file'", field=name)
+                if not value.filename:
+                    raise invalid_request("each 'file' part needs a filename; its extension "
+                                          "says the format", field="file")
+                files.append((value.filename, await value.read()))
+            else:
+                fields.setdefault(name, []).append(value)
+    if not files:
+        raise invalid_request(f"a multipart request needs 'file' parts holding "
+                              f"{WORKFLOW_BODY[1]}", field="file")
+    return files, fields
+
+
+# -- simulate -------------------------------------------------------------------------------------
+def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
+    deadline = time.perf_counter() + task.time_limit
+    try:
+        runs = run_policies(task.templates, task.pool, task.arrivals, task.policies, task.seed,
+                            record=task.gantt, deadline=deadline, cancel=cancel.is_set)
+    except TimeoutError:
+        raise ApiError(413, f"the simulation did not finish within {task.time_limit:g} s; use "
+                       "fewer workflows or the CLI (cosolve schedule simulate)",
+                       kind="simulation-too-large", title="Simulation too large",
+                       field="workflows_count") from None
+    rows = []
+    for r in runs:
+        s = r.result.summary() if r.result is not None else {}
+        svg = (gantt_svg(r.result, task.pool, task.gantt_workflows)
+               if task.gantt and r.result is not None else None)
+        rows.append(PolicyRow(
+            policy=r.name, kind=r.kind, mean_flowtime=s.get("mean_flowtime"),
+            median_flowtime=s.get("median_flowtime"), p95_flowtime=s.get("p95_flowtime"),
+            makespan=s.get("makespan"), utilization=s.get("utilization"),
+            decisions=s.get("decisions"), wall_time=s.get("wall_time"),
+            gap_to_best=r.gap_to_best, error=r.error, gantt_svg=svg))
+    ok = [r for r in rows if r.mean_flowtime is not None]
+    best = min(ok, key=lambda r: r.mean_flowtime or math.inf).policy if ok else None
+    return SimulateResponse(
+        pool=task.pool.label, vms=task.pool.size, vcpus=list(task.pool.speeds),
+        rates=list(task.arrivals.rates), workflows_count=task.arrivals.count, seed=task.seed,
+        workflows=[WorkflowInfo(**w.describe()) for w in task.templates], best_policy=best,
+        rows=rows)
+
+
+def _body(json_model: type[BaseModel], upload_model: type[BaseModel] | None = None
+          ) -> dict[str, Any]:
+    def ref(model: type[BaseModel]) -> dict[str, str]:
+        return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+    content = {"application/json": {"schema": ref(json_model)}}
+    if upload_model is not None:
+        content["multipart/form-data"] = {"schema": ref(upload_model)}
+    return {"requestBody": {"required": True, "content": content}}
+
+
+#: Request-body models the operations reference by hand; ``app.main`` adds them to OpenAPI.
+OPENAPI_BODY_MODELS: tuple[type[BaseModel], ...] = (
+    SimulateRequest, SimulateUpload, SessionCreate, EventsRequest)
+
+
+@router.get("/policies", name="list_policies", response_model=list[PolicyInfo],
+            summary="The scheduling policies and whether they can run here")
+async def list_policies() -> list[PolicyInfo]:
+    return [PolicyInfo(name=s.name, kind=s.kind, description=s.description,
+                       available=s.available, unavailable_reason=s.unavailable_reason())
+            for s in POLICIES.values()]
+
+
+@router.post(
+    "/simulate", name="simulate", response_model=SimulateResponse,
+    summary="Simulate scheduling policies on a stream of workflows",
+    description=(
+        "Workflows arrive by a Poisson process (rates in workflows per hour; several rates "
+        "change it mid-stream) onto a VM pool (6x4, 5x5, …); every policy schedules the same "
+        "seeded stream. Returns per policy the mean flowtime (the objective), makespan and "
+        "utilization, and a Gantt chart (SVG) on request. JSON (SimulateRequest: inline "
+        "workflows or generator settings) or multipart (`file` parts: Pegasus DAX or "
+        "WfCommons JSON, optionally .gz, plus form fields)."),
+    responses=problem_responses(404, 413, 415, 422),
+    openapi_extra=_body(SimulateRequest, SimulateUpload),
+)
+async def simulate_policies(request: Request, settings: SettingsDep) -> SimulateResponse:
+    if body_format(request, WORKFLOW_BODY) is BodyFormat.JSON:
+        raw = await request.body()
+        task = await run_in_threadpool(task_from_json, raw, settings)
+    else:
+        files, fields = await _read_files(request)
+        task = await run_in_threadpool(task_from_upload, files, fields, settings)
+    return await run_while_connected(request, lambda cancel: _simulate(task, cancel))
+
+
+# -- sessions ---------------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Live:
+    session: Session
+    pool: str
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    touched: float = field(default_factory=time.monotonic)
+
+
+_sessions: dict[str, _Live] = {}
+_sessions_lock = threading.Lock()
+
+
+def _get(session_id: str) -> _Live:
+    with _sessions_lock:
+        live = _sessions.get(session_id)
+    if live is None:
+        raise ApiError(404, f"no scheduling session {session_id!r} (it ended, expired after "
+                       f"{SESSION_IDLE_S / 60:g} idle minutes, or the server restarted)",
+                       kind="unknown-session", title="Unknown session", field="session_id")
+    return live
+
+
+def _json_body(request: Request) -> None:
+    if body_format(request, ("a JSON object", "nothing: send JSON")) is not BodyFormat.JSON:
+        raise ApiError(415, "send application/json", kind="unsupported-media-type")
+
+
+def _state(session_id: str, live: _Live) -> SessionState:
+    snap = live.session.snapshot()
+    return SessionState(id=session_id, pool=live.pool, **snap)
+
+
+@router.post("/sessions", name="create_session", response_model=SessionState, status_code=201,
+             summary="Start an online scheduling session",
+             responses=problem_responses(404, 415, 422, 429, 503),
+             openapi_extra=_body(SessionCreate))
+async def create_session(request: Request, response: Response) -> SessionState:
+    _json_body(request)
+    body = validate_json(SessionCreate, await request.body())
+    pool = _pool(body.pool)
+    try:
+        policy = await run_in_threadpool(get_policy, body.policy)
+    except UnknownSolverError as exc:
+        raise ApiError(404, f"{exc}", kind="unknown-solver", title="Unknown policy",
+                       field="policy") from None
+    except SolverUnavailableError as exc:
+        raise ApiError(503, f"{exc}; choose another policy (GET /v1/scheduling/policies)",
+                       kind="solver-unavailable", title="Policy unavailable",
+                       field="policy") from None
+    now = time.monotonic()
+    with _sessions_lock:
+        for sid in [s for s, v in _sessions.items() if now - v.touched > SESSION_IDLE_S]:
+            del _sessions[sid]
+        if len(_sessions) >= MAX_SESSIONS:
+            raise ApiError(429, f"{MAX_SESSIONS} sessions are open; DELETE finished ones",
+                           kind="too-many-sessions", title="Too many sessions")
+        sid = uuid.uuid4().hex
+        live = _Live(Session(pool, policy, body.seed), pool.label)
+        _sessions[sid] = live
+    response.headers["Location"] = f"{request.url.path}/{sid}"
+    return _state(sid, live)
+
+
+def _arrival_workflow(ev: WorkflowArrived, where: str) -> Workflow:
+    if (ev.workflow is None) == (ev.shape is None):
+        raise invalid_request("give either workflow (the DAG) or shape (a generated one)",
+                              f"{where}.workflow")
+    try:
+        if ev.workflow is not None:
+            return workflow_from_dict(ev.workflow.model_dump(exclude_none=True),
+                                      name=ev.workflow.name or ev.workflow_id or "workflow")
+        return generate_workflow(ev.shape or "", ev.tasks, ev.seed)
+    except InstanceError as exc:
+        raise instance_problem(exc, f"{where}.workflow") from None
+
+
+def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
+    out: list[Assignment] = []
+    ids: list[str] = []
+    with live.lock:
+        live.touched = time.monotonic()
+        for i, ev in enumerate(body.events):
+            where = f"events[{i}]"
+            try:
+                if isinstance(ev, WorkflowArrived):
+                    wf = _arrival_workflow(ev, where)
+                    wid, got = live.session.workflow_arrived(wf, ev.time, ev.workflow_id)
+                    ids.append(wid)
+                else:
+                    got = live.session.task_finished(ev.workflow_id, ev.task_id, ev.time)
+            except InstanceError as exc:
+                raise ApiError(422, f"{where}.{exc.field}: {exc.message} ({i} earlier events "
+                               "of this request were applied)", kind="invalid-event",
+                               title="Invalid event", field=f"{where}.{exc.field}",
+                               extra={"applied": i}) from None
+            except ApiError as exc:
+                exc.extra["applied"] = i
+                raise
+            out.extend(got)
+        now = live.session.state.now
+    return EventsResponse(now=now, workflow_ids=ids,
+                          assignments=[AssignmentOut(**a.to_dict()) for a in out])
+
+
+@router.post("/sessions/{session_id}/events", name="session_events",
+             response_model=EventsResponse,
+             summary="Report events (workflow arrived, task finished); get assignments",
+             description=(
+                 "Events are applied in order; times never decrease. The answer lists the "
+                 "task → VM assignments to carry out. If an event is invalid, the earlier "
+                 "ones of the request stay applied and the problem says how many "
+                 "(`applied`)."),
+             responses=problem_responses(404, 415, 422),
+             openapi_extra=_body(EventsRequest))
+async def session_events(session_id: str, request: Request) -> EventsResponse:
+    live = _get(session_id)
+    _json_body(request)
+    body = validate_json(EventsRequest, await request.body())
+    return await run_in_threadpool(_apply, live, body)
+
+
+@router.get("/sessions/{session_id}", name="session_state", response_model=SessionState,
+            summary="A session's time, VM queues and workflows",
+            responses=problem_responses(404))
+async def session_state(session_id: str) -> SessionState:
+    live = _get(session_id)
+    with live.lock:
+        return _state(session_id, live)
+
+
+@router.delete("/sessions/{session_id}", name="delete_session", status_code=204,
+               summary="End a session", responses=problem_responses(404))
+async def delete_session(session_id: str) -> Response:
+    with _sessions_lock:
+        if _sessions.pop(session_id, None) is None:
+            raise ApiError(404, f"no scheduling session {session_id!r}",
+                           kind="unknown-session", title="Unknown session", field="session_id")
+    return Response(status_code=204)

@@ -1,0 +1,229 @@
+"""Request and response bodies of the workflow-scheduling endpoints.
+
+As for the other families, these models check JSON types and sizes only; every rule about a
+workflow's values (unique ids, known parents, no cycle, runtimes ≥ 0) is checked once, by the
+domain (``solvers.scheduling.workflow.build_workflow``), so the API and the CLI reject the same
+workflows with the same words.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.schemas.routing import MAX_SEED
+
+#: Caps that keep every request small and finite (413/422 above them).
+MAX_TEMPLATES = 32
+MAX_TEMPLATE_TASKS = 2_000
+MAX_WORKFLOWS_COUNT = 20_000
+MAX_POLICIES = 12
+MAX_RATES = 10
+MAX_EVENTS = 1_000
+DEFAULT_SIM_POLICIES = ["heft", "eft", "peft", "est", "eft_stale"]
+
+
+class _Strict(BaseModel):
+    """Unknown fields are errors, so a typo ("workflow_count") is reported, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskIn(_Strict):
+    """One task: an id, its reference runtime in seconds, and the ids of its parents."""
+
+    id: str = Field(min_length=1, max_length=200)
+    runtime: float = Field(description="Seconds on the reference machine (≥ 0); the work is "
+                           "runtime × 16 vCPU-seconds, as in GOODRL.")
+    parents: list[str] = Field(default_factory=list, max_length=MAX_TEMPLATE_TASKS)
+
+
+class WorkflowIn(_Strict):
+    """A workflow DAG (the compact form of WfCommons JSON)."""
+
+    name: str | None = Field(default=None, max_length=200)
+    tasks: list[TaskIn] = Field(min_length=1, max_length=MAX_TEMPLATE_TASKS)
+
+
+class GeneratorIn(_Strict):
+    """Workflow templates drawn from the Montage, CyberShake, Inspiral and SIPHT shapes."""
+
+    shapes: list[Literal["montage", "cybershake", "inspiral", "sipht"]] = Field(
+        default_factory=lambda: ["montage", "cybershake", "inspiral", "sipht"], min_length=1,
+        max_length=MAX_TEMPLATES)
+    tasks: int = Field(default=30, ge=10, le=MAX_TEMPLATE_TASKS,
+                       description="About this many tasks per workflow (30 gives the classic "
+                       "25/30/30/29-task shapes).")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Seed of the runtime noise.")
+
+
+class SimulateOptions(_Strict):
+    """Everything but the workflows; multipart uploads send these as form fields."""
+
+    pool: str = Field(default="6x4", max_length=5000,
+                      description="TYPESxEACH over the vCPU types 8,16,32,48,64,96 (6x4 = 24 "
+                      "VMs, 5x5 = 25 VMs), or explicit vCPUs '8,16,96'.")
+    rates: list[float] = Field(default_factory=lambda: [5.4], min_length=1,
+                               max_length=MAX_RATES,
+                               description="Poisson arrival rates in workflows per hour; "
+                               "several split the stream into equal consecutive segments "
+                               "(a rate change mid-stream).")
+    workflows_count: int = Field(default=100, ge=1, le=MAX_WORKFLOWS_COUNT,
+                                 description="Workflows in the stream.")
+    policies: list[str] = Field(default_factory=lambda: list(DEFAULT_SIM_POLICIES),
+                                min_length=1, max_length=MAX_POLICIES,
+                                description="Policy names (GET /v1/scheduling/policies).")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED,
+                      description="Seeds arrivals, workflow types and tie-breaking.")
+    gantt: bool = Field(default=False, description="Add a Gantt chart (SVG) per policy.")
+    gantt_workflows: int = Field(default=10, ge=1, le=50,
+                                 description="Workflows the Gantt chart shows.")
+
+
+class SimulateRequest(SimulateOptions):
+    """Inline workflows, or generator settings; neither means the four classic shapes."""
+
+    workflows: list[WorkflowIn] | None = Field(default=None, min_length=1,
+                                               max_length=MAX_TEMPLATES)
+    generator: GeneratorIn | None = None
+
+
+class SimulateUpload(_Strict):
+    """multipart/form-data: one or more ``file`` parts (DAX .xml/.dax or WfCommons .json,
+    optionally .gz) plus the options as form fields (rates and policies comma-separated)."""
+
+    file: list[bytes]
+    pool: str = "6x4"
+    rates: str = Field(default="5.4", description="e.g. '5.4' or '5.4,9'.")
+    workflows_count: int = 100
+    policies: str = Field(default=",".join(DEFAULT_SIM_POLICIES))
+    seed: int = 0
+    gantt: bool = False
+    gantt_workflows: int = 10
+
+
+class WorkflowInfo(BaseModel):
+    name: str
+    tasks: int
+    edges: int
+    total_runtime: float
+    critical_path: float = Field(description="Seconds of the longest chain at 1 vCPU-second "
+                                 "per second of work (divide by a VM's vCPUs for its time).")
+
+
+class PolicyRow(BaseModel):
+    """One policy's result on the stream; ``error`` says why there is none."""
+
+    policy: str
+    kind: str | None
+    mean_flowtime: float | None = Field(description="Seconds; the objective.")
+    median_flowtime: float | None
+    p95_flowtime: float | None
+    makespan: float | None = Field(description="Seconds from the first arrival to the last "
+                                   "finish.")
+    utilization: float | None = Field(description="Busy fraction of all VMs over the makespan.")
+    decisions: int | None
+    wall_time: float | None
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    gap_to_best: float | None = Field(default=None, description="Percent above the best row.")
+    error: str | None = None
+    gantt_svg: str | None = None
+
+
+class SimulateResponse(BaseModel):
+    pool: str
+    vms: int
+    vcpus: list[float]
+    rates: list[float]
+    workflows_count: int
+    seed: int
+    workflows: list[WorkflowInfo]
+    best_policy: str | None
+    rows: list[PolicyRow]
+
+
+class PolicyInfo(BaseModel):
+    name: str
+    kind: str
+    description: str
+    available: bool
+    unavailable_reason: str | None
+
+
+# -- sessions -----------------------------------------------------------------------------------
+class SessionCreate(_Strict):
+    pool: str = Field(default="6x4", max_length=5000)
+    policy: str = Field(default="heft", max_length=100)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+
+
+class WorkflowArrived(_Strict):
+    """A workflow arrived at ``time`` (seconds on the caller's clock, never decreasing)."""
+
+    type: Literal["workflow_arrived"]
+    time: float = Field(ge=0, allow_inf_nan=False)
+    workflow_id: str | None = Field(default=None, min_length=1, max_length=200,
+                                    description="Your id for it; default wf1, wf2, …")
+    workflow: WorkflowIn | None = None
+    shape: Literal["montage", "cybershake", "inspiral", "sipht"] | None = Field(
+        default=None, description="Instead of workflow: a generated workflow of this shape.")
+    tasks: int = Field(default=30, ge=10, le=MAX_TEMPLATE_TASKS)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+
+
+class TaskFinished(_Strict):
+    """A task finished at ``time``."""
+
+    type: Literal["task_finished"]
+    time: float = Field(ge=0, allow_inf_nan=False)
+    workflow_id: str = Field(min_length=1, max_length=200)
+    task_id: str = Field(min_length=1, max_length=200)
+
+
+class EventsRequest(_Strict):
+    events: list[WorkflowArrived | TaskFinished] = Field(min_length=1, max_length=MAX_EVENTS)
+
+
+class AssignmentOut(BaseModel):
+    workflow: str
+    task: str
+    vm: int
+    vcpus: float
+    expected_start: float
+    expected_finish: float
+
+
+class EventsResponse(BaseModel):
+    now: float
+    workflow_ids: list[str] = Field(description="Ids of the workflows that arrived.")
+    assignments: list[AssignmentOut] = Field(description="Carry these out, in order.")
+
+
+class SessionVM(BaseModel):
+    vm: int
+    vcpus: float
+    free_at: float
+    queue: list[str]
+
+
+class SessionWorkflow(BaseModel):
+    id: str
+    name: str
+    arrival: float
+    tasks: int
+    finished_tasks: int
+    flowtime: float | None
+
+
+class SessionState(BaseModel):
+    id: str
+    pool: str
+    policy: str
+    now: float
+    events: int
+    decisions: int
+    mean_flowtime: float | None
+    vms: list[SessionVM]
+    workflows: list[SessionWorkflow]

@@ -1,0 +1,147 @@
+"""Online scheduling sessions: the service schedules a real cloud, event by event.
+
+The caller reports what happens (a workflow arrived, a task finished, each with its time) and
+gets back the assignments to carry out (task → VM, with the projected start and finish). The
+session keeps the same ``ClusterState`` the simulator drives, but finish times come from the
+caller, so a task that runs long or short moves its VM's queue accordingly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from solvers.errors import InstanceError
+from solvers.scheduling.simulator import (
+    ASSIGNED,
+    DONE,
+    ClusterState,
+    Policy,
+    Run,
+    VMPool,
+)
+from solvers.scheduling.workflow import Workflow
+
+#: Workflows a session may hold unfinished at once.
+MAX_ACTIVE_WORKFLOWS = 1_000
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Run ``task`` of ``workflow`` on VM ``vm``; it should start and finish about then."""
+
+    workflow: str
+    task: str
+    vm: int
+    vcpus: float
+    expected_start: float
+    expected_finish: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workflow": self.workflow, "task": self.task, "vm": self.vm,
+                "vcpus": self.vcpus, "expected_start": self.expected_start,
+                "expected_finish": self.expected_finish}
+
+
+class Session:
+    """One pool, one policy, the events so far."""
+
+    def __init__(self, pool: VMPool, policy: Policy, seed: int = 0) -> None:
+        self.state = ClusterState(pool)
+        self.policy = policy
+        policy.reset(self.state, seed)
+        self.runs: dict[str, Run] = {}
+        self.events = 0
+        self.decisions = 0
+
+    def _advance(self, t: float, field: str) -> None:
+        if not math.isfinite(t) or t < 0:
+            raise InstanceError(field, f"must be a finite time ≥ 0, got {t}")
+        if t < self.state.now:
+            raise InstanceError(field, f"time {t:g} is before the session's current time "
+                                f"{self.state.now:g}; report events in time order")
+        self.state.advance(t)
+        # A VM whose task is overdue (not reported finished yet) is busy until at least now.
+        st = self.state
+        for m, queue in enumerate(st.vm_queue):
+            if queue and st.vm_free[m] < t:
+                st.vm_free[m] = t
+
+    def _dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
+        order = getattr(self.policy, "order", None)
+        if order is not None and len(ready) > 1:
+            ready = order(self.state, ready)
+        out = []
+        for run, task in ready:
+            vm = int(self.policy.choose(self.state, run, task))
+            start, finish = self.state.assign(run, task, vm)
+            self.decisions += 1
+            out.append(Assignment(run.label, run.wf.ids[task], vm,
+                                  float(self.state.vm_speed[vm]), start, finish))
+        return out
+
+    def workflow_arrived(self, workflow: Workflow, time: float, workflow_id: str | None = None,
+                         field: str = "time") -> tuple[str, list[Assignment]]:
+        """Add a workflow; its root tasks are assigned at once."""
+        self._advance(time, field)
+        if len(self.state.active) >= MAX_ACTIVE_WORKFLOWS:
+            raise InstanceError("workflow", f"the session already holds {MAX_ACTIVE_WORKFLOWS} "
+                                "unfinished workflows; report finished tasks first")
+        wid = workflow_id or f"wf{len(self.runs) + 1}"
+        if wid in self.runs:
+            raise InstanceError("workflow_id", f"workflow id {wid!r} is already in use")
+        run = Run(len(self.runs), workflow, self.state.now, wid)
+        self.runs[wid] = run
+        self.events += 1
+        return wid, self._dispatch([(run, t) for t in self.state.add(run)])
+
+    def task_finished(self, workflow_id: str, task_id: str, time: float) -> list[Assignment]:
+        """Record a finish; the children it releases are assigned."""
+        run = self.runs.get(workflow_id)
+        if run is None:
+            raise InstanceError("workflow_id", f"no workflow {workflow_id!r} in this session")
+        try:
+            task = run.wf.ids.index(task_id)
+        except ValueError:
+            raise InstanceError("task_id", f"workflow {workflow_id!r} has no task "
+                                f"{task_id!r}") from None
+        if run.status[task] == DONE:
+            raise InstanceError("task_id", f"task {task_id!r} was already reported finished")
+        if run.status[task] != ASSIGNED:
+            raise InstanceError("task_id", f"task {task_id!r} was never assigned: its parents "
+                                "have not all finished")
+        self._advance(time, "time")
+        vm = int(run.vm[task])
+        self.events += 1
+        ready = self.state.finish(run, task)
+        self._requeue(vm)
+        return self._dispatch([(run, c) for c in ready])
+
+    def _requeue(self, vm: int) -> None:
+        """Re-project the VM's FIFO queue from now: the next task starts when this one really
+        finished, not when it was projected to."""
+        t = self.state.now
+        for run, task in self.state.vm_queue[vm]:
+            run.start[task] = t
+            t += float(run.wf.sizes[task] / self.state.vm_speed[vm])
+            run.finish[task] = t
+        self.state.vm_free[vm] = t
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the session knows now: time, VM queues, workflows and their flowtimes."""
+        st = self.state
+        done = [r for r in self.runs.values() if r.left == 0]
+        return {
+            "now": st.now, "policy": self.policy.name, "events": self.events,
+            "decisions": self.decisions,
+            "vms": [{"vm": m, "vcpus": float(st.vm_speed[m]),
+                     "free_at": float(max(st.vm_free[m], st.now)),
+                     "queue": [f"{r.label}/{r.wf.ids[t]}" for r, t in st.vm_queue[m]]}
+                    for m in range(st.m)],
+            "workflows": [{"id": r.label, "name": r.wf.name, "arrival": r.arrival,
+                           "tasks": r.wf.n, "finished_tasks": r.wf.n - r.left,
+                           "flowtime": r.flowtime if r.left == 0 else None}
+                          for r in self.runs.values()],
+            "mean_flowtime": (sum(r.flowtime for r in done) / len(done)) if done else None,
+        }
