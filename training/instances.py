@@ -2,9 +2,12 @@
 
 Uniform coordinates in the unit square. CVRP demands are uniform 1–9 and the capacity follows
 CVRPLIB Set X's recipe (Uchoa et al. 2017), as ReLD trains: a target route length
-r ~ Triangular(3, 6, 25) and capacity = ⌈r · Σdemand / customers⌉. Expert labels (for the
-supervised bootstrap on the CPU) come from the registered classical solvers through the same
-``solve`` the service uses, so every label is a checked, feasible solution.
+r ~ Triangular(3, 6, 25) and capacity = ⌈r · Σdemand / customers⌉. CVRPTW instances are
+Solomon-style: the same coordinates, demands and capacity, plus time windows built around a
+reference solution so that every generated instance is feasible (see ``random_cvrptw``).
+Expert labels (for the supervised bootstrap on the CPU) come from the registered classical
+solvers through the same ``solve`` the service uses, so every label is a checked, feasible
+solution.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from solvers.base import Budget
-from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 from solvers.routing.solve import solve
 
 
@@ -38,6 +41,74 @@ def random_cvrp(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarra
     return coords, demands, capacity
 
 
+#: Solomon-like times in unit-square units: Solomon's R and RC sets serve for 10 time units
+#: on a 100×100 grid (0.1 of its side); here service takes 0.1 and windows are U(0.1, 0.6)
+#: wide, with travel time = Euclidean distance.
+CVRPTW_SERVICE_TIME = 0.1
+CVRPTW_WINDOW_WIDTH = (0.1, 0.6)
+#: The depot's horizon: this factor times the reference solution's latest return.
+CVRPTW_HORIZON_SLACK = 1.2
+
+
+def random_cvrptw(
+    rng: np.random.Generator,
+    n: int,
+    service_time: float = CVRPTW_SERVICE_TIME,
+    window_width: tuple[float, float] = CVRPTW_WINDOW_WIDTH,
+    horizon_slack: float = CVRPTW_HORIZON_SLACK,
+) -> tuple[CVRPTWInstance, list[list[int]]]:
+    """A feasible Solomon-style CVRPTW of ``n`` nodes (depot = node 0) and the reference
+    routes its windows were built around.
+
+    Coordinates, demands (1–9) and capacity come from ``random_cvrp``. Customers are swept by
+    angle around the depot from a random start and cut into routes by capacity; driving those
+    routes (travel time = exact Euclidean distance, ``service_time`` per customer, no waiting)
+    gives each customer a reference arrival a_i, and its window of width w ~
+    U(``window_width``) is placed at a uniform offset so that it contains a_i. The depot's
+    window is [0, ``horizon_slack`` × latest reference return]. The reference routes are
+    therefore feasible, and so is every customer served alone (triangle inequality), which is
+    what the instance's validation demands.
+    """
+    coords, demands, capacity = random_cvrp(rng, n)
+    rel = coords[1:] - coords[0]
+    angle = (np.arctan2(rel[:, 1], rel[:, 0]) - rng.uniform(-np.pi, np.pi)) % (2 * np.pi)
+    order = np.argsort(angle, kind="stable") + 1
+    routes: list[list[int]] = []
+    load = capacity + 1
+    for c in order.tolist():
+        if load + demands[c] > capacity:
+            routes.append([])
+            load = 0
+        routes[-1].append(c)
+        load += int(demands[c])
+    arrival = np.zeros(n)
+    latest_return = 0.0
+    for route in routes:
+        t, cur = 0.0, 0
+        for c in route:
+            t += float(np.hypot(*(coords[c] - coords[cur])))
+            arrival[c] = t
+            t += service_time
+            cur = c
+        latest_return = max(latest_return, t + float(np.hypot(*(coords[0] - coords[cur]))))
+    width = rng.uniform(*window_width, size=n)
+    earliest = np.maximum(0.0, arrival - rng.random(n) * width)
+    windows = np.stack([earliest, np.maximum(earliest + width, arrival)], axis=1)
+    windows[0] = (0.0, horizon_slack * latest_return)
+    service = np.full(n, float(service_time))
+    service[0] = 0.0
+    instance = CVRPTWInstance(coords=coords, distance="exact", demands=demands,
+                              capacity=capacity, time_windows=windows, service_times=service)
+    return instance, routes
+
+
+def cvrptw_instance(seed: int, n: int = 101) -> CVRPTWInstance:
+    """The fixed-seed random CVRPTW that benchmarks and tests share (``n`` nodes)."""
+    instance, _ = random_cvrptw(np.random.default_rng(seed), n)
+    instance.name = f"cvrptw{n - 1}-s{seed}"
+    return instance
+
+
 def _label_one(args: tuple[str, int, int, float, str]) -> dict[str, object]:
     problem, n, seed, time_limit, solver = args
     rng = np.random.default_rng(seed)
@@ -45,13 +116,20 @@ def _label_one(args: tuple[str, int, int, float, str]) -> dict[str, object]:
         coords = random_tsp(rng, n)
         sol = solve(TSPInstance(coords=coords), solver, Budget(time_limit=time_limit))
         return {"coords": coords, "tour": np.asarray(sol.tour), "cost": sol.cost}
-    coords, demands, capacity = random_cvrp(rng, n)
-    sol = solve(CVRPInstance(coords=coords, demands=demands, capacity=capacity), solver,
-                Budget(time_limit=time_limit))
+    extra: dict[str, object] = {}
+    if problem == "cvrptw":
+        inst, _ = random_cvrptw(rng, n)
+        coords, demands, capacity = inst.coords, inst.demands, inst.capacity
+        extra = {"time_windows": inst.time_windows, "service_times": inst.service_times}
+        sol = solve(inst, solver, Budget(time_limit=time_limit))
+    else:
+        coords, demands, capacity = random_cvrp(rng, n)
+        sol = solve(CVRPInstance(coords=coords, demands=demands, capacity=capacity), solver,
+                    Budget(time_limit=time_limit))
     seq = [0]
     for route in sol.routes:
         seq += [*route, 0]
-    return {"coords": coords, "demands": demands, "capacity": capacity,
+    return {"coords": coords, "demands": demands, "capacity": capacity, **extra,
             "sequence": np.asarray(seq), "cost": sol.cost}
 
 
@@ -83,13 +161,14 @@ def load_labels(path: Path) -> list[dict[str, object]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Expert labels for supervised bootstrapping")
-    parser.add_argument("problem", choices=["tsp", "cvrp"])
+    parser.add_argument("problem", choices=["tsp", "cvrp", "cvrptw"])
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--min-n", type=int, default=40)
     parser.add_argument("--max-n", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--time-limit", type=float, default=0.1)
-    parser.add_argument("--solver", default=None, help="default: ortools (tsp), pyvrp (cvrp)")
+    parser.add_argument("--solver", default=None,
+                        help="default: ortools (tsp), pyvrp (cvrp, cvrptw)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

@@ -15,7 +15,14 @@ from numba import njit
 from scipy.spatial import cKDTree
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
-from solvers.routing.problem import CVRPInstance, Instance, Solution, TSPInstance, build_solution
+from solvers.routing.problem import (
+    CVRPInstance,
+    CVRPTWInstance,
+    Instance,
+    Solution,
+    TSPInstance,
+    build_solution,
+)
 
 
 class _UnvisitedIndex:
@@ -117,6 +124,10 @@ class NearestNeighbourSolver:
         t0 = time.perf_counter()
         if isinstance(instance, TSPInstance):
             routes = [nearest_neighbour_tour(instance)]
+        elif isinstance(instance, CVRPTWInstance):
+            from solvers.routing.timewindows import time_window_routes
+
+            routes = time_window_routes(instance)
         else:
             routes = nearest_neighbour_routes(instance)
         wall = time.perf_counter() - t0

@@ -1,5 +1,6 @@
 """PyVRP (MIT) as the second classical reference: iterated local search, state of the art on
-CVRPLIB Set X, and TSP as a single vehicle.
+CVRPLIB Set X, TSP as a single vehicle, and CVRPTW natively (client windows and service
+durations, the depot's window as every vehicle's shift).
 
 PyVRP works on integer dense matrices, so float distances are scaled (see
 ``integer_scale``) and the instance is capped at ``MAX_NODES`` to keep the N×N int64 matrix
@@ -18,6 +19,7 @@ from solvers.errors import NoSolutionError
 from solvers.routing.construct import nearest_neighbour_routes, nearest_neighbour_tour
 from solvers.routing.problem import (
     CVRPInstance,
+    CVRPTWInstance,
     Instance,
     Solution,
     TSPInstance,
@@ -25,8 +27,10 @@ from solvers.routing.problem import (
     coordinate_distance,
     integer_scale,
 )
+from solvers.routing.timewindows import integer_times, time_scale, time_window_routes
 
-MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
+#: CVRPTW with float times needs a second N² matrix (durations), hence its lower cap.
+MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 5_000}
 
 
 class _StopAndReport:
@@ -101,6 +105,10 @@ class PyVRPSolver:
 
         if isinstance(instance, TSPInstance):
             routes = [nearest_neighbour_tour(instance, start=int(order[0]))[1:]]
+        elif isinstance(instance, CVRPTWInstance):
+            routes = time_window_routes(instance)
+            if len(routes) > instance.fleet_cap():
+                return None  # a tight fleet: let PyVRP find its own way to feasibility
         else:
             assert isinstance(instance, CVRPInstance)
             routes = nearest_neighbour_routes(instance)
@@ -124,6 +132,8 @@ class PyVRPSolver:
             instance.coords[order] if instance.coords is not None else np.zeros((instance.n, 2))
         )
         locations = [pyvrp.Location(float(x), float(y)) for x, y in coords]
+        if isinstance(instance, CVRPTWInstance):
+            return _time_window_data(instance, order, scale, dist, locations), order, scale
         if isinstance(instance, CVRPInstance):
             dem = instance.demands[order]
             clients = [pyvrp.Client(location=i, delivery=[int(dem[i])])
@@ -148,9 +158,43 @@ class PyVRPSolver:
 
 
 
-def _integer_matrix(instance: Instance, order: np.ndarray, scale: float) -> np.ndarray:
-    """The reordered, scaled, rounded N×N int64 matrix, built in row blocks so that peak
-    memory stays near one int64 matrix rather than three float copies."""
+def _time_window_data(instance: CVRPTWInstance, order: np.ndarray, scale: float,
+                      dist: np.ndarray, locations: list[Any]) -> Any:
+    """ProblemData of a CVRPTW: windows bound the start of service, durations are travel
+    times (the distance matrix itself when all times are integers, else rounded up)."""
+    import pyvrp
+
+    tscale = time_scale(instance, scale)
+    times = integer_times(instance, tscale)
+    windows, service = times.windows[order], times.service[order]
+    if instance.integral_times and tscale == 1.0 and scale == 1.0:
+        durations = dist
+    else:
+        durations = _integer_matrix(instance, order, tscale, round_up=True)
+    dem = instance.demands[order]
+    clients = [
+        pyvrp.Client(location=i, delivery=[int(dem[i])], service_duration=int(service[i]),
+                     tw_early=int(windows[i, 0]), tw_late=int(windows[i, 1]))
+        for i in range(1, instance.n)
+    ]
+    e0, l0 = int(windows[0, 0]), int(windows[0, 1])
+    vehicles = [pyvrp.VehicleType(num_available=instance.fleet_cap(),
+                                  capacity=[instance.capacity], tw_early=e0, tw_late=l0)]
+    return pyvrp.ProblemData(
+        locations=locations,
+        clients=clients,
+        depots=[pyvrp.Depot(location=0, tw_early=e0, tw_late=l0)],
+        vehicle_types=vehicles,
+        distance_matrices=[dist],
+        duration_matrices=[durations],
+    )
+
+
+def _integer_matrix(instance: Instance, order: np.ndarray, scale: float,
+                    round_up: bool = False) -> np.ndarray:
+    """The reordered, scaled, rounded N×N int64 matrix (to the nearest, or up for travel
+    times), built in row blocks so that peak memory stays near one int64 matrix rather than
+    three float copies."""
     n = instance.n
     out = np.empty((n, n), dtype=np.int64)
     block = max(1, 2_000_000 // n)
@@ -163,7 +207,8 @@ def _integer_matrix(instance: Instance, order: np.ndarray, scale: float) -> np.n
             c = instance.coords
             part = coordinate_distance(c[rows][:, None, :], c[order][None, :, :],
                                        instance.distance)
-        out[start:start + rows.size] = np.floor(part * scale + 0.5)
+        out[start:start + rows.size] = (np.ceil(part * scale) if round_up
+                                        else np.floor(part * scale + 0.5))
     return out
 
 

@@ -33,12 +33,14 @@ register(
     SolverSpec(
         name="ortools",
         family="routing",
-        problems=("tsp", "cvrp"),
+        problems=("tsp", "cvrp", "cvrptw"),
         description=(
             "Google OR-Tools routing: PATH_CHEAPEST_ARC first solution (nearest neighbour above "
             f"{_ortools.NATIVE_FIRST_SOLUTION_LIMIT} nodes) + guided local search until the "
             "time limit. Dense matrix up to "
-            f"{_ortools.DENSE_LIMIT} nodes, a distance callback above."
+            f"{_ortools.DENSE_LIMIT} nodes, a distance callback above. CVRPTW: a time "
+            "dimension (waiting as slack) and droppable customers, so a tight fleet still "
+            "yields a solution (infeasible if any customer is left out)."
         ),
         factory=_ortools_solver,
         max_nodes=dict(_ortools.MAX_NODES),
@@ -49,10 +51,11 @@ register(
     SolverSpec(
         name="pyvrp",
         family="routing",
-        problems=("tsp", "cvrp"),
+        problems=("tsp", "cvrp", "cvrptw"),
         description=(
             "PyVRP iterated local search (MIT; state of the art on CVRPLIB Set X) from a "
-            "nearest-neighbour start. TSP is solved as one vehicle. Dense integer matrix, so "
+            "nearest-neighbour start. TSP is solved as one vehicle; CVRPTW natively (the "
+            "reference for time windows). Dense integer matrix, so "
             f"capped at {_pyvrp.MAX_NODES['cvrp']} nodes; its start-up grows with N², so it "
             "asks for a time limit of at least 3e-7·N² s (7.5 s at 5K nodes)."
         ),
@@ -66,13 +69,14 @@ register(
     SolverSpec(
         name="nearest_neighbor",
         family="routing",
-        problems=("tsp", "cvrp"),
+        problems=("tsp", "cvrp", "cvrptw"),
         description=(
             "Greedy nearest-neighbour construction over a KD-tree (no matrix): a fast floor, "
-            "about 2 s for a 100K-node TSP. Ignores the time limit beyond finishing."
+            "about 2 s for a 100K-node TSP. Ignores the time limit beyond finishing. CVRPTW: "
+            "the reachable customer whose service can start soonest, O(N²) time."
         ),
         factory=_nn_solver,
-        max_nodes={"tsp": 2_000_000, "cvrp": 2_000_000},
+        max_nodes={"tsp": 2_000_000, "cvrp": 2_000_000, "cvrptw": 20_000},
     )
 )
 

@@ -1,0 +1,103 @@
+"""CVRPTW solvers: OR-Tools, PyVRP and the greedy construction return checked solutions on a
+Solomon instance and on generated float-time instances, within their time limits, with
+progress and cancellation as for CVRP; the generator's instances are feasible by design."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from solvers.base import Budget, ProgressEvent, specs_for
+from solvers.errors import ProblemMismatchError
+from solvers.routing.check import check_solution
+from solvers.routing.io import load_instance
+from solvers.routing.problem import CVRPTWInstance
+from solvers.routing.solve import solve
+from tests.conftest import DATA
+from training.instances import cvrptw_instance, random_cvrptw
+
+C101 = DATA / "solomon" / "C101.100.10.vrptw"
+C101_BEST = 8273  # LKH-3, FLOOR_2D on coordinates × 10
+R101 = DATA / "solomon" / "R101.100.20.vrptw"
+R101_BEST = 16377
+
+
+@pytest.fixture(scope="module")
+def c101() -> CVRPTWInstance:
+    inst = load_instance(C101)
+    assert isinstance(inst, CVRPTWInstance)
+    return inst
+
+
+def test_registry_says_who_solves_cvrptw():
+    names = {s.name for s in specs_for("cvrptw")}
+    assert {"ortools", "pyvrp", "nearest_neighbor"} <= names
+    assert "reld" not in names  # trained without windows: refused, not silently wrong
+    with pytest.raises(ProblemMismatchError):
+        solve(load_instance(C101), "reld", Budget(time_limit=1))
+
+
+@pytest.mark.parametrize(("solver", "path", "best", "within"),
+                         [("ortools", C101, C101_BEST, 1.02), ("pyvrp", R101, R101_BEST, 1.05)])
+def test_classical_solvers_on_solomon(solver, path, best, within):
+    inst = load_instance(path)
+    events: list[ProgressEvent] = []
+    sol = solve(inst, solver, Budget(time_limit=2.0, seed=1), events.append)
+    assert sol.feasible, sol.violations
+    assert check_solution(inst, sol.routes) == []
+    assert len(sol.routes) <= inst.max_vehicles
+    assert best <= sol.cost <= within * best, sol.cost
+    assert sol.distance == "FLOOR_2D"
+    assert sol.wall_time <= 2.5
+    assert events and events[-1].message == "done"
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
+def test_float_times_are_rounded_so_schedules_stay_on_time(solver):
+    inst = cvrptw_instance(seed=7, n=51)
+    assert not inst.integral_times
+    sol = solve(inst, solver, Budget(time_limit=1.0))
+    assert sol.feasible, sol.violations
+
+
+def test_greedy_construction_respects_windows():
+    c201 = load_instance(DATA / "solomon" / "C201.100.3.vrptw")
+    sol = solve(c201, "nearest_neighbor", Budget(time_limit=1))
+    assert sol.feasible, sol.violations
+    # R101's fleet of 20 is too tight for the greedy (21 routes): the only complaint is that,
+    # never a window.
+    r101 = load_instance(R101)
+    sol = solve(r101, "nearest_neighbor", Budget(time_limit=1))
+    assert [v for v in sol.violations if "max_vehicles" not in v] == []
+    assert not sol.feasible
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
+def test_cancel_stops_a_cvrptw_solve(c101, solver):
+    cancel = threading.Event()
+    timer = threading.Timer(0.5, cancel.set)
+    timer.start()
+    try:
+        sol = solve(c101, solver, Budget(time_limit=30.0, cancel=cancel))
+    finally:
+        timer.cancel()
+    assert sol.wall_time < 5.0
+    assert check_solution(c101, sol.routes) == [] or not sol.feasible
+
+
+def test_generator_is_feasible_and_fixed_by_its_seed():
+    for seed in range(20):
+        inst, reference = random_cvrptw(np.random.default_rng(seed), 101)
+        assert check_solution(inst, reference) == []
+        assert (inst.demands[1:] >= 1).all() and (inst.demands[1:] <= 9).all()
+        assert (inst.coords >= 0).all() and (inst.coords <= 1).all()
+    a, b = cvrptw_instance(3), cvrptw_instance(3)
+    assert a.time_windows.tolist() == b.time_windows.tolist()
+    assert a.coords.tolist() == b.coords.tolist()
+    assert cvrptw_instance(4).coords.tolist() != a.coords.tolist()
+    # Windows are real constraints: the reference routes driven backwards break some.
+    inst, reference = random_cvrptw(np.random.default_rng(0), 101)
+    assert any("late" in v for v in check_solution(inst, [r[::-1] for r in reference]))
+
