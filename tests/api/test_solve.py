@@ -24,7 +24,8 @@ def _assert_is_tour(tour: list[int], n: int) -> None:
 
 
 @pytest.mark.parametrize(("solver", "time_limit"),
-                         [("nearest_neighbor", 1.0), ("ortools", 1.0), ("reld", 1.0)])
+                         [("nearest_neighbor", 1.0), ("ortools", 1.0), ("reld", 1.0),
+                          ("sil", 1.0), ("sil_ls", 1.0)])
 def test_tsp_json_solve(api: httpx.Client, solver: str, time_limit: float) -> None:
     coords = _random_coords(30, seed=11)
     response = api.post("/v1/routing/tsp/solve", json={
@@ -151,3 +152,15 @@ def test_cvrp_solve_with_reld(api: httpx.Client, data_dir: Path) -> None:
     assert body["feasible"] and body["solver"] == "reld"
     assert body["stats"]["passes"] >= 1 and body["wall_time"] <= 2.2
     assert body["cost"] < 1.5 * OPTIMA["X-n101-k25"]
+
+
+def test_cvrp_solve_with_sil(api: httpx.Client, data_dir: Path) -> None:
+    """SIL on a CVRPLIB file: feasible, no worse than its split start, within the limit."""
+    data = (data_dir / "X-n101-k25.vrp").read_bytes()
+    response = api.post("/v1/routing/cvrp/solve", files={"file": ("X-n101-k25.vrp", data)},
+                        data={"solver": "sil", "time_limit": "2"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feasible"] and body["solver"] == "sil"
+    assert body["stats"]["rounds"] >= 1 and body["wall_time"] <= 2.3
+    assert body["cost"] < 1.3 * OPTIMA["X-n101-k25"]

@@ -1,0 +1,304 @@
+"""SIL benchmark: neural reconstruction alone (`sil`), with classical 2-opt/Or-opt (`sil_ls`),
+and OR-Tools at the same time limit, from 1K to 100K nodes.
+
+Sections (each run is a separate process so peak memory is per run; results accumulate in
+benchmarks/results/sil.json and the table benchmarks/results/sil.md is rebuilt each time):
+
+* ``tsp1k``  – uniform TSP1K instances (fixed seed), gap to the uniform reference length
+  0.7128·√n + 0.58 (a fit to the LKH-3 averages of the SIL paper, within 0.1% at 1K–100K).
+* ``tsplib`` – pr1002, pr2392 and usa13509 from ../shared/data, gap to the proven optima.
+* ``tsp10k`` – one uniform 10K instance, gap to the uniform reference.
+* ``large``  – a 100K-node TSP file and a 100K-node CVRP file (capacity 2000, demands 1–9)
+  written to var/bench/ and solved from the file; the cost-over-time curve is drawn to
+  benchmarks/results/sil_100k_<problem>.svg.
+* ``cvrp``   – uniform CVRP at 1K/5K/10K nodes (capacities 250/500/1000 as in the paper):
+  cost against OR-Tools at the same time limit.
+
+    python -m benchmarks.sil tsp1k --count 32 --time-limit 10
+    python -m benchmarks.sil large --time-limit 600 --solvers sil,sil_ls
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.routing import machine_info, read_tsplib_optima
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+DATA = REPO.parent / "shared" / "data"
+WORK = REPO / "var" / "bench"
+SEED = 20261130
+SCALE = 1_000_000  # uniform instances are written as integers in [0, 1e6]² with EUC_2D
+
+
+def reference_length(n: int) -> float:
+    """LKH-3-fitted optimal length for n uniform points in the unit square."""
+    return 0.7128 * math.sqrt(n) + 0.58
+
+
+# -- instance files ----------------------------------------------------------------------------
+
+def write_uniform(problem: str, n: int, seed: int, capacity: int = 0) -> Path:
+    """A TSPLIB/CVRPLIB file of n uniform points (scaled to SCALE, EUC_2D), cached."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    path = WORK / f"uniform_{problem}{n}_s{seed}.{'tsp' if problem == 'tsp' else 'vrp'}"
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    xy = np.rint(rng.random((n, 2)) * SCALE).astype(np.int64)
+    lines = [f"NAME : {path.stem}", f"TYPE : {problem.upper()}", f"DIMENSION : {n}",
+             "EDGE_WEIGHT_TYPE : EUC_2D"]
+    if problem == "cvrp":
+        lines.append(f"CAPACITY : {capacity}")
+    lines.append("NODE_COORD_SECTION")
+    lines += [f"{i + 1} {x} {y}" for i, (x, y) in enumerate(xy)]
+    if problem == "cvrp":
+        demand = rng.integers(1, 10, n)
+        demand[0] = 0
+        lines.append("DEMAND_SECTION")
+        lines += [f"{i + 1} {d}" for i, d in enumerate(demand)]
+        lines += ["DEPOT_SECTION", "1", "-1"]
+    lines.append("EOF")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+    return path
+
+
+# -- one run in a child process -----------------------------------------------------------------
+
+def run_child(path: str, solver: str, limit: float, seed: int) -> dict[str, Any]:
+    """Read the file, solve, check; report cost, wall, peak RSS and the cost curve."""
+    from solvers.base import Budget
+    from solvers.routing.io import load_instance
+    from solvers.routing.solve import solve
+
+    t0 = time.perf_counter()
+    instance = load_instance(path, max_bytes=1 << 30)
+    read_s = time.perf_counter() - t0
+    curve: list[tuple[float, float]] = []
+
+    def progress(event: Any) -> None:
+        if event.best_cost is not None and math.isfinite(event.best_cost):
+            curve.append((round(event.elapsed, 2), float(event.best_cost)))
+
+    sol = solve(instance, solver, Budget(time_limit=limit, seed=seed), progress)
+    stats = {k: v for k, v in sol.stats.items() if k != "length_history"}
+    return {"file": Path(path).name, "n": instance.n, "problem": instance.problem,
+            "solver": solver, "time_limit": limit, "cost": sol.cost,
+            "feasible": sol.feasible, "violations": sol.violations[:3],
+            "routes": len(sol.routes), "wall_s": round(sol.wall_time, 2),
+            "read_s": round(read_s, 2),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "curve": curve, "stats": stats}
+
+
+def run(path: Path, solver: str, limit: float, seed: int = 0) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "benchmarks.sil", "child", str(path), solver, str(limit),
+           str(seed)]
+    t0 = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                          timeout=limit * 3 + 300, check=False)
+    if proc.returncode != 0:
+        return {"file": path.name, "solver": solver, "time_limit": limit, "error":
+                proc.stderr.strip().splitlines()[-1:] or ["failed"],
+                "process_s": round(time.time() - t0, 1)}
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["process_s"] = round(time.time() - t0, 1)
+    return out
+
+
+# -- sections -------------------------------------------------------------------------------------
+
+def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None]]:
+    """(set name, file, reference cost) for the chosen section."""
+    if args.section == "tsp1k":
+        return [("TSP1K uniform", write_uniform("tsp", 1000, SEED + i),
+                 reference_length(1000) * SCALE) for i in range(args.count)]
+    if args.section == "tsp10k":
+        return [("TSP10K uniform", write_uniform("tsp", 10_000, SEED),
+                 reference_length(10_000) * SCALE)]
+    if args.section == "tsplib":
+        optima = read_tsplib_optima(DATA / "tsplib" / "solutions.txt")
+        names = ["pr1002.tsp", "pr2392.tsp", "usa13509.tsp.gz"]
+        return [("TSPLIB 1K–13.5K", DATA / "tsplib" / f, optima.get(f.split(".")[0]))
+                for f in names]
+    if args.section == "large":
+        return [("TSP100K uniform", write_uniform("tsp", 100_000, SEED),
+                 reference_length(100_000) * SCALE),
+                ("CVRP100K uniform", write_uniform("cvrp", 100_000, SEED, 2000), None)]
+    if args.section == "cvrp":
+        return [(f"CVRP{n // 1000}K uniform", write_uniform("cvrp", n, SEED, cap), None)
+                for n, cap in ((1000, 250), (5000, 500), (10_000, 1000))]
+    raise SystemExit(f"unknown section {args.section}")
+
+
+def load_results() -> dict[str, Any]:
+    path = RESULTS / "sil.json"
+    return json.loads(path.read_text()) if path.exists() else {"runs": [], "meta": {}}
+
+
+def save_results(data: dict[str, Any]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "sil.json").write_text(json.dumps(data, indent=1) + "\n")
+    (RESULTS / "sil.md").write_text(render(data))
+
+
+def _gap(cost: float | None, ref: float | None) -> float | None:
+    if cost is None or ref is None or not math.isfinite(cost):
+        return None
+    return 100 * (cost / ref - 1)
+
+
+def _fmt(x: float | None, digits: int = 2, suffix: str = "") -> str:
+    return "–" if x is None else f"{x:.{digits}f}{suffix}"
+
+
+def render(data: dict[str, Any]) -> str:
+    runs = data["runs"]
+    out = ["# SIL benchmark", "",
+           "Generated by `python -m benchmarks.sil <section>`; every run is its own process "
+           "(peak RSS per run), solved from the file through the same `solve` the service "
+           "uses, and the solution independently checked. `sil` = random insertion + neural "
+           "parallel local reconstruction only; `sil_ls` = the same with classical 2-opt + "
+           "Or-opt on the start and the result; `start` = the random-insertion tour alone "
+           "(`sil`'s starting point). Reference for uniform TSP: 0.7128·√n + 0.58 (unit "
+           "square; a fit to the LKH-3 averages in the SIL paper, within 0.1% at 1K–100K); "
+           "TSPLIB: proven optima.", ""]
+    for key, meta in sorted(data.get("meta", {}).items()):
+        out.append(f"- `{key}`: {meta}")
+    out.append("")
+    sets: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        sets.setdefault(r["set"], []).append(r)
+    for name, rs in sets.items():
+        out += [f"## {name}", "", "| solver | time limit (s) | instances | feasible | mean gap "
+                "| mean start gap | mean wall (s) | max peak RSS (MB) | cost / OR-Tools |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+        for r in rs:
+            groups.setdefault((r["solver"], r["time_limit"]), []).append(r)
+        ortools = {(r["file"], r["time_limit"]): r.get("cost") for r in rs
+                   if r["solver"] == "ortools" and "cost" in r}
+        for (solver, limit), g in sorted(groups.items()):
+            ok = [r for r in g if r.get("feasible")]
+            gaps = [x for x in (_gap(r["cost"], r.get("reference")) for r in ok) if x is not None]
+            starts = [x for x in (_gap(r["stats"].get("start_length"), r.get("reference"))
+                                  for r in ok) if x is not None]
+            ratios = [r["cost"] / ortools[(r["file"], limit)] for r in ok
+                      if ortools.get((r["file"], limit))]
+            out.append("| " + " | ".join([
+                solver, f"{limit:g}", str(len(g)), str(len(ok)),
+                _fmt(float(np.mean(gaps)) if gaps else None, 2, "%"),
+                _fmt(float(np.mean(starts)) if starts and solver != "ortools" else None, 2,
+                     "%"),
+                _fmt(float(np.mean([r["wall_s"] for r in ok])) if ok else None, 1),
+                str(max((r.get("peak_rss_mb", 0) for r in ok), default="–")),
+                _fmt(float(np.mean(ratios)) if ratios else None, 4)]) + " |")
+            for r in g:
+                if "error" in r:
+                    out.append(f"|  ↳ {r['file']} failed: {r['error']} | | | | | | | | |")
+        if len(rs) <= 12:
+            out += ["", "| file | solver | cost | gap | rounds | wall (s) | peak RSS (MB) |",
+                    "|---|---|---|---|---|---|---|"]
+            for r in rs:
+                if "cost" in r:
+                    out.append(f"| {r['file']} | {r['solver']} | {r['cost']:.0f} | "
+                               f"{_fmt(_gap(r['cost'], r.get('reference')), 2, '%')} | "
+                               f"{r['stats'].get('rounds', '–')} | {r['wall_s']} | "
+                               f"{r.get('peak_rss_mb', '–')} |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def curve_svg(runs: list[dict[str, Any]], title: str) -> str:
+    """A small line chart of cost over time, one line per solver."""
+    w, h, pad = 640, 360, 60
+    pts = [(t, c) for r in runs for t, c in r.get("curve", [])]
+    if not pts:
+        return ""
+    t_max = max(t for t, _ in pts) or 1.0
+    c_lo, c_hi = min(c for _, c in pts), max(c for _, c in pts)
+    span = (c_hi - c_lo) or 1.0
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+
+    def xy(t: float, c: float) -> str:
+        return (f"{pad + (w - 2 * pad) * t / t_max:.1f},"
+                f"{h - pad - (h - 2 * pad) * (c - c_lo) / span:.1f}")
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<rect width="{w}" height="{h}" fill="white"/>',
+             f'<text x="{w / 2}" y="20" text-anchor="middle">{title}</text>',
+             f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
+             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>',
+             f'<text x="{w / 2}" y="{h - 20}" text-anchor="middle">seconds '
+             f'(0–{t_max:.0f})</text>',
+             f'<text x="{pad - 5}" y="{pad}" text-anchor="end">{c_hi:.4g}</text>',
+             f'<text x="{pad - 5}" y="{h - pad}" text-anchor="end">{c_lo:.4g}</text>']
+    for i, r in enumerate(runs):
+        curve = r.get("curve", [])
+        if not curve:
+            continue
+        colour = colours[i % len(colours)]
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
+                     + " ".join(xy(t, c) for t, c in curve) + '"/>')
+        parts.append(f'<text x="{w - pad - 150}" y="{pad + 16 * i}" fill="{colour}">'
+                     f'{r["solver"]} ({r["time_limit"]:g} s)</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "child":
+        print(json.dumps(run_child(argv[1], argv[2], float(argv[3]), int(argv[4]))))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("section", choices=["tsp1k", "tsp10k", "tsplib", "large", "cvrp",
+                                            "render"])
+    parser.add_argument("--count", type=int, default=32)
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--solvers", default="sil,sil_ls,ortools")
+    args = parser.parse_args(argv)
+    data = load_results()
+    if args.section == "render":
+        save_results(data)
+        return 0
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    data.setdefault("meta", {})[f"{args.section} @ {args.time_limit:g}s"] = (
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seed {SEED}, solvers {solvers}, "
+        f"COSOLVE_TORCH_THREADS={os.environ.get('COSOLVE_TORCH_THREADS', '1')}, machine "
+        f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
+    for set_name, path, ref in section_runs(args):
+        for solver in solvers:
+            r = run(path, solver, args.time_limit)
+            r["set"], r["reference"] = set_name, ref
+            data["runs"] = [x for x in data["runs"] if not (
+                x.get("file") == r.get("file") and x["solver"] == solver
+                and x["time_limit"] == args.time_limit)] + [r]
+            print(json.dumps({k: v for k, v in r.items() if k not in ("curve", "stats")}),
+                  flush=True)
+            save_results(data)
+        if args.section == "large":
+            these = [x for x in data["runs"] if x.get("file") == path.name]
+            (RESULTS / f"sil_100k_{path.suffix[1:].replace('vrp', 'cvrp')}.svg").write_text(
+                curve_svg(these, f"{path.stem}: cost over time (2 CPU cores)"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""SIL: the model, segment reconstruction, the fast constructions and the shipped weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from models.sil import SILConfig, SILModel
+from solvers.base import Budget, get_solver
+from solvers.routing.check import check_solution
+from solvers.routing.construct import random_insertion_routes, random_insertion_tour
+from solvers.routing.localsearch import two_opt
+from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.sil import (
+    expected_length_uniform,
+    prc_round,
+    rebuild_tsp_segments,
+    tour_length,
+)
+from solvers.routing.sil_cvrp import _giant_tour, _split
+
+torch.set_num_threads(1)
+
+
+def _tiny_model(problem: str = "tsp") -> SILModel:
+    torch.manual_seed(0)
+    return SILModel(SILConfig(problem=problem, dim=32, layers=2, heads=4, hidden=64, reps=4))
+
+
+def _uniform(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).random((n, 2))
+
+
+def test_one_step_is_linear_in_candidates_and_masks_padding() -> None:
+    model = _tiny_model()
+    first, last = torch.randn(3, 32), torch.randn(3, 32)
+    cand = torch.randn(3, 7, 32)
+    pad = torch.zeros(3, 7, dtype=torch.bool)
+    pad[1, 5:] = True
+    logits = model(first, last, cand, pad=pad)
+    assert logits.shape == (3, 7)
+    assert torch.isinf(logits[1, 5:]).all() and torch.isfinite(logits[0]).all()
+    # Padded slots do not change the other candidates' scores.
+    alone = model(first[1:2], last[1:2], cand[1:2, :5])
+    assert torch.allclose(alone, logits[1:2, :5], atol=1e-5)
+
+
+def test_cvrp_head_scores_direct_and_via_depot() -> None:
+    model = _tiny_model("cvrp")
+    out = model(torch.randn(2, 32), torch.randn(2, 32), torch.randn(2, 5, 32),
+                capacity=torch.tensor([0.5, 1.0]))
+    assert out.shape == (2, 5, 2)
+    with pytest.raises(ValueError):
+        model(torch.randn(2, 32), torch.randn(2, 32), torch.randn(2, 5, 32))
+
+
+def test_rebuilt_segments_keep_their_ends_and_nodes() -> None:
+    model = _tiny_model().eval()
+    coords = torch.rand(300, 2)
+    segs = torch.randperm(300)[:240].view(8, 30)
+    with torch.inference_mode():
+        new = rebuild_tsp_segments(model, coords, segs)
+    assert torch.equal(new[:, 0], segs[:, 0]) and torch.equal(new[:, -1], segs[:, -1])
+    assert torch.equal(new.sort(dim=1).values, segs.sort(dim=1).values)
+
+
+def test_reconstruction_never_breaks_a_tour_or_makes_it_longer() -> None:
+    model = _tiny_model().eval()
+    xy = _uniform(500, 1)
+    coords = torch.as_tensor(xy, dtype=torch.float32)
+    tour = random_insertion_tour(xy, 0)
+    length = tour_length(xy, tour)
+    rng = np.random.default_rng(0)
+    with torch.inference_mode():
+        for _ in range(6):
+            tour, _ = prc_round(model, xy, coords, tour, int(rng.integers(4, 60)), rng)
+            assert sorted(tour.tolist()) == list(range(500))
+            new = tour_length(xy, tour)
+            assert new <= length + 1e-9
+            length = new
+
+
+def test_random_insertion_is_a_tour_and_beats_nearest_neighbour_quality() -> None:
+    xy = _uniform(2000, 2)
+    tour = random_insertion_tour(xy, 0, start=5)
+    assert tour[0] == 5 and sorted(tour.tolist()) == list(range(2000))
+    gap = tour_length(xy, tour) / expected_length_uniform(2000) - 1
+    assert 0.05 < gap < 0.20  # random insertion sits ~13% above optimal on uniform points
+
+
+def test_two_opt_or_opt_improves_and_keeps_a_permutation() -> None:
+    xy = _uniform(3000, 3)
+    tour = random_insertion_tour(xy, 0)
+    better, moves = two_opt(xy, tour)
+    assert moves > 0 and sorted(better.tolist()) == list(range(3000))
+    assert tour_length(xy, better) < 0.97 * tour_length(xy, tour)
+
+
+def _cvrp(n: int, seed: int, capacity: int = 50) -> CVRPInstance:
+    rng = np.random.default_rng(seed)
+    demands = rng.integers(1, 10, n)
+    demands[0] = 0
+    return CVRPInstance(coords=rng.random((n, 2)), demands=demands, capacity=capacity)
+
+
+def test_split_routes_respect_capacity_and_visit_everyone_once() -> None:
+    inst = _cvrp(400, 4)
+    routes = random_insertion_routes(inst, seed=0)
+    assert check_solution(inst, routes) == []
+    # Re-splitting the angle-sorted giant tour of these routes can never cost more.
+    xy = inst.coords
+    again = _split(inst, _giant_tour(xy, inst.depot, routes))
+    assert check_solution(inst, again) == []
+    assert inst.cost(again) <= inst.cost(routes) + 1e-6
+
+
+def test_shipped_weights_beat_random_insertion_on_tsp1k() -> None:
+    xy = _uniform(1000, 20261201)
+    inst = TSPInstance(coords=xy)
+    start = tour_length(xy, random_insertion_tour(xy, 0))
+    sol = get_solver("sil", "tsp", 1000, 6.0).solve(inst, Budget(time_limit=6.0, seed=0))
+    assert sol.feasible and sol.solver == "sil"
+    assert sol.stats["rounds"] > 0
+    assert sol.cost < 0.97 * start, (sol.cost, start)
+
+
+@pytest.mark.parametrize("name", ["sil", "sil_ls"])
+def test_20k_nodes_solve_within_a_short_budget(name: str) -> None:
+    inst = TSPInstance(coords=_uniform(20_000, 5))
+    sol = get_solver(name, "tsp", inst.n, 8.0).solve(inst, Budget(time_limit=8.0, seed=1))
+    assert sol.feasible and len(sol.routes[0]) == 20_000
+    assert sol.wall_time < 8.0 * 1.15
+    assert sol.cost <= sol.stats["start_length"] + 1e-6
+
+
+def test_cvrp_reconstruction_is_feasible_and_no_worse_than_its_start() -> None:
+    inst = _cvrp(1000, 6, capacity=100)
+    sol = get_solver("sil", "cvrp", inst.n, 4.0).solve(inst, Budget(time_limit=4.0, seed=0))
+    assert sol.feasible, sol.violations
+    assert sol.cost <= sol.stats["start_length"] + 1e-6

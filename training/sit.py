@@ -1,0 +1,360 @@
+"""Self-Improved Training (SIT) for SIL: the model improves its own labels, then learns them.
+
+A fixed set of uniform instances carries its current best tours as pseudo-labels. Each SIT
+iteration (a) runs PRC rounds with the current model over every instance and keeps a tour
+only where it got shorter, then (b) trains on random sub-paths of the labels by teacher
+forcing. Training samples are single decoding steps: a sub-path of ω nodes (rescaled to the
+unit box, as at inference), a random step t, the destination (last node), the current node
+(the t-th) and the nodes still to place; the target is the label's next node. A step's
+cost is linear in its candidates, so a batch mixes many sub-paths.
+
+Start labels are random-insertion tours (as in the paper); ``--init ri+ls`` polishes them
+with classical 2-opt + Or-opt first, a cheap bootstrap for CPU-only runs. Resumable: the
+latest state (model, optimizer, dataset, labels) lives in var/checkpoints/; the best
+checkpoint by validation is written to weights/sil_<problem>.pt with its MANIFEST.json entry
+and learning curve (weights/curves/sil_<problem>.csv).
+
+    python -m training.sit tsp --minutes 30 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from models.sil import SILConfig, SILModel
+from solvers.routing.construct import random_insertion_tour
+from solvers.routing.localsearch import two_opt
+from solvers.routing.sil import (
+    expected_length_uniform,
+    normalize_segments,
+    rebuild_tsp_segments,
+    save_model,
+    tour_length,
+    weights_path,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+WEIGHTS = REPO / "weights"
+MANIFEST = WEIGHTS / "MANIFEST.json"
+VAL_N = 1000
+VAL_COUNT = 8
+VAL_SEED = 20261130
+VAL_ROUNDS = 20
+VAL_MAX_SEGMENT = 100
+
+
+@dataclass
+class SITState:
+    steps: int = 0
+    sit_iterations: int = 0
+    cpu_minutes: float = 0.0
+    gpu_minutes: float = 0.0
+    best_gap: float | None = None
+    label_gap: float | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+# -- data -----------------------------------------------------------------------------------
+
+def make_dataset(count: int, n: int, seed: int, init: str) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform instances (count, n, 2) and their starting labels (count, n)."""
+    rng = np.random.default_rng(seed)
+    coords = rng.random((count, n, 2))
+    labels = np.empty((count, n), dtype=np.int64)
+    for i in range(count):
+        tour = random_insertion_tour(coords[i], seed + i)
+        if init == "ri+ls":
+            tour, _ = two_opt(coords[i], tour)
+        labels[i] = tour
+    return coords, labels
+
+
+def label_gap(coords: np.ndarray, labels: np.ndarray) -> float:
+    """Mean gap of the labels to the uniform-instance reference length, in percent."""
+    ref = expected_length_uniform(coords.shape[1])
+    gaps = [tour_length(c, t) / ref - 1 for c, t in zip(coords, labels, strict=True)]
+    return float(np.mean(gaps) * 100)
+
+
+def sample_batch(coords: np.ndarray, labels: np.ndarray, max_segment: int, tokens: int,
+                 rng: np.random.Generator) -> tuple[torch.Tensor, ...]:
+    """One teacher-forcing batch where every sample has the same number of candidates m.
+
+    Returns features (B, w, 2) of whole sub-paths (normalized over the sub-path, as PRC
+    does), the index of the current node, the candidate positions (B, m) in random order,
+    and the target column."""
+    count, n = labels.shape
+    top = min(max_segment, n)
+    m = int(rng.integers(2, top - 1))
+    w = int(rng.integers(m + 2, top + 1))
+    b = int(np.clip(tokens // m, 16, 1024))
+    inst = rng.integers(count, size=b)
+    start = rng.integers(n, size=b)
+    direction = np.where(rng.random(b) < 0.5, 1, -1)
+    pos = (start[:, None] + direction[:, None] * np.arange(w)[None, :]) % n
+    nodes = labels[inst[:, None], pos]
+    pts = torch.as_tensor(coords[inst[:, None], nodes], dtype=torch.float32)
+    feats = normalize_segments(pts)
+    t = w - 2 - m  # the current node's place in the sub-path
+    cand = t + 1 + np.argsort(rng.random((b, m)), axis=1)
+    target = np.argmin(cand, axis=1)  # the node right after the current one (position t+1)
+    return (feats, torch.full((b,), t, dtype=torch.long), torch.as_tensor(cand),
+            torch.as_tensor(target))
+
+
+def step_loss(model: SILModel, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, float]:
+    feats, cur_pos, cand_pos, target = batch
+    h = model.embed_nodes(feats)
+    rows = torch.arange(h.shape[0])
+    cand = h.gather(1, cand_pos.unsqueeze(-1).expand(-1, -1, h.shape[-1]))
+    logits = model(h[:, -1], h[rows, cur_pos], cand)
+    loss = F.cross_entropy(logits, target)
+    acc = float((logits.argmax(1) == target).float().mean())
+    return loss, acc
+
+
+# -- PRC over many instances at once ---------------------------------------------------------
+
+@torch.inference_mode()
+def improve_tours(model: SILModel, coords: np.ndarray, tours: np.ndarray, rounds: int,
+                  max_segment: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """PRC rounds over a batch of equally sized instances; keeps only shorter segments."""
+    count, n = tours.shape
+    flat = torch.as_tensor(coords.reshape(-1, 2), dtype=torch.float32)
+    xy = coords.reshape(-1, 2)
+    offset = (np.arange(count) * n)[:, None]
+    tours = tours.copy()
+    improved = 0
+    for _ in range(rounds):
+        w = int(rng.integers(4, min(max_segment, n) + 1))
+        shift = int(rng.integers(n))
+        if rng.random() < 0.5:
+            tours = tours[:, ::-1]
+        tours = np.roll(tours, -shift, axis=1)
+        m = n // w
+        segs = (tours[:, : m * w] + offset).reshape(-1, w)
+        chunk = max(1, (1 << 16) // w)
+        for s in range(0, segs.shape[0], chunk):
+            part = segs[s:s + chunk]
+            new = rebuild_tsp_segments(model, flat, torch.from_numpy(part)).numpy()
+            old_len = np.sqrt(((xy[part[:, 1:]] - xy[part[:, :-1]]) ** 2).sum(-1)).sum(-1)
+            new_len = np.sqrt(((xy[new[:, 1:]] - xy[new[:, :-1]]) ** 2).sum(-1)).sum(-1)
+            better = new_len < old_len - 1e-9
+            part[better] = new[better]
+            improved += int(better.sum())
+        tours = np.ascontiguousarray(tours)
+        tours[:, : m * w] = (segs.reshape(count, m * w) - offset)
+    return tours, improved
+
+
+def validation_set() -> tuple[np.ndarray, np.ndarray]:
+    """Fixed TSP1K instances and their random-insertion starts (seeded, rebuilt on demand)."""
+    rng = np.random.default_rng(VAL_SEED)
+    coords = rng.random((VAL_COUNT, VAL_N, 2))
+    starts = np.stack([random_insertion_tour(c, VAL_SEED + i) for i, c in enumerate(coords)])
+    return coords, starts
+
+
+def validate(model: SILModel, val: tuple[np.ndarray, np.ndarray]) -> float:
+    """Mean gap (%) after VAL_ROUNDS PRC rounds from random insertion, against the uniform
+    reference length (LKH-3 averages, see expected_length_uniform)."""
+    model.eval()
+    coords, starts = val
+    tours, _ = improve_tours(model, coords, starts, VAL_ROUNDS, VAL_MAX_SEGMENT,
+                             np.random.default_rng(0))
+    model.train()
+    return label_gap(coords, tours)
+
+
+# -- checkpoints and the manifest -------------------------------------------------------------
+
+def _latest_path(problem: str) -> Path:
+    return REPO / "var" / "checkpoints" / f"sil_{problem}.last.pt"
+
+
+def _save_latest(path: Path, model: SILModel, opt: torch.optim.Optimizer, state: SITState,
+                 coords: np.ndarray, labels: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({"config": model.config.to_dict(), "state_dict": model.state_dict(),
+                "optimizer": opt.state_dict(), "state": vars(state),
+                "coords": coords, "labels": labels}, tmp)
+    tmp.replace(path)
+
+
+def update_manifest(problem: str, model: SILModel, state: SITState, args: argparse.Namespace,
+                    ) -> None:
+    path = weights_path(problem)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
+    entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != path.name]
+    entries.append({
+        "file": path.name,
+        "sha256": sha,
+        "solver": "sil",
+        "problem": problem,
+        "architecture": {"model": "SIL", **model.config.to_dict()},
+        "training_steps": state.steps,
+        "sit_iterations": state.sit_iterations,
+        "training_data": (f"{args.count} uniform TSP{args.n} instances, labels from "
+                          f"{args.init}, improved by the model's own PRC"),
+        "cpu_minutes": round(state.cpu_minutes, 1),
+        "gpu_minutes": round(state.gpu_minutes, 1),
+        "validation": {
+            "set": f"{VAL_COUNT} uniform TSP{VAL_N} instances, seed {VAL_SEED}",
+            "decoding": (f"{VAL_ROUNDS} PRC rounds from random insertion, segments up to "
+                         f"{VAL_MAX_SEGMENT}, no local search"),
+            "gap_percent": round(state.best_gap or math.nan, 3),
+            "reference": "0.7128·√n + 0.58 (fit to the SIL paper's LKH-3 averages)",
+        },
+    })
+    manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
+    manifest.setdefault("schema", 1)
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+# -- the loop --------------------------------------------------------------------------------
+
+def train(args: argparse.Namespace) -> SITState:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed + int(time.time()) % 100000)
+    device_gpu = args.device.startswith("cuda")
+    latest = _latest_path(args.problem)
+    if latest.exists() and not args.fresh:
+        blob = torch.load(latest, map_location=args.device, weights_only=False)
+        model = SILModel(SILConfig(**blob["config"])).to(args.device)
+        model.load_state_dict(blob["state_dict"])
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        opt.load_state_dict(blob["optimizer"])
+        state = SITState(**blob["state"])
+        coords, labels = blob["coords"], blob["labels"]
+        print(f"resuming {latest}: {state.steps} steps, {state.sit_iterations} SIT "
+              f"iterations, {state.cpu_minutes:.1f} CPU min, best gap {state.best_gap}")
+    else:
+        config = SILConfig(problem=args.problem, dim=args.dim, layers=args.layers,
+                           heads=args.heads, hidden=4 * args.dim, reps=args.reps)
+        model = SILModel(config).to(args.device)
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        state = SITState()
+        coords, labels = make_dataset(args.count, args.n, args.seed, args.init)
+        state.label_gap = label_gap(coords, labels)
+        print(f"new run: {sum(p.numel() for p in model.parameters())} parameters, labels "
+              f"{args.init} gap {state.label_gap:.2f}%")
+    for group in opt.param_groups:
+        group["lr"] = args.lr
+    val = validation_set()
+    curve = WEIGHTS / "curves" / f"sil_{args.problem}.csv"
+    curve.parent.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+    minutes_before = state.cpu_minutes + state.gpu_minutes
+    last_eval = last_label = t_start
+    losses: list[float] = []
+    accs: list[float] = []
+
+    def account() -> float:
+        total = minutes_before + (time.time() - t_start) / 60
+        extra = total - (state.cpu_minutes + state.gpu_minutes)
+        if device_gpu:
+            state.gpu_minutes += extra
+        else:
+            state.cpu_minutes += extra
+        return total
+
+    def evaluate() -> None:
+        nonlocal last_eval
+        gap = validate(model, val)
+        total = account()
+        loss = float(np.mean(losses[-200:])) if losses else math.nan
+        acc = float(np.mean(accs[-200:])) if accs else math.nan
+        with curve.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            if fh.tell() == 0:
+                writer.writerow(["total_minutes", "steps", "sit_iterations", "device",
+                                 "val_gap_percent", "label_gap_percent", "train_loss",
+                                 "train_accuracy"])
+            writer.writerow([f"{total:.2f}", state.steps, state.sit_iterations, args.device,
+                             f"{gap:.3f}", f"{state.label_gap:.3f}", f"{loss:.4f}",
+                             f"{acc:.3f}"])
+        improved = state.best_gap is None or gap < state.best_gap
+        if improved:
+            state.best_gap = gap
+            save_model(weights_path(args.problem), model,
+                       {"steps": state.steps, "val_gap_percent": gap})
+            update_manifest(args.problem, model, state, args)
+        _save_latest(latest, model, opt, state, coords, labels)
+        print(f"[{total:6.1f} min] steps {state.steps} SIT {state.sit_iterations} "
+              f"val {gap:.3f}% (best {state.best_gap:.3f}%) labels {state.label_gap:.2f}% "
+              f"loss {loss:.3f} acc {acc:.3f}", flush=True)
+        last_eval = time.time()
+
+    model.train()
+    while (time.time() - t_start) / 60 < args.minutes:
+        if state.steps > 0 and time.time() - last_label >= args.label_minutes * 60:
+            model.eval()
+            labels, better = improve_tours(model, coords, labels, args.label_rounds,
+                                           args.max_segment, rng)
+            model.train()
+            state.sit_iterations += 1
+            state.label_gap = label_gap(coords, labels)
+            print(f"SIT iteration {state.sit_iterations}: {better} segments improved, labels "
+                  f"now {state.label_gap:.2f}%", flush=True)
+            last_label = time.time()
+        batch = sample_batch(coords, labels, args.max_segment, args.tokens, rng)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device_gpu):
+            loss, acc = step_loss(model, tuple(t.to(args.device) for t in batch))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        accs.append(acc)
+        state.steps += 1
+        if time.time() - last_eval >= args.eval_minutes * 60:
+            evaluate()
+    evaluate()
+    return state
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("problem", choices=["tsp"])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--count", type=int, default=256, help="training instances")
+    parser.add_argument("--n", type=int, default=500, help="nodes per training instance")
+    parser.add_argument("--init", choices=["ri", "ri+ls"], default="ri+ls")
+    parser.add_argument("--max-segment", type=int, default=100)
+    parser.add_argument("--tokens", type=int, default=8192, help="candidate tokens per batch")
+    parser.add_argument("--label-minutes", type=float, default=10.0,
+                        help="minutes of training between label improvements")
+    parser.add_argument("--label-rounds", type=int, default=10)
+    parser.add_argument("--eval-minutes", type=float, default=5.0)
+    parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--reps", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fresh", action="store_true")
+    args = parser.parse_args(argv)
+    train(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
