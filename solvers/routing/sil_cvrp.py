@@ -50,7 +50,7 @@ def _split(instance: CVRPInstance, tour: np.ndarray) -> list[list[int]]:
 
 def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,
                progress: ProgressCallback) -> tuple[list[list[int]], dict[str, Any]]:
-    from solvers.routing.sil import prc_round
+    from solvers.routing.sil import per_token_prior, prc_round
 
     assert instance.coords is not None
     model = solver.model("tsp")
@@ -76,19 +76,18 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
     n = xy.shape[0]
     top = min(solver.max_segment, n)
     rounds = accepted = 0
-    per_token: float | None = None
+    per_token = per_token_prior(model)
     history: list[tuple[float, float]] = []
     with torch.inference_mode():
         while top >= 4 and not clock.expired():
             w = int(rng.integers(4, top + 1))
-            if per_token is not None:
-                fit = 2 * clock.remaining / (per_token * n)
-                if fit < 4:
-                    break
-                w = min(w, int(fit))
+            fit = 2 * clock.remaining / (per_token * n)
+            if fit < 4:
+                break
+            w = min(w, int(fit))
             t0 = time.perf_counter()
             giant = _giant_tour(xy, depot, routes)
-            new_tour, _ = prc_round(model, xy, coords, giant, w, rng)
+            new_tour, _ = prc_round(model, xy, coords, giant, w, rng, t0 + clock.remaining)
             if solver.polish:
                 new_tour, _ = two_opt(xy, new_tour)
             candidate = _split(instance, new_tour)
@@ -98,9 +97,9 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 accepted += 1
             spent = time.perf_counter() - t0
             rate = spent / max((n // w) * w * (w - 2) / 2, 1.0)
-            per_token = rate if per_token is None else 0.7 * per_token + 0.3 * rate
+            per_token = rate if rounds == 0 else 0.7 * per_token + 0.3 * rate
             rounds += 1
-            if rounds % 5 == 0 or clock.remaining < 2 * spent:
+            if rounds % 5 == 0 or spent > 1.0 or clock.remaining < 2 * spent:
                 history.append((round(clock.elapsed, 3), cost))
                 progress(ProgressEvent(solver.name, clock.elapsed, rounds,
                                        instance.cost(routes), f"round {rounds}, segment {w}"))
