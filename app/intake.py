@@ -26,11 +26,13 @@ from app.errors import (
     invalid_request,
     validation_problem,
 )
-from app.schemas.jobs import CVRPJobRequest, JobUpload, TSPJobRequest
+from app.schemas.jobs import CVRPJobRequest, CVRPTWJobRequest, JobUpload, TSPJobRequest
 from app.schemas.routing import (
     CompareOptions,
     CVRPCompareRequest,
     CVRPSolveRequest,
+    CVRPTWCompareRequest,
+    CVRPTWSolveRequest,
     SolveOptions,
     TSPCompareRequest,
     TSPSolveRequest,
@@ -41,7 +43,15 @@ from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.io import instance_from_dict, parse_instance_bytes
 from solvers.routing.problem import Instance
 
-PROBLEMS: tuple[str, ...] = ("tsp", "cvrp")
+PROBLEMS: tuple[str, ...] = ("tsp", "cvrp", "cvrptw")
+#: The JSON request model of each problem, per kind of request.
+_SOLVE_REQUESTS: dict[str, type[TSPSolveRequest | CVRPSolveRequest | CVRPTWSolveRequest]] = {
+    "tsp": TSPSolveRequest, "cvrp": CVRPSolveRequest, "cvrptw": CVRPTWSolveRequest}
+_COMPARE_REQUESTS: dict[
+    str, type[TSPCompareRequest | CVRPCompareRequest | CVRPTWCompareRequest]] = {
+    "tsp": TSPCompareRequest, "cvrp": CVRPCompareRequest, "cvrptw": CVRPTWCompareRequest}
+_JOB_REQUESTS: dict[str, type[TSPJobRequest | CVRPJobRequest | CVRPTWJobRequest]] = {
+    "tsp": TSPJobRequest, "cvrp": CVRPJobRequest, "cvrptw": CVRPTWJobRequest}
 #: Form fields an upload may carry besides the file; a generous cap on a hostile form.
 _MAX_FORM_FIELDS = 16
 
@@ -83,7 +93,8 @@ class CompareTask:
 
 # -- reading the request -----------------------------------------------------------------
 #: What routing endpoints accept, for the 415 and missing-file messages.
-INSTANCE_BODY = ("an instance object", "the instance (.tsp, .vrp or .json, optionally .gz)")
+INSTANCE_BODY = ("an instance object",
+                 "the instance (.tsp, .vrp, .vrptw or .json, optionally .gz)")
 
 
 def body_format(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> BodyFormat:
@@ -135,8 +146,7 @@ async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY
 # -- building tasks ----------------------------------------------------------------------
 def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveTask:
     """A solve request posted as JSON."""
-    model = TSPSolveRequest if problem == "tsp" else CVRPSolveRequest
-    request = validate_json(model, raw)
+    request = validate_json(_SOLVE_REQUESTS[problem], raw)
     time_limit = request_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")
     instance = instance_from_json(request.instance, problem)
@@ -156,8 +166,7 @@ def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> 
 
 def compare_task_from_json(raw: bytes, problem: str, settings: Settings) -> CompareTask:
     """A compare request posted as JSON."""
-    model = TSPCompareRequest if problem == "tsp" else CVRPCompareRequest
-    request = validate_json(model, raw)
+    request = validate_json(_COMPARE_REQUESTS[problem], raw)
     return _compare_task(request, problem, settings,
                          lambda: instance_from_json(request.instance, problem), "instance")
 
@@ -347,9 +356,8 @@ def job_from_json(raw: bytes, settings: Settings) -> JobInput:
         raise invalid_request(f"the body is not valid JSON: {exc}", field="body") from None
     problem = peek.get("problem") if isinstance(peek, dict) else None
     if problem not in PROBLEMS:
-        raise invalid_request("'problem' must be 'tsp' or 'cvrp'", field="problem")
-    model = TSPJobRequest if problem == "tsp" else CVRPJobRequest
-    request = validate_fields(model, peek)
+        raise invalid_request("'problem' must be 'tsp', 'cvrp' or 'cvrptw'", field="problem")
+    request = validate_fields(_JOB_REQUESTS[problem], peek)
     time_limit = _job_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")
     instance = instance_from_json(request.instance, problem)

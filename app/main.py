@@ -29,13 +29,13 @@ logger = logging.getLogger("cosolve.api")
 
 DESCRIPTION = """\
 Combinatorial-optimization solvers behind one API: classical and neural solvers for the
-travelling-salesman problem (TSP) and the capacitated vehicle-routing problem (CVRP), and
-exact and entropic (OFT-Sinkhorn) solvers for min-cost flow.
+travelling-salesman problem (TSP) and the capacitated vehicle-routing problem (CVRP), also
+with time windows (CVRPTW), and exact and entropic (OFT-Sinkhorn) solvers for min-cost flow.
 
 * `GET /v1/solvers` lists the solvers, what they solve and whether they can run here.
-* `POST /v1/routing/{tsp|cvrp}/solve` solves a small instance in the request; post it as JSON
-  or upload a TSPLIB/CVRPLIB/JSON file (optionally gzipped).
-* `POST /v1/routing/{tsp|cvrp}/compare` runs several solvers on one instance.
+* `POST /v1/routing/{tsp|cvrp|cvrptw}/solve` solves a small instance in the request; post it as
+  JSON or upload a TSPLIB/CVRPLIB/Solomon (LKH-3 or VRPLIB)/JSON file (optionally gzipped).
+* `POST /v1/routing/{tsp|cvrp|cvrptw}/compare` runs several solvers on one instance.
 * `POST /v1/flow/min-cost` solves a min-cost-flow network (JSON or a DIMACS/JSON upload) to an
   exactly checked integer flow with a dual certificate; `POST /v1/flow/min-cost/compare` runs
   OR-Tools, networkx and OFT-Sinkhorn on the same network.
@@ -125,7 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_tags=[
             {"name": "health", "description": "Liveness and readiness probes."},
             {"name": "solvers", "description": "The solver catalogue."},
-            {"name": "routing", "description": "TSP and CVRP: solve and compare."},
+            {"name": "routing", "description": "TSP, CVRP and CVRPTW: solve and compare."},
             {"name": "flow", "description": "Min-cost flow: solve and compare (OR-Tools, "
              "networkx, OFT-Sinkhorn)."},
             {"name": "scheduling", "description": "Dynamic workflow scheduling: simulate "

@@ -51,7 +51,7 @@ REJECTED = "rejected"
 ALREADY_SOLVED = "already_solved"
 INTERRUPTED = "interrupted"
 
-INSTANCE_SUFFIXES = (".tsp", ".vrp", ".json")
+INSTANCE_SUFFIXES = (".tsp", ".vrp", ".vrptw", ".json")
 STORE_FOLDER = ".cosolve"
 SUMMARY_FILE = "summary.md"
 #: How often the command reads the store while jobs run, in seconds.
@@ -106,7 +106,8 @@ def output_stem(filename: str) -> str:
 
 
 def is_instance_name(filename: str) -> bool:
-    """A name the batch picks up: .tsp, .vrp or .json, optionally gzipped; no hidden files."""
+    """A name the batch picks up: .tsp, .vrp, .vrptw or .json, optionally gzipped; no hidden
+    files."""
     if filename.startswith("."):
         return False
     base = filename[:-3] if filename.lower().endswith(".gz") else filename
@@ -210,7 +211,7 @@ def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
     except OSError as exc:
         fail(f"DIR: cannot read {folder}: {exc.strerror or exc}")
     if not files:
-        fail(f"DIR: no instance files (.tsp, .vrp, .json, optionally .gz) in {folder}"
+        fail(f"DIR: no instance files (.tsp, .vrp, .vrptw, .json, optionally .gz) in {folder}"
               + (f" ({_other_files(ignored)} ignored)" if ignored else ""))
     if out.exists() and not out.is_dir():
         fail(f"--out: {out} exists and is not a folder")
@@ -530,7 +531,8 @@ def _failure_line(rows: list[BatchRow]) -> str:
 # -- the command -------------------------------------------------------------------------
 def batch(
     folder: Annotated[Path, typer.Argument(
-        metavar="DIR", help="Folder of instance files (.tsp, .vrp, .json, optionally .gz); "
+        metavar="DIR", help="Folder of instance files (.tsp, .vrp, .vrptw, .json, optionally "
+        ".gz); "
                             "other files are ignored.")],
     solver: Annotated[str, typer.Option(help="Solver name (see `cosolve solvers`).")],
     out: Annotated[Path, typer.Option(

@@ -28,6 +28,7 @@ CONVENTION_WORDS = {
     "exact": "float Euclidean",
     "EUC_2D": "Euclidean rounded to the nearest integer (TSPLIB nint)",
     "CEIL_2D": "Euclidean rounded up",
+    "FLOOR_2D": "Euclidean rounded down (LKH-3; Solomon files on coordinates × SCALE)",
     "ATT": "TSPLIB pseudo-Euclidean (ATT)",
     "EXPLICIT": "explicit distance matrix",
 }
@@ -172,7 +173,7 @@ def solution_summary(
         grid.add_row("feasible", "[green]yes[/]")
     else:
         grid.add_row("feasible", "[red]no[/]: " + "; ".join(solution.violations))
-    if solution.problem == "cvrp":
+    if solution.problem in ("cvrp", "cvrptw"):
         grid.add_row("routes", str(sum(1 for r in solution.routes if r)))
     grid.add_row("time", f"{solution.wall_time:.2f} s (limit {time_limit:g} s)")
     if reference is not None:

@@ -44,12 +44,12 @@ from solvers.routing.solve import solve as solve_instance
 
 SOLUTION_EXTENSIONS = (".tour", ".sol", ".json")
 INSTANCE_ARGUMENT = typer.Argument(
-    metavar="FILE", help="Instance: .tsp, .vrp or .json, optionally gzipped (.gz)."
+    metavar="FILE", help="Instance: .tsp, .vrp, .vrptw or .json, optionally gzipped (.gz)."
 )
 
 app = typer.Typer(
     name="cosolve",
-    help="Solve routing instances (TSP, CVRP) with the registered solvers.",
+    help="Solve routing instances (TSP, CVRP, CVRPTW) with the registered solvers.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -158,14 +158,14 @@ def main(
                      help="Print the version and exit."),
     ] = False,
 ) -> None:
-    """Solve routing instances (TSP, CVRP) with the registered solvers."""
+    """Solve routing instances (TSP, CVRP, CVRPTW) with the registered solvers."""
 
 
 # -- commands ----------------------------------------------------------------------------
 @app.command("solvers")
 def list_solvers(
     problem: Annotated[
-        str | None, typer.Option(help="Only solvers for this problem (tsp, cvrp).")
+        str | None, typer.Option(help="Only solvers for this problem (tsp, cvrp, cvrptw).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:

@@ -40,6 +40,7 @@ from app.schemas.jobs import (
     BatchStatus,
     BatchSummary,
     CVRPJobRequest,
+    CVRPTWJobRequest,
     JobLinks,
     JobList,
     JobOptions,
@@ -107,7 +108,8 @@ _JOB_BODY = {
         "content": {
             "application/json": {"schema": {"oneOf": [
                 {"$ref": "#/components/schemas/TSPJobRequest"},
-                {"$ref": "#/components/schemas/CVRPJobRequest"}]}},
+                {"$ref": "#/components/schemas/CVRPJobRequest"},
+                {"$ref": "#/components/schemas/CVRPTWJobRequest"}]}},
             "multipart/form-data": {"schema": {"$ref": "#/components/schemas/JobUpload"}},
         },
     }
@@ -242,7 +244,8 @@ _BATCH_BODY = {
             "required": ["files"],
             "properties": {
                 "files": {"type": "array", "items": {"type": "string", "format": "binary"},
-                          "description": "Instance files (.tsp, .vrp, .json, optionally .gz), "
+                          "description": "Instance files (.tsp, .vrp, .vrptw, .json, optionally "
+                          ".gz), "
                           "or one .zip / .tar / .tar.gz holding them."},
                 "solver": {"type": "string", "default": "ortools"},
                 "time_limit": {"type": "number"},
@@ -407,4 +410,4 @@ def batch_markdown(status: BatchStatus) -> str:
     return "\n".join(lines) + "\n"
 
 
-OPENAPI_BODY_MODELS = (TSPJobRequest, CVRPJobRequest, JobUpload)
+OPENAPI_BODY_MODELS = (TSPJobRequest, CVRPJobRequest, CVRPTWJobRequest, JobUpload)

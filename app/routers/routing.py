@@ -1,4 +1,5 @@
-"""Routing endpoints: solve a TSP or CVRP in the request, or compare several solvers on one.
+"""Routing endpoints: solve a TSP, CVRP or CVRPTW in the request, or compare several solvers
+on one.
 
 Each endpoint takes EITHER a JSON body or a multipart upload (``file`` + form fields), so it
 reads the Request itself; both bodies are documented through ``openapi_extra``. Parsing and
@@ -37,6 +38,9 @@ from app.schemas.routing import (
     CVRPCompareRequest,
     CVRPSolveRequest,
     CVRPSolveResponse,
+    CVRPTWCompareRequest,
+    CVRPTWSolveRequest,
+    CVRPTWSolveResponse,
     SolveResponse,
     SolveUpload,
     TSPCompareRequest,
@@ -160,10 +164,12 @@ def _request_body(json_model: type[BaseModel], upload_model: type[BaseModel]) ->
 _SOLVE_MODELS: dict[str, tuple[type[BaseModel], type[SolveResponse]]] = {
     "tsp": (TSPSolveRequest, TSPSolveResponse),
     "cvrp": (CVRPSolveRequest, CVRPSolveResponse),
+    "cvrptw": (CVRPTWSolveRequest, CVRPTWSolveResponse),
 }
 _COMPARE_REQUESTS: dict[str, type[BaseModel]] = {
     "tsp": TSPCompareRequest,
     "cvrp": CVRPCompareRequest,
+    "cvrptw": CVRPTWCompareRequest,
 }
 #: Request-body models the operations reference through ``openapi_extra``; ``app.main`` adds
 #: them to the OpenAPI components.

@@ -6,7 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from app.schemas.routing import MAX_SEED, CVRPInstanceIn, TSPInstanceIn, _Strict
+from app.schemas.routing import (
+    MAX_SEED,
+    CVRPInstanceIn,
+    CVRPTWInstanceIn,
+    TSPInstanceIn,
+    _Strict,
+)
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
@@ -33,11 +39,18 @@ class CVRPJobRequest(JobOptions):
     instance: CVRPInstanceIn
 
 
+class CVRPTWJobRequest(JobOptions):
+    problem: Literal["cvrptw"]
+    instance: CVRPTWInstanceIn
+
+
 class JobUpload(JobOptions):
     """multipart/form-data: the instance file (its type says the problem) plus options."""
 
-    file: bytes = Field(description="A .tsp, .vrp or .json instance file, optionally .gz.")
-    problem: Literal["tsp", "cvrp"] | None = Field(
+    file: bytes = Field(
+        description="A .tsp, .vrp, .vrptw or .json instance file, optionally .gz."
+    )
+    problem: Literal["tsp", "cvrp", "cvrptw"] | None = Field(
         default=None, description="Optional: checked against the file when given."
     )
 

@@ -1,4 +1,4 @@
-"""Request and response bodies of the routing endpoints (TSP and CVRP).
+"""Request and response bodies of the routing endpoints (TSP, CVRP and CVRPTW).
 
 The instance models check only JSON types (so OpenAPI documents them); every rule about values
 — finite coordinates, a square non-negative matrix, unique ids, demands within capacity — is
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-Distance = Literal["exact", "EUC_2D", "CEIL_2D", "ATT", "EXPLICIT"]
+Distance = Literal["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT"]
 
 
 def _reject_bool(value: Any) -> Any:
@@ -50,7 +50,8 @@ class _RoutingInstanceIn(_Strict):
     distance: Distance | None = Field(
         default=None,
         description="How coordinates become distances: exact (float Euclidean, the default), "
-        "EUC_2D (rounded), CEIL_2D (rounded up) or ATT, as in TSPLIB.",
+        "EUC_2D (rounded), CEIL_2D (rounded up), FLOOR_2D (rounded down, as LKH-3's Solomon "
+        "files) or ATT, as in TSPLIB.",
     )
     ids: list[Int64] | None = Field(
         default=None,
@@ -78,6 +79,24 @@ class CVRPInstanceIn(_RoutingInstanceIn):
     )
 
 
+class CVRPTWInstanceIn(CVRPInstanceIn):
+    """A CVRP with time windows (Solomon's VRPTW) in cosolve's JSON form. Travel time equals
+    distance under ``distance``; a vehicle arriving early waits; the depot's window is the
+    horizon (leave at or after its earliest, return by its latest)."""
+
+    problem: Literal["cvrptw"] | None = Field(  # type: ignore[assignment]
+        default=None, description="Optional: the path says."
+    )
+    time_windows: list[tuple[float, float]] = Field(
+        description="[earliest, latest] start of service per node; the depot's is the horizon."
+    )
+    service_times: list[float] | float | None = Field(
+        default=None,
+        description="Service time per node (0 at the depot), or one number for every "
+        "customer. Default: 0.",
+    )
+
+
 # -- solve -------------------------------------------------------------------------------
 class SolveOptions(_Strict):
     """Which solver to run and its budget; the same fields arrive as form fields in uploads."""
@@ -100,11 +119,16 @@ class CVRPSolveRequest(SolveOptions):
     instance: CVRPInstanceIn
 
 
+class CVRPTWSolveRequest(SolveOptions):
+    instance: CVRPTWInstanceIn
+
+
 class SolveUpload(SolveOptions):
     """multipart/form-data alternative: the instance as a file plus the same options."""
 
     file: bytes = Field(
-        description="A .tsp (TSPLIB), .vrp (CVRPLIB) or .json instance file, optionally .gz."
+        description="A .tsp (TSPLIB), .vrp (CVRPLIB/VRPLIB), .vrptw (LKH-3 CVRPTW) or .json "
+        "instance file, optionally .gz."
     )
 
 
@@ -123,8 +147,8 @@ class SolveResponse(BaseModel):
     violations: list[str] = Field(description="What the checker found wrong (empty if none).")
     wall_time: float = Field(description="Seconds the solver ran.")
     routes: list[list[int]] = Field(
-        description="0-based node indices. TSP: one closed tour. CVRP: customers per route, the "
-        "depot at both ends left implicit."
+        description="0-based node indices. TSP: one closed tour. CVRP and CVRPTW: customers per "
+        "route, the depot at both ends left implicit."
     )
     route_ids: list[list[int]] | None = Field(
         default=None, description="The routes in your ids, when the instance had ids."
@@ -137,6 +161,10 @@ class TSPSolveResponse(SolveResponse):
 
 
 class CVRPSolveResponse(SolveResponse):
+    pass
+
+
+class CVRPTWSolveResponse(SolveResponse):
     pass
 
 
@@ -166,13 +194,19 @@ class CVRPCompareRequest(CompareOptions):
     instance: CVRPInstanceIn
 
 
+class CVRPTWCompareRequest(CompareOptions):
+    instance: CVRPTWInstanceIn
+
+
 class CompareUpload(CompareOptions):
     """multipart/form-data alternative: the instance as a file, solvers comma-separated."""
 
     solvers: str = Field(  # type: ignore[assignment]
         description="Comma-separated solver names, e.g. ortools,pyvrp (or the field repeated)."
     )
-    file: bytes = Field(description="A .tsp, .vrp or .json instance file, optionally .gz.")
+    file: bytes = Field(
+        description="A .tsp, .vrp, .vrptw or .json instance file, optionally .gz."
+    )
 
 
 class CompareRow(BaseModel):

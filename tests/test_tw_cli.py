@@ -1,0 +1,52 @@
+"""`cosolve solve` and `cosolve compare` on Solomon CVRPTW files."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from solvers.routing.io import load_instance, read_sol
+from solvers.routing.problem import build_solution
+from tests.conftest import DATA
+
+runner = CliRunner()
+SOLOMON = DATA / "solomon"
+
+
+def test_solve_a_solomon_file_and_write_sol(tmp_path):
+    path = SOLOMON / "C101.100.10.vrptw"
+    out = tmp_path / "c101.sol"
+    result = runner.invoke(app, ["solve", str(path), "--solver", "pyvrp", "--time-limit", "1",
+                                 "--out", str(out), "--reference", "8273", "--json"])
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["instance"]["problem"] == "cvrptw" and body["instance"]["scale"] == 10
+    assert body["solution"]["feasible"] and body["solution"]["distance"] == "FLOOR_2D"
+    routes, cost = read_sol(out)
+    inst = load_instance(path)
+    checked = build_solution(inst, routes, solver="check", wall_time=0)
+    assert checked.feasible and checked.cost == cost == body["solution"]["cost"]
+    assert body["gap_percent"] is not None and 0 <= body["gap_percent"] <= 2
+
+
+def test_compare_on_a_solomon_file():
+    path = SOLOMON / "C201.100.3.vrptw"
+    result = runner.invoke(app, ["compare", str(path), "--solvers", "nearest_neighbor,ortools",
+                                 "--time-limit", "0.5", "--reference", "5891", "--json"])
+    assert result.exit_code == 0, result.stderr
+    rows = {row["solver"]: row for row in json.loads(result.stdout)["rows"]}
+    assert rows["ortools"]["feasible"] and rows["nearest_neighbor"]["feasible"]
+    assert rows["ortools"]["distance"] == "FLOOR_2D"
+
+
+def test_bad_window_and_wrong_solver_are_input_errors(tmp_path):
+    text = (SOLOMON / "C101.100.10.vrptw").read_text().replace("\n2 912 967\n", "\n2 967 912\n")
+    bad = tmp_path / "bad.vrptw"
+    bad.write_text(text)
+    result = runner.invoke(app, ["solve", str(bad), "--solver", "ortools"])
+    assert result.exit_code == 2 and "time_windows[1]" in result.stderr, result.stderr
+    result = runner.invoke(app, ["solve", str(SOLOMON / "C101.100.10.vrptw"), "--solver",
+                                 "reld", "--time-limit", "1"])
+    assert result.exit_code == 2 and "--solver" in result.stderr, result.stderr
