@@ -28,6 +28,7 @@ from cli.display import (
     solvers_table,
 )
 from cli.flow import app as flow_app
+from cli.schedule import app as schedule_app
 from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for
 from solvers.errors import (
     BudgetTooSmallError,
@@ -310,6 +311,7 @@ def compare(
 
 app.command("batch")(batch)
 app.add_typer(flow_app, name="flow")
+app.add_typer(schedule_app, name="schedule")
 
 
 @app.command("serve")

@@ -9,6 +9,7 @@ HEFT-style rule, because GOODRL decides only the VM, not the task order.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from solvers.scheduling.simulator import ClusterState, Run
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 WEIGHTS = WEIGHTS_DIR / "goodrl.pt"
+#: Threads torch may use (one is fastest for these small graphs; same knob as ReLD's).
+TORCH_THREADS = int(os.environ.get("COSOLVE_TORCH_THREADS", "1"))
 TRAIN_COMMAND = "nice -n 10 python -m training.goodrl --minutes 60"
 
 _lock = threading.Lock()
@@ -68,6 +71,7 @@ class GoodRLPolicy(HEFT):
 
     def __init__(self, model: GoodRL | None = None, path: Path = WEIGHTS) -> None:
         super().__init__()
+        torch.set_num_threads(TORCH_THREADS)
         self.model = model if model is not None else load_model(path)
 
     def choose(self, state: ClusterState, run: Run, task: int) -> int:

@@ -1,0 +1,186 @@
+"""``cosolve schedule …``: the workflow-scheduling endpoints' twins on the command line.
+
+    cosolve schedule simulate [--workflows DIR_OR_FILES] [--pool 6x4] [--rate 5.4[,9]]
+                              [--workflows-count N] [--policies goodrl,heft,eft] [--seed S]
+                              [--gantt DIR] [--json]
+    cosolve schedule policies [--json]
+
+Without ``--workflows`` the four classic shapes (Montage, CyberShake, Inspiral, SIPHT) are
+generated (``--shapes``, ``--tasks``). Exit codes as everywhere: 0 success, 2 bad input, 1 when
+no policy could run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from solvers.errors import InstanceError
+from solvers.scheduling.registry import POLICIES, policy_names, run_policies
+from solvers.scheduling.render import gantt_svg
+from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
+from solvers.scheduling.workflow import (
+    GENERATORS,
+    Workflow,
+    generate_workflow,
+    load_workflows,
+)
+
+app = typer.Typer(
+    name="schedule",
+    help="Dynamic workflow scheduling: simulate policies (GOODRL, HEFT, EFT, …) on a stream.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _names(text: str, option: str) -> list[str]:
+    names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    if not names:
+        fail(f"{option}: give at least one value")
+    return names
+
+
+def _rates(text: str) -> tuple[float, ...]:
+    try:
+        rates = tuple(float(r) for r in _names(text, "--rate"))
+    except ValueError:
+        fail(f"--rate: {text!r} is not a comma-separated list of numbers (workflows per hour)")
+    if any(not (math.isfinite(r) and r > 0) for r in rates):
+        fail(f"--rate: every rate must be a positive number of workflows per hour, got {text}")
+    return rates
+
+
+def _templates(workflows: str | None, shapes: str, tasks: int, seed: int) -> list[Workflow]:
+    if workflows is None:
+        kinds = _names(shapes, "--shapes")
+        for k in kinds:
+            if k not in GENERATORS:
+                fail(f"--shapes: unknown shape {k!r}; known: {', '.join(GENERATORS)}")
+        try:
+            return [generate_workflow(k, tasks, seed + i) for i, k in enumerate(kinds)]
+        except InstanceError as exc:
+            fail(f"--tasks: {exc.message}")
+    paths = [Path(p) for p in _names(workflows, "--workflows")]
+    for p in paths:
+        if not p.exists():
+            fail(f"--workflows: no such file or folder: {p}")
+    try:
+        return load_workflows(paths)
+    except InstanceError as exc:
+        fail(f"--workflows: {exc.field}: {exc.message}")
+    except OSError as exc:
+        fail(f"--workflows: cannot read: {exc.strerror or exc}")
+
+
+def _pool(text: str) -> VMPool:
+    try:
+        return parse_pool(text, "--pool")
+    except InstanceError as exc:
+        fail(f"{exc.field}: {exc.message}")
+
+
+@app.command("simulate")
+def simulate_command(
+    workflows: Annotated[str | None, typer.Option(
+        help="Workflow files or folders, comma-separated: Pegasus DAX (.xml/.dax) or "
+        "WfCommons .json, optionally .gz. Default: generated shapes.")] = None,
+    pool: Annotated[str, typer.Option(help="VM pool: TYPESxEACH (6x4, 5x5) or vCPUs "
+                                      "'8,16,96'.")] = "6x4",
+    rate: Annotated[str, typer.Option(help="Arrival rate(s) in workflows per hour; "
+                                      "'5.4,9' changes it mid-stream.")] = "5.4",
+    workflows_count: Annotated[int, typer.Option(help="Workflows in the stream.")] = 1000,
+    policies: Annotated[str, typer.Option(help="Comma-separated policy names.")] =
+        "goodrl,heft,eft,peft,est,eft_stale",
+    seed: Annotated[int, typer.Option(help="Seeds arrivals, workflow types, ties.")] = 0,
+    shapes: Annotated[str, typer.Option(help="Generated shapes when --workflows is not "
+                                        "given.")] = ",".join(GENERATORS),
+    tasks: Annotated[int, typer.Option(help="Tasks per generated workflow.")] = 30,
+    latency: Annotated[bool, typer.Option(help="Measure the time of each decision.")] = False,
+    gantt: Annotated[Path | None, typer.Option(
+        help="Write a Gantt chart SVG per policy into this folder.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] =
+        False,
+) -> None:
+    """Run every policy on the same seeded stream and report mean flowtime and more."""
+    if workflows_count < 1:
+        fail(f"--workflows-count: must be at least 1, got {workflows_count}")
+    if seed < 0:
+        fail(f"--seed: must be a non-negative integer, got {seed}")
+    names = _names(policies, "--policies")
+    for n in names:
+        if n not in POLICIES:
+            fail(f"--policies: unknown policy {n!r}; known: {', '.join(policy_names())}")
+    vm_pool = _pool(pool)
+    rates = _rates(rate)
+    if gantt is not None and not gantt.is_dir():
+        fail(f"--gantt: folder {gantt} does not exist")
+    templates = _templates(workflows, shapes, tasks, seed)
+    runs = run_policies(templates, vm_pool, Arrivals(workflows_count, rates), names, seed,
+                        record=gantt is not None, measure_latency=latency)
+    rows: list[dict[str, Any]] = []
+    for r in runs:
+        row: dict[str, Any] = {"policy": r.name, "kind": r.kind, "error": r.error,
+                               "gap_to_best": r.gap_to_best}
+        if r.result is not None:
+            row.update(r.result.summary())
+            if gantt is not None:
+                path = gantt / f"gantt_{r.name}.svg"
+                path.write_text(gantt_svg(r.result, vm_pool))
+                row["gantt"] = str(path)
+        rows.append(row)
+    ok = [r for r in rows if r.get("mean_flowtime") is not None]
+    best = min(ok, key=lambda r: r["mean_flowtime"])["policy"] if ok else None
+    if as_json:
+        typer.echo(json.dumps(jsonable({
+            "pool": vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
+            "seed": seed, "workflows": [w.describe() for w in templates], "best_policy": best,
+            "rows": rows}), indent=2))
+    else:
+        table = Table(title=f"{workflows_count} workflows on {vm_pool.label} at "
+                      f"{'→'.join(f'{r:g}' for r in rates)}/h, seed {seed}",
+                      title_justify="left")
+        for col in ("policy", "mean flowtime (s)", "gap to best", "makespan (s)",
+                    "utilization", "wall (s)", "note"):
+            table.add_column(col, justify="left" if col in ("policy", "note") else "right")
+        for r in rows:
+            if r.get("mean_flowtime") is None:
+                table.add_row(r["policy"], "–", "–", "–", "–", "–", r["error"] or "")
+                continue
+            note = (f"p50 {r['latency_p50_ms']:.2f} ms/decision" if "latency_p50_ms" in r
+                    else "")
+            table.add_row(r["policy"], f"{r['mean_flowtime']:,.1f}",
+                          f"{r['gap_to_best']:+.2f} %", f"{r['makespan']:,.0f}",
+                          f"{r['utilization']:.3f}", f"{r['wall_time']:.2f}", note)
+        stdout_console().print(table)
+    if best is None:
+        fail("no policy could run", EXIT_SOLVER_FAILED)
+
+
+@app.command("policies")
+def policies_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] =
+        False,
+) -> None:
+    """List the scheduling policies and whether they can run here."""
+    rows = [{"name": s.name, "kind": s.kind, "available": s.available,
+             "unavailable_reason": s.unavailable_reason(), "description": s.description}
+            for s in POLICIES.values()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="scheduling policies", title_justify="left")
+    for col in ("name", "kind", "available", "description"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], r["kind"], "yes" if r["available"] else
+                      f"no: {r['unavailable_reason']}", r["description"])
+    stdout_console().print(table)
