@@ -35,7 +35,7 @@ class _Rule:
 
     def _argmin(self, score: np.ndarray) -> int:
         best = score.min()
-        tied = np.flatnonzero(score <= best + 1e-9 * max(1.0, abs(best)))
+        tied = np.flatnonzero(score <= best + 1e-6)  # seconds: ties do not depend on the clock
         if len(tied) == 1:
             return int(tied[0])
         return int(tied[self.rng.integers(len(tied))])

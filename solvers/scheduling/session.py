@@ -66,6 +66,7 @@ class Session:
         st = self.state
         for m, queue in enumerate(st.vm_queue):
             if queue and st.vm_free[m] < t:
+                st._fold(m)
                 st.vm_free[m] = t
 
     def _dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
@@ -122,6 +123,7 @@ class Session:
         """Re-project the VM's FIFO queue from now: the next task starts when this one really
         finished, not when it was projected to."""
         t = self.state.now
+        self.state._fold(vm)
         for run, task in self.state.vm_queue[vm]:
             run.start[task] = t
             t += float(run.wf.sizes[task] / self.state.vm_speed[vm])

@@ -35,6 +35,9 @@ from solvers.scheduling.workflow import Workflow
 VM_TYPES = (8, 16, 32, 48, 64, 96)
 MAX_VMS = 1_000
 
+#: Seconds over which a VM's recent utilization is averaged.
+UTIL_HORIZON = 3600.0
+
 # task status
 WAITING, READY, ASSIGNED, DONE = 0, 1, 2, 3
 
@@ -122,6 +125,8 @@ class ClusterState:
         self.m = pool.size
         self.vm_free = np.zeros(self.m)  # finish of the last task queued (may be in the past)
         self.vm_busy = np.zeros(self.m)  # seconds of work assigned so far
+        self.vm_recent = np.zeros(self.m)  # busy fraction, decaying over UTIL_HORIZON s ...
+        self.vm_mark = np.zeros(self.m)  # ... as of this time
         self.vm_queue: list[deque[tuple[Run, int]]] = [deque() for _ in range(self.m)]
         self.now = 0.0
         self.active: dict[int, Run] = {}
@@ -144,11 +149,28 @@ class ClusterState:
         return run.wf.sizes[task] / self.vm_speed
 
     def utilization(self) -> np.ndarray:
-        """Each VM's busy fraction of the time so far (work assigned up to now)."""
-        if self.now <= 0:
-            return np.zeros(self.m)
-        backlog = np.maximum(self.vm_free - self.now, 0.0)
-        return np.clip((self.vm_busy - backlog) / self.now, 0.0, 1.0)
+        """Each VM's recent busy fraction (an exponential average over about UTIL_HORIZON
+        seconds): relative to now, so it means the same at hour 1 and at hour 1000.
+
+        A VM is busy from any moment until its ``vm_free`` (queues run back to back) and
+        ``vm_free`` only grows, so the average is exact if folded forward before each change:
+        the busy stretch [mark, min(vm_free, now)] adds e^-(now−end)/H − e^-(now−mark)/H.
+        """
+        now = self.now
+        end = np.clip(self.vm_free, self.vm_mark, now)
+        old = np.exp(-(now - self.vm_mark) / UTIL_HORIZON)
+        self.vm_recent = self.vm_recent * old + np.exp(-(now - end) / UTIL_HORIZON) - old
+        self.vm_mark[:] = now
+        return self.vm_recent
+
+    def _fold(self, vm: int) -> None:
+        now, mark = self.now, float(self.vm_mark[vm])
+        if now > mark:
+            end = min(max(float(self.vm_free[vm]), mark), now)
+            old = math.exp(-(now - mark) / UTIL_HORIZON)
+            self.vm_recent[vm] = (self.vm_recent[vm] * old
+                                  + math.exp(-(now - end) / UTIL_HORIZON) - old)
+            self.vm_mark[vm] = now
 
     # changes
     def add(self, run: Run) -> list[int]:
@@ -160,6 +182,7 @@ class ClusterState:
 
     def assign(self, run: Run, task: int, vm: int) -> tuple[float, float]:
         """Queue the task on the VM; returns its projected (start, finish)."""
+        self._fold(vm)
         start = max(self.now, float(self.vm_free[vm]))
         dur = float(run.wf.sizes[task] / self.vm_speed[vm])
         finish = start + dur
