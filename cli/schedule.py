@@ -28,7 +28,7 @@ from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     GENERATORS,
     Workflow,
-    generate_workflow,
+    generate_set,
     load_workflows,
 )
 
@@ -66,7 +66,7 @@ def _templates(workflows: str | None, shapes: str, tasks: int, seed: int) -> lis
             if k not in GENERATORS:
                 fail(f"--shapes: unknown shape {k!r}; known: {', '.join(GENERATORS)}")
         try:
-            return [generate_workflow(k, tasks, seed + i) for i, k in enumerate(kinds)]
+            return generate_set(kinds, tasks, seed)
         except InstanceError as exc:
             fail(f"--tasks: {exc.message}")
     paths = [Path(p) for p in _names(workflows, "--workflows")]

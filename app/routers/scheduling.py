@@ -60,6 +60,7 @@ from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     Workflow,
     classic_set,
+    generate_set,
     generate_workflow,
     parse_workflow_bytes,
     workflow_from_dict,
@@ -164,8 +165,7 @@ def task_from_json(raw: bytes, settings: Settings) -> SimTask:
     else:
         gen = request.generator
         try:
-            templates = ([generate_workflow(s, gen.tasks, gen.seed + i)
-                          for i, s in enumerate(gen.shapes)] if gen is not None
+            templates = (generate_set(gen.shapes, gen.tasks, gen.seed) if gen is not None
                          else classic_set())
         except InstanceError as exc:
             raise instance_problem(exc, "generator") from None

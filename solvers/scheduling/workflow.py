@@ -444,8 +444,17 @@ def generate_workflow(kind: str, n: int, seed: int = 0) -> Workflow:
     return b.build(f"{kind}_{n}")
 
 
+#: Sizes of the classic S templates; asking for 30 tasks gives these.
+CLASSIC_SIZES = {"montage": 25, "cybershake": 30, "inspiral": 30, "sipht": 29}
+
+
+def generate_set(shapes: Sequence[str], tasks: int = 30, seed: int = 0) -> list[Workflow]:
+    """One generated template per shape (seeds seed, seed+1, …); ``tasks=30`` gives the
+    classic 25/30/30/29-task sizes."""
+    return [generate_workflow(k, CLASSIC_SIZES.get(k, tasks) if tasks == 30 else tasks,
+                              seed + i) for i, k in enumerate(shapes)]
+
+
 def classic_set(seed: int = 0, size: int = 30) -> list[Workflow]:
     """The four GOODRL templates' shapes at one size (size 30 gives 25/30/30/29 tasks)."""
-    sizes = {"montage": 25, "cybershake": 30, "inspiral": 30, "sipht": 29} if size == 30 \
-        else dict.fromkeys(GENERATORS, size)
-    return [generate_workflow(k, sizes[k], seed + i) for i, k in enumerate(GENERATORS)]
+    return generate_set(GENERATORS, size, seed)

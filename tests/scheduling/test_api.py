@@ -1,0 +1,164 @@
+"""The scheduling endpoints over a real uvicorn server: simulate (JSON, generator, uploads),
+problem details that name the field, and an online session round trip."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.helpers import assert_problem
+from tests.scheduling.conftest import CLASSIC, DIAMOND, WORKFLOWS
+
+SIMULATE = "/v1/scheduling/simulate"
+SESSIONS = "/v1/scheduling/sessions"
+
+
+def _diamond() -> dict[str, Any]:
+    return copy.deepcopy(DIAMOND)
+
+
+def test_simulate_inline_diamond_by_hand(api: httpx.Client) -> None:
+    body = {"workflows": [_diamond()], "pool": "1x2", "workflows_count": 1,
+            "policies": ["heft", "eft", "round_robin"], "gantt": True}
+    r = api.post(SIMULATE, json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert (out["pool"], out["vms"], out["vcpus"]) == ("1x2", 2, [8.0, 8.0])
+    rows = {row["policy"]: row for row in out["rows"]}
+    assert rows["heft"]["mean_flowtime"] == rows["eft"]["mean_flowtime"] == 8.0
+    assert rows["heft"]["utilization"] == pytest.approx(10 / 16)
+    assert rows["heft"]["gantt_svg"].startswith("<svg") and rows["heft"]["gantt_svg"].count(
+        "<rect") == 4
+    assert out["workflows"][0]["tasks"] == 4 and out["best_policy"] in ("heft", "eft")
+
+
+def test_simulate_generator_and_stale_baseline(api: httpx.Client) -> None:
+    r = api.post(SIMULATE, json={"generator": {"tasks": 30, "seed": 1}, "pool": "5x5",
+                                 "rates": [5.4, 9.0], "workflows_count": 200,
+                                 "policies": ["heft", "eft_stale"], "seed": 3})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    rows = {row["policy"]: row for row in out["rows"]}
+    assert [w["tasks"] for w in out["workflows"]] == [25, 30, 30, 29]
+    assert rows["heft"]["mean_flowtime"] < rows["eft_stale"]["mean_flowtime"]
+    assert rows["eft_stale"]["gap_to_best"] > 10 and out["best_policy"] == "heft"
+    assert out["rates"] == [5.4, 9.0] and rows["heft"]["decisions"] > 5000
+
+
+def test_simulate_upload_dax_files(api: httpx.Client) -> None:
+    files = [("file", (p.name, p.read_bytes())) for p in CLASSIC]
+    r = api.post(SIMULATE, files=files, data={"policies": "heft,eft", "pool": "6x4",
+                                              "rates": "5.4,9", "workflows_count": "100"})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [w["name"] for w in out["workflows"]] == [
+        "CyberShake_30", "Montage_25", "Inspiral_30", "Sipht_30"]
+    assert all(row["mean_flowtime"] > 0 for row in out["rows"])
+
+
+def test_cycle_and_missing_parent_are_422_naming_the_field(api: httpx.Client) -> None:
+    wf = _diamond()
+    wf["tasks"][0]["parents"] = ["d"]
+    body = assert_problem(api.post(SIMULATE, json={"workflows": [_diamond(), wf]}), 422,
+                          "workflows[1].tasks")
+    assert ("cycle" in body["detail"] and "a -> b -> d -> a" in body["detail"]) or \
+        "a -> c -> d -> a" in body["detail"]
+    wf = _diamond()
+    wf["tasks"][3]["parents"] = ["b", "ghost"]
+    body = assert_problem(api.post(SIMULATE, json={"workflows": [wf]}), 422,
+                          "workflows[0].tasks[3].parents")
+    assert "ghost" in body["detail"]
+    wf = _diamond()
+    wf["tasks"][1]["runtime"] = -1
+    assert_problem(api.post(SIMULATE, json={"workflows": [wf]}), 422,
+                   "workflows[0].tasks[1].runtime")
+    bad_dax = gzip.compress(b'<adag><job id="A" runtime="1"/><job id="B" runtime="1"/>'
+                            b'<child ref="A"><parent ref="B"/></child>'
+                            b'<child ref="B"><parent ref="A"/></child></adag>')
+    body = assert_problem(api.post(SIMULATE, files=[("file", ("loop.xml.gz", bad_dax))]),
+                          422, "file")
+    assert "cycle" in body["detail"]
+
+
+def test_bad_options(api: httpx.Client) -> None:
+    assert_problem(api.post(SIMULATE, json={"pool": "9x9"}), 422, "pool")
+    assert_problem(api.post(SIMULATE, json={"policies": ["heft", "magic"]}), 404,
+                   "policies[1]")
+    assert_problem(api.post(SIMULATE, json={"workflows_count": 10**6}), 422, "workflows_count")
+    assert_problem(api.post(SIMULATE, json={"rates": [0]}), 422)
+    assert_problem(api.post(SIMULATE, json={"workflow_count": 3}), 422, "workflow_count")
+    big = {"workflows_count": 20000, "policies": ["goodrl", "heft"]}
+    body = assert_problem(api.post(SIMULATE, json=big), 413, "workflows_count")
+    assert body["estimated_seconds"] > body["limit"]
+    assert_problem(api.post(SIMULATE, content=b"x", headers={"content-type": "text/plain"}),
+                   415)
+
+
+def test_policies_listed(api: httpx.Client) -> None:
+    rows = {p["name"]: p for p in api.get("/v1/scheduling/policies").json()}
+    assert {"heft", "eft", "peft", "est", "eft_stale", "goodrl"} <= set(rows)
+    assert rows["eft_stale"]["kind"] == "heuristic-stale" and rows["heft"]["available"]
+
+
+def test_session_round_trip(api: httpx.Client) -> None:
+    r = api.post(SESSIONS, json={"pool": "1x2", "policy": "heft"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    assert r.headers["location"].endswith(sid)
+    url = f"{SESSIONS}/{sid}"
+
+    def events(*evs: dict[str, Any]) -> dict[str, Any]:
+        resp = api.post(f"{url}/events", json={"events": list(evs)})
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    out = events({"type": "workflow_arrived", "time": 0, "workflow_id": "w",
+                  "workflow": _diamond()})
+    assert out["workflow_ids"] == ["w"]
+    assert [(a["task"], a["expected_start"], a["expected_finish"]) for a in
+            out["assignments"]] == [("a", 0, 2)]
+    # a ran a little long: finished at 3, so b and c are projected from 3
+    out = events({"type": "task_finished", "time": 3, "workflow_id": "w", "task_id": "a"})
+    got = {a["task"]: (a["expected_start"], a["expected_finish"]) for a in out["assignments"]}
+    assert got == {"b": (3, 7), "c": (3, 5)}
+    vms = {a["task"]: a["vm"] for a in out["assignments"]}
+    assert vms["b"] != vms["c"]
+    out = events({"type": "task_finished", "time": 5, "workflow_id": "w", "task_id": "c"},
+                 {"type": "task_finished", "time": 7, "workflow_id": "w", "task_id": "b"})
+    assert [(a["task"], a["expected_start"]) for a in out["assignments"]] == [("d", 7)]
+    state = api.get(url).json()
+    assert state["now"] == 7 and state["decisions"] == 4 and state["mean_flowtime"] is None
+    # going back in time, unknown task, finishing twice: 422 naming the event's field
+    body = assert_problem(api.post(f"{url}/events", json={"events": [
+        {"type": "task_finished", "time": 1, "workflow_id": "w", "task_id": "d"}]}), 422,
+        "events[0].time")
+    assert body["applied"] == 0
+    assert_problem(api.post(f"{url}/events", json={"events": [
+        {"type": "task_finished", "time": 8, "workflow_id": "w", "task_id": "zz"}]}), 422,
+        "events[0].task_id")
+    events({"type": "task_finished", "time": 9, "workflow_id": "w", "task_id": "d"})
+    state = api.get(url).json()
+    assert state["mean_flowtime"] == 9 and state["workflows"][0]["flowtime"] == 9
+    assert all(vm["queue"] == [] for vm in state["vms"])
+    body = assert_problem(api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 10, "shape": "montage", "tasks": 25},
+        {"type": "workflow_arrived", "time": 10, "workflow_id": "x",
+         "workflow": {"tasks": [{"id": "p", "runtime": 1, "parents": ["p"]}]}}]}), 422,
+        "events[1].workflow.tasks[0].parents")
+    assert body["applied"] == 1
+    assert api.delete(url).status_code == 204
+    assert_problem(api.get(url), 404, "session_id")
+    assert_problem(api.post(SESSIONS, json={"policy": "nope"}), 404, "policy")
+    assert_problem(api.post(SESSIONS, json={"pool": "0x1"}), 422, "pool")
+
+
+def test_heft_paper_upload(api: httpx.Client) -> None:
+    path = WORKFLOWS / "HEFT_paper.xml"
+    r = api.post(SIMULATE, files=[("file", (path.name, path.read_bytes()))],
+                 data={"pool": "6x10", "workflows_count": "1", "policies": "eft,heft"})
+    assert r.status_code == 200, r.text
+    assert [row["mean_flowtime"] for row in r.json()["rows"]] == [11.0, 11.0]

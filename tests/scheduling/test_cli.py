@@ -1,0 +1,86 @@
+"""``cosolve schedule``: JSON output, folders of workflow files, Gantt charts, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from tests.scheduling.conftest import CLASSIC, WORKFLOWS
+
+runner = CliRunner()
+
+
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, ["schedule", *args])
+
+
+def test_simulate_json_on_the_classic_files() -> None:
+    result = _run("simulate", "--workflows", ",".join(str(p) for p in CLASSIC), "--pool",
+                  "6x4", "--rate", "5.4,9", "--workflows-count", "300",
+                  "--policies", "heft,eft,eft_stale,est", "--seed", "2", "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    rows = {r["policy"]: r for r in out["rows"]}
+    assert out["workflows_count"] == 300 and out["rates"] == [5.4, 9.0]
+    assert out["pool"]["vms"] == 24 and out["seed"] == 2
+    assert [w["name"] for w in out["workflows"]] == [
+        "CyberShake_30", "Montage_25", "Inspiral_30", "Sipht_30"]
+    # the ordering research note §4 found: correct EFT ≪ stale EFT ≪ EST
+    assert rows["eft"]["mean_flowtime"] < 0.85 * rows["eft_stale"]["mean_flowtime"]
+    assert rows["eft_stale"]["mean_flowtime"] < rows["est"]["mean_flowtime"]
+    assert out["best_policy"] in ("heft", "eft")
+    assert all(r["workflows"] == 300 for r in rows.values())
+    again = json.loads(_run("simulate", "--workflows", ",".join(str(p) for p in CLASSIC),
+                            "--rate", "5.4,9", "--workflows-count", "300", "--policies",
+                            "heft", "--seed", "2", "--json").stdout)
+    assert again["rows"][0]["mean_flowtime"] == rows["heft"]["mean_flowtime"]
+
+
+def test_folder_generated_and_gantt(tmp_path: Path) -> None:
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    for p in CLASSIC[:2]:
+        (folder / p.name).write_bytes(p.read_bytes())
+    result = _run("simulate", "--workflows", str(folder), "--workflows-count", "20",
+                  "--policies", "heft,round_robin", "--gantt", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert len(out["workflows"]) == 2
+    svg = (tmp_path / "gantt_heft.svg").read_text()
+    assert svg.startswith("<svg") and "<rect" in svg
+    table = _run("simulate", "--shapes", "montage,sipht", "--tasks", "60",
+                 "--workflows-count", "20", "--policies", "heft,random")
+    assert table.exit_code == 0, table.stderr
+    assert "heft" in table.stdout and "mean flowtime" in table.stdout
+
+
+def test_bad_input_exits_2_naming_the_option(tmp_path: Path) -> None:
+    cases = [
+        (["--pool", "8x2"], "--pool"),
+        (["--policies", "heft,zzz"], "--policies"),
+        (["--rate", "fast"], "--rate"),
+        (["--rate", "-1"], "--rate"),
+        (["--workflows-count", "0"], "--workflows-count"),
+        (["--workflows", str(tmp_path / "none.xml")], "--workflows"),
+        (["--shapes", "ligo"], "--shapes"),
+    ]
+    for args, option in cases:
+        result = _run("simulate", *args)
+        assert result.exit_code == 2, (args, result.stdout)
+        assert result.stderr.startswith(f"error: {option}"), result.stderr
+    cyclic = tmp_path / "loop.json"
+    cyclic.write_text(json.dumps({"tasks": [{"id": "a", "runtime": 1, "parents": ["b"]},
+                                            {"id": "b", "runtime": 1, "parents": ["a"]}]}))
+    result = _run("simulate", "--workflows", str(cyclic))
+    assert result.exit_code == 2 and "cycle" in result.stderr
+
+
+def test_policies_listing() -> None:
+    result = _run("policies", "--json")
+    assert result.exit_code == 0
+    names = {p["name"] for p in json.loads(result.stdout)}
+    assert {"goodrl", "heft", "eft", "peft", "est", "eft_stale", "peft_stale"} <= names
+    assert (WORKFLOWS / "HEFT_paper.xml").exists()
