@@ -95,24 +95,11 @@ class ReLDModel(nn.Module):
         )
 
     # -- one decoding step -------------------------------------------------------------
-    def step(
-        self,
-        cache: DecoderCache,
-        last: torch.Tensor,
-        extra: torch.Tensor,
-        mask: torch.Tensor,
-        log_dist: torch.Tensor,
-    ) -> torch.Tensor:
-        """Logits (B, M, N) for M trajectories per instance.
-
-        ``last`` (B, M): current node; ``extra``: remaining load (B, M) for CVRP or the first
-        node (B, M) for TSP; ``mask`` (B, M, N): True where a node may be chosen (at least one
-        per row); ``log_dist`` (B, M, N): log distance from the current node to every node.
-        """
-        h = cache.embeddings
+    def context_query(self, h: torch.Tensor, last: torch.Tensor,
+                      extra: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The glimpse query and the identity term (B, M, d) from the decoding context."""
         d = h.shape[-1]
-        index = last[..., None].expand(*last.shape, d)
-        h_last = h.gather(1, index)  # (B, M, d)
+        h_last = h.gather(1, last[..., None].expand(*last.shape, d))  # (B, M, d)
         if self.config.problem == "cvrp":
             load = extra[..., None].to(h.dtype)
             query = self.context(torch.cat([h_last, load], dim=-1))
@@ -121,12 +108,39 @@ class ReLDModel(nn.Module):
             h_first = h.gather(1, extra[..., None].expand(*extra.shape, d))
             query = self.context(torch.cat([h_last, h_first], dim=-1))
             identity = h_last + self.identity_extra(h_first)
+        return query, identity
+
+    def refine(self, g: torch.Tensor, strategy: torch.Tensor | None) -> torch.Tensor:
+        """Hook on the query after the feed-forward layer: the identity in ReLD; PolyNet adds
+        its strategy-conditioned residual block here."""
+        return g
+
+    def step(
+        self,
+        cache: DecoderCache,
+        last: torch.Tensor,
+        extra: torch.Tensor,
+        mask: torch.Tensor,
+        log_dist: torch.Tensor,
+        strategy: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Logits (B, M, N) for M trajectories per instance.
+
+        ``last`` (B, M): current node; ``extra``: remaining load (B, M) for CVRP or the first
+        node (B, M) for TSP; ``mask`` (B, M, N): True where a node may be chosen (at least one
+        per row); ``log_dist`` (B, M, N): log distance from the current node to every node;
+        ``strategy``: per-trajectory conditioning for subclasses (PolyNet), unused here.
+        """
+        h = cache.embeddings
+        d = h.shape[-1]
+        query, identity = self.context_query(h, last, extra)
         q = self.glimpse.split(query)  # (B, heads, M, dh)
         attn = torch.nn.functional.scaled_dot_product_attention(
             q, cache.glimpse_keys, cache.glimpse_values, attn_mask=mask[:, None]
         )
         g = self.glimpse.wo(self.glimpse.merge(attn)) + identity
         g = g + self.decoder_ff(g)
+        g = self.refine(g, strategy)
         logits = torch.einsum("bmd,bnd->bmn", g, cache.logit_keys) / math.sqrt(d)
         logits = logits - log_dist
         logits = self.config.clip * torch.tanh(logits)

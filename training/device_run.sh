@@ -21,5 +21,11 @@ for problem in tsp cvrp; do
       --batch 64 --starts 100 --device cuda --out "$OUT/reld_${problem}.pt" \
       > "$OUT/train_reld_${problem}.log" 2>&1 &
 done
+# SIL (Self-Improved Training): continues var/checkpoints/sil_tsp.last.pt when carried,
+# else the committed weights/sil_tsp.pt; its best checkpoint, manifest and curve come back.
+"$PY" -m training.sit tsp --minutes "$MINUTES" --eval-minutes 2 --label-minutes 3 \
+    --tokens 65536 --device cuda > "$OUT/train_sil_tsp.log" 2>&1 &
 wait
+cp weights/sil_tsp.pt weights/MANIFEST.json weights/curves/sil_tsp.csv "$OUT/" 2>/dev/null || true
+cp var/checkpoints/sil_tsp.last.pt "$OUT/" 2>/dev/null || true
 nvidia-smi --query-gpu=name,memory.used --format=csv > "$OUT/gpu.txt" || true

@@ -38,6 +38,7 @@ from solvers.routing.construct import random_insertion_tour
 from solvers.routing.localsearch import two_opt
 from solvers.routing.sil import (
     expected_length_uniform,
+    load_model,
     normalize_segments,
     rebuild_tsp_segments,
     save_model,
@@ -132,7 +133,8 @@ def improve_tours(model: SILModel, coords: np.ndarray, tours: np.ndarray, rounds
                   max_segment: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
     """PRC rounds over a batch of equally sized instances; keeps only shorter segments."""
     count, n = tours.shape
-    flat = torch.as_tensor(coords.reshape(-1, 2), dtype=torch.float32)
+    device = next(model.parameters()).device
+    flat = torch.as_tensor(coords.reshape(-1, 2), dtype=torch.float32, device=device)
     xy = coords.reshape(-1, 2)
     offset = (np.arange(count) * n)[:, None]
     tours = tours.copy()
@@ -148,7 +150,8 @@ def improve_tours(model: SILModel, coords: np.ndarray, tours: np.ndarray, rounds
         chunk = max(1, (1 << 16) // w)
         for s in range(0, segs.shape[0], chunk):
             part = segs[s:s + chunk]
-            new = rebuild_tsp_segments(model, flat, torch.from_numpy(part)).numpy()
+            new = rebuild_tsp_segments(model, flat,
+                                       torch.from_numpy(part).to(device)).cpu().numpy()
             old_len = np.sqrt(((xy[part[:, 1:]] - xy[part[:, :-1]]) ** 2).sum(-1)).sum(-1)
             new_len = np.sqrt(((xy[new[:, 1:]] - xy[new[:, :-1]]) ** 2).sum(-1)).sum(-1)
             better = new_len < old_len - 1e-9
@@ -244,6 +247,16 @@ def train(args: argparse.Namespace) -> SITState:
         coords, labels = blob["coords"], blob["labels"]
         print(f"resuming {latest}: {state.steps} steps, {state.sit_iterations} SIT "
               f"iterations, {state.cpu_minutes:.1f} CPU min, best gap {state.best_gap}")
+    elif weights_path(args.problem).exists() and not args.fresh:
+        # A fresh machine (a GPU session) has only the committed checkpoint: continue its
+        # lineage with a new optimizer and a regenerated dataset.
+        model, meta = load_model(weights_path(args.problem), args.device)
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        state = SITState(**meta["state"]) if "state" in meta else SITState()
+        coords, labels = make_dataset(args.count, args.n, args.seed, args.init)
+        state.label_gap = label_gap(coords, labels)
+        print(f"continuing weights/{weights_path(args.problem).name}: {state.steps} steps, "
+              f"best gap {state.best_gap}")
     else:
         config = SILConfig(problem=args.problem, dim=args.dim, layers=args.layers,
                            heads=args.heads, hidden=4 * args.dim, reps=args.reps)
@@ -293,7 +306,7 @@ def train(args: argparse.Namespace) -> SITState:
         if improved:
             state.best_gap = gap
             save_model(weights_path(args.problem), model,
-                       {"steps": state.steps, "val_gap_percent": gap})
+                       {"steps": state.steps, "val_gap_percent": gap, "state": vars(state)})
             update_manifest(args.problem, model, state, args)
         _save_latest(latest, model, opt, state, coords, labels)
         print(f"[{total:6.1f} min] steps {state.steps} SIT {state.sit_iterations} "

@@ -79,8 +79,13 @@ def rollout_tsp(
     track_log_prob: bool = False,
     cache: DecoderCache | None = None,
     generator: torch.Generator | None = None,
+    strategy: torch.Tensor | None = None,
 ) -> Rollout:
-    """Build M tours per instance, trajectory m starting at node ``starts[:, m]``."""
+    """Build M tours per instance, trajectory m starting at node ``starts[:, m]``.
+
+    ``strategy`` ((M, bits) or (B, M, bits)) conditions trajectory m of a PolyNet model; None
+    leaves the model's step as it is."""
+    cond = {} if strategy is None else {"strategy": strategy}
     B, N, _ = coords.shape
     M = starts.shape[1]
     cache = cache or model.encode(coords)
@@ -93,7 +98,7 @@ def rollout_tsp(
     for _ in range(N - 1):
         dist = _distances_from(coords, current)
         logits = model.step(cache, current, starts, ~visited,
-                            torch.log(dist.clamp_min(_EPS_DIST)))
+                            torch.log(dist.clamp_min(_EPS_DIST)), **cond)
         action, log_p = _choose(logits, decode, track_log_prob, generator)
         if log_p is not None:
             log_prob = log_prob + log_p
@@ -115,6 +120,8 @@ def rollout_cvrp(
     cache: DecoderCache | None = None,
     generator: torch.Generator | None = None,
     capacity: torch.Tensor | None = None,
+    strategy: torch.Tensor | None = None,
+    multi_start: bool | None = None,
 ) -> Rollout:
     """Build ``trajectories`` solutions per instance, all from the depot (node 0).
 
@@ -123,8 +130,14 @@ def rollout_cvrp(
     of the normalized loads can neither forbid an exact fit nor allow an overload. With
     greedy decoding, the
     trajectories differ by their first customer: the top-M of the first step's distribution
-    (ReLD's multi-start without a forced POMO node).
+    (ReLD's multi-start without a forced POMO node). With a ``strategy`` ((M, bits) or
+    (B, M, bits), PolyNet) nothing is forced by default: trajectory m decodes under strategy
+    m alone; ``multi_start`` (default: greedy without a strategy) forces the top-M first
+    customers either way.
     """
+    if multi_start is None:
+        multi_start = decode == "greedy" and strategy is None
+    cond = {} if strategy is None else {"strategy": strategy}
     B, N, _ = coords.shape
     M = trajectories
     device = coords.device
@@ -149,8 +162,8 @@ def rollout_cvrp(
         feasible[..., 0] |= finished
         dist = _distances_from(coords, current)
         logits = model.step(cache, current, load, feasible,
-                            torch.log(dist.clamp_min(_EPS_DIST)))
-        if step == 0 and decode == "greedy":
+                            torch.log(dist.clamp_min(_EPS_DIST)), **cond)
+        if step == 0 and multi_start:
             first = logits[:, 0].topk(min(M, N - 1), dim=-1).indices  # (B, M')
             if first.shape[1] < M:  # fewer customers than trajectories: repeat
                 first = first.repeat(1, -(-M // first.shape[1]))[:, :M]
@@ -261,9 +274,18 @@ def replay_cvrp(coords: torch.Tensor, demand: torch.Tensor, sequences: torch.Ten
 
 
 def sequence_log_prob(model: torch.nn.Module, cache: DecoderCache,
-                      steps: ReplaySteps) -> torch.Tensor:
-    """(B, M) summed log-probabilities of the replayed sequences, with gradients."""
-    logits = model.step(cache, steps.last, steps.extra, steps.mask, steps.log_dist)
+                      steps: ReplaySteps, strategy: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, M) summed log-probabilities of the replayed sequences, with gradients.
+
+    ``strategy`` ((M, bits) or (B, M, bits)): the PolyNet strategy each sequence was decoded
+    under, repeated over its steps."""
+    cond = {}
+    if strategy is not None:
+        M, T = steps.shape
+        z = strategy if strategy.dim() == 3 else strategy[None]
+        cond["strategy"] = z[:, :, None].expand(z.shape[0], M, T, z.shape[-1]).reshape(
+            z.shape[0], M * T, z.shape[-1])
+    logits = model.step(cache, steps.last, steps.extra, steps.mask, steps.log_dist, **cond)
     log_p = torch.log_softmax(logits.float(), dim=-1).gather(-1, steps.target[..., None])[..., 0]
     # A step with a single feasible choice has log p = 0; −inf cannot occur for valid input.
     B = log_p.shape[0]

@@ -1,0 +1,332 @@
+"""Fine-tune PolyNet from a ReLD checkpoint with Poppy's best-of-K REINFORCE.
+
+Per instance K solutions are sampled, one per strategy (TSP: all from the same random node,
+the tour being a cycle; CVRP: from the depot with no forced first customer). Only the best of
+the K gets a gradient, with the mean of the K as baseline:
+
+    loss = −mean_b [(R_best − mean_k R_k) · log π(τ_best | z_best)]
+
+so each strategy only has to win on some instances and the strategies grow complementary.
+Since only one sequence per instance carries a gradient, sampling runs without gradients and
+only the winners are replayed (teacher-forced, one model call), which is what makes CPU
+training affordable.
+
+Warm start: the first run builds PolyNet from ``weights/reld_<problem>.pt`` with a
+zero-output block, so step 0 is exactly ReLD. Resumable from var/checkpoints/; the shipped
+checkpoint in weights/ (no optimizer state) is replaced only when validation improves, on the
+same fixed 64-instance sets as ReLD (training.reld.validation_set), so the gaps compare.
+
+    python -m training.polynet tsp --minutes 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
+from solvers.routing.env import (
+    replay_cvrp,
+    replay_tsp,
+    rollout_cvrp,
+    rollout_tsp,
+    sequence_log_prob,
+)
+from solvers.routing.polynet import tsp_starts
+from training.instances import random_cvrp, random_tsp
+from training.reld import (
+    MANIFEST,
+    REPO,
+    VALIDATION_COUNT,
+    VALIDATION_N,
+    VALIDATION_SEED,
+    WEIGHTS,
+    TrainState,
+    _account,
+    save_checkpoint,
+    validation_set,
+)
+from training.reld import load_checkpoint as load_reld
+
+PROBLEMS = ("tsp", "cvrp")
+
+
+def checkpoint_path(problem: str) -> Path:
+    return WEIGHTS / f"polynet_{problem}.pt"
+
+
+def load_checkpoint(path: Path, device: str = "cpu") -> tuple[PolyNetModel, dict[str, Any]]:
+    """A PolyNet model and its checkpoint dict (config, state, optimizer, training record)."""
+    ckpt = torch.load(path, map_location=device, weights_only=False)
+    model = PolyNetModel(PolyNetConfig(**ckpt["config"]))
+    model.load_state_dict(ckpt["model"])
+    return model.to(device), ckpt
+
+
+def update_manifest(problem: str, sha: str, model: PolyNetModel, state: TrainState,
+                    validation: dict[str, Any], parent: str) -> None:
+    """Replace this checkpoint's MANIFEST.json entry, keeping every other entry."""
+    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
+    name = checkpoint_path(problem).name
+    entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != name]
+    entries.append(manifest_entry(problem, sha, model, state, validation, parent))
+    manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
+    manifest.setdefault("schema", 1)
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def manifest_entry(problem: str, sha: str, model: PolyNetModel, state: TrainState,
+                   validation: dict[str, Any], parent: str) -> dict[str, Any]:
+    return {
+        "file": checkpoint_path(problem).name,
+        "sha256": sha,
+        "solver": "polynet",
+        "problem": problem,
+        "architecture": {"model": "PolyNet on ReLD", **model.config.to_dict()},
+        "warm_start": parent,
+        "training_steps": state.steps,
+        "phases": state.phases,
+        "cpu_minutes": round(state.cpu_minutes, 1),
+        "gpu_minutes": round(state.gpu_minutes, 1),
+        "validation": validation,
+    }
+
+
+# -- validation: the solver's greedy pass, one symmetry -------------------------------------
+@torch.inference_mode()
+def greedy_lengths(model: PolyNetModel, problem: str, coords: torch.Tensor,
+                   demand: torch.Tensor | None, capacity: torch.Tensor | None,
+                   spread: bool) -> torch.Tensor:
+    """(B, K) lengths of one greedy solution per strategy. ``spread``: TSP strategies start at
+    spread nodes (else all at node 0); CVRP strategies also take the K most likely first
+    customers (else each picks its own)."""
+    B, N, _ = coords.shape
+    K = model.config.strategies
+    z = strategy_bits(K, device=coords.device)
+    if problem == "tsp":
+        start = tsp_starts(N, K, coords.device) if spread else torch.zeros(
+            K, dtype=torch.long, device=coords.device)
+        return rollout_tsp(model, coords, start[None].expand(B, K), strategy=z).lengths
+    assert demand is not None
+    return rollout_cvrp(model, coords, demand, K, capacity=capacity, strategy=z,
+                        multi_start=spread).lengths
+
+
+def validate(model: PolyNetModel, problem: str, val: dict[str, Any], device: str,
+             batch: int = 16) -> dict[str, float]:
+    """Mean gaps (%) to the reference costs of the best greedy solution per instance over the
+    K strategies, no augmentation: ``free`` (TSP: one start; CVRP: no forced first customer)
+    and ``spread`` (TSP: spread starts; CVRP: forced distinct first customers)."""
+    model.eval()
+    out: dict[str, list[torch.Tensor]] = {"free": [], "spread": []}
+    coords_all = torch.as_tensor(val["coords"], dtype=torch.float32, device=device)
+    for i in range(0, len(coords_all), batch):
+        coords = coords_all[i:i + batch]
+        dem = cap = None
+        if problem != "tsp":
+            cap = torch.as_tensor(val["capacities"][i:i + batch], dtype=torch.float32,
+                                  device=device)
+            dem = torch.as_tensor(val["demands"][i:i + batch], dtype=torch.float32,
+                                  device=device) / cap[:, None]
+        for key in out:
+            lengths = greedy_lengths(model, problem, coords, dem, cap, key == "spread")
+            out[key].append(lengths.min(dim=1).values.double().cpu())
+    model.train()
+    ref = np.asarray(val["reference_costs"], dtype=np.float64)
+    return {k: float(np.mean((torch.cat(v).numpy() - ref) / ref) * 100) for k, v in out.items()}
+
+
+# -- the best-of-K loss -------------------------------------------------------------------
+def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, int],
+              rng: np.random.Generator, device: str) -> tuple[torch.Tensor, dict[str, float]]:
+    """Best-of-K REINFORCE on a fresh batch of one random size; also returns statistics
+    (mean best and mean average length, distinct winning strategies)."""
+    n = int(rng.integers(sizes[0], sizes[1] + 1))
+    K = model.config.strategies
+    z = strategy_bits(K, device=device)
+    if problem == "tsp":
+        coords = torch.as_tensor(np.stack([random_tsp(rng, n) for _ in range(batch)]),
+                                 dtype=torch.float32, device=device)
+        first = torch.as_tensor(rng.integers(0, n, size=(batch, 1)), device=device)
+        with torch.no_grad():
+            sampled = rollout_tsp(model, coords, first.expand(batch, K), decode="sample",
+                                  strategy=z)
+        best = sampled.lengths.argmin(dim=1)
+        tours = sampled.actions[torch.arange(batch, device=device), best][:, None]
+        cache = model.encode(coords)
+        log_p = sequence_log_prob(model, cache, replay_tsp(coords, tours),
+                                  strategy=z[best][:, None])
+    else:
+        made = [random_cvrp(rng, n) for _ in range(batch)]
+        coords = torch.as_tensor(np.stack([m[0] for m in made]), dtype=torch.float32,
+                                 device=device)
+        dem = torch.as_tensor(np.stack([m[1] / m[2] for m in made]), dtype=torch.float32,
+                              device=device)
+        cap = torch.as_tensor([float(m[2]) for m in made], device=device)
+        with torch.no_grad():
+            sampled = rollout_cvrp(model, coords, dem, K, decode="sample", capacity=cap,
+                                   strategy=z)
+        best = sampled.lengths.argmin(dim=1)
+        winners = sampled.actions[torch.arange(batch, device=device), best][:, None]
+        seqs = torch.cat([torch.zeros(batch, 1, 1, dtype=torch.long, device=device),
+                          winners], dim=-1)
+        cache = model.encode(coords, dem)
+        log_p = sequence_log_prob(model, cache, replay_cvrp(coords, dem, seqs, cap),
+                                  strategy=z[best][:, None])
+    lengths = sampled.lengths.float()
+    advantage = lengths.mean(dim=1) - lengths.min(dim=1).values  # R_best − mean R ≥ 0
+    loss = -(advantage * log_p[:, 0]).mean()
+    stats = {"best": float(lengths.min(dim=1).values.mean()), "mean": float(lengths.mean()),
+             "winners": float(len(set(best.tolist())))}
+    return loss, stats
+
+
+# -- main loop ---------------------------------------------------------------------------
+def _optimizer(model: PolyNetModel, lr: float, poly_lr: float) -> torch.optim.Adam:
+    poly = [p for n, p in model.named_parameters() if n.startswith("poly.")]
+    base = [p for n, p in model.named_parameters() if not n.startswith("poly.")]
+    return torch.optim.Adam([{"params": base, "lr": lr}, {"params": poly, "lr": poly_lr}])
+
+
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    device = args.device
+    torch.manual_seed(args.seed)
+    np_rng = np.random.default_rng(args.seed)
+    out = Path(args.out) if args.out else checkpoint_path(args.problem)
+    # The latest state (resumed first) lives in var/checkpoints/ for the shipped checkpoint,
+    # beside the checkpoint for an experiment.
+    latest = (REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
+              if out == checkpoint_path(args.problem) else out.with_suffix(".last.pt"))
+    parent = Path(args.parent) if args.parent else WEIGHTS / f"reld_{args.problem}.pt"
+    source = latest if latest.exists() and not args.fresh else None
+    if source is not None:
+        model, ckpt = load_checkpoint(source, device)
+        state = TrainState(**ckpt["train"])
+        np_rng = np.random.default_rng([args.seed, state.steps])
+        print(f"resuming {source}: {state.steps} steps, {state.cpu_minutes:.1f} CPU min, "
+              f"{state.gpu_minutes:.1f} GPU min, best gap {state.best_gap}", flush=True)
+    else:
+        reld, _ = load_reld(parent, device)
+        model = PolyNetModel.from_reld(reld, args.strategies, args.poly_hidden)
+        ckpt, state = {}, TrainState(phases={})
+        print(f"warm start from {parent} with {args.strategies} strategies", flush=True)
+    state.phases = state.phases or {}
+    optimizer = _optimizer(model, args.lr, args.poly_lr)
+    if ckpt.get("optimizer"):
+        optimizer.load_state_dict(ckpt["optimizer"])
+        for group, lr in zip(optimizer.param_groups, (args.lr, args.poly_lr), strict=True):
+            group["lr"] = lr
+    val = validation_set(args.problem)
+    if args.val_count < len(val["coords"]):
+        val = {k: (v[:args.val_count] if k != "reference" else v) for k, v in val.items()}
+    reference = str(val["reference"])
+    curve = (WEIGHTS / "curves" / f"{out.stem}.csv" if out.parent == WEIGHTS
+             else out.with_suffix(".curve.csv"))
+    curve.parent.mkdir(parents=True, exist_ok=True)
+    gpu = device.startswith("cuda")
+    t_start = time.time()
+    last_eval = t_start
+    minutes_before = state.cpu_minutes + state.gpu_minutes
+    steps_here = 0
+    losses: list[float] = []
+    recent: list[dict[str, float]] = []
+    decoding = {"tsp": "greedy, one solution per strategy (K={k}) from spread start nodes, "
+                       "no augmentation",
+                "cvrp": "greedy, one solution per strategy (K={k}) with distinct forced first "
+                        "customers, no augmentation"}[args.problem].format(k=args.strategies)
+
+    def evaluate() -> None:
+        nonlocal last_eval
+        gaps = validate(model, args.problem, val, device)
+        gap = gaps["spread"]
+        total = minutes_before + (time.time() - t_start) / 60
+        mean = {k: float(np.mean([r[k] for r in recent[-50:]])) if recent else math.nan
+                for k in ("best", "mean", "winners")}
+        with curve.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            if fh.tell() == 0:
+                writer.writerow(["total_minutes", "steps", "device", "val_gap_percent",
+                                 "val_gap_free_percent", "reference", "train_loss",
+                                 "train_best", "train_mean", "distinct_winners"])
+            writer.writerow([f"{total:.2f}", state.steps, device, f"{gap:.3f}",
+                             f"{gaps['free']:.3f}", reference,
+                             f"{np.mean(losses[-50:]) if losses else math.nan:.4f}",
+                             f"{mean['best']:.4f}", f"{mean['mean']:.4f}",
+                             f"{mean['winners']:.1f}"])
+        improved = state.best_gap is None or gap < state.best_gap
+        _account(state, t_start, gpu, minutes_before)
+        if improved:
+            state.best_gap = gap
+        save_checkpoint(latest, model, optimizer, state, {})
+        print(f"[{total:7.1f} min] steps {state.steps} val gap {gap:.3f}% (free "
+              f"{gaps['free']:.3f}%, best {state.best_gap:.3f}) loss "
+              f"{np.mean(losses[-50:]) if losses else 0:.4f} best/mean len {mean['best']:.3f}/"
+              f"{mean['mean']:.3f} winners {mean['winners']:.1f}", flush=True)
+        last_eval = time.time()
+        if improved:
+            sha = save_checkpoint(out, model, None, state, {})
+            if out == checkpoint_path(args.problem):
+                update_manifest(args.problem, sha, model, state, {
+                    "set": f"{VALIDATION_COUNT} uniform {args.problem.upper()}{VALIDATION_N} "
+                           f"instances, seed {VALIDATION_SEED} (the ReLD validation set)",
+                    "decoding": decoding, "gap_percent": round(gap, 3),
+                    "gap_percent_free": round(gaps["free"], 3), "reference": reference},
+                    f"{parent.name} (step {0 if source is None else 'resumed'})")
+
+    if source is None:
+        evaluate()  # step 0: the ReLD parent under PolyNet's decoding
+    model.train()
+    while (time.time() - t_start) / 60 < args.minutes:
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
+            loss, stats = poly_loss(model, args.problem, args.batch, (args.min_n, args.max_n),
+                                    np_rng, device)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(float(loss.detach()))
+        recent.append(stats)
+        state.steps += 1
+        steps_here += 1
+        state.phases["best_of_k"] = state.phases.get("best_of_k", 0) + 1
+        if time.time() - last_eval >= args.eval_minutes * 60:
+            evaluate()
+    evaluate()
+    return {"steps": steps_here, "best_gap": state.best_gap}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("problem", choices=PROBLEMS)
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--strategies", type=int, default=128)
+    parser.add_argument("--poly-hidden", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--min-n", type=int, default=60)
+    parser.add_argument("--max-n", type=int, default=100)
+    parser.add_argument("--lr", type=float, default=3e-5, help="ReLD parameters")
+    parser.add_argument("--poly-lr", type=float, default=3e-4, help="the strategy block")
+    parser.add_argument("--eval-minutes", type=float, default=6.0)
+    parser.add_argument("--val-count", type=int, default=VALIDATION_COUNT)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parent", help="ReLD checkpoint (default weights/reld_<problem>.pt)")
+    parser.add_argument("--out", help="checkpoint path (default weights/polynet_<problem>.pt)")
+    parser.add_argument("--fresh", action="store_true", help="ignore the latest checkpoint")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(json.dumps(train(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
