@@ -167,3 +167,36 @@ register(
         availability=_sil_availability,
     )
 )
+
+
+def _polynet_solver():  # type: ignore[no-untyped-def]
+    from solvers.routing.polynet import PolyNetSolver
+
+    return PolyNetSolver()
+
+
+def _polynet_availability() -> str | None:
+    from solvers.routing.polynet import availability
+
+    return _needs_package("torch", "torch") or availability()
+
+
+register(
+    SolverSpec(
+        name="polynet",
+        family="routing",
+        problems=("tsp", "cvrp"),
+        description=(
+            "PolyNet (ICLR 2025) on the ReLD decoder: K=128 strategies from a bit vector fed "
+            "to a residual block on the decoder query, fine-tuned from our ReLD weights with "
+            "best-of-K REINFORCE (weights/MANIFEST.json has the validation gap). Greedy per "
+            "strategy over the 8 symmetries, then sampling per strategy until the time limit; "
+            "the stats name the winning strategy and symmetry."
+        ),
+        factory=_polynet_solver,
+        max_nodes={"tsp": 10_000, "cvrp": 10_000},
+        needs_weights=True,
+        kind="neural",
+        availability=_polynet_availability,
+    )
+)

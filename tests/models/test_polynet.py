@@ -122,3 +122,11 @@ def test_tiny_best_of_k_run_makes_strategies_diverge() -> None:
     assert float(poly.poly[2].weight.detach().abs().sum()) > 0  # the block left zero
     assert not torch.equal(before["decoder_ff.net.0.weight"], poly.decoder_ff.net[0].weight)
     assert float(per_strategy_log_prob().std()) > 1e-3
+
+
+def test_missing_weights_make_the_solver_unavailable(tmp_path, monkeypatch) -> None:
+    import solvers.routing.polynet as module
+
+    monkeypatch.setattr(module, "WEIGHTS_DIR", tmp_path)
+    reason = module.availability()
+    assert reason is not None and "polynet_tsp.pt" in reason and "training.polynet" in reason

@@ -1,0 +1,210 @@
+"""The ``polynet`` solver: PolyNet's K learned strategies on the ReLD decoder, greedy per
+strategy over the eight symmetries of the square, then sampling per strategy while time (or a
+solution budget) remains.
+
+A greedy pass decodes one trajectory per strategy on ``together`` symmetries at once. For the
+TSP, strategy m starts at its own node, spread around the instance (the start of a cycle is
+one more symmetry); for CVRP, strategy m also takes the m-th most likely first customer, as
+ReLD's multi-start does, so the greedy pass never collapses onto a single solution while the
+strategies are still close to each other. Sampling rounds then decode as many trajectories as
+a greedy pass, strategies tiled cyclically, cycling through the symmetries, with no forced
+first move (as PolyNet trains). Budgeting and memory follow the ``reld`` solver: the first
+pass is sized from a cost estimate, later passes run only while the measured pass time still
+fits, and above 1,000 nodes one symmetry is decoded at a time.
+
+The solution's stats say which strategy, symmetry and decoding mode found it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
+from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.errors import InstanceError, SolverUnavailableError
+from solvers.routing.env import (
+    Decode,
+    augment,
+    cvrp_routes,
+    normalize_coords,
+    rollout_cvrp,
+    rollout_tsp,
+)
+from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
+from solvers.routing.reld import _DECODE_COST, _ENCODE_COST, TORCH_THREADS, WEIGHTS_DIR
+
+PROBLEMS = ("tsp", "cvrp")
+MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
+
+
+def weights_path(problem: str) -> Path:
+    return WEIGHTS_DIR / f"polynet_{problem}.pt"
+
+
+def availability() -> str | None:
+    """None when at least one checkpoint is shipped; else what is missing and how to train."""
+    if any(weights_path(p).exists() for p in PROBLEMS):
+        return None
+    return ("no trained weights: " + " and ".join(f"weights/{weights_path(p).name}"
+                                                   for p in PROBLEMS)
+            + " are missing; train them with `python -m training.polynet tsp|cvrp` (warm "
+            "start from weights/reld_<problem>.pt)")
+
+
+def load_model(path: Path, device: str = "cpu") -> PolyNetModel:
+    """The PolyNet model stored in a checkpoint written by training.polynet."""
+    ckpt = torch.load(path, map_location=device, weights_only=False)
+    model = PolyNetModel(PolyNetConfig(**ckpt["config"]))
+    model.load_state_dict(ckpt["model"])
+    return model.to(device).eval()
+
+
+def tsp_starts(n: int, count: int, device: str | torch.device) -> torch.Tensor:
+    """``count`` start nodes spread evenly over 0..n−1."""
+    return torch.linspace(0, n - 1, count, device=device).round().long()
+
+
+class PolyNetSolver:
+    """Loads each problem's checkpoint once, on first use.
+
+    ``max_solutions`` optionally caps the number of decoded solutions (a sampling budget, as
+    PolyNet's paper compares methods); the time limit always holds."""
+
+    name = "polynet"
+
+    def __init__(self, max_solutions: int | None = None) -> None:
+        self.max_solutions = max_solutions
+        self._models: dict[str, PolyNetModel] = {}
+        self._lock = threading.Lock()
+        torch.set_num_threads(TORCH_THREADS)
+
+    def warm_up(self) -> None:
+        """Load every shipped checkpoint now, so no request pays for it."""
+        for problem in PROBLEMS:
+            if weights_path(problem).exists():
+                self.model(problem, "cpu")
+
+    def model(self, problem: str, device: str) -> PolyNetModel:
+        key = f"{problem}:{device}"
+        with self._lock:
+            if key not in self._models:
+                path = weights_path(problem)
+                if not path.exists():
+                    raise SolverUnavailableError(
+                        self.name, f"weights/{path.name} is missing; train it with "
+                        f"`python -m training.polynet {problem}`")
+                self._models[key] = load_model(path, device)
+            return self._models[key]
+
+    def solve(self, instance: Instance, budget: Budget,
+              progress: ProgressCallback = no_progress) -> Solution:
+        clock = Clock(budget)
+        if instance.coords is None:
+            raise InstanceError("coords", "the polynet solver needs node coordinates (it reads "
+                                "the geometry); this instance has only a distance matrix")
+        device = budget.device if budget.device == "cpu" or torch.cuda.is_available() else "cpu"
+        model = self.model(instance.problem, device)
+        with torch.inference_mode():
+            routes, stats = _search(model, instance, budget, clock, progress, device,
+                                    self.max_solutions)
+        stats["seed"] = budget.seed
+        sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
+                             stats=stats)
+        progress(ProgressEvent(self.name, clock.elapsed, stats["passes"], sol.cost, "done"))
+        return sol
+
+
+def plan(n: int, strategies: int, seconds: float) -> tuple[int, int]:
+    """(strategies per pass, symmetries per pass) so that the first greedy pass fits in about
+    half of ``seconds``: symmetries are given up before strategies."""
+    together = 8 if n <= 200 else 4 if n <= 1000 else 1
+    m = strategies
+    budget = 0.5 * seconds - _ENCODE_COST * together * n * n
+
+    def cost(mm: int, k: int) -> float:
+        return _DECODE_COST * mm * k * n * n
+
+    while together > 1 and cost(m, together) > budget:
+        together //= 2
+    while m > 1 and cost(m, together) > budget:
+        m //= 2
+    return max(1, m), together
+
+
+def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Clock,
+            progress: ProgressCallback, device: str,
+            max_solutions: int | None) -> tuple[list[list[int]], dict[str, Any]]:
+    n = instance.n
+    K = model.config.strategies
+    cvrp = isinstance(instance, CVRPInstance)
+    coords = normalize_coords(torch.as_tensor(instance.coords, dtype=torch.float32,
+                                              device=device)[None])
+    order = np.arange(n)
+    demand = capacity = None
+    if cvrp:
+        assert isinstance(instance, CVRPInstance)
+        order = np.concatenate(([instance.depot], np.delete(np.arange(n), instance.depot)))
+        coords = coords[:, torch.as_tensor(order, device=device)]
+        demand = torch.as_tensor(instance.demands[order] / instance.capacity,
+                                 dtype=torch.float32, device=device)[None]
+        capacity = torch.tensor([float(instance.capacity)], device=device)
+    m, together = plan(n, K, clock.remaining)
+    sample_size = m * together  # a sampling round costs what a greedy pass costs
+    generator = torch.Generator(device=device).manual_seed(budget.seed)
+    best_len, best_seq, best_info = math.inf, None, {}
+    passes = solutions = 0
+    pass_time: float | None = None
+    schedule: list[tuple[Decode, int]] = [("greedy", k) for k in range(0, 8, together)]
+    schedule += [("sample", r % 8) for r in range(10_000)]
+    for mode, sym in schedule:
+        if passes and (pass_time is None or clock.remaining < 1.2 * pass_time
+                       or budget.cancelled()
+                       or (max_solutions is not None and solutions >= max_solutions)):
+            break
+        t0 = clock.elapsed
+        greedy = mode == "greedy"
+        k = together if greedy else 1
+        aug = augment(coords, sym + k)[sym:]
+        count = m if greedy else sample_size
+        if max_solutions is not None:
+            count = max(1, min(count, -(-(max_solutions - solutions) // k)))
+        z = strategy_bits(K, count, device=device)
+        if cvrp:
+            assert demand is not None and capacity is not None
+            result = rollout_cvrp(model, aug, demand.expand(k, -1), count,
+                                  decode=mode, generator=generator,
+                                  capacity=capacity.expand(k), strategy=z, multi_start=greedy)
+        else:
+            start = (tsp_starts(n, count, device) if greedy
+                     else torch.randint(0, n, (count,), generator=generator, device=device))
+            result = rollout_tsp(model, aug, start[None].expand(k, count),
+                                 decode=mode, generator=generator,
+                                 strategy=z)
+        flat = result.lengths.reshape(-1)
+        i = int(flat.argmin())
+        if float(flat[i]) < best_len:
+            best_len = float(flat[i])
+            b, mm = divmod(i, result.lengths.shape[1])
+            best_seq = result.actions[b, mm].tolist()
+            best_info = {"strategy": mm % K, "symmetry": sym + b, "mode": mode}
+        passes += 1
+        solutions += int(flat.numel())
+        took = clock.elapsed - t0
+        pass_time = took if pass_time is None else max(took, 0.5 * pass_time + 0.5 * took)
+        progress(ProgressEvent("polynet", clock.elapsed, passes, None,
+                               f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
+    assert best_seq is not None
+    if cvrp:
+        routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
+    else:
+        routes = [[int(v) for v in best_seq]]
+    stats = {"strategies": K, "strategies_per_pass": m, "symmetries_per_pass": together,
+             "passes": passes, "solutions": solutions, "device": device,
+             "winner": best_info, "normalized_length": round(best_len, 6)}
+    return routes, stats
