@@ -561,7 +561,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--online-rounds", type=int, default=2)
     p.add_argument("--online-updates", type=int, default=40)
     p.add_argument("--online-actor-frozen", type=int, default=3)
-    p.add_argument("--online-workflows", type=int, default=3000)
+    p.add_argument("--online-workflows", type=int, default=450,
+                   help="stream length: about what 40 windows consume, so the rate changes")
     p.add_argument("--eval-every-online", type=int, default=5)
     p.add_argument("--lr-online-actor", type=float, default=2e-5)
     p.add_argument("--lr-online-critic", type=float, default=1e-4)
