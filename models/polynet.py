@@ -7,17 +7,24 @@ feed-forward layer on the query (the same place ReLD adds its own residual MLP),
 ``refine`` hook of ``ReLDModel``, so nothing of ReLD's step is copied. W₂ starts at zero, so a
 freshly built PolyNet carrying its ReLD parent's weights decodes exactly like the parent; the
 strategies only diverge through best-of-K training.
+
+CVRPTW (``problem="cvrptw"``, which ReLD itself does not model): customers are embedded from
+(x, y, demand/capacity, earliest, latest, service), the depot from (x, y, horizon end), and the
+context carries the current time beside the remaining load, all times in the same unit as the
+normalized coordinates (travel time = distance). ``from_reld`` warm-starts it from a CVRP
+ReLD model with the time columns zero, so at first it decodes like the CVRP parent (the
+environment's masks keep it feasible) and learns to read the windows while training.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
-from models.reld import ReLDConfig, ReLDModel
+from models.reld import DecoderCache, ReLDConfig, ReLDModel
 
 
 @dataclass(frozen=True)
@@ -48,25 +55,69 @@ class PolyNetModel(ReLDModel):
     config: PolyNetConfig
 
     def __init__(self, config: PolyNetConfig) -> None:
-        super().__init__(config)
+        tw = config.problem == "cvrptw"
+        super().__init__(replace(config, problem="cvrp") if tw else config)
+        self.config = config
         d = config.dim
+        if tw:
+            self.embed_depot = nn.Linear(3, d)  # x, y, horizon end
+            self.embed_node = nn.Linear(6, d)  # x, y, demand, earliest, latest, service
+            self.context = nn.Linear(d + 2, d, bias=False)  # last node, load, time
+            self.identity_extra = nn.Linear(2, d, bias=False)  # W_idt · (load, time)
         self.poly = nn.Sequential(nn.Linear(d + config.bits, config.poly_hidden), nn.ReLU(),
                                   nn.Linear(config.poly_hidden, d))
         nn.init.zeros_(self.poly[2].weight)
         nn.init.zeros_(self.poly[2].bias)
 
     @classmethod
-    def from_reld(cls, parent: ReLDModel, strategies: int = 128,
-                  poly_hidden: int = 256) -> PolyNetModel:
-        """A PolyNet carrying ``parent``'s weights and a fresh, zero-output block."""
+    def from_reld(cls, parent: ReLDModel, strategies: int = 128, poly_hidden: int = 256,
+                  problem: str | None = None) -> PolyNetModel:
+        """A PolyNet carrying ``parent``'s weights and a fresh, zero-output block.
+
+        ``problem="cvrptw"`` from a CVRP parent: the parent's input layers are copied into
+        the wider ones, the columns for the time features start at zero."""
         base = parent.config
-        config = PolyNetConfig(problem=base.problem, dim=base.dim, layers=base.layers,
+        problem = problem or base.problem
+        if problem != base.problem and (problem, base.problem) != ("cvrptw", "cvrp"):
+            raise ValueError(f"cannot warm-start a {problem} PolyNet from a {base.problem} model")
+        config = PolyNetConfig(problem=problem, dim=base.dim, layers=base.layers,
                                heads=base.heads, hidden=base.hidden, clip=base.clip,
                                strategies=strategies, poly_hidden=poly_hidden)
         model = cls(config)
-        missing, unexpected = model.load_state_dict(parent.state_dict(), strict=False)
+        state = parent.state_dict()
+        if problem == "cvrptw":
+            own = model.state_dict()
+            for name in ("embed_depot.weight", "embed_node.weight", "context.weight",
+                         "identity_extra.weight"):
+                wide = torch.zeros_like(own[name])
+                wide[:, :state[name].shape[1]] = state[name]
+                state[name] = wide
+        missing, unexpected = model.load_state_dict(state, strict=False)
         assert not unexpected and all(k.startswith("poly.") for k in missing), missing
         return model.to(next(parent.parameters()).device)
+
+    def encode(self, coords: torch.Tensor, demand: torch.Tensor | None = None,
+               times: torch.Tensor | None = None) -> DecoderCache:
+        """As ReLD's; CVRPTW also needs ``times`` (B, N, 3): earliest, latest and service
+        time of every node (the depot's latest is the horizon end)."""
+        if self.config.problem != "cvrptw":
+            return super().encode(coords, demand)
+        assert demand is not None and times is not None
+        depot = self.embed_depot(torch.cat([coords[:, :1], times[:, :1, 1:2]], dim=-1))
+        rest = self.embed_node(torch.cat([coords[:, 1:], demand[:, 1:, None], times[:, 1:]],
+                                         dim=-1))
+        return self.encode_embedded(torch.cat([depot, rest], dim=1))
+
+    def context_query(self, h: torch.Tensor, last: torch.Tensor,
+                      extra: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """CVRPTW: ``extra`` (B, M, 2) is (remaining load, current time)."""
+        if self.config.problem != "cvrptw":
+            return super().context_query(h, last, extra)
+        d = h.shape[-1]
+        h_last = h.gather(1, last[..., None].expand(*last.shape, d))
+        state = extra.to(h.dtype)
+        query = self.context(torch.cat([h_last, state], dim=-1))
+        return query, h_last + self.identity_extra(state)
 
     def refine(self, g: torch.Tensor, strategy: torch.Tensor | None) -> torch.Tensor:
         """g + MLP([g; z]); ``strategy`` is (M, bits) or (B, M, bits) for g (B, M, d).

@@ -85,6 +85,11 @@ class ReLDModel(nn.Module):
             h = torch.cat([depot, rest], dim=1)
         else:
             h = self.embed_node(coords)
+        return self.encode_embedded(h)
+
+    def encode_embedded(self, h: torch.Tensor) -> DecoderCache:
+        """Run the encoder layers on node embeddings (B, N, d) and cache keys and values
+        (split from ``encode`` so a subclass with other node features reuses it)."""
         for layer in self.encoder:
             h = layer(h)
         return DecoderCache(

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
+from solvers.base import Budget
 from solvers.routing.env import (
     replay_cvrp,
     replay_tsp,
@@ -40,8 +41,11 @@ from solvers.routing.env import (
     rollout_tsp,
     sequence_log_prob,
 )
+from solvers.routing.env_tw import TWBatch, encode_tw, replay_cvrptw, rollout_cvrptw, tw_batch
 from solvers.routing.polynet import tsp_starts
-from training.instances import random_cvrp, random_tsp
+from solvers.routing.problem import CVRPTWInstance
+from solvers.routing.solve import solve
+from training.instances import random_cvrp, random_cvrptw, random_tsp
 from training.reld import (
     MANIFEST,
     REPO,
@@ -56,7 +60,9 @@ from training.reld import (
 )
 from training.reld import load_checkpoint as load_reld
 
-PROBLEMS = ("tsp", "cvrp")
+PROBLEMS = ("tsp", "cvrp", "cvrptw")
+#: CVRPTW has no ReLD set: its own fixed set, same size and count, PyVRP (native windows).
+TW_REFERENCE = ("pyvrp", 2.0)
 
 
 def checkpoint_path(problem: str) -> Path:
@@ -101,10 +107,42 @@ def manifest_entry(problem: str, sha: str, model: PolyNetModel, state: TrainStat
 
 
 # -- validation: the solver's greedy pass, one symmetry -------------------------------------
+def validation_data(problem: str) -> dict[str, Any]:
+    """ReLD's fixed sets for TSP and CVRP; for CVRPTW a fixed seeded set of Solomon-style
+    instances (training.instances.random_cvrptw) with PyVRP costs, cached the same way."""
+    if problem != "cvrptw":
+        return validation_set(problem)
+    path = WEIGHTS / "validation" / f"polynet_cvrptw_n{VALIDATION_N}.npz"
+    if path.exists():
+        data = np.load(path, allow_pickle=True)
+        return {k: data[k] for k in data.files}
+    rng = np.random.default_rng(VALIDATION_SEED + 2)
+    solver, limit = TW_REFERENCE
+    instances = [random_cvrptw(rng, VALIDATION_N)[0] for _ in range(VALIDATION_COUNT)]
+    costs = [solve(inst, solver, Budget(time_limit=limit, seed=0)).cost for inst in instances]
+    out = {"coords": np.stack([i.coords for i in instances]),
+           "demands": np.stack([i.demands for i in instances]),
+           "capacities": np.asarray([i.capacity for i in instances]),
+           "time_windows": np.stack([i.time_windows for i in instances]),
+           "service_times": np.stack([i.service_times for i in instances]),
+           "reference_costs": np.asarray(costs), "reference": np.asarray(f"{solver} {limit:g}s")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **out)
+    return out
+
+
+def tw_instances(val: dict[str, Any], sl: slice) -> list[CVRPTWInstance]:
+    return [CVRPTWInstance(coords=c, distance="exact", demands=d, capacity=int(q),
+                           time_windows=w, service_times=s)
+            for c, d, q, w, s in zip(val["coords"][sl], val["demands"][sl],
+                                     val["capacities"][sl], val["time_windows"][sl],
+                                     val["service_times"][sl], strict=True)]
+
+
 @torch.inference_mode()
 def greedy_lengths(model: PolyNetModel, problem: str, coords: torch.Tensor,
                    demand: torch.Tensor | None, capacity: torch.Tensor | None,
-                   spread: bool) -> torch.Tensor:
+                   spread: bool, tw: TWBatch | None = None) -> torch.Tensor:
     """(B, K) lengths of one greedy solution per strategy. ``spread``: TSP strategies start at
     spread nodes (else all at node 0); CVRP strategies also take the K most likely first
     customers (else each picks its own)."""
@@ -115,6 +153,9 @@ def greedy_lengths(model: PolyNetModel, problem: str, coords: torch.Tensor,
         start = tsp_starts(N, K, coords.device) if spread else torch.zeros(
             K, dtype=torch.long, device=coords.device)
         return rollout_tsp(model, coords, start[None].expand(B, K), strategy=z).lengths
+    if problem == "cvrptw":
+        assert tw is not None
+        return rollout_cvrptw(model, tw, K, strategy=z, multi_start=spread).lengths
     assert demand is not None
     return rollout_cvrp(model, coords, demand, K, capacity=capacity, strategy=z,
                         multi_start=spread).lengths
@@ -130,18 +171,28 @@ def validate(model: PolyNetModel, problem: str, val: dict[str, Any], device: str
     coords_all = torch.as_tensor(val["coords"], dtype=torch.float32, device=device)
     for i in range(0, len(coords_all), batch):
         coords = coords_all[i:i + batch]
-        dem = cap = None
-        if problem != "tsp":
+        dem = cap = tw = None
+        if problem == "cvrptw":
+            tw = tw_batch(tw_instances(val, slice(i, i + batch)), device)
+            coords = tw.coords
+        elif problem != "tsp":
             cap = torch.as_tensor(val["capacities"][i:i + batch], dtype=torch.float32,
                                   device=device)
             dem = torch.as_tensor(val["demands"][i:i + batch], dtype=torch.float32,
                                   device=device) / cap[:, None]
         for key in out:
-            lengths = greedy_lengths(model, problem, coords, dem, cap, key == "spread")
+            lengths = greedy_lengths(model, problem, coords, dem, cap, key == "spread", tw)
+            if tw is not None:  # back to the instances' units (tw_batch divides by the span)
+                lengths = lengths * _spans(val, slice(i, i + batch), device)[:, None]
             out[key].append(lengths.min(dim=1).values.double().cpu())
     model.train()
     ref = np.asarray(val["reference_costs"], dtype=np.float64)
     return {k: float(np.mean((torch.cat(v).numpy() - ref) / ref) * 100) for k, v in out.items()}
+
+
+def _spans(val: dict[str, Any], sl: slice, device: str) -> torch.Tensor:
+    xy = np.asarray(val["coords"][sl], dtype=np.float64)
+    return torch.as_tensor((xy.max(1) - xy.min(1)).max(-1), device=device)
 
 
 # -- the best-of-K loss -------------------------------------------------------------------
@@ -163,6 +214,16 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
         tours = sampled.actions[torch.arange(batch, device=device), best][:, None]
         cache = model.encode(coords)
         log_p = sequence_log_prob(model, cache, replay_tsp(coords, tours),
+                                  strategy=z[best][:, None])
+    elif problem == "cvrptw":
+        tw = tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
+        with torch.no_grad():
+            sampled = rollout_cvrptw(model, tw, K, decode="sample", strategy=z)
+        best = sampled.lengths.argmin(dim=1)
+        winners = sampled.actions[torch.arange(batch, device=device), best][:, None]
+        seqs = torch.cat([torch.zeros(batch, 1, 1, dtype=torch.long, device=device),
+                          winners], dim=-1)
+        log_p = sequence_log_prob(model, encode_tw(model, tw), replay_cvrptw(tw, seqs),
                                   strategy=z[best][:, None])
     else:
         made = [random_cvrp(rng, n) for _ in range(batch)]
@@ -189,6 +250,37 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
     return loss, stats
 
 
+def tw_imitation_loss(model: PolyNetModel, batch: int, variants: int,
+                      sizes: tuple[int, int], rng: np.random.Generator,
+                      device: str) -> tuple[torch.Tensor, dict[str, float]]:
+    """CVRPTW bootstrap: negative log-likelihood per step of the routes each generated
+    instance's windows were built around (``random_cvrptw``'s reference, feasible by
+    construction), in shuffled route orders (never reversed: that would break the windows),
+    each variant under a random strategy. It teaches the CVRP-initialized model to read the
+    time features before best-of-K takes over."""
+    n = int(rng.integers(sizes[0], sizes[1] + 1))
+    made = [random_cvrptw(rng, n) for _ in range(batch)]
+    tw = tw_batch([m[0] for m in made], device)
+    seqs: list[list[list[int]]] = []
+    for _, routes in made:
+        group = []
+        for _ in range(variants):
+            order = rng.permutation(len(routes))
+            group.append([0] + [v for k in order for v in [*routes[k], 0]])
+        seqs.append(group)
+    length = max(len(s) for g in seqs for s in g)
+    padded = torch.zeros(batch, variants, length, dtype=torch.long)
+    for b, g in enumerate(seqs):
+        for v, seq in enumerate(g):
+            padded[b, v, :len(seq)] = torch.as_tensor(seq)
+    K = model.config.strategies
+    z = strategy_bits(K, device=device)[torch.as_tensor(rng.integers(0, K, (batch, variants)))]
+    log_p = sequence_log_prob(model, encode_tw(model, tw), replay_cvrptw(tw, padded.to(device)),
+                              strategy=z.to(device))
+    loss = -log_p.mean() / (length - 1)
+    return loss, {"best": math.nan, "mean": math.nan, "winners": math.nan}
+
+
 # -- main loop ---------------------------------------------------------------------------
 def _optimizer(model: PolyNetModel, lr: float, poly_lr: float) -> torch.optim.Adam:
     poly = [p for n, p in model.named_parameters() if n.startswith("poly.")]
@@ -205,7 +297,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     # beside the checkpoint for an experiment.
     latest = (REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
               if out == checkpoint_path(args.problem) else out.with_suffix(".last.pt"))
-    parent = Path(args.parent) if args.parent else WEIGHTS / f"reld_{args.problem}.pt"
+    # CVRPTW has no ReLD parent of its own: it starts from the CVRP one (time columns zero).
+    parent = Path(args.parent) if args.parent else WEIGHTS / (
+        "reld_cvrp.pt" if args.problem == "cvrptw" else f"reld_{args.problem}.pt")
     source = latest if latest.exists() and not args.fresh else None
     if source is not None:
         model, ckpt = load_checkpoint(source, device)
@@ -215,7 +309,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
               f"{state.gpu_minutes:.1f} GPU min, best gap {state.best_gap}", flush=True)
     else:
         reld, _ = load_reld(parent, device)
-        model = PolyNetModel.from_reld(reld, args.strategies, args.poly_hidden)
+        model = PolyNetModel.from_reld(reld, args.strategies, args.poly_hidden, args.problem)
         ckpt, state = {}, TrainState(phases={})
         print(f"warm start from {parent} with {args.strategies} strategies", flush=True)
     state.phases = state.phases or {}
@@ -224,9 +318,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         optimizer.load_state_dict(ckpt["optimizer"])
         for group, lr in zip(optimizer.param_groups, (args.lr, args.poly_lr), strict=True):
             group["lr"] = lr
-    val = validation_set(args.problem)
+    val = validation_data(args.problem)
     if args.val_count < len(val["coords"]):
-        val = {k: (v[:args.val_count] if k != "reference" else v) for k, v in val.items()}
+        val = {k: (v[:args.val_count] if v.ndim else v) for k, v in val.items()}
     reference = str(val["reference"])
     curve = (WEIGHTS / "curves" / f"{out.stem}.csv" if out.parent == WEIGHTS
              else out.with_suffix(".curve.csv"))
@@ -241,7 +335,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     decoding = {"tsp": "greedy, one solution per strategy (K={k}) from spread start nodes, "
                        "no augmentation",
                 "cvrp": "greedy, one solution per strategy (K={k}) with distinct forced first "
-                        "customers, no augmentation"}[args.problem].format(k=args.strategies)
+                        "customers, no augmentation"}
+    decoding["cvrptw"] = decoding["cvrp"]
+    decoding = decoding[args.problem].format(k=args.strategies)
 
     def evaluate() -> None:
         nonlocal last_eval
@@ -275,19 +371,27 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             sha = save_checkpoint(out, model, None, state, {})
             if out == checkpoint_path(args.problem):
                 update_manifest(args.problem, sha, model, state, {
-                    "set": f"{VALIDATION_COUNT} uniform {args.problem.upper()}{VALIDATION_N} "
-                           f"instances, seed {VALIDATION_SEED} (the ReLD validation set)",
+                    "set": (f"{VALIDATION_COUNT} uniform {args.problem.upper()}{VALIDATION_N} "
+                            f"instances, seed {VALIDATION_SEED} (the ReLD validation set)"
+                            if args.problem != "cvrptw" else
+                            f"{VALIDATION_COUNT} Solomon-style CVRPTW{VALIDATION_N} instances "
+                            f"(training.instances.random_cvrptw), seed {VALIDATION_SEED + 2}"),
                     "decoding": decoding, "gap_percent": round(gap, 3),
                     "gap_percent_free": round(gaps["free"], 3), "reference": reference},
-                    f"{parent.name} (step {0 if source is None else 'resumed'})")
+                    parent.name + (" (CVRP parent, time-feature columns zero)"
+                                   if args.problem == "cvrptw" else ""))
 
     if source is None:
         evaluate()  # step 0: the ReLD parent under PolyNet's decoding
     model.train()
     while (time.time() - t_start) / 60 < args.minutes:
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
-            loss, stats = poly_loss(model, args.problem, args.batch, (args.min_n, args.max_n),
-                                    np_rng, device)
+            if args.phase == "imitation":
+                loss, stats = tw_imitation_loss(model, args.batch, args.variants,
+                                                (args.min_n, args.max_n), np_rng, device)
+            else:
+                loss, stats = poly_loss(model, args.problem, args.batch,
+                                        (args.min_n, args.max_n), np_rng, device)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -296,7 +400,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         recent.append(stats)
         state.steps += 1
         steps_here += 1
-        state.phases["best_of_k"] = state.phases.get("best_of_k", 0) + 1
+        state.phases[args.phase] = state.phases.get(args.phase, 0) + 1
         if time.time() - last_eval >= args.eval_minutes * 60:
             evaluate()
     evaluate()
@@ -309,6 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--strategies", type=int, default=128)
     parser.add_argument("--poly-hidden", type=int, default=256)
+    parser.add_argument("--phase", choices=["best_of_k", "imitation"], default="best_of_k",
+                        help="imitation: CVRPTW bootstrap on the generator's routes")
+    parser.add_argument("--variants", type=int, default=8,
+                        help="route orders per instance (imitation)")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--min-n", type=int, default=60)
     parser.add_argument("--max-n", type=int, default=100)
@@ -323,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="checkpoint path (default weights/polynet_<problem>.pt)")
     parser.add_argument("--fresh", action="store_true", help="ignore the latest checkpoint")
     args = parser.parse_args(argv)
+    if args.phase == "imitation" and args.problem != "cvrptw":
+        parser.error("--phase imitation is the CVRPTW bootstrap (TSP and CVRP start from ReLD)")
     torch.set_num_threads(args.threads)
     print(json.dumps(train(args)))
     return 0

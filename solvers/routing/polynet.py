@@ -36,11 +36,19 @@ from solvers.routing.env import (
     rollout_cvrp,
     rollout_tsp,
 )
-from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
+from solvers.routing.env_tw import rollout_cvrptw, tw_batch
+from solvers.routing.problem import (
+    CVRPInstance,
+    CVRPTWInstance,
+    Instance,
+    Solution,
+    build_solution,
+)
 from solvers.routing.reld import _DECODE_COST, _ENCODE_COST, TORCH_THREADS, WEIGHTS_DIR
 
-PROBLEMS = ("tsp", "cvrp")
-MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
+PROBLEMS = ("tsp", "cvrp", "cvrptw")
+#: CVRPTW keeps a float64 travel-time matrix per symmetry decoded at once.
+MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 2_000}
 
 
 def weights_path(problem: str) -> Path:
@@ -50,7 +58,7 @@ def weights_path(problem: str) -> Path:
 def availability() -> str | None:
     """None when at least one checkpoint is shipped; else what is missing and how to train."""
     if any(weights_path(p).exists() for p in PROBLEMS):
-        return None
+        return None  # a missing problem's checkpoint is reported when it is asked for
     return ("no trained weights: " + " and ".join(f"weights/{weights_path(p).name}"
                                                    for p in PROBLEMS)
             + " are missing; train them with `python -m training.polynet tsp|cvrp` (warm "
@@ -143,6 +151,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     n = instance.n
     K = model.config.strategies
     cvrp = isinstance(instance, CVRPInstance)
+    tw = tw_batch([instance], device) if isinstance(instance, CVRPTWInstance) else None
+    fleet = instance.max_vehicles if cvrp else None  # type: ignore[union-attr]
     coords = normalize_coords(torch.as_tensor(instance.coords, dtype=torch.float32,
                                               device=device)[None])
     order = np.arange(n)
@@ -154,10 +164,12 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         demand = torch.as_tensor(instance.demands[order] / instance.capacity,
                                  dtype=torch.float32, device=device)[None]
         capacity = torch.tensor([float(instance.capacity)], device=device)
+    if tw is not None:
+        coords = tw.coords
     m, together = plan(n, K, clock.remaining)
     sample_size = m * together  # a sampling round costs what a greedy pass costs
     generator = torch.Generator(device=device).manual_seed(budget.seed)
-    best_len, best_seq, best_info = math.inf, None, {}
+    best_len, best_seq, best_info, best_over = math.inf, None, {}, True
     passes = solutions = 0
     pass_time: float | None = None
     schedule: list[tuple[Decode, int]] = [("greedy", k) for k in range(0, 8, together)]
@@ -175,7 +187,10 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         if max_solutions is not None:
             count = max(1, min(count, -(-(max_solutions - solutions) // k)))
         z = strategy_bits(K, count, device=device)
-        if cvrp:
+        if tw is not None:
+            result = rollout_cvrptw(model, tw.repeat(k, aug), count, decode=mode,
+                                    generator=generator, strategy=z, multi_start=greedy)
+        elif cvrp:
             assert demand is not None and capacity is not None
             result = rollout_cvrp(model, aug, demand.expand(k, -1), count,
                                   decode=mode, generator=generator,
@@ -187,9 +202,17 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                                  decode=mode, generator=generator,
                                  strategy=z)
         flat = result.lengths.reshape(-1)
+        over = False
+        if fleet is not None:  # a fleet cap: a trajectory within it beats any outside it
+            routes_used = ((result.actions[..., :-1] != 0)
+                           & (result.actions[..., 1:] == 0)).sum(-1).reshape(-1)
+            within = routes_used <= fleet
+            over = not bool(within.any())
+            if not over:
+                flat = torch.where(within, flat, torch.full_like(flat, math.inf))
         i = int(flat.argmin())
-        if float(flat[i]) < best_len:
-            best_len = float(flat[i])
+        if (over, float(flat[i])) < (best_over, best_len):
+            best_len, best_over = float(flat[i]), over
             b, mm = divmod(i, result.lengths.shape[1])
             best_seq = result.actions[b, mm].tolist()
             best_info = {"strategy": mm % K, "symmetry": sym + b, "mode": mode}

@@ -185,16 +185,18 @@ register(
     SolverSpec(
         name="polynet",
         family="routing",
-        problems=("tsp", "cvrp"),
+        problems=("tsp", "cvrp", "cvrptw"),
         description=(
             "PolyNet (ICLR 2025) on the ReLD decoder: K=128 strategies from a bit vector fed "
             "to a residual block on the decoder query, fine-tuned from our ReLD weights with "
             "best-of-K REINFORCE (weights/MANIFEST.json has the validation gap). Greedy per "
             "strategy over the 8 symmetries, then sampling per strategy until the time limit; "
-            "the stats name the winning strategy and symmetry."
+            "the stats name the winning strategy and symmetry. CVRPTW: time features in the node "
+            "embedding, the clock in the context, masks for windows and capacity (warm "
+            "start from the CVRP weights)."
         ),
         factory=_polynet_solver,
-        max_nodes={"tsp": 10_000, "cvrp": 10_000},
+        max_nodes={"tsp": 10_000, "cvrp": 10_000, "cvrptw": 2_000},
         needs_weights=True,
         kind="neural",
         availability=_polynet_availability,

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from models.polynet import PolyNetModel, strategy_bits
 from models.reld import ReLDConfig, ReLDModel
+from solvers.base import Budget
+from solvers.routing.check import check_cvrptw
 from solvers.routing.env import (
+    cvrp_routes,
     replay_tsp,
     rollout_cvrp,
     rollout_tsp,
     sequence_log_prob,
 )
+from solvers.routing.env_tw import encode_tw, replay_cvrptw, rollout_cvrptw, tw_batch
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
+from solvers.routing.solve import solve
+from training.instances import random_cvrptw
 from training.polynet import poly_loss
 
 
@@ -124,9 +132,107 @@ def test_tiny_best_of_k_run_makes_strategies_diverge() -> None:
     assert float(per_strategy_log_prob().std()) > 1e-3
 
 
+@pytest.mark.parametrize("problem", ["tsp", "cvrp"])
+def test_solver_is_feasible_and_names_the_winning_strategy(problem: str) -> None:
+    rng = np.random.default_rng(7)
+    if problem == "tsp":
+        inst: TSPInstance | CVRPInstance = TSPInstance(coords=rng.random((40, 2)))
+    else:
+        dem = rng.integers(1, 10, 40)
+        dem[0] = 0
+        inst = CVRPInstance(coords=rng.random((40, 2)), demands=dem, capacity=30)
+    sol = solve(inst, "polynet", Budget(time_limit=1.0, seed=1))
+    assert sol.feasible and sol.solver == "polynet"
+    winner = sol.stats["winner"]
+    assert 0 <= winner["strategy"] < sol.stats["strategies"]
+    assert 0 <= winner["symmetry"] < 8 and winner["mode"] in ("greedy", "sample")
+    assert sol.stats["passes"] >= 1
+
+
+def test_solution_budget_caps_the_decoded_solutions() -> None:
+    from solvers.routing.polynet import PolyNetSolver
+
+    inst = TSPInstance(coords=np.random.default_rng(1).random((30, 2)))
+    sol = PolyNetSolver(max_solutions=200).solve(inst, Budget(time_limit=5.0))
+    assert sol.feasible and sol.stats["solutions"] == 200
+
+
 def test_missing_weights_make_the_solver_unavailable(tmp_path, monkeypatch) -> None:
     import solvers.routing.polynet as module
 
     monkeypatch.setattr(module, "WEIGHTS_DIR", tmp_path)
     reason = module.availability()
     assert reason is not None and "polynet_tsp.pt" in reason and "training.polynet" in reason
+
+
+# -- CVRPTW ------------------------------------------------------------------------------
+def _tw_instances(count: int, n: int) -> list[CVRPTWInstance]:
+    rng = np.random.default_rng(4)
+    return [random_cvrptw(rng, n)[0] for _ in range(count)]
+
+
+@pytest.mark.parametrize("decode", ["greedy", "sample"])
+def test_cvrptw_rollouts_respect_windows_and_capacity(decode: str) -> None:
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=8, problem="cvrptw").eval()
+    torch.nn.init.normal_(poly.poly[2].weight, std=0.3)
+    instances = _tw_instances(3, 25)
+    with torch.no_grad():
+        out = rollout_cvrptw(poly, tw_batch(instances), 8, decode=decode,
+                             strategy=strategy_bits(8), multi_start=decode == "greedy")
+    for b, inst in enumerate(instances):
+        span = float(np.ptp(inst.coords, axis=0).max())
+        for m in range(8):
+            routes = cvrp_routes(out.actions[b, m].tolist())
+            assert check_cvrptw(inst, routes) == []
+            assert float(out.lengths[b, m]) * span == pytest.approx(inst.cost(routes), rel=1e-9)
+
+
+def test_cvrptw_masks_forbid_a_late_customer() -> None:
+    """Depot open [0, 50]; customer 3 opens at 28: after serving it, customer 1 (closes at
+    15) and customer 2 (arrival 28 + 22.4 > 50) can no longer be reached, so the mask offers
+    only the depot; from the depot at time 0 every customer is open."""
+    inst = CVRPTWInstance(coords=[[0, 0], [10, 0], [0, 10], [20, 0]], distance="exact",
+                          demands=[0, 3, 3, 3], capacity=9,
+                          time_windows=[[0, 50], [0, 15], [0, 50], [28, 30]],
+                          service_times=[0, 5, 5, 0])
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=2, problem="cvrptw").eval()
+    forced = torch.tensor([[[0, 3, 1, 2, 0]]])
+    steps = replay_cvrptw(tw_batch([inst]), forced)
+    assert steps.mask[0, 0].tolist() == [False, True, True, True]
+    assert steps.mask[0, 1].tolist() == [True, False, False, False]  # at node 3, time 28
+    with torch.no_grad():
+        out = rollout_cvrptw(poly, tw_batch([inst]), 2, decode="sample",
+                             strategy=strategy_bits(2))
+    for m in range(2):
+        assert check_cvrptw(inst, cvrp_routes(out.actions[0, m].tolist())) == []
+
+
+def test_cvrptw_warm_start_reads_windows_only_after_training() -> None:
+    parent = _parent("cvrp")
+    poly = PolyNetModel.from_reld(parent, strategies=4, problem="cvrptw").eval()
+    inst = _tw_instances(1, 15)[0]
+    data = tw_batch([inst])
+    with torch.no_grad():
+        tw_cache = encode_tw(poly, data)
+        cvrp_cache = parent.encode(data.coords, data.demand)
+        assert torch.allclose(tw_cache.embeddings, cvrp_cache.embeddings, atol=1e-5)
+        shifted = tw_batch([inst])
+        shifted.times = shifted.times + 0.5
+        assert torch.allclose(encode_tw(poly, shifted).embeddings, tw_cache.embeddings)
+
+
+def test_cvrptw_teacher_forcing_matches_sampling() -> None:
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=4, problem="cvrptw").double()
+    torch.nn.init.normal_(poly.poly[2].weight, std=0.3)
+    torch.nn.init.normal_(poly.embed_node.weight, std=0.3)
+    data = tw_batch(_tw_instances(2, 12))
+    data.coords, data.demand, data.times = (data.coords.double(), data.demand.double(),
+                                            data.times.double())
+    z = strategy_bits(4)
+    with torch.no_grad():
+        out = rollout_cvrptw(poly, data, 4, decode="sample", track_log_prob=True, strategy=z)
+        seq = torch.cat([torch.zeros(2, 4, 1, dtype=torch.long), out.actions,
+                         torch.zeros(2, 4, 2, dtype=torch.long)], dim=-1)
+        replayed = sequence_log_prob(poly, encode_tw(poly, data), replay_cvrptw(data, seq),
+                                     strategy=z)
+    assert torch.allclose(replayed.double(), out.log_prob.double(), atol=1e-4)

@@ -1,0 +1,48 @@
+"""PolyNet behind the routing endpoints: TSP as JSON and a CVRPLIB file, checked here."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.api.helpers import tour_length
+from tests.conftest import OPTIMA
+
+
+def test_tsp_json_solve_with_polynet(api: httpx.Client) -> None:
+    rng = random.Random(5)
+    coords = [[rng.uniform(0, 100), rng.uniform(0, 100)] for _ in range(40)]
+    response = api.post("/v1/routing/tsp/solve", json={
+        "instance": {"name": "random40", "coords": coords},
+        "solver": "polynet", "time_limit": 1.0, "seed": 2,
+    })
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["solver"], body["nodes"], body["seed"]) == ("polynet", 40, 2)
+    assert body["feasible"] is True and sorted(body["tour"]) == list(range(40))
+    assert body["cost"] == pytest.approx(tour_length(coords, body["tour"]), rel=1e-9)
+    winner = body["stats"]["winner"]
+    assert 0 <= winner["strategy"] < body["stats"]["strategies"]
+    assert body["wall_time"] <= 1.5  # a shared 2-core machine: passes are timed, not exact
+
+
+def test_cvrp_file_solve_with_polynet(api: httpx.Client, data_dir: Path) -> None:
+    data = (data_dir / "X-n101-k25.vrp").read_bytes()
+    response = api.post("/v1/routing/cvrp/solve", files={"file": ("X-n101-k25.vrp", data)},
+                        data={"solver": "polynet", "time_limit": "2"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feasible"] and body["solver"] == "polynet"
+    assert body["stats"]["passes"] >= 1 and body["wall_time"] <= 2.2
+    assert body["stats"]["winner"]["mode"] in ("greedy", "sample")
+    assert body["cost"] < 1.5 * OPTIMA["X-n101-k25"]
+
+
+def test_polynet_is_listed_with_its_problems(api: httpx.Client) -> None:
+    response = api.get("/v1/solvers")
+    assert response.status_code == 200, response.text
+    entry = {s["name"]: s for s in response.json()["solvers"]}["polynet"]
+    assert set(entry["problems"]) == {"tsp", "cvrp", "cvrptw"} and entry["available"] is True
