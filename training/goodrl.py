@@ -10,7 +10,8 @@
 3. **Online PPO.** One continuing stream whose rate changes (5.4 → 9 → 12.6 per hour); every
    256 decisions an update: several critic epochs over the last 7 windows (decoupled, more
    frequent critic training), then one actor epoch on the newest window, skipped when the
-   actor's gradient norm is out of line with the recent accepted ones (gradient control).
+   actor's gradient norm is out of line with the recent ones (gradient control: above their
+   mean + 2 std, or above ``--grad-limit``).
 
 Reward (a deviation, chosen for variance): after each decision, −(workflows in the system ×
 time until the next decision) / 100. The undiscounted sum is exactly −Σ flowtimes, so it is the
@@ -198,7 +199,7 @@ class TrainState:
     best_score: float = math.inf
     best: dict[str, Any] = field(default_factory=dict)
     skipped_actor_steps: int = 0
-    accepted_norms: list[float] = field(default_factory=list)
+    accepted_norms: list[float] = field(default_factory=list)  # recent actor gradient norms
 
 
 class Trainer:
@@ -392,7 +393,8 @@ class Trainer:
 
     def ppo_update(self, steps: list[Step], adv: np.ndarray, ret: np.ndarray,
                    actor: bool, critic_epochs: int, actor_epochs: int,
-                   actor_idx: np.ndarray | None = None) -> dict[str, float]:
+                   actor_idx: np.ndarray | None = None, grad_control: bool = False
+                   ) -> dict[str, float]:
         a = self.args
         stats: dict[str, float] = {"vloss": 0.0, "ploss": 0.0, "skipped": 0.0}
         idx_all = np.arange(len(steps))
@@ -428,17 +430,19 @@ class Trainer:
                 loss = ploss - a.entropy * dist.entropy().mean()
                 self.opt_actor.zero_grad()
                 loss.backward()
-                if a.grad_control:
+                if grad_control:
                     norms = [p.grad.norm().item() for p in self.model.actor.parameters()
                              if p.grad is not None]
                     mean_norm = float(np.mean(norms))
-                    hist = self.state.accepted_norms[-50:]
-                    limit = (np.mean(hist) + np.std(hist)) if len(hist) >= 10 else math.inf
+                    # Outliers against the recent norms (all of them: judging only against
+                    # accepted ones lowers the bar every update until nothing passes).
+                    hist = self.state.accepted_norms[-100:]
+                    limit = (np.mean(hist) + 2 * np.std(hist)) if len(hist) >= 10 else math.inf
+                    norms_now.append(mean_norm)
                     if mean_norm > a.grad_limit or mean_norm > limit:
                         self.state.skipped_actor_steps += 1
                         stats["skipped"] += 1
                         continue
-                    norms_now.append(mean_norm)
                 torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), 1.0)
                 self.opt_actor.step()
                 stats["ploss"] = float(ploss)
@@ -479,6 +483,8 @@ class Trainer:
             g["lr"] = a.lr_online_critic
         window = a.window
         buffer_len = 7 * window
+        if self.state.online_updates == 0:
+            self.state.accepted_norms = []  # gradient control judges online steps only
         trainer = self
 
         class Stop(Exception):  # noqa: N818 (control flow, not an error)
@@ -508,7 +514,8 @@ class Trainer:
                     newest = np.arange(len(buf) - window, len(buf))
                     stats.update(trainer.ppo_update(buf, adv, ret, actor=True,
                                                     critic_epochs=0, actor_epochs=1,
-                                                    actor_idx=newest))
+                                                    actor_idx=newest,
+                                                    grad_control=bool(a.grad_control)))
             trainer.state.online_updates += 1
             done = sampler.state.completed if sampler.state else []
             recent = [r.flowtime for r in done[-50:]]
