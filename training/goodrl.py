@@ -319,6 +319,11 @@ class Trainer:
 
     # phases
     def run(self) -> None:
+        a = self.args
+        if a.more_offline:  # another round of offline PPO from the current model
+            self.state.phase = "offline"
+            a.offline_updates = self.state.offline_updates + a.more_offline
+            log(f"more offline PPO: up to update {a.offline_updates}")
         if not self.ref:
             t0 = time.monotonic()
             self.ref = heuristic_reference(self.templates)
@@ -574,6 +579,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--lr-online-actor", type=float, default=2e-5)
     p.add_argument("--lr-online-critic", type=float, default=1e-4)
     p.add_argument("--save-every", type=float, default=3.0, help="minutes between checkpoints")
+    p.add_argument("--more-offline", type=int, default=0,
+                   help="resume into N more offline PPO updates (online runs again only if "
+                   "--online-updates is raised)")
     p.add_argument("--scratch", type=Path, default=None,
                    help="write weights, manifest, curve, log and checkpoint under this folder "
                    "instead (smoke runs)")
