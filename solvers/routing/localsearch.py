@@ -190,6 +190,9 @@ def two_opt(coords: np.ndarray, tour: np.ndarray, neighbours: np.ndarray | None 
     """2-opt (+ Or-opt) local optimum of a closed Euclidean tour; returns (tour, moves)."""
     xy = np.ascontiguousarray(coords, dtype=np.float64)
     out = np.array(tour, dtype=np.int64, copy=True)
+    if out.size != xy.shape[0] or not np.array_equal(np.sort(out), np.arange(xy.shape[0])):
+        # The kernel indexes positions by node; a repeated node would make it loop forever.
+        raise ValueError("two_opt needs a permutation of all nodes")
     if out.size < 5:
         return out, 0
     if neighbours is None:

@@ -1,13 +1,17 @@
 """SIL for CVRP, route first and cluster second, with the TSP reconstruction model.
 
-The routes (sorted by the polar angle of their centroids around the depot, as SIL's CVRP
-reconstruction does) are chained into one giant tour through the depot; a PRC round rebuilds
-disjoint segments of that tour with the TSP model; an optimal capacity split (Prins) turns
-the new order back into routes. The current routes are one of the splits the split
-considers, so a round never makes the solution worse, and every capacity holds by
-construction. This is not the paper's CVRP head (a second model that decides depot returns
-while decoding): here depot returns are decided exactly by the split, and one trained
-model serves both problems.
+Rounds alternate between two moves, both with the TSP model:
+* across routes: the routes (sorted by the polar angle of their centroids around the depot,
+  as SIL's CVRP reconstruction does) are chained into one giant tour; a PRC round rebuilds
+  disjoint segments of it, and an optimal capacity split (Prins) turns the new order back
+  into routes; the result is kept only if it is shorter;
+* inside routes: disjoint segments of every route (depot fixed at both ends) are rebuilt and
+  kept one by one where shorter; loads do not change.
+Every capacity holds by construction and the solution never gets worse.
+
+This is not the paper's CVRP head (a second model that decides depot returns while
+decoding): here depot returns are decided exactly by the split, and one trained model serves
+both problems.
 """
 
 from __future__ import annotations
@@ -48,6 +52,53 @@ def _split(instance: CVRPInstance, tour: np.ndarray) -> list[list[int]]:
     return split_giant_tour(instance, np.roll(tour, -start)[1:])
 
 
+def _path_len(xy: np.ndarray, paths: np.ndarray) -> np.ndarray:
+    p = xy[paths]
+    return np.sqrt(((p[:, 1:] - p[:, :-1]) ** 2).sum(-1)).sum(-1)
+
+
+def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
+                routes: list[list[int]], w: int, rng: np.random.Generator,
+                deadline: float) -> tuple[list[list[int]], int]:
+    """Rebuild disjoint segments inside every route (depot at both ends, fixed), keeping a
+    segment only where it got shorter: loads never change, so capacities always hold."""
+    from solvers.routing.sil import rebuild_batched
+
+    paths = [np.array([depot, *r, depot], dtype=np.int64) for r in routes]
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for k, path in enumerate(paths):
+        size = min(w, path.size)
+        if size < 4:
+            continue
+        offset = int(rng.integers(0, path.size - size + 1))
+        for start in range(offset, path.size - size + 1, size):
+            groups.setdefault(size, []).append((k, start))
+    improved = 0
+    for size, where in groups.items():
+        segs = np.stack([paths[k][s:s + size] for k, s in where])
+        new = rebuild_batched(model, coords, segs, deadline)
+        better = _path_len(xy, new) < _path_len(xy, segs) - 1e-9
+        for (k, s), row, ok in zip(where, new, better, strict=True):
+            if ok:
+                paths[k][s:s + size] = row
+        improved += int(better.sum())
+    return [p[1:-1].tolist() for p in paths], improved
+
+
+def polish_routes(xy: np.ndarray, depot: int, routes: list[list[int]]) -> list[list[int]]:
+    """Classical 2-opt + Or-opt inside each route (the depot stays in its route)."""
+    out = []
+    for r in routes:
+        if len(r) < 4:
+            out.append(r)
+            continue
+        nodes = np.array([depot, *r], dtype=np.int64)
+        local, _ = two_opt(xy[nodes], np.arange(nodes.size))
+        local = np.roll(local, -int(np.flatnonzero(local == 0)[0]))
+        out.append(nodes[local[1:]].tolist())
+    return out
+
+
 def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,
                progress: ProgressCallback) -> tuple[list[list[int]], dict[str, Any]]:
     from solvers.routing.sil import per_token_prior, prc_round
@@ -61,9 +112,9 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
     stats: dict[str, Any] = {"start": "random insertion + optimal split",
                              "max_segment": solver.max_segment,
                              "model": "sil_tsp (route first, cluster second)"}
+    routes = _split(instance, tour)
     if solver.polish:
-        tour, _ = two_opt(xy, tour)
-    routes = split_giant_tour(instance, tour[1:])
+        routes = polish_routes(xy, depot, routes)
     cap = instance.fleet_cap()
     if len(routes) > cap:
         raise NoSolutionError(
@@ -86,11 +137,18 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 break
             w = min(w, int(fit))
             t0 = time.perf_counter()
-            giant = _giant_tour(xy, depot, routes)
-            new_tour, _ = prc_round(model, xy, coords, giant, w, rng, t0 + clock.remaining)
+            if rounds % 2 == 0:
+                # Across routes: rebuild the angle-sorted giant tour, re-split it optimally.
+                giant = _giant_tour(xy, depot, routes)
+                new_tour, _ = prc_round(model, xy, coords, giant, w, rng,
+                                        t0 + clock.remaining)
+                candidate = _split(instance, new_tour)
+            else:
+                # Inside routes: always feasible, kept segment by segment.
+                candidate, _ = route_round(model, xy, coords, depot, routes, w, rng,
+                                           t0 + clock.remaining)
             if solver.polish:
-                new_tour, _ = two_opt(xy, new_tour)
-            candidate = _split(instance, new_tour)
+                candidate = polish_routes(xy, depot, candidate)
             new_cost = _euclid_cost(xy, depot, candidate)
             if new_cost < cost - 1e-9 and len(candidate) <= cap:
                 routes, cost = candidate, new_cost

@@ -139,3 +139,31 @@ def test_cvrp_reconstruction_is_feasible_and_no_worse_than_its_start() -> None:
     sol = get_solver("sil", "cvrp", inst.n, 4.0).solve(inst, Budget(time_limit=4.0, seed=0))
     assert sol.feasible, sol.violations
     assert sol.cost <= sol.stats["start_length"] + 1e-6
+
+
+def test_route_rounds_keep_loads_and_never_lengthen_routes() -> None:
+    from solvers.routing.sil_cvrp import polish_routes, route_round
+
+    inst = _cvrp(600, 7)
+    xy = inst.coords
+    routes = random_insertion_routes(inst, seed=1)
+    loads = sorted(int(inst.demands[r].sum()) for r in routes)
+    cost = inst.cost(routes)
+    model = _tiny_model().eval()
+    coords = torch.as_tensor(xy, dtype=torch.float32)
+    rng = np.random.default_rng(0)
+    with torch.inference_mode():
+        for w in (5, 17, 40):
+            routes, _ = route_round(model, xy, coords, inst.depot, routes, w, rng, np.inf)
+            assert check_solution(inst, routes) == []
+            assert sorted(int(inst.demands[r].sum()) for r in routes) == loads
+            assert inst.cost(routes) <= cost + 1e-9
+            cost = inst.cost(routes)
+    polished = polish_routes(xy, inst.depot, routes)
+    assert check_solution(inst, polished) == [] and inst.cost(polished) < cost
+
+
+def test_two_opt_refuses_a_tour_that_is_not_a_permutation() -> None:
+    xy = _uniform(50, 8)
+    with pytest.raises(ValueError):
+        two_opt(xy, np.r_[np.arange(49), 3])
