@@ -401,7 +401,7 @@ class Trainer:
                    actor_idx: np.ndarray | None = None, grad_control: bool = False
                    ) -> dict[str, float]:
         a = self.args
-        stats: dict[str, float] = {"vloss": 0.0, "ploss": 0.0, "skipped": 0.0}
+        stats: dict[str, float] = {"skipped": 0.0}
         idx_all = np.arange(len(steps))
         for _ in range(critic_epochs):
             np.random.shuffle(idx_all)
@@ -474,7 +474,7 @@ class Trainer:
                                     actor_epochs=a.ppo_epochs)
             self.state.offline_updates += 1
             log(f"offline update {u + 1}: sampled flowtime {np.mean(flows):.1f} "
-                f"vloss {stats['vloss']:.3f} ploss {stats['ploss']:.4f} "
+                f"vloss {stats.get('vloss', 0):.3f} ploss {stats.get('ploss', 0):.4f} "
                 f"skipped {stats['skipped']:.0f}")
             if (u + 1) % a.eval_every == 0 and u + 1 > a.critic_warmup:
                 self.evaluate(f"offline {u + 1}")
@@ -503,10 +503,12 @@ class Trainer:
             last_value = sampler.steps[-1].value
             u = trainer.state.online_updates
             stats: dict[str, float] = {}
+            vloss = 0.0
             for _ in range(a.online_rounds):
                 adv, ret = gae(buf, a.gamma, a.lam, last_value)
                 stats = trainer.ppo_update(buf, adv, ret, actor=False, critic_epochs=4,
                                            actor_epochs=0)
+                vloss = stats.get("vloss", vloss)
                 with torch.no_grad():
                     vals = []
                     for i in range(0, len(buf), 256):
@@ -525,7 +527,7 @@ class Trainer:
             done = sampler.state.completed if sampler.state else []
             recent = [r.flowtime for r in done[-50:]]
             log(f"online update {u + 1}: recent flowtime {np.mean(recent) if recent else 0:.1f} "
-                f"vloss {stats.get('vloss', 0):.3f} skipped {stats.get('skipped', 0):.0f}")
+                f"vloss {vloss:.3f} skipped {stats.get('skipped', 0):.0f}")
             del sampler.steps[:-buffer_len - 1]
             if (u + 1) % a.eval_every_online == 0:
                 trainer.evaluate(f"online {u + 1}")
