@@ -40,8 +40,9 @@ MAX_NODES = {"tsp": 200_000, "cvrp": 200_000}
 #: Longest segment rebuilt by default. The paper uses 1,000 on a GPU; on CPU cores a round
 #: costs ~n·ω/2 token evaluations, so shorter segments buy many more rounds per minute.
 DEFAULT_MAX_SEGMENT = 100
-#: Candidate tokens per batch; bounds activation memory (~hidden × 4 bytes per token).
-TOKENS_PER_BATCH = 1 << 16
+#: Candidate tokens per batch: bounds activation memory (~hidden × 4 bytes per token) and
+#: how far a round can run past its deadline (one batch, ~0.2 s on one core).
+TOKENS_PER_BATCH = 1 << 14
 #: Seconds per candidate-token evaluation for a 3-layer, dim-64 model on one core of the
 #: development machine (measured 9–14 µs under load); scaled by model size, it sizes the
 #: first round before any round has been timed.
@@ -143,7 +144,7 @@ def rebuild_batched(model: SILModel, coords: torch.Tensor, segs: np.ndarray,
         part = torch.from_numpy(np.ascontiguousarray(segs[s:s + chunk]))
         # Small batches lose more to autocast's casts than bf16 saves (measured at 1K nodes).
         with torch.autocast("cpu", dtype=torch.bfloat16,
-                            enabled=USE_BF16 and part.numel() >= 16384):
+                            enabled=USE_BF16 and part.numel() >= 8192):
             out[s:s + chunk] = rebuild_tsp_segments(model, coords, part).numpy()
     return out
 

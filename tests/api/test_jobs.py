@@ -118,6 +118,26 @@ def test_100k_node_tsp_file_upload(api: httpx.Client, tmp_path: Path) -> None:
     assert sorted(solution["routes"][0]) == list(range(n))
 
 
+def test_100k_node_tsp_job_with_sil(api: httpx.Client, tmp_path: Path) -> None:
+    """The headline path: a 100K-node file, SIL's reconstruction as a job, a checked tour no
+    longer than its random-insertion start, within the time limit."""
+    rng = random.Random(1)
+    n = 100_000
+    lines = [f"NAME : s100k\nTYPE : TSP\nDIMENSION : {n}\nEDGE_WEIGHT_TYPE : EUC_2D\n"
+             "NODE_COORD_SECTION"]
+    lines += [f"{i + 1} {rng.randint(0, 10**6)} {rng.randint(0, 10**6)}" for i in range(n)]
+    path = tmp_path / "s100k.tsp"
+    path.write_text("\n".join(lines) + "\nEOF\n")
+    response = _submit_file(api, path, solver="sil", time_limit=8)
+    assert response.status_code == 202, response.text
+    job = _wait(api, response.json()["id"], ("succeeded",), timeout=120)
+    assert job["nodes"] == n and job["feasible"] and job["solver"] == "sil"
+    solution = api.get(f"/v1/jobs/{job['id']}/solution").json()
+    assert sorted(solution["routes"][0]) == list(range(n))
+    assert solution["cost"] <= solution["stats"]["start_length"] * (1 + 1e-6) + n
+    assert solution["wall_time"] <= 8 * 1.15
+
+
 def test_cancel_keeps_the_best_solution_so_far(api: httpx.Client) -> None:
     response = _submit_file(api, DATA / "X-n101-k25.vrp", solver="pyvrp", time_limit=120)
     job_id = response.json()["id"]
