@@ -21,6 +21,8 @@ benchmarks/results/sil.json and the table benchmarks/results/sil.md is rebuilt e
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -28,6 +30,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -82,10 +85,13 @@ def write_uniform(problem: str, n: int, seed: int, capacity: int = 0) -> Path:
 
 def run_child(path: str, solver: str, limit: float, seed: int) -> dict[str, Any]:
     """Read the file, solve, check; report cost, wall, peak RSS and the cost curve."""
-    from solvers.base import Budget
+    from solvers.base import Budget, get_solver
     from solvers.routing.io import load_instance
     from solvers.routing.solve import solve
 
+    warm = getattr(get_solver(solver), "warm_up", None)
+    if warm is not None:  # as the service does at start-up
+        warm()
     t0 = time.perf_counter()
     instance = load_instance(path, max_bytes=1 << 30)
     read_s = time.perf_counter() - t0
@@ -144,6 +150,24 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
         return [(f"CVRP{n // 1000}K uniform", write_uniform("cvrp", n, SEED, cap), None)
                 for n, cap in ((1000, 250), (5000, 500), (10_000, 1000))]
     raise SystemExit(f"unknown section {args.section}")
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """Sections may run in parallel processes; they merge into one results file."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS / ".sil.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def merge(update: Any) -> dict[str, Any]:
+    """Re-read the results, apply ``update(data)``, write them back; all under the lock."""
+    with _locked():
+        data = load_results()
+        update(data)
+        save_results(data)
+    return data
 
 
 def load_results() -> dict[str, Any]:
@@ -274,25 +298,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--solvers", default="sil,sil_ls,ortools")
     args = parser.parse_args(argv)
-    data = load_results()
     if args.section == "render":
-        save_results(data)
+        merge(lambda data: None)
         return 0
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    data.setdefault("meta", {})[f"{args.section} @ {args.time_limit:g}s"] = (
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seed {SEED}, solvers {solvers}, "
-        f"COSOLVE_TORCH_THREADS={os.environ.get('COSOLVE_TORCH_THREADS', '1')}, machine "
-        f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
+    meta = (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seed {SEED}, solvers {solvers}, "
+            f"COSOLVE_TORCH_THREADS={os.environ.get('COSOLVE_TORCH_THREADS', '1')}, machine "
+            f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
+    merge(lambda data: data.setdefault("meta", {}).__setitem__(
+        f"{args.section} @ {args.time_limit:g}s", meta))
     for set_name, path, ref in section_runs(args):
         for solver in solvers:
             r = run(path, solver, args.time_limit)
             r["set"], r["reference"] = set_name, ref
-            data["runs"] = [x for x in data["runs"] if not (
-                x.get("file") == r.get("file") and x["solver"] == solver
-                and x["time_limit"] == args.time_limit)] + [r]
+
+            def add(data: dict[str, Any], r: dict[str, Any] = r) -> None:
+                data["runs"] = [x for x in data["runs"] if not (
+                    x.get("file") == r.get("file") and x["solver"] == r["solver"]
+                    and x["time_limit"] == r["time_limit"])] + [r]
+
+            data = merge(add)
             print(json.dumps({k: v for k, v in r.items() if k not in ("curve", "stats")}),
                   flush=True)
-            save_results(data)
         if args.section == "large":
             these = [x for x in data["runs"] if x.get("file") == path.name]
             (RESULTS / f"sil_100k_{path.suffix[1:].replace('vrp', 'cvrp')}.svg").write_text(

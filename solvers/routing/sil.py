@@ -196,9 +196,16 @@ class SILSolver:
         torch.set_num_threads(TORCH_THREADS)
 
     def warm_up(self) -> None:
-        for problem in ("tsp", "cvrp"):
-            if weights_path(problem).exists():
-                self.model(problem)
+        """Load the weights, compile the numba kernels and run one tiny reconstruction, so
+        no request pays for first-call costs (about 1–3 s on the development machine)."""
+        if not weights_path("tsp").exists():
+            return
+        model = self.model("tsp")
+        xy = np.random.default_rng(0).random((40, 2))
+        tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
+        with torch.inference_mode():
+            prc_round(model, xy, torch.as_tensor(xy, dtype=torch.float32), tour, 10,
+                      np.random.default_rng(0))
 
     def model(self, problem: str) -> SILModel:
         with self._lock:
