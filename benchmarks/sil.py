@@ -12,7 +12,8 @@ benchmarks/results/sil.json and the table benchmarks/results/sil.md is rebuilt e
   written to var/bench/ and solved from the file; the cost-over-time curve is drawn to
   benchmarks/results/sil_100k_<problem>.svg.
 * ``cvrp``   – uniform CVRP at 1K/5K/10K nodes (capacities 250/500/1000 as in the paper):
-  cost against OR-Tools at the same time limit.
+  cost against OR-Tools at the same time limit; and CVRPLIB's Leuven1 (3,001 nodes) against
+  its best-known value.
 
     python -m benchmarks.sil tsp1k --count 32 --time-limit 10
     python -m benchmarks.sil large --time-limit 600 --solvers sil,sil_ls
@@ -147,8 +148,13 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
                  reference_length(100_000) * SCALE),
                 ("CVRP100K uniform", write_uniform("cvrp", 100_000, SEED, 2000), None)]
     if args.section == "cvrp":
+        from solvers.routing.io import read_sol
+
+        leuven = DATA / "cvrplib" / "XXL" / "Leuven1.vrp.gz"
+        _, bks = read_sol(DATA / "cvrplib" / "XXL" / "Leuven1.sol.gz")
         return [(f"CVRP{n // 1000}K uniform", write_uniform("cvrp", n, SEED, cap), None)
-                for n, cap in ((1000, 250), (5000, 500), (10_000, 1000))]
+                for n, cap in ((1000, 250), (5000, 500), (10_000, 1000))] + [
+                    ("CVRPLIB XXL Leuven1 (3,001 nodes)", leuven, bks)]
     raise SystemExit(f"unknown section {args.section}")
 
 
