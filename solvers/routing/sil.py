@@ -40,9 +40,11 @@ MAX_NODES = {"tsp": 200_000, "cvrp": 200_000}
 #: Longest segment rebuilt by default. The paper uses 1,000 on a GPU; on CPU cores a round
 #: costs ~n·ω/2 token evaluations, so shorter segments buy many more rounds per minute.
 DEFAULT_MAX_SEGMENT = 100
-#: Candidate tokens per batch: bounds activation memory (~hidden × 4 bytes per token) and
-#: how far a round can run past its deadline (one batch, ~0.2 s on one core).
-TOKENS_PER_BATCH = 1 << 14
+#: Candidate tokens per batch: bounds activation memory (~hidden × 4 bytes per token).
+TOKENS_PER_BATCH = 1 << 16
+#: Decoding token-steps per batch (~1 s on one loaded core): how much work a deadline can
+#: interrupt; an interrupted batch is dropped whole, so segments stay complete.
+STEP_TOKENS_PER_BATCH = 1 << 17
 #: Seconds per candidate-token evaluation for a 3-layer, dim-64 model on one core of the
 #: development machine (measured 9–14 µs under load); scaled by model size, it sizes the
 #: first round before any round has been timed.
@@ -104,9 +106,9 @@ def normalize_segments(points: torch.Tensor) -> torch.Tensor:
 
 
 def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tensor,
-                         ) -> torch.Tensor:
+                         deadline: float = math.inf) -> torch.Tensor | None:
     """Greedy rebuild of open paths: (M, w) node ids -> (M, w) with the same first and last
-    node and the interior reordered by the model."""
+    node and the interior reordered by the model; None if ``deadline`` passes first."""
     m_segs, w = segs.shape
     if w <= 3:
         return segs
@@ -118,6 +120,8 @@ def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tens
     idx = torch.arange(1, w - 1, device=segs.device).expand(m_segs, -1)
     order = [torch.zeros(m_segs, dtype=torch.long, device=segs.device)]
     for _ in range(w - 3):
+        if time.perf_counter() > deadline:
+            return None
         cand = h.gather(1, idx.unsqueeze(-1).expand(-1, -1, d))
         pick = model(first, cur, cand).argmax(dim=1)
         chosen = idx.gather(1, pick.unsqueeze(1)).squeeze(1)
@@ -137,15 +141,18 @@ def rebuild_batched(model: SILModel, coords: torch.Tensor, segs: np.ndarray,
     rows come back unchanged."""
     out = segs.copy()
     w = segs.shape[1]
-    chunk = max(1, TOKENS_PER_BATCH // w)
+    # Rows per batch: bounded by memory (positions) and by time (decoding token-steps, about
+    # w²/2 per row), with a floor that keeps the matmuls efficient.
+    chunk = max(16, min(TOKENS_PER_BATCH // w, STEP_TOKENS_PER_BATCH // max(1, w * w // 2)))
     for s in range(0, segs.shape[0], chunk):
-        if time.perf_counter() > deadline:
-            break
         part = torch.from_numpy(np.ascontiguousarray(segs[s:s + chunk]))
         # Small batches lose more to autocast's casts than bf16 saves (measured at 1K nodes).
         with torch.autocast("cpu", dtype=torch.bfloat16,
                             enabled=USE_BF16 and part.numel() >= 8192):
-            out[s:s + chunk] = rebuild_tsp_segments(model, coords, part).numpy()
+            new = rebuild_tsp_segments(model, coords, part, deadline)
+        if new is None:  # out of time: this batch and the rest stay as they were
+            break
+        out[s:s + chunk] = new.numpy()
     return out
 
 
