@@ -112,6 +112,12 @@ def _pool(text: str, field_name: str = "pool") -> VMPool:
 
 
 def _inline(workflows: list[WorkflowIn]) -> list[Workflow]:
+    total = sum(len(wf.tasks) for wf in workflows)
+    if total > MAX_TOTAL_TASKS:  # checked before building anything
+        raise ApiError(413, f"the workflows hold {total} tasks together; a request may hold "
+                       f"{MAX_TOTAL_TASKS}", kind="instance-too-large",
+                       title="Workflows too large", field="workflows",
+                       extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
     out = []
     for i, wf in enumerate(workflows):
         try:
@@ -192,8 +198,10 @@ def task_from_upload(files: list[tuple[str, bytes]], fields: dict[str, list[str]
     options = validate_fields(SimulateOptions, plain)
     options.policies = _check_policies(options.policies)
     _pool(options.pool)
-    templates = []
+    templates: list[Workflow] = []
     for i, (filename, data) in enumerate(files):
+        if sum(w.n for w in templates) > MAX_TOTAL_TASKS:
+            break  # _check_work answers 413 below; do not parse the rest
         try:
             templates.append(parse_workflow_bytes(data, filename,
                                                   max_bytes=settings.max_decompressed_bytes))
@@ -382,6 +390,13 @@ def _arrival_workflow(ev: WorkflowArrived, where: str) -> Workflow:
 
 
 def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
+    total = sum((len(ev.workflow.tasks) if ev.workflow is not None else ev.tasks)
+                for ev in body.events if isinstance(ev, WorkflowArrived))
+    if total > MAX_TOTAL_TASKS:
+        raise ApiError(413, f"the arriving workflows hold {total} tasks together; one request "
+                       f"may bring {MAX_TOTAL_TASKS}: send the events in several requests",
+                       kind="instance-too-large", title="Too many tasks", field="events",
+                       extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
     out: list[Assignment] = []
     ids: list[str] = []
     with live.lock:

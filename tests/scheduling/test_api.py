@@ -162,3 +162,15 @@ def test_heft_paper_upload(api: httpx.Client) -> None:
                  data={"pool": "6x10", "workflows_count": "1", "policies": "eft,heft"})
     assert r.status_code == 200, r.text
     assert [row["mean_flowtime"] for row in r.json()["rows"]] == [11.0, 11.0]
+
+
+def test_size_caps_are_413_before_any_work(api: httpx.Client) -> None:
+    tasks = [{"id": f"t{i}", "runtime": 1} for i in range(2000)]
+    many = {"workflows": [{"tasks": tasks}] * 11, "workflows_count": 1}
+    body = assert_problem(api.post(SIMULATE, json=many), 413, "workflows")
+    assert body["tasks"] == 22000 and body["limit"] == 20000
+    sid = api.post(SESSIONS, json={"pool": "2x2"}).json()["id"]
+    events = [{"type": "workflow_arrived", "time": 0, "shape": "montage", "tasks": 2000}] * 11
+    assert_problem(api.post(f"{SESSIONS}/{sid}/events", json={"events": events}), 413,
+                   "events")
+    assert api.delete(f"{SESSIONS}/{sid}").status_code == 204

@@ -12,6 +12,7 @@ import pytest
 from solvers.errors import InstanceError
 from solvers.scheduling.workflow import (
     SIZE_FACTOR,
+    build_workflow,
     generate_workflow,
     load_workflow,
     parse_workflow_bytes,
@@ -109,3 +110,15 @@ def test_generators_hit_the_size_and_are_seeded(kind: str, n: int, exact: bool) 
     again = generate_workflow(kind, n, seed=3)
     assert np.array_equal(wf.runtimes, again.runtimes)
     assert not np.array_equal(wf.runtimes, generate_workflow(kind, n, seed=4).runtimes)
+
+
+def test_dense_dag_is_capped_and_fast_below_the_cap() -> None:
+    n = 400
+    ids = [f"t{i}" for i in range(n)]
+    parents = [[] for _ in range(200)] + [ids[:200] for _ in range(200)]  # 40,000 edges
+    wf = build_workflow("dense", ids, [1.0] * n, parents)
+    assert wf.edges == 40_000
+    assert wf.descendant_work[0] == pytest.approx(200 * SIZE_FACTOR)
+    with pytest.raises(InstanceError, match="dependencies"):
+        build_workflow("too-dense", [f"t{i}" for i in range(1000)], [1.0] * 1000,
+                       [[] for _ in range(500)] + [[f"t{j}" for j in range(500)]] * 500)
