@@ -46,3 +46,32 @@ def test_polynet_is_listed_with_its_problems(api: httpx.Client) -> None:
     assert response.status_code == 200, response.text
     entry = {s["name"]: s for s in response.json()["solvers"]}["polynet"]
     assert set(entry["problems"]) == {"tsp", "cvrp", "cvrptw"} and entry["available"] is True
+
+
+def test_cvrptw_json_solve_with_polynet(api: httpx.Client) -> None:
+    """Time windows: the schedule is simulated here, not trusted from the server."""
+    from tests.api.test_cvrptw import TINY, _euc, _on_time, _total
+
+    response = api.post("/v1/routing/cvrptw/solve", json={
+        "instance": TINY, "solver": "polynet", "time_limit": 1.0})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feasible"] is True and body["solver"] == "polynet"
+    dist = _euc(TINY["coords"])
+    assert sorted(v for r in body["routes"] for v in r) == [1, 2, 3]
+    assert len(body["routes"]) <= TINY["max_vehicles"]
+    assert _on_time(TINY, body["routes"], dist)
+    assert body["cost"] == _total(body["routes"], dist) == 60  # optimal (else 74: [1, 2], [3])
+
+
+def test_cvrptw_solomon_file_with_polynet(api: httpx.Client) -> None:
+    from tests.api.test_cvrptw import C101
+
+    response = api.post("/v1/routing/cvrptw/solve",
+                        files={"file": (C101.name, C101.read_bytes(), "text/plain")},
+                        data={"solver": "polynet", "time_limit": "2"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feasible"] is True, body["violations"]
+    assert body["stats"]["winner"]["mode"] in ("greedy", "sample")
+    assert body["wall_time"] <= 2.5

@@ -1,0 +1,208 @@
+"""PolyNet benchmark: PolyNet against its ReLD parent at equal wall time, OR-Tools beside them.
+
+Sets (fixed seeds): the first ``--count`` instances of ``benchmarks.reld``'s uniform TSP100
+and CVRP100 sets (seed 20260101), with their cached PyVRP reference costs, so the gaps read
+against results/reld.md; generated Solomon-style CVRPTW100 (``benchmarks.cvrptw``'s seeds,
+PyVRP references computed once and cached in results/polynet_reference_cvrptw.json) and
+Solomon's 100-customer instances against LKH-3's tours, when weights/polynet_cvrptw.pt
+exists. Every solver gets the same time limit per instance; the order of the solvers rotates
+from instance to instance so that load on the shared machine does not favour one of them.
+Everything goes through ``solvers.routing.solve.solve``, the path of the API and the CLI.
+
+    python -m benchmarks.polynet --count 32 --time-limit 1   # → benchmarks/results/polynet.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.cvrptw import RANDOM_SEED_BASE, solomon_set
+from benchmarks.reld import SEED, references, uniform
+from benchmarks.routing import machine_info
+from solvers.base import Budget
+from solvers.routing.polynet import weights_path
+from solvers.routing.problem import RoutingInstance
+from solvers.routing.solve import solve
+from training.instances import cvrptw_instance
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+DATA = REPO.parent / "shared" / "data"
+TW_REFERENCE_LIMIT = 4.0
+
+
+def tw_references(instances: list[RoutingInstance]) -> list[float]:
+    """PyVRP costs of the generated CVRPTW100 instances, cached per instance name (seed)."""
+    path = RESULTS / "polynet_reference_cvrptw.json"
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    for k, inst in enumerate(instances):
+        key = f"{inst.name}-pyvrp{TW_REFERENCE_LIMIT:g}"
+        if key not in cache:
+            sol = solve(inst, "pyvrp", Budget(time_limit=TW_REFERENCE_LIMIT))
+            assert sol.feasible, f"PyVRP found no feasible solution for {inst.name}"
+            cache[key] = sol.cost
+            path.write_text(json.dumps(cache, indent=0))
+            print(f"  reference cvrptw {k + 1}/{len(instances)}", file=sys.stderr, flush=True)
+    return [cache[f"{inst.name}-pyvrp{TW_REFERENCE_LIMIT:g}"] for inst in instances]
+
+
+def run_all(instances: list[RoutingInstance], solvers: list[str],
+            time_limit: float) -> dict[str, list[dict[str, Any]]]:
+    """Every solver on every instance, the order rotated per instance."""
+    rows: dict[str, list[dict[str, Any]]] = {s: [] for s in solvers}
+    for k, inst in enumerate(instances):
+        for j in range(len(solvers)):
+            solver = solvers[(k + j) % len(solvers)]
+            sol = solve(inst, solver, Budget(time_limit=time_limit, seed=0))
+            rows[solver].append({"cost": sol.cost, "feasible": sol.feasible,
+                                 "wall": sol.wall_time, "stats": sol.stats})
+        print(f"  {inst.name} done", file=sys.stderr, flush=True)
+    return rows
+
+
+def _gap_cells(rows: list[dict[str, Any]], refs: list[float]) -> tuple[str, str]:
+    ok = [(r["cost"], ref) for r, ref in zip(rows, refs, strict=True) if r["feasible"]]
+    if not ok:
+        return "–", "–"
+    costs, rs = np.array([c for c, _ in ok]), np.array([r for _, r in ok])
+    return f"{costs.mean():.4f}", f"{np.mean((costs - rs) / rs) * 100:.2f}"
+
+
+def _wins(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str:
+    """'w/t/l' of a against b (infeasible loses to feasible)."""
+    def key(r: dict[str, Any]) -> tuple[bool, float]:
+        return (not r["feasible"], r["cost"])
+
+    w = sum(key(x) < key(y) for x, y in zip(a, b, strict=True))
+    t = sum(key(x) == key(y) for x, y in zip(a, b, strict=True))
+    return f"{w}/{t}/{len(a) - w - t}"
+
+
+def _winners(rows: list[dict[str, Any]]) -> str:
+    modes = Counter(r["stats"]["winner"]["mode"] for r in rows)
+    strategies = {r["stats"]["winner"]["strategy"] for r in rows}
+    return (f"won by greedy {modes['greedy']}, sampling {modes['sample']}; "
+            f"{len(strategies)} distinct winning strategies")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=32, help="instances per uniform set")
+    parser.add_argument("--time-limit", type=float, default=1.0)
+    parser.add_argument("--solomon-time-limit", type=float, default=5.0)
+    parser.add_argument("--out", type=Path, default=RESULTS / "polynet.md")
+    args = parser.parse_args(argv)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    info = machine_info()
+    manifest = json.loads((REPO / "weights" / "MANIFEST.json").read_text())
+    lines = ["# PolyNet benchmark", "",
+             f"- Command: `python -m benchmarks.polynet {' '.join(argv or sys.argv[1:])}`"
+             .rstrip(),
+             f"- Started: {started} (UTC)",
+             f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
+             f"only (no GPU), torch with 1 thread per solve (COSOLVE_TORCH_THREADS); load "
+             f"average at start {info['load_average_at_start']} (2 cores shared with other "
+             "work)",
+             f"- Versions: {json.dumps(info['versions'])}",
+             f"- Settings: {args.time_limit:g} s per solver and instance on the 100-node sets, "
+             f"{args.solomon_time_limit:g} s on Solomon; solver seed 0; instance seeds below; "
+             "solvers one after another, order rotated per instance."]
+    for entry in manifest.get("checkpoints", []):
+        if entry.get("solver") in ("polynet", "reld"):
+            v = entry["validation"]
+            lines.append(f"- Weights `{entry['file']}`: {entry['training_steps']} steps, "
+                         f"{entry['cpu_minutes']} CPU min, {entry['gpu_minutes']} GPU min; "
+                         f"validation gap {v['gap_percent']}% ({v['decoding']}; {v['set']}; "
+                         f"{v['reference']})")
+    lines += ["", "## Uniform 100-node sets", "",
+              f"The first {args.count} instances of benchmarks/reld.py's 128-instance sets "
+              f"(seed {SEED}); reference PyVRP 0.14 at 2 s (TSP) / 4 s (CVRP) per instance, "
+              "cached in results/reld_reference_*.json. w/t/l: instances where the first "
+              "solver is better / equal / worse.", "",
+              "| set | solver | time limit (s) | mean cost | gap to PyVRP % | mean wall (s) "
+              "| feasible |", "|---|---|---:|---:|---:|---:|---:|"]
+    notes: list[str] = []
+    records: dict[str, Any] = {}
+    for problem in ("tsp", "cvrp"):
+        full = uniform(problem, 100, 128, SEED)
+        refs = references(problem, full, SEED)[:args.count]
+        sets = full[:args.count]
+        print(f"{problem}100 ...", file=sys.stderr, flush=True)
+        solvers = ["polynet", "reld", "ortools"]
+        rows = run_all(sets, solvers, args.time_limit)
+        records[problem] = {s: [{k: v for k, v in r.items() if k != "stats"} for r in rows[s]]
+                            for s in solvers}
+        for solver in solvers:
+            mean, gap = _gap_cells(rows[solver], refs)
+            wall = np.mean([r["wall"] for r in rows[solver]])
+            feas = sum(r["feasible"] for r in rows[solver])
+            lines.append(f"| {problem.upper()}100 ×{args.count} | {solver} | "
+                         f"{args.time_limit:g} | {mean} | {gap} | {wall:.2f} | "
+                         f"{feas}/{args.count} |")
+        vs_reld = _wins(rows["polynet"], rows["reld"])
+        vs_ortools = _wins(rows["polynet"], rows["ortools"])
+        notes.append(f"- {problem.upper()}100: polynet vs reld {vs_reld}, polynet vs ortools "
+                     f"{vs_ortools}; polynet {_winners(rows['polynet'])}.")
+    lines += ["", *notes]
+    if weights_path("cvrptw").exists():
+        tw_sets: list[RoutingInstance] = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101)
+                                          for k in range(args.count)]
+        refs = tw_references(tw_sets)
+        print("cvrptw100 ...", file=sys.stderr, flush=True)
+        solvers = ["polynet", "ortools"]
+        rows = run_all(tw_sets, solvers, args.time_limit)
+        records["cvrptw"] = {s: [{k: v for k, v in r.items() if k != "stats"}
+                                 for r in rows[s]] for s in solvers}
+        lines += ["", f"## Generated Solomon-style CVRPTW100 ({args.count} instances)", "",
+                  "`training.instances.cvrptw_instance(seed, n=101)` with seeds "
+                  f"{RANDOM_SEED_BASE}…{RANDOM_SEED_BASE + args.count - 1} "
+                  "(benchmarks/cvrptw.py's generator): 100 customers, float Euclidean distances "
+                  f"= travel times. Reference: PyVRP at {TW_REFERENCE_LIMIT:g} s (native "
+                  "windows). ReLD does not model windows and refuses CVRPTW.", "",
+                  "| set | solver | time limit (s) | mean cost (feasible) | gap to PyVRP % "
+                  "| mean wall (s) | feasible |", "|---|---|---:|---:|---:|---:|---:|"]
+        for solver in solvers:
+            mean, gap = _gap_cells(rows[solver], refs)
+            wall = np.mean([r["wall"] for r in rows[solver]])
+            feas = sum(r["feasible"] for r in rows[solver])
+            lines.append(f"| CVRPTW100 ×{args.count} | {solver} | {args.time_limit:g} | {mean} "
+                         f"| {gap} | {wall:.2f} | {feas}/{args.count} |")
+        lines += ["", f"- CVRPTW100: polynet vs ortools {_wins(rows['polynet'], rows['ortools'])}"
+                  f"; polynet {_winners(rows['polynet'])}."]
+        lines += ["", f"## Solomon 100-customer instances ({args.solomon_time_limit:g} s each)",
+                  "", "LKH-3's files (SCALE 10, FLOOR_2D, fleet = VEHICLES); reference: LKH-3's "
+                  "tour, recomputed and checked by benchmarks.cvrptw.solomon_set. These are out "
+                  "of PolyNet's training distribution (clustered customers, wide windows).", "",
+                  "| instance | LKH-3 | polynet | gap % | ortools | gap % |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for inst, ref in solomon_set(DATA):
+            print(f"{inst.name} ...", file=sys.stderr, flush=True)
+            cells = []
+            for solver in solvers:
+                sol = solve(inst, solver, Budget(time_limit=args.solomon_time_limit, seed=0))
+                if sol.feasible:
+                    cells += [f"{sol.cost:.0f}", f"{(sol.cost - ref) / ref * 100:.2f}"]
+                else:
+                    cells += [f"{sol.cost:.0f} (infeasible)", "–"]
+            lines.append(f"| {inst.name} | {ref} | {' | '.join(cells)} |")
+    else:
+        lines += ["", "CVRPTW: weights/polynet_cvrptw.pt is missing, so it was not measured."]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(
+        {"started": started, "machine": info, "time_limit": args.time_limit,
+         "count": args.count, "records": records}, indent=1))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
