@@ -146,6 +146,8 @@ def _two_opt_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray,
             d_ab = _dist(xy, a, b)
             for k in range(neigh.shape[1]):
                 c = neigh[a, k]
+                if c == a:
+                    continue
                 d_ac = _dist(xy, a, c)
                 if d_ac >= d_ab:
                     break
@@ -185,7 +187,7 @@ def _two_opt_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray,
 
 
 def two_opt(coords: np.ndarray, tour: np.ndarray, neighbours: np.ndarray | None = None,
-            k: int = 10, max_moves: int = 1 << 62, or_opt: bool = True,
+            k: int = 10, max_moves: int | None = None, or_opt: bool = True,
             ) -> tuple[np.ndarray, int]:
     """2-opt (+ Or-opt) local optimum of a closed Euclidean tour; returns (tour, moves)."""
     xy = np.ascontiguousarray(coords, dtype=np.float64)
@@ -199,8 +201,15 @@ def two_opt(coords: np.ndarray, tour: np.ndarray, neighbours: np.ndarray | None 
         from scipy.spatial import cKDTree
 
         k = min(k, out.size - 1)
-        _, neighbours = cKDTree(xy).query(xy, k=k + 1)
-        neighbours = np.ascontiguousarray(neighbours[:, 1:], dtype=np.int64)
+        _, idx = cKDTree(xy).query(xy, k=k + 1)
+        # Drop each node itself; with duplicate points it need not be in the first column.
+        not_self = idx != np.arange(idx.shape[0])[:, None]
+        order = np.argsort(~not_self, axis=1, kind="stable")[:, :k]
+        neighbours = np.ascontiguousarray(np.take_along_axis(idx, order, axis=1),
+                                          dtype=np.int64)
+    if max_moves is None:
+        # A safety net: real runs make well under N moves per pass.
+        max_moves = 50 * out.size
     moves = _two_opt_kernel(out, xy, neighbours, max_moves, or_opt)
     return out, int(moves)
 

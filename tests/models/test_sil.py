@@ -183,3 +183,11 @@ def test_two_opt_refuses_a_tour_that_is_not_a_permutation() -> None:
     xy = _uniform(50, 8)
     with pytest.raises(ValueError):
         two_opt(xy, np.r_[np.arange(49), 3])
+
+
+def test_two_opt_terminates_on_duplicate_points() -> None:
+    """Real files repeat coordinates (CVRPLIB Leuven1); a node listed as its own neighbour
+    once made 2-opt loop forever."""
+    xy = np.round(_uniform(300, 10) * 10)
+    tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
+    assert sorted(tour.tolist()) == list(range(300))
