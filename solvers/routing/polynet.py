@@ -44,7 +44,7 @@ from solvers.routing.problem import (
     Solution,
     build_solution,
 )
-from solvers.routing.reld import _DECODE_COST, _ENCODE_COST, TORCH_THREADS, WEIGHTS_DIR
+from solvers.routing.reld import TORCH_THREADS, WEIGHTS_DIR, plan_passes
 
 PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: CVRPTW keeps a float64 travel-time matrix per symmetry decoded at once.
@@ -129,22 +129,9 @@ class PolyNetSolver:
 
 
 def plan(n: int, strategies: int, seconds: float) -> tuple[int, int]:
-    """(strategies per pass, symmetries per pass) so that the first greedy pass fits in about
-    half of ``seconds``. Strategies are halved before symmetries, as ReLD halves its starts:
-    on the 100-node sets the eight symmetries of a few strategies beat many strategies on one
-    symmetry; the strategies left out come back in the sampling rounds."""
-    together = 8 if n <= 200 else 4 if n <= 1000 else 1
-    m = strategies
-    budget = 0.5 * seconds - _ENCODE_COST * together * n * n
-
-    def cost(mm: int, k: int) -> float:
-        return _DECODE_COST * mm * k * n * n
-
-    while m > 1 and cost(m, together) > budget:
-        m //= 2
-    while together > 1 and cost(m, together) > budget:
-        together //= 2
-    return max(1, m), together
+    """(strategies per pass, symmetries per pass), planned as ReLD plans its starts; the
+    strategies left out of the greedy pass come back in the sampling rounds."""
+    return plan_passes(n, strategies, seconds)
 
 
 def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Clock,
