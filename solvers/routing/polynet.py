@@ -18,7 +18,6 @@ The solution's stats say which strategy, symmetry and decoding mode found it.
 from __future__ import annotations
 
 import math
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,8 @@ import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError, SolverUnavailableError
+from solvers.errors import InstanceError
+from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.env import (
     Decode,
     augment,
@@ -88,8 +88,8 @@ class PolyNetSolver:
 
     def __init__(self, max_solutions: int | None = None) -> None:
         self.max_solutions = max_solutions
-        self._models: dict[str, PolyNetModel] = {}
-        self._lock = threading.Lock()
+        self._cache = CheckpointCache(self.name, weights_path, load_model,
+                                      "python -m training.polynet")
         torch.set_num_threads(TORCH_THREADS)
 
     def warm_up(self) -> None:
@@ -99,16 +99,7 @@ class PolyNetSolver:
                 self.model(problem, "cpu")
 
     def model(self, problem: str, device: str) -> PolyNetModel:
-        key = f"{problem}:{device}"
-        with self._lock:
-            if key not in self._models:
-                path = weights_path(problem)
-                if not path.exists():
-                    raise SolverUnavailableError(
-                        self.name, f"weights/{path.name} is missing; train it with "
-                        f"`python -m training.polynet {problem}`")
-                self._models[key] = load_model(path, device)
-            return self._models[key]
+        return self._cache.get(problem, device)
 
     def solve(self, instance: Instance, budget: Budget,
               progress: ProgressCallback = no_progress) -> Solution:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,8 @@ import numpy as np
 import torch
 
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError, SolverUnavailableError
+from solvers.errors import InstanceError
+from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.env import (
     augment,
     cvrp_routes,
@@ -47,6 +47,12 @@ def weights_path(problem: str) -> Path:
     return WEIGHTS_DIR / f"reld_{problem}.pt"
 
 
+def _load(path: Path, device: str) -> Any:
+    from training.reld import load_checkpoint  # checkpoint format lives with training
+
+    return load_checkpoint(path, device)[0]
+
+
 def availability() -> str | None:
     """None when at least one checkpoint is shipped; else what is missing and how to train."""
     missing = [p for p in ("tsp", "cvrp") if not weights_path(p).exists()]
@@ -62,8 +68,8 @@ class ReLDSolver:
     name = "reld"
 
     def __init__(self) -> None:
-        self._models: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._cache = CheckpointCache(self.name, weights_path, _load,
+                                      "python -m training.reld")
         torch.set_num_threads(TORCH_THREADS)
 
     def warm_up(self) -> None:
@@ -73,20 +79,7 @@ class ReLDSolver:
                 self.model(problem, "cpu")
 
     def model(self, problem: str, device: str) -> Any:
-        from training.reld import load_checkpoint  # checkpoint format lives with training
-
-        key = f"{problem}:{device}"
-        with self._lock:
-            if key not in self._models:
-                path = weights_path(problem)
-                if not path.exists():
-                    raise SolverUnavailableError(
-                        self.name, f"weights/{path.name} is missing; train it with "
-                        f"`python -m training.reld {problem}`")
-                model, _ = load_checkpoint(path, device)
-                model.eval()
-                self._models[key] = model
-            return self._models[key]
+        return self._cache.get(problem, device)
 
     def solve(self, instance: Instance, budget: Budget,
               progress: ProgressCallback = no_progress) -> Solution:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ import torch
 
 from models.sil import SILConfig, SILModel
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError, SolverUnavailableError
+from solvers.errors import InstanceError
+from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
@@ -198,8 +198,9 @@ class SILSolver:
         self.polish = polish
         self.name = "sil_ls" if polish else "sil"
         self.max_segment = max_segment
-        self._models: dict[str, SILModel] = {}
-        self._lock = threading.Lock()
+        self._cache = CheckpointCache(self.name, weights_path,
+                                      lambda path, device: load_model(path, device)[0],
+                                      "python -m training.sit")
         torch.set_num_threads(TORCH_THREADS)
 
     def warm_up(self) -> None:
@@ -215,17 +216,7 @@ class SILSolver:
                       np.random.default_rng(0))
 
     def model(self, problem: str) -> SILModel:
-        with self._lock:
-            if problem not in self._models:
-                path = weights_path(problem)
-                if not path.exists():
-                    raise SolverUnavailableError(
-                        self.name, f"weights/{path.name} is missing; train it with "
-                        f"`python -m training.sit {problem}`")
-                model, _ = load_model(path)
-                model.eval()
-                self._models[problem] = model
-            return self._models[problem]
+        return self._cache.get(problem)
 
     def solve(self, instance: Instance, budget: Budget,
               progress: ProgressCallback = no_progress) -> Solution:

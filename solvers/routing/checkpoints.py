@@ -1,0 +1,41 @@
+"""One lazily loaded, shared copy of each neural solver's checkpoint per (problem, device).
+
+Every neural routing solver needs the same thing: load weights/<file>.pt on first use (or at
+warm-up), once even when requests arrive together, and say how to train it when missing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from solvers.errors import SolverUnavailableError
+
+
+class CheckpointCache:
+    """``get(problem, device)`` returns the loaded model, loading it at most once."""
+
+    def __init__(self, solver: str, path_for: Callable[[str], Path],
+                 load: Callable[[Path, str], Any], train_command: str) -> None:
+        self.solver = solver
+        self.path_for = path_for
+        self.load = load
+        self.train_command = train_command
+        self._models: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, problem: str, device: str = "cpu") -> Any:
+        key = (problem, device)
+        with self._lock:
+            if key not in self._models:
+                path = self.path_for(problem)
+                if not path.exists():
+                    raise SolverUnavailableError(
+                        self.solver, f"weights/{path.name} is missing; train it with "
+                        f"`{self.train_command} {problem}`")
+                model = self.load(path, device)
+                model.eval()
+                self._models[key] = model
+            return self._models[key]
