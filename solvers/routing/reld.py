@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from models.reld import ReLDConfig, ReLDModel
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
@@ -47,10 +48,13 @@ def weights_path(problem: str) -> Path:
     return WEIGHTS_DIR / f"reld_{problem}.pt"
 
 
-def _load(path: Path, device: str) -> Any:
-    from training.reld import load_checkpoint  # checkpoint format lives with training
-
-    return load_checkpoint(path, device)[0]
+def _load(path: Path, device: str) -> ReLDModel:
+    """A shipped checkpoint's model: ``{"config", "model", ...}`` as training.reld writes it
+    (read here, not through training/, so serving never imports the training code)."""
+    ckpt = torch.load(path, map_location=device, weights_only=False)
+    model = ReLDModel(ReLDConfig(**ckpt["config"]))
+    model.load_state_dict(ckpt["model"])
+    return model.to(device)
 
 
 def availability() -> str | None:
