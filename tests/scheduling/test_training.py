@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,3 +31,44 @@ def test_gae_with_lambda_one_is_the_discounted_return() -> None:
     expected = [-1 + 0.5 * (-2 + 0.5 * (-3 + 0.5 * 4)), -2 + 0.5 * (-3 + 0.5 * 4), -3 + 0.5 * 4]
     assert ret.tolist() == pytest.approx(expected)
     assert adv.tolist() == pytest.approx(np.array(expected) - [1.0, 0.5, 2.0])
+
+
+def test_lookahead_rollout_reproduces_the_simulator(classic: list[Workflow]) -> None:
+    """The teacher's fast HEFT rollout must be the simulator's HEFT, or its look-ahead would
+    judge VMs by a different system than the one it is scored on."""
+    import heapq
+
+    from solvers.scheduling.heuristics import HEFT
+    from solvers.scheduling.simulator import Arrivals, make_stream, parse_pool, simulate
+    from training.lookahead import _Template, heft_rollout
+
+    pool, arrivals = parse_pool("6x4"), Arrivals(12, (9.0,))
+    expected = simulate(classic, pool, arrivals, HEFT(), seed=3).flowtimes.sum()
+    times, kinds = make_stream(classic, arrivals, 3)
+    tpls = [_Template(w) for w in classic]
+    runs = {uid: [tpls[k], list(tpls[k].n_parents), float(t), tpls[k].n]
+            for uid, (t, k) in enumerate(zip(times, kinds, strict=True))}
+    heap = [(float(t), uid, 0, uid, -1) for uid, t in enumerate(times)]
+    heapq.heapify(heap)
+    total = heft_rollout(list(pool.speeds), [0.0] * pool.size, 0.0, runs, heap, [])
+    assert total == pytest.approx(expected, rel=1e-9)
+
+
+def test_distillation_round_labels_states_and_resumes(tmp_path: Path) -> None:
+    """A tiny DAgger round end to end: teacher-labelled states saved, counters advanced,
+    every target a non-empty set of VMs that includes a VM the teacher could pick."""
+    import pickle
+
+    from training.goodrl import main
+
+    args = ["--scratch", str(tmp_path), "--fresh", "--expert-episodes", "2",
+            "--imitation-epochs", "1", "--offline-updates", "0", "--online-updates", "0",
+            "--minutes", "5"]
+    main(args)
+    main(["--scratch", str(tmp_path), "--distill", "1", "--distill-streams", "1",
+          "--distill-workflows", "3", "--distill-steps-per-round", "3", "--teacher-samples",
+          "2", "--minutes", "5"])
+    data = pickle.loads((tmp_path / "distill.pkl").read_bytes())
+    assert len(data) >= 25 and all(o.target.any() for o in data)
+    ckpt = torch.load(tmp_path / "ckpt.pt", weights_only=False)
+    assert ckpt["train"]["distill_rounds"] == 1 and ckpt["train"]["distill_steps"] == 3
