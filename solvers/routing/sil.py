@@ -65,6 +65,8 @@ def _cpu_has_fast_bf16() -> bool:
 #: COSOLVE_SIL_PRECISION=fp32|bf16 overrides.
 PRECISION = os.environ.get("COSOLVE_SIL_PRECISION", "auto")
 USE_BF16 = PRECISION == "bf16" or (PRECISION == "auto" and _cpu_has_fast_bf16())
+#: A random symmetry of the unit box per reconstruction round (COSOLVE_SIL_VIEWS=0: identity).
+RANDOM_VIEWS = os.environ.get("COSOLVE_SIL_VIEWS", "1") != "0"
 
 
 def per_token_prior(model: SILModel) -> float:
@@ -105,14 +107,28 @@ def normalize_segments(points: torch.Tensor) -> torch.Tensor:
     return (points - lo) / span.clamp_min(1e-12)
 
 
+def dihedral(points: torch.Tensor, symmetry: int) -> torch.Tensor:
+    """One of the unit square's 8 symmetries (0 = identity) of points in [0, 1]²: the same
+    path problem, seen differently by the model."""
+    if symmetry & 4:
+        points = points.flip(-1)
+    x, y = points.unbind(-1)
+    if symmetry & 1:
+        x = 1.0 - x
+    if symmetry & 2:
+        y = 1.0 - y
+    return torch.stack((x, y), dim=-1)
+
+
 def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tensor,
-                         deadline: float = math.inf) -> torch.Tensor | None:
+                         deadline: float = math.inf, symmetry: int = 0) -> torch.Tensor | None:
     """Greedy rebuild of open paths: (M, w) node ids -> (M, w) with the same first and last
-    node and the interior reordered by the model; None if ``deadline`` passes first."""
+    node and the interior reordered by the model; None if ``deadline`` passes first.
+    ``symmetry`` picks the view of the unit box the model decodes in."""
     m_segs, w = segs.shape
     if w <= 3:
         return segs
-    h = model.embed_nodes(normalize_segments(coords[segs]))
+    h = model.embed_nodes(dihedral(normalize_segments(coords[segs]), symmetry))
     d = h.shape[-1]
     rows = torch.arange(m_segs, device=segs.device)
     first = h[:, -1]
@@ -136,7 +152,7 @@ def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tens
 
 
 def rebuild_batched(model: SILModel, coords: torch.Tensor, segs: np.ndarray,
-                    deadline: float = math.inf) -> np.ndarray:
+                    deadline: float = math.inf, symmetry: int = 0) -> np.ndarray:
     """Rebuild (M, w) segments in memory-bounded batches; past ``deadline`` the remaining
     rows come back unchanged."""
     out = segs.copy()
@@ -149,7 +165,7 @@ def rebuild_batched(model: SILModel, coords: torch.Tensor, segs: np.ndarray,
         # Small batches lose more to autocast's casts than bf16 saves (measured at 1K nodes).
         with torch.autocast("cpu", dtype=torch.bfloat16,
                             enabled=USE_BF16 and part.numel() >= 8192):
-            new = rebuild_tsp_segments(model, coords, part, deadline)
+            new = rebuild_tsp_segments(model, coords, part, deadline, symmetry)
         if new is None:  # out of time: this batch and the rest stay as they were
             break
         out[s:s + chunk] = new.numpy()
@@ -175,7 +191,10 @@ def prc_round(model: SILModel, xy: np.ndarray, coords: torch.Tensor, tour: np.nd
     tour = np.roll(tour, -int(rng.integers(n)))
     m_segs = n // w
     segs = tour[: m_segs * w].reshape(m_segs, w).copy()
-    new = rebuild_batched(model, coords, segs, deadline)
+    # A random view of the unit box per round: greedy decoding then differs between rounds
+    # that cut the same stretch of tour, at no cost.
+    symmetry = int(rng.integers(8)) if RANDOM_VIEWS else 0
+    new = rebuild_batched(model, coords, segs, deadline, symmetry)
     better = _path_lengths(xy, new) < _path_lengths(xy, segs) - 1e-9
     segs[better] = new[better]
     improved = int(better.sum())

@@ -13,6 +13,7 @@ from solvers.routing.construct import random_insertion_routes, random_insertion_
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.sil import (
+    dihedral,
     expected_length_uniform,
     prc_round,
     rebuild_tsp_segments,
@@ -55,14 +56,26 @@ def test_cvrp_head_scores_direct_and_via_depot() -> None:
         model(torch.randn(2, 32), torch.randn(2, 32), torch.randn(2, 5, 32))
 
 
-def test_rebuilt_segments_keep_their_ends_and_nodes() -> None:
+@pytest.mark.parametrize("symmetry", [0, 5])
+def test_rebuilt_segments_keep_their_ends_and_nodes(symmetry: int) -> None:
     model = _tiny_model().eval()
     coords = torch.rand(300, 2)
     segs = torch.randperm(300)[:240].view(8, 30)
     with torch.inference_mode():
-        new = rebuild_tsp_segments(model, coords, segs)
+        new = rebuild_tsp_segments(model, coords, segs, symmetry=symmetry)
     assert torch.equal(new[:, 0], segs[:, 0]) and torch.equal(new[:, -1], segs[:, -1])
     assert torch.equal(new.sort(dim=1).values, segs.sort(dim=1).values)
+
+
+def test_the_eight_views_are_distinct_isometries_of_the_unit_box() -> None:
+    pts = torch.rand(1, 50, 2)
+    views = [dihedral(pts, k) for k in range(8)]
+    assert torch.equal(views[0], pts)
+    for v in views:
+        assert v.min() >= 0 and v.max() <= 1
+        dist = (v[0, :, None] - v[0, None]).norm(dim=-1)
+        assert torch.allclose(dist, (pts[0, :, None] - pts[0, None]).norm(dim=-1), atol=1e-6)
+    assert len({tuple(v[0, 0].tolist()) for v in views}) == 8
 
 
 def test_reconstruction_never_breaks_a_tour_or_makes_it_longer() -> None:
