@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
 import os
@@ -64,6 +63,7 @@ from solvers.scheduling.goodrl import WEIGHTS, save_checkpoint
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEFT, HEURISTICS
 from solvers.scheduling.simulator import Arrivals, ClusterState, Run, parse_pool, simulate
 from solvers.scheduling.workflow import Workflow, load_workflows
+from training import manifest
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSIC_FILES = ("CyberShake_30.xml", "Montage_25.xml", "Inspiral_30.xml", "Sipht_30.xml.gz")
@@ -318,11 +318,9 @@ class Trainer:
         s = self.state
         best = s.best
         save_checkpoint(self.model, WEIGHTS, {"validation": best})
-        sha = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()
-        manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
-        entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != WEIGHTS.name]
+        sha = manifest.file_sha256(WEIGHTS)
         steps = s.imitation_steps + s.offline_updates + s.online_updates
-        entries.append({
+        manifest.replace_entry({
             "file": WEIGHTS.name,
             "sha256": sha,
             "solver": "goodrl",
@@ -348,10 +346,7 @@ class Trainer:
             "reference": {k: {"heuristic": best["best_heuristic"][k],
                               "mean_flowtime": round(min(self.ref[k].values()), 2)}
                           for k in self.ref},
-        })
-        manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
-        manifest.setdefault("schema", 1)
-        MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+        }, MANIFEST)
         log(f"shipped {WEIGHTS.name} (score {best['score']:.4f}, sha {sha[:12]})")
 
     # phases

@@ -45,6 +45,7 @@ from solvers.routing.env_tw import TWBatch, encode_tw, replay_cvrptw, rollout_cv
 from solvers.routing.polynet import tsp_starts
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
+from training import manifest
 from training.instances import random_cvrp, random_cvrptw, random_tsp
 from training.reld import (
     MANIFEST,
@@ -80,13 +81,8 @@ def load_checkpoint(path: Path, device: str = "cpu") -> tuple[PolyNetModel, dict
 def update_manifest(problem: str, sha: str, model: PolyNetModel, state: TrainState,
                     validation: dict[str, Any], parent: str) -> None:
     """Replace this checkpoint's MANIFEST.json entry, keeping every other entry."""
-    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
-    name = checkpoint_path(problem).name
-    entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != name]
-    entries.append(manifest_entry(problem, sha, model, state, validation, parent))
-    manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
-    manifest.setdefault("schema", 1)
-    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest.replace_entry(manifest_entry(problem, sha, model, state, validation, parent),
+                           MANIFEST)
 
 
 def manifest_entry(problem: str, sha: str, model: PolyNetModel, state: TrainState,

@@ -46,6 +46,7 @@ from solvers.routing.env import (
 )
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
+from training import manifest
 from training.instances import load_labels, random_cvrp, random_tsp
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,11 +94,8 @@ def save_checkpoint(path: Path, model: ReLDModel, optimizer: torch.optim.Optimiz
 
 def update_manifest(problem: str, sha: str, model: ReLDModel, state: TrainState,
                     validation: dict[str, Any]) -> None:
-    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
-    name = f"reld_{problem}.pt"
-    entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != name]
-    entries.append({
-        "file": name,
+    manifest.replace_entry({
+        "file": f"reld_{problem}.pt",
         "sha256": sha,
         "solver": "reld",
         "problem": problem,
@@ -107,10 +105,7 @@ def update_manifest(problem: str, sha: str, model: ReLDModel, state: TrainState,
         "cpu_minutes": round(state.cpu_minutes, 1),
         "gpu_minutes": round(state.gpu_minutes, 1),
         "validation": validation,
-    })
-    manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
-    manifest.setdefault("schema", 1)
-    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    }, MANIFEST)
 
 
 # -- validation --------------------------------------------------------------------------
@@ -387,12 +382,7 @@ def strip_optimizer(problem: str) -> None:
         return
     ckpt["optimizer"] = None
     torch.save(ckpt, path)
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    manifest = json.loads(MANIFEST.read_text())
-    for entry in manifest["checkpoints"]:
-        if entry["file"] == path.name:
-            entry["sha256"] = sha
-    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest.refresh_sha(path, MANIFEST)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -45,6 +43,7 @@ from solvers.routing.sil import (
     tour_length,
     weights_path,
 )
+from training import manifest
 
 REPO = Path(__file__).resolve().parents[1]
 WEIGHTS = REPO / "weights"
@@ -200,12 +199,9 @@ def _save_latest(path: Path, model: SILModel, opt: torch.optim.Optimizer, state:
 def update_manifest(problem: str, model: SILModel, state: SITState, args: argparse.Namespace,
                     ) -> None:
     path = weights_path(problem)
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"checkpoints": []}
-    entries = [e for e in manifest.get("checkpoints", []) if e.get("file") != path.name]
-    entries.append({
+    manifest.replace_entry({
         "file": path.name,
-        "sha256": sha,
+        "sha256": manifest.file_sha256(path),
         "solver": "sil",
         "problem": problem,
         "architecture": {"model": "SIL", **model.config.to_dict()},
@@ -222,10 +218,7 @@ def update_manifest(problem: str, model: SILModel, state: SITState, args: argpar
             "gap_percent": round(state.best_gap or math.nan, 3),
             "reference": "0.7128·√n + 0.58 (fit to the SIL paper's LKH-3 averages)",
         },
-    })
-    manifest["checkpoints"] = sorted(entries, key=lambda e: e["file"])
-    manifest.setdefault("schema", 1)
-    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    }, MANIFEST)
 
 
 # -- the loop --------------------------------------------------------------------------------

@@ -1,0 +1,42 @@
+"""training.manifest: trainers running side by side never drop each other's entries."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+from pathlib import Path
+
+from training import manifest
+
+
+def _writer(path: str, tag: str, count: int) -> None:
+    for i in range(count):
+        manifest.replace_entry({"file": f"{tag}_{i}.pt", "sha256": tag}, Path(path))
+
+
+def test_concurrent_writers_keep_every_entry(tmp_path: Path) -> None:
+    path = tmp_path / "MANIFEST.json"
+    manifest.replace_entry({"file": "keep.pt", "sha256": "x", "note": "old"}, path)
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(path), tag, 60)) for tag in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    files = [e["file"] for e in json.loads(path.read_text())["checkpoints"]]
+    assert len(files) == 121 and files == sorted(files) and "keep.pt" in files
+
+
+def test_replace_entry_replaces_only_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "MANIFEST.json"
+    manifest.replace_entry({"file": "a.pt", "sha256": "1"}, path)
+    manifest.replace_entry({"file": "b.pt", "sha256": "2"}, path)
+    manifest.replace_entry({"file": "a.pt", "sha256": "3"}, path)
+    data = json.loads(path.read_text())
+    assert data["schema"] == 1
+    assert data["checkpoints"] == [{"file": "a.pt", "sha256": "3"}, {"file": "b.pt", "sha256": "2"}]
+    weights = tmp_path / "b.pt"
+    weights.write_bytes(b"new")
+    manifest.refresh_sha(weights, path)
+    assert json.loads(path.read_text())["checkpoints"][1]["sha256"] == manifest.file_sha256(weights)
