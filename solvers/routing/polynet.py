@@ -25,9 +25,7 @@ import numpy as np
 import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError
-from solvers.routing.checkpoints import CheckpointCache
+from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.routing.env import (
     Decode,
     augment,
@@ -41,10 +39,8 @@ from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
     Instance,
-    Solution,
-    build_solution,
 )
-from solvers.routing.reld import TORCH_THREADS, WEIGHTS_DIR, plan_passes
+from solvers.routing.reld import WEIGHTS_DIR, ReLDSolver, plan_passes
 
 PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: CVRPTW keeps a float64 travel-time matrix per symmetry decoded at once.
@@ -78,45 +74,31 @@ def tsp_starts(n: int, count: int, device: str | torch.device) -> torch.Tensor:
     return torch.linspace(0, n - 1, count, device=device).round().long()
 
 
-class PolyNetSolver:
-    """Loads each problem's checkpoint once, on first use.
+class PolyNetSolver(ReLDSolver):
+    """ReLD's solver with PolyNet's checkpoints and search.
 
     ``max_solutions`` optionally caps the number of decoded solutions (a sampling budget, as
     PolyNet's paper compares methods); the time limit always holds."""
 
     name = "polynet"
+    problems = PROBLEMS
+    train_command = "python -m training.polynet"
 
     def __init__(self, max_solutions: int | None = None) -> None:
         self.max_solutions = max_solutions
-        self._cache = CheckpointCache(self.name, weights_path, load_model,
-                                      "python -m training.polynet")
-        torch.set_num_threads(TORCH_THREADS)
+        super().__init__()
 
-    def warm_up(self) -> None:
-        """Load every shipped checkpoint now, so no request pays for it."""
-        for problem in PROBLEMS:
-            if weights_path(problem).exists():
-                self.model(problem, "cpu")
+    @staticmethod
+    def weights_path(problem: str) -> Path:
+        return weights_path(problem)
 
-    def model(self, problem: str, device: str) -> PolyNetModel:
-        return self._cache.get(problem, device)
+    @staticmethod
+    def load(path: Path, device: str) -> PolyNetModel:
+        return load_model(path, device)
 
-    def solve(self, instance: Instance, budget: Budget,
-              progress: ProgressCallback = no_progress) -> Solution:
-        clock = Clock(budget)
-        if instance.coords is None:
-            raise InstanceError("coords", "the polynet solver needs node coordinates (it reads "
-                                "the geometry); this instance has only a distance matrix")
-        device = budget.device if budget.device == "cpu" or torch.cuda.is_available() else "cpu"
-        model = self.model(instance.problem, device)
-        with torch.inference_mode():
-            routes, stats = _search(model, instance, budget, clock, progress, device,
-                                    self.max_solutions)
-        stats["seed"] = budget.seed
-        sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
-                             stats=stats)
-        progress(ProgressEvent(self.name, clock.elapsed, stats["passes"], sol.cost, "done"))
-        return sol
+    def search(self, model: Any, instance: Instance, budget: Budget, clock: Clock,
+               progress: ProgressCallback, device: str) -> tuple[list[list[int]], dict[str, Any]]:
+        return _search(model, instance, budget, clock, progress, device, self.max_solutions)
 
 
 def plan(n: int, strategies: int, seconds: float) -> tuple[int, int]:

@@ -67,19 +67,34 @@ def availability() -> str | None:
 
 
 class ReLDSolver:
-    """Loads each problem's checkpoint once, on first use."""
+    """Loads each problem's checkpoint once, on first use. PolyNet, built on ReLD's decoder,
+    reuses this class and swaps the checkpoints and the search."""
 
     name = "reld"
+    problems: tuple[str, ...] = ("tsp", "cvrp")
+    train_command = "python -m training.reld"
 
     def __init__(self) -> None:
-        self._cache = CheckpointCache(self.name, weights_path, _load,
-                                      "python -m training.reld")
+        self._cache = CheckpointCache(self.name, self.weights_path, self.load,
+                                      self.train_command)
         torch.set_num_threads(TORCH_THREADS)
+
+    @staticmethod
+    def weights_path(problem: str) -> Path:
+        return weights_path(problem)
+
+    @staticmethod
+    def load(path: Path, device: str) -> Any:
+        return _load(path, device)
+
+    def search(self, model: Any, instance: Instance, budget: Budget, clock: Clock,
+               progress: ProgressCallback, device: str) -> tuple[list[list[int]], dict[str, Any]]:
+        return _search(model, instance, budget, clock, progress, device)
 
     def warm_up(self) -> None:
         """Load every shipped checkpoint now, so no request pays for it."""
-        for problem in ("tsp", "cvrp"):
-            if weights_path(problem).exists():
+        for problem in self.problems:
+            if self.weights_path(problem).exists():
                 self.model(problem, "cpu")
 
     def model(self, problem: str, device: str) -> Any:
@@ -89,12 +104,12 @@ class ReLDSolver:
               progress: ProgressCallback = no_progress) -> Solution:
         clock = Clock(budget)
         if instance.coords is None:
-            raise InstanceError("coords", "the reld solver needs node coordinates (it reads "
-                                "the geometry); this instance has only a distance matrix")
+            raise InstanceError("coords", f"the {self.name} solver needs node coordinates (it "
+                                "reads the geometry); this instance has only a distance matrix")
         device = budget.device if budget.device == "cpu" or torch.cuda.is_available() else "cpu"
         model = self.model(instance.problem, device)
         with torch.inference_mode():
-            routes, stats = _search(model, instance, budget, clock, progress, device)
+            routes, stats = self.search(model, instance, budget, clock, progress, device)
         stats["seed"] = budget.seed
         sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
                              stats=stats)
