@@ -10,11 +10,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the folder that comes back}
 MINUTES=${MINUTES:-7}
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet torch==2.13.0 -e .
+# The device machine cannot reach PyPI, but its image's python3 already holds everything the
+# trainers import (torch, numpy, numba, scipy, tqdm; checked with `python -c "import sys,
+# training.sit; print(sys.modules)"`), so use it with the repository on PYTHONPATH. A local
+# machine with the project's .venv uses that instead.
+if python3 -c "import torch, numpy, numba, scipy, tqdm" 2>/dev/null; then
+  PY=python3
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+elif [ -x .venv/bin/python ]; then
+  PY=.venv/bin/python
+else
+  echo "no Python with torch, numpy, numba, scipy and tqdm found" >&2
+  exit 1
 fi
-PY=.venv/bin/python
+"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" \
+    | tee "$OUT/env.txt"
 for problem in tsp cvrp; do
   if [ -f "weights/reld_${problem}.pt" ]; then cp "weights/reld_${problem}.pt" "$OUT/"; fi
   "$PY" -m training.reld "$problem" --phase reinforce --minutes "$MINUTES" --eval-minutes 2 \
