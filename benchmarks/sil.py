@@ -204,7 +204,7 @@ def render(data: dict[str, Any]) -> str:
            "(peak RSS per run), solved from the file through the same `solve` the service "
            "uses, and the solution independently checked. `sil` = random insertion + neural "
            "parallel local reconstruction only; `sil_ls` = the same with classical 2-opt + "
-           "Or-opt on the start and the result; `start` = the random-insertion tour alone "
+           "Or-opt on the start and after every round; `start` = the random-insertion tour alone "
            "(`sil`'s starting point). Reference for uniform TSP: 0.7128·√n + 0.58 (unit "
            "square; a fit to the LKH-3 averages in the SIL paper, within 0.1% at 1K–100K); "
            "TSPLIB: proven optima.", ""]
