@@ -40,6 +40,7 @@ import csv
 import json
 import math
 import os
+import pickle
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -64,6 +65,7 @@ from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEFT, HEURISTICS
 from solvers.scheduling.simulator import Arrivals, ClusterState, Run, parse_pool, simulate
 from solvers.scheduling.workflow import Workflow, load_workflows
 from training import manifest
+from training.lookahead import Lookahead, equivalent_vms
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSIC_FILES = ("CyberShake_30.xml", "Montage_25.xml", "Inspiral_30.xml", "Sipht_30.xml.gz")
@@ -189,8 +191,6 @@ class Labelled(HEFT):
         self.teacher.reset(state, seed)
 
     def choose(self, state: ClusterState, run: Run, task: int) -> int:
-        from training.lookahead import equivalent_vms
-
         obs = observe(state, run, task)
         vm = self.teacher.choose(state, run, task)
         obs.target = equivalent_vms(state, vm)  # type: ignore[attr-defined]
@@ -477,7 +477,6 @@ class Trainer:
         later rounds follow the current actor (greedy), so the labels cover the states the
         actor itself reaches."""
         from solvers.scheduling.goodrl import GoodRLPolicy
-        from training.lookahead import Lookahead
 
         a = self.args
         data: list[Obs] = []
@@ -503,8 +502,6 @@ class Trainer:
 
     def phase_distill(self) -> None:
         """Look-ahead distillation (DAgger): aggregate teacher-labelled states, fit, repeat."""
-        import pickle
-
         a = self.args
         s = self.state
         if s.distill_rounds == 0 and s.distill_steps == 0 and WEIGHTS.exists():
