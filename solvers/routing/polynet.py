@@ -88,13 +88,8 @@ class PolyNetSolver(ReLDSolver):
         self.max_solutions = max_solutions
         super().__init__()
 
-    @staticmethod
-    def weights_path(problem: str) -> Path:
-        return weights_path(problem)
-
-    @staticmethod
-    def load(path: Path, device: str) -> PolyNetModel:
-        return load_model(path, device)
+    weights_path = staticmethod(weights_path)
+    load = staticmethod(load_model)
 
     def search(self, model: Any, instance: Instance, budget: Budget, clock: Clock,
                progress: ProgressCallback, device: str) -> tuple[list[list[int]], dict[str, Any]]:

@@ -79,13 +79,8 @@ class ReLDSolver:
                                       self.train_command)
         torch.set_num_threads(TORCH_THREADS)
 
-    @staticmethod
-    def weights_path(problem: str) -> Path:
-        return weights_path(problem)
-
-    @staticmethod
-    def load(path: Path, device: str) -> Any:
-        return _load(path, device)
+    weights_path = staticmethod(weights_path)
+    load = staticmethod(_load)
 
     def search(self, model: Any, instance: Instance, budget: Budget, clock: Clock,
                progress: ProgressCallback, device: str) -> tuple[list[list[int]], dict[str, Any]]:
