@@ -407,31 +407,39 @@ class Trainer:
         while self.state.imitation_steps < total and not self.out_of_time():
             random.Random(self.state.imitation_steps).shuffle(data)
             for i in range(0, len(data) - a.batch + 1, a.batch):
-                chunk = data[i:i + a.batch]
-                batch = collate(chunk)
-                logits = self.model.actor(batch)
-                m = logits.shape[1]
-                tgt = torch.zeros(len(chunk), m)
-                for j, o in enumerate(chunk):
-                    t = torch.from_numpy(o.target.astype(np.float32))  # type: ignore[attr-defined]
-                    tgt[j, :len(t)] = t / t.sum()
-                logp = torch.log_softmax(logits, -1).masked_fill(~batch["vm_mask"], 0.0)
-                loss = -(tgt * logp).sum(-1).mean()
-                self.opt_actor.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), 1.0)
-                self.opt_actor.step()
+                loss, hit = self._set_target_step(data[i:i + a.batch])
                 self.state.imitation_steps += 1
                 st = self.state.imitation_steps
                 if st % 100 == 0:
-                    acc = (logits.argmax(-1).unsqueeze(1) == torch.arange(m)).float()
-                    hit = float((acc * (tgt > 0)).sum(-1).mean())
-                    log(f"imitation step {st}/{total} loss {loss.item():.4f} hit {hit:.3f}")
+                    log(f"imitation step {st}/{total} loss {loss:.4f} hit {hit:.3f}")
                 if st % a.eval_every_imitation == 0 or st == total:
                     self.evaluate(f"imitation {st}")
                 self.maybe_save()
                 if st >= total or self.out_of_time():
                     break
+
+    def _set_target_step(self, chunk: list[Obs], deviation_weight: float = 1.0
+                         ) -> tuple[float, float]:
+        """One actor step of cross-entropy to each state's target set of VMs (mass spread
+        evenly over it). States whose set excludes the earliest-finish VM weigh
+        ``deviation_weight``. Returns (loss, share of argmaxes inside the set)."""
+        batch = collate(chunk)
+        logits = self.model.actor(batch)
+        tgt = torch.zeros(len(chunk), logits.shape[1])
+        w = torch.ones(len(chunk))
+        for j, o in enumerate(chunk):
+            t = torch.from_numpy(o.target.astype(np.float32))  # type: ignore[attr-defined]
+            tgt[j, :len(t)] = t / t.sum()
+            if not bool((o.target & (o.regret <= 1e-9)).any()):  # type: ignore[attr-defined]
+                w[j] = deviation_weight
+        logp = torch.log_softmax(logits, -1).masked_fill(~batch["vm_mask"], 0.0)
+        loss = (-(tgt * logp).sum(-1) * w).sum() / w.sum()
+        self.opt_actor.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), 1.0)
+        self.opt_actor.step()
+        hit = float((tgt.gather(1, logits.argmax(-1, keepdim=True)) > 0).float().mean())
+        return float(loss.detach()), hit
 
     def _fit(self, data: list[Obs], steps: int, lr: float, weight: float) -> None:
         """Cross-entropy on each state's target set; states where the target excludes
@@ -442,29 +450,12 @@ class Trainer:
         rng = random.Random(self.state.distill_steps)
         hits: list[float] = []
         for _ in range(steps):
-            chunk = rng.sample(data, min(a.batch, len(data)))
-            batch = collate(chunk)
-            logits = self.model.actor(batch)
-            m = logits.shape[1]
-            tgt = torch.zeros(len(chunk), m)
-            w = torch.ones(len(chunk))
-            for j, o in enumerate(chunk):
-                t = torch.from_numpy(o.target.astype(np.float32))  # type: ignore[attr-defined]
-                tgt[j, :len(t)] = t / t.sum()
-                if not bool((o.target & (o.regret <= 1e-9)).any()):  # type: ignore[attr-defined]
-                    w[j] = weight
-            logp = torch.log_softmax(logits, -1).masked_fill(~batch["vm_mask"], 0.0)
-            loss = (-(tgt * logp).sum(-1) * w).sum() / w.sum()
-            self.opt_actor.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), 1.0)
-            self.opt_actor.step()
+            loss, hit = self._set_target_step(rng.sample(data, min(a.batch, len(data))), weight)
+            hits.append(hit)
             self.state.distill_steps += 1
-            hits.append(float((tgt.gather(1, logits.argmax(-1, keepdim=True)) > 0)
-                              .float().mean()))
             st = self.state.distill_steps
             if st % 100 == 0:
-                log(f"distill step {st} loss {loss.item():.4f} hit {np.mean(hits[-100:]):.3f}")
+                log(f"distill step {st} loss {loss:.4f} hit {np.mean(hits[-100:]):.3f}")
             if st % a.eval_every_distill == 0:
                 self.evaluate(f"distill {st}")
             self.maybe_save()
@@ -480,7 +471,6 @@ class Trainer:
 
         a = self.args
         data: list[Obs] = []
-        deviations = 0
         for i in range(a.distill_streams):
             pool = VAL_POOLS[i % 2]
             rate = VAL_RATES[(i // 2) % 2]
@@ -494,7 +484,6 @@ class Trainer:
             simulate(self.templates, parse_pool(pool), Arrivals(a.distill_workflows, (rate,)),
                      Labelled(teacher, learner, data), seed=seed)
             self.model.train()
-            deviations += teacher.deviations
             log(f"distill round {round_} stream {i + 1}/{a.distill_streams} ({pool} @ {rate}/h):"
                 f" {teacher.decisions} states, teacher left HEFT {teacher.deviations} times "
                 f"({time.monotonic() - t0:.0f} s)")
