@@ -168,11 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--time-limit", type=float, default=0.1)
     parser.add_argument("--solver", default=None,
-                        help="default: ortools (tsp), pyvrp (cvrp, cvrptw)")
+                        help="default: pyvrp (near-optimal on 100 nodes in 0.3 s)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    solver = args.solver or ("ortools" if args.problem == "tsp" else "pyvrp")
+    solver = args.solver or "pyvrp"
     t0 = time.time()
     labels = make_labels(args.problem, args.count, (args.min_n, args.max_n), args.seed,
                          args.time_limit, solver, args.workers)

@@ -205,14 +205,23 @@ def _cvrp_variants(sequence: np.ndarray, count: int, rng: random.Random) -> list
     return out
 
 
+def _random_view(coords: np.ndarray, rng: random.Random) -> np.ndarray:
+    """One of the unit square's 8 symmetries, drawn at random: the expert solution stays
+    optimal, and the model sees 8× as many distinct inputs from the same labels."""
+    k = rng.randrange(8)
+    x, y = (coords[:, 1], coords[:, 0]) if k & 4 else (coords[:, 0], coords[:, 1])
+    return np.stack((1.0 - x if k & 1 else x, 1.0 - y if k & 2 else y), axis=1)
+
+
 def imitation_loss(model: ReLDModel, problem: str, labels: list[dict[str, Any]],
                    batch: int, variants: int, rng: random.Random, device: str) -> torch.Tensor:
     """Negative log-likelihood per step of expert solutions (one size per batch)."""
     size = len(labels[rng.randrange(len(labels))]["coords"])
     same = [lab for lab in labels if len(lab["coords"]) == size] or labels
     picked = [same[rng.randrange(len(same))] for _ in range(batch)]
-    coords = torch.as_tensor(np.stack([p["coords"] for p in picked]), dtype=torch.float32,
-                             device=device)
+    coords = torch.as_tensor(np.stack([_random_view(np.asarray(p["coords"], dtype=np.float64),
+                                                    rng) for p in picked]),
+                             dtype=torch.float32, device=device)
     if problem == "tsp":
         tours = torch.as_tensor(np.stack([np.stack(_tsp_variants(np.asarray(p["tour"]),
                                                                  variants, rng))

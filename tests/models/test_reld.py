@@ -23,7 +23,13 @@ from solvers.routing.env import (
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.reld import weights_path
 from solvers.routing.solve import solve
-from training.reld import TrainState, imitation_loss, load_checkpoint, save_checkpoint
+from training.reld import (
+    TrainState,
+    _random_view,
+    imitation_loss,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 
 def _small(problem: str) -> ReLDModel:
@@ -117,6 +123,19 @@ def test_tiny_training_run_lowers_the_loss() -> None:
         optimizer.step()
         losses.append(float(loss.detach()))
     assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:5])
+
+
+def test_imitation_views_keep_distances_and_cover_all_symmetries() -> None:
+    coords = np.random.default_rng(1).random((12, 2))
+    dist = np.linalg.norm(coords[:, None] - coords[None], axis=-1)
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(200):
+        view = _random_view(coords, rng)
+        assert np.allclose(np.linalg.norm(view[:, None] - view[None], axis=-1), dist)
+        assert view.min() >= 0 and view.max() <= 1
+        seen.add(view.round(9).tobytes())
+    assert len(seen) == 8
 
 
 def test_checkpoint_round_trip(tmp_path) -> None:
