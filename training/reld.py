@@ -45,6 +45,7 @@ from solvers.routing.env import (
     sequence_log_prob,
 )
 from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.reld import read_checkpoint
 from solvers.routing.solve import solve
 from training import manifest
 from training.instances import load_labels, random_cvrp, random_tsp
@@ -72,12 +73,8 @@ def checkpoint_path(problem: str) -> Path:
     return WEIGHTS / f"reld_{problem}.pt"
 
 
-def load_checkpoint(path: Path, device: str = "cpu") -> tuple[ReLDModel, dict[str, Any]]:
-    """A model and its checkpoint dict (config, state, optimizer, training record)."""
-    ckpt = torch.load(path, map_location=device, weights_only=False)
-    model = ReLDModel(ReLDConfig(**ckpt["config"]))
-    model.load_state_dict(ckpt["model"])
-    return model.to(device), ckpt
+#: A model and its checkpoint dict (config, state, optimizer, training record).
+load_checkpoint = read_checkpoint
 
 
 def save_checkpoint(path: Path, model: ReLDModel, optimizer: torch.optim.Optimizer | None,

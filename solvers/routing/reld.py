@@ -48,13 +48,18 @@ def weights_path(problem: str) -> Path:
     return WEIGHTS_DIR / f"reld_{problem}.pt"
 
 
-def _load(path: Path, device: str) -> ReLDModel:
-    """A shipped checkpoint's model: ``{"config", "model", ...}`` as training.reld writes it
-    (read here, not through training/, so serving never imports the training code)."""
+def read_checkpoint(path: Path, device: str = "cpu") -> tuple[ReLDModel, dict[str, Any]]:
+    """A checkpoint's model and its whole dict (``{"config", "model", "optimizer", "train"}``
+    as training.reld writes it). The one reader of the format: serving uses it without
+    importing training/, and training resumes through it."""
     ckpt = torch.load(path, map_location=device, weights_only=False)
     model = ReLDModel(ReLDConfig(**ckpt["config"]))
     model.load_state_dict(ckpt["model"])
-    return model.to(device)
+    return model.to(device), ckpt
+
+
+def _load(path: Path, device: str) -> ReLDModel:
+    return read_checkpoint(path, device)[0]
 
 
 def availability() -> str | None:
