@@ -154,9 +154,11 @@ def save_labels(path: Path, labels: list[dict[str, object]]) -> None:
 
 
 def load_labels(path: Path) -> list[dict[str, object]]:
-    data = np.load(path, allow_pickle=True)
-    keys = list(data.keys())
-    return [{k: data[k][i] for k in keys} for i in range(len(data[keys[0]]))]
+    # Each ``data[k]`` decompresses the whole array again: read every array once.
+    with np.load(path, allow_pickle=True) as data:
+        arrays = {k: data[k] for k in data.keys()}
+    count = len(next(iter(arrays.values())))
+    return [{k: v[i] for k, v in arrays.items()} for i in range(count)]
 
 
 def main(argv: list[str] | None = None) -> int:
