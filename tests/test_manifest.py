@@ -6,6 +6,8 @@ import json
 import multiprocessing as mp
 from pathlib import Path
 
+import pytest
+
 from training import manifest
 
 
@@ -40,3 +42,13 @@ def test_replace_entry_replaces_only_its_file(tmp_path: Path) -> None:
     weights.write_bytes(b"new")
     manifest.refresh_sha(weights, path)
     assert json.loads(path.read_text())["checkpoints"][1]["sha256"] == manifest.file_sha256(weights)
+
+
+def test_a_second_training_run_on_the_same_checkpoint_is_refused(tmp_path) -> None:
+    ckpt = tmp_path / "reld_tsp.last.pt"
+    first = manifest.claim_training(ckpt)
+    with pytest.raises(SystemExit, match="another training run"):
+        manifest.claim_training(ckpt)
+    manifest.claim_training(tmp_path / "other.last.pt").close()  # other checkpoints are free
+    first.close()
+    manifest.claim_training(ckpt).close()  # free again once the first run is gone

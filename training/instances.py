@@ -156,7 +156,7 @@ def save_labels(path: Path, labels: list[dict[str, object]]) -> None:
 def load_labels(path: Path) -> list[dict[str, object]]:
     # Each ``data[k]`` decompresses the whole array again: read every array once.
     with np.load(path, allow_pickle=True) as data:
-        arrays = {k: data[k] for k in data.keys()}
+        arrays = {k: data[k] for k in data.files}
     count = len(next(iter(arrays.values())))
     return [{k: v[i] for k, v in arrays.items()} for i in range(count)]
 

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 MANIFEST = Path(__file__).resolve().parents[1] / "weights" / "MANIFEST.json"
 
@@ -65,3 +65,19 @@ def refresh_sha(weights: Path, path: Path = MANIFEST) -> None:
         return entries
 
     update(change, path)
+
+
+def claim_training(checkpoint: Path) -> IO[str]:
+    """Make this process the only training run on ``checkpoint``: a second run would resume
+    the same state and overwrite the first one's better weights with its own. Keep the
+    returned handle open for the run (the lock goes with the process)."""
+    lock = checkpoint.with_name(f".{checkpoint.name}.train.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fh = lock.open("a")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise SystemExit(f"another training run is writing {checkpoint}; stop it first "
+                         f"(lock: {lock})") from None
+    return fh

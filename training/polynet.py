@@ -293,6 +293,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     # beside the checkpoint for an experiment.
     latest = (REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
               if out == checkpoint_path(args.problem) else out.with_suffix(".last.pt"))
+    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
     # CVRPTW has no ReLD parent of its own: it starts from the CVRP one (time columns zero).
     parent = Path(args.parent) if args.parent else WEIGHTS / (
         "reld_cvrp.pt" if args.problem == "cvrptw" else f"reld_{args.problem}.pt")

@@ -280,6 +280,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out) if args.out else checkpoint_path(args.problem)
     # The latest state (kept locally, resumed first) vs the best one (shipped in weights/).
     latest = REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
+    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
     source = latest if latest.exists() else out
     if source.exists() and not args.fresh:
         model, ckpt = load_checkpoint(source, device)

@@ -230,6 +230,7 @@ def train(args: argparse.Namespace) -> SITState:
     rng = np.random.default_rng(args.seed + int(time.time()) % 100000)
     device_gpu = args.device.startswith("cuda")
     latest = _latest_path(args.problem)
+    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
     if latest.exists() and not args.fresh:
         blob = torch.load(latest, map_location=args.device, weights_only=False)
         model = SILModel(SILConfig(**blob["config"])).to(args.device)
