@@ -92,8 +92,9 @@ def tw_batch(instances: Sequence[CVRPTWInstance], device: str | torch.device = "
 class _State:
     """Visited set, load, clock and position of (B, M) trajectories."""
 
-    def __init__(self, data: TWBatch, M: int) -> None:
+    def __init__(self, data: TWBatch, M: int, fill: bool | torch.Tensor = False) -> None:
         B, N = data.demand.shape
+        self.fill = torch.as_tensor(fill, device=data.coords.device).expand(B, M)
         device = data.coords.device
         self.data = data
         self.visited = torch.zeros(B, M, N, dtype=torch.bool, device=device)
@@ -125,6 +126,8 @@ class _State:
         stuck = (self.current == 0) & ~mask[..., 1:].any(-1) & ~finished
         mask = torch.where(stuck[..., None], customers, mask)
         mask[..., 0] = self.current != 0
+        # A filling vehicle goes home only when no customer is left that it can serve.
+        mask[..., 0] &= ~(self.fill & mask[..., 1:].any(-1))
         mask = torch.where(finished[..., None], torch.zeros_like(mask), mask)
         mask[..., 0] |= finished
         return mask, finished
@@ -163,14 +166,20 @@ def rollout_cvrptw(
     generator: torch.Generator | None = None,
     strategy: torch.Tensor | None = None,
     multi_start: bool = False,
+    fill: bool | torch.Tensor = False,
 ) -> Rollout:
     """``trajectories`` solutions per instance from the depot; ``multi_start`` forces the
-    top-M first customers (ReLD's greedy multi-start), otherwise nothing is forced."""
+    top-M first customers (ReLD's greedy multi-start), otherwise nothing is forced.
+
+    ``fill`` (for all trajectories, or per trajectory as an (M,) or (B, M) bool tensor) keeps
+    each vehicle out until no unvisited customer fits its load and windows: fewer vehicles
+    than the model's own choice of when to return, and often a shorter plan on wide-window
+    instances unlike those it was trained on (Solomon C2)."""
     B, N, _ = data.coords.shape
     M = trajectories
     cache = cache or encode_tw(model, data)
     cond = {} if strategy is None else {"strategy": strategy}
-    state = _State(data, M)
+    state = _State(data, M, fill)
     lengths = torch.zeros(B, M, dtype=torch.float64, device=data.coords.device)
     log_prob = torch.zeros(B, M, device=data.coords.device)
     actions: list[torch.Tensor] = []

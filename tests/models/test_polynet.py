@@ -187,6 +187,49 @@ def test_cvrptw_rollouts_respect_windows_and_capacity(decode: str) -> None:
             assert float(out.lengths[b, m]) * span == pytest.approx(inst.cost(routes), rel=1e-9)
 
 
+def test_cvrptw_filling_vehicles_go_home_only_when_nothing_fits() -> None:
+    """With ``fill`` on, every depot return (but the last) happens when no unvisited customer
+    fits the load and windows, as the plain masks replayed along the route show; the
+    solutions stay feasible and use no more vehicles on these instances."""
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=8, problem="cvrptw").eval()
+    instances = _tw_instances(2, 30)
+    data = tw_batch(instances)
+    fill = torch.tensor([True, False] * 4)
+    with torch.no_grad():
+        out = rollout_cvrptw(poly, data, 8, strategy=strategy_bits(8), multi_start=True,
+                             fill=fill)
+        seqs = torch.cat([torch.zeros(2, 8, 1, dtype=torch.long), out.actions], dim=-1)
+        steps = replay_cvrptw(data, seqs)
+    T = steps.shape[1]
+    masks = steps.mask.view(2, 8, T, -1)
+    last = steps.last.view(2, 8, T)
+    target = steps.target.view(2, 8, T)
+    returns = (last != 0) & (target == 0)
+    nothing_fits = ~masks[..., 1:].any(-1)
+    assert bool((nothing_fits | ~returns)[:, fill].all())
+    assert bool((~nothing_fits & returns)[:, ~fill].any())  # the model's own early returns
+    routes = returns.sum(-1)
+    assert int(routes[:, fill].max()) <= int(routes[:, ~fill].min())
+    for b, inst in enumerate(instances):
+        for m in range(8):
+            assert check_cvrptw(inst, cvrp_routes(out.actions[b, m].tolist())) == []
+
+
+def test_solver_fills_vehicles_when_every_solution_breaks_the_fleet() -> None:
+    from solvers.routing.polynet import PolyNetSolver
+
+    inst = _tw_instances(1, 40)[0]
+    solver = PolyNetSolver(max_solutions=2048)  # two passes of 128 strategies × 8 views
+    free = solver.solve(inst, Budget(time_limit=60.0, seed=0))
+    used = sum(1 for r in free.routes if r)
+    assert free.feasible and free.stats["winner"]["fill"] is False
+    inst.max_vehicles = 1  # unreachable: every decode breaks it, so the solver fills
+    capped = solver.solve(inst, Budget(time_limit=60.0, seed=0))
+    assert not capped.feasible and any("max_vehicles" in v for v in capped.violations)
+    assert capped.stats["winner"] == {**capped.stats["winner"], "mode": "greedy", "fill": True}
+    assert sum(1 for r in capped.routes if r) < used
+
+
 def test_cvrptw_masks_forbid_a_late_customer() -> None:
     """Depot open [0, 50]; customer 3 opens at 28: after serving it, customer 1 (closes at
     15) and customer 2 (arrival 28 + 22.4 > 50) can no longer be reached, so the mask offers
