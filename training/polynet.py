@@ -34,7 +34,10 @@ import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
 from solvers.base import Budget
+from solvers.routing.check import check_cvrptw
 from solvers.routing.env import (
+    augment,
+    cvrp_routes,
     replay_cvrp,
     replay_tsp,
     rollout_cvrp,
@@ -46,7 +49,7 @@ from solvers.routing.polynet import tsp_starts
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
 from training import manifest
-from training.instances import random_cvrp, random_cvrptw, random_tsp
+from training.instances import load_labels, random_cvrp, random_cvrptw, random_tsp
 from training.reld import (
     MANIFEST,
     REPO,
@@ -246,17 +249,47 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
     return loss, stats
 
 
+TWLabels = dict[int, list[tuple[CVRPTWInstance, list[list[int]]]]]
+
+
+def load_tw_labels(path: Path) -> TWLabels:
+    """Expert CVRPTW labels (``python -m training.instances cvrptw``) grouped by size, as
+    (instance, routes); a label the independent checker rejects is dropped (PyVRP may return
+    an infeasible best under a short limit)."""
+    grouped: TWLabels = {}
+    for lab in load_labels(path):
+        inst = CVRPTWInstance(coords=lab["coords"], distance="exact", demands=lab["demands"],
+                              capacity=int(lab["capacity"]), time_windows=lab["time_windows"],
+                              service_times=lab["service_times"])
+        routes = cvrp_routes(np.asarray(lab["sequence"]).tolist())
+        if check_cvrptw(inst, routes) == []:
+            grouped.setdefault(inst.n, []).append((inst, routes))
+    if not grouped:
+        raise SystemExit(f"{path}: no feasible CVRPTW labels")
+    return grouped
+
+
 def tw_imitation_loss(model: PolyNetModel, batch: int, variants: int,
                       sizes: tuple[int, int], rng: np.random.Generator,
-                      device: str) -> tuple[torch.Tensor, dict[str, float]]:
-    """CVRPTW bootstrap: negative log-likelihood per step of the routes each generated
-    instance's windows were built around (``random_cvrptw``'s reference, feasible by
-    construction), in shuffled route orders (never reversed: that would break the windows),
-    each variant under a random strategy. It teaches the CVRP-initialized model to read the
+                      device: str, labels: TWLabels | None = None,
+                      ) -> tuple[torch.Tensor, dict[str, float]]:
+    """CVRPTW bootstrap: negative log-likelihood per step of expert routes in shuffled route
+    orders (never reversed: that would break the windows), each variant under a random
+    strategy and each instance seen in a random symmetry of the square (distances and times
+    unchanged). The routes are ``labels``' (PyVRP's) when given, else the routes each
+    generated instance's windows were built around (``random_cvrptw``'s reference: feasible
+    by construction, far from optimal). It teaches the CVRP-initialized model to read the
     time features before best-of-K takes over."""
-    n = int(rng.integers(sizes[0], sizes[1] + 1))
-    made = [random_cvrptw(rng, n) for _ in range(batch)]
+    if labels is not None:
+        n = int(rng.choice(list(labels)))
+        made = [labels[n][int(i)] for i in rng.integers(0, len(labels[n]), batch)]
+    else:
+        n = int(rng.integers(sizes[0], sizes[1] + 1))
+        made = [random_cvrptw(rng, n) for _ in range(batch)]
     tw = tw_batch([m[0] for m in made], device)
+    views = torch.as_tensor(rng.integers(0, 8, batch), device=device)
+    tw.coords = augment(tw.coords, 8).view(8, batch, *tw.coords.shape[1:])[
+        views, torch.arange(batch, device=device)]
     seqs: list[list[list[int]]] = []
     for _, routes in made:
         group = []
@@ -378,6 +411,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                     parent.name + (" (CVRP parent, time-feature columns zero)"
                                    if args.problem == "cvrptw" else ""))
 
+    labels = load_tw_labels(Path(args.labels)) if args.labels else None
+    if labels is not None:
+        print(f"{sum(map(len, labels.values()))} feasible labels from {args.labels}", flush=True)
     if source is None:
         evaluate()  # step 0: the ReLD parent under PolyNet's decoding
     model.train()
@@ -385,7 +421,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
             if args.phase == "imitation":
                 loss, stats = tw_imitation_loss(model, args.batch, args.variants,
-                                                (args.min_n, args.max_n), np_rng, device)
+                                                (args.min_n, args.max_n), np_rng, device,
+                                                labels)
             else:
                 loss, stats = poly_loss(model, args.problem, args.batch,
                                         (args.min_n, args.max_n), np_rng, device)
@@ -412,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poly-hidden", type=int, default=256)
     parser.add_argument("--phase", choices=["best_of_k", "imitation"], default="best_of_k",
                         help="imitation: CVRPTW bootstrap on the generator's routes")
+    parser.add_argument("--labels", help="expert CVRPTW labels for the imitation phase (.npz "
+                        "from training.instances cvrptw; default: the generator's routes)")
     parser.add_argument("--variants", type=int, default=8,
                         help="route orders per instance (imitation)")
     parser.add_argument("--batch", type=int, default=8)

@@ -279,3 +279,29 @@ def test_cvrptw_teacher_forcing_matches_sampling() -> None:
         replayed = sequence_log_prob(poly, encode_tw(poly, data), replay_cvrptw(data, seq),
                                      strategy=z)
     assert torch.allclose(replayed.double(), out.log_prob.double(), atol=1e-4)
+
+
+def test_cvrptw_imitation_of_expert_labels_lowers_the_loss(tmp_path) -> None:
+    from training.instances import make_labels, save_labels
+    from training.polynet import load_tw_labels, tw_imitation_loss
+
+    labels = make_labels("cvrptw", 4, (20, 20), seed=5, time_limit=0.1, solver="pyvrp",
+                         workers=1)
+    broken = dict(labels[0], sequence=np.asarray(labels[0]["sequence"])[:-3])  # drops customers
+    path = tmp_path / "labels.npz"
+    save_labels(path, [*labels, broken])
+    grouped = load_tw_labels(path)
+    assert list(grouped) == [20] and len(grouped[20]) == 4  # the broken label is dropped
+    torch.manual_seed(0)
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=4, problem="cvrptw")
+    opt = torch.optim.Adam(poly.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(12):
+        loss, _ = tw_imitation_loss(poly, 4, 2, (20, 20), rng, "cpu", grouped)
+        assert torch.isfinite(loss)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert np.mean(losses[-3:]) < 0.8 * np.mean(losses[:3])
