@@ -24,7 +24,7 @@ import torch
 
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.errors import NoSolutionError
-from solvers.routing.construct import random_insertion_tour, split_giant_tour
+from solvers.routing.construct import split_giant_tour
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance
 
@@ -108,10 +108,9 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
     xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
     depot = instance.depot
     rng = np.random.default_rng(budget.seed)
-    tour = random_insertion_tour(xy, budget.seed, start=depot)
-    stats: dict[str, Any] = {"start": "random insertion + optimal split",
-                             "max_segment": solver.max_segment,
-                             "model": "sil_tsp (route first, cluster second)"}
+    tour, stats = solver.start_tour(model, xy, budget.seed, clock, first=depot)
+    stats["start"] += " + optimal split"
+    stats.update(max_segment=solver.max_segment, model="sil_tsp (route first, cluster second)")
     routes = _split(instance, tour)
     if solver.polish:
         routes = polish_routes(xy, depot, routes)
