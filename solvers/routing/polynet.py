@@ -147,6 +147,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     pass_time: float | None = None
     greedy_passes: list[tuple[Decode, int]] = [("greedy", k) for k in range(0, 8, together)]
     schedule = greedy_passes + [("sample", r % 8) for r in range(10_000)]
+    fill_passes = 0
     filling = False  # becomes True when every solution of the greedy passes breaks the fleet
     step = 0
     while step < len(schedule):
@@ -177,6 +178,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         if tw is not None:
             share = (1.0 if greedy else fill_share) if filling else 0.0
             fill = spread_share(count, share, device)
+            fill_passes += int(share > 0)
             result = rollout_cvrptw(model, tw.repeat(k, aug), count, decode=mode,
                                     generator=generator, strategy=z, multi_start=greedy,
                                     fill=fill)
@@ -222,4 +224,6 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     stats = {"strategies": K, "strategies_per_pass": m, "symmetries_per_pass": together,
              "passes": passes, "solutions": solutions, "device": device,
              "winner": best_info, "normalized_length": round(best_len, 6)}
+    if tw is not None:
+        stats["fill_passes"] = fill_passes
     return routes, stats
