@@ -47,7 +47,8 @@ PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: every solution so far breaks the instance's fleet cap. The model's own depot returns are
 #: better where windows are like its training data (16 generated CVRPTW100 at 1 s: 0.6 %
 #: worse with half the trajectories filling), full vehicles where windows are wide (Solomon
-#: C201: 17 routes -> 5, cost 12,032 -> 6,766), hence only as a fallback.
+#: C201 with the 118-minute CVRPTW weights: 17 routes -> 4, cost 12,032 -> 6,660), hence only
+#: as a fallback.
 FILL_SHARE = 0.5
 #: CVRPTW keeps a float64 travel-time matrix per symmetry decoded at once.
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 2_000}
