@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", type=int, default=128)
     parser.add_argument("--poly-hidden", type=int, default=256)
     parser.add_argument("--phase", choices=["best_of_k", "imitation"], default="best_of_k",
-                        help="imitation: CVRPTW bootstrap on the generator's routes")
+                        help="imitation: CVRPTW bootstrap on expert routes (see --labels)")
     parser.add_argument("--labels", help="expert CVRPTW labels for the imitation phase (.npz "
                         "from training.instances cvrptw; default: the generator's routes)")
     parser.add_argument("--variants", type=int, default=8,
