@@ -215,16 +215,6 @@ def prc_round(model: SILModel, xy: np.ndarray, coords: torch.Tensor, tour: np.nd
     return out, improved
 
 
-def _dihedral_rows(points: torch.Tensor, symmetry: torch.Tensor) -> torch.Tensor:
-    """``dihedral`` with one symmetry per row: points (S, m, 2), symmetry (S,)."""
-    sym = symmetry.view(-1, 1, 1)
-    points = torch.where((sym & 4) > 0, points.flip(-1), points)
-    x, y = points.unbind(-1)
-    x = torch.where((sym[..., 0] & 1) > 0, 1.0 - x, x)
-    y = torch.where((sym[..., 0] & 2) > 0, 1.0 - y, y)
-    return torch.stack((x, y), dim=-1)
-
-
 def greedy_tours(model: SILModel, xy: np.ndarray, starts: np.ndarray,
                  k: int = GREEDY_CANDIDATES, deadline: float = math.inf,
                  ) -> np.ndarray | None:
@@ -254,7 +244,6 @@ def greedy_tours(model: SILModel, xy: np.ndarray, starts: np.ndarray,
     tours[:, 0] = cur = starts
     pts = torch.as_tensor(xy, dtype=torch.float32)
     dest = pts[torch.from_numpy(starts)][:, None]
-    views = torch.arange(S) % 8
     for step in range(1, n - 1):
         if step % 64 == 0 and time.perf_counter() > deadline:
             return None
@@ -270,7 +259,7 @@ def greedy_tours(model: SILModel, xy: np.ndarray, starts: np.ndarray,
         lo = group.amin(1, keepdim=True)
         span = (group.amax(1, keepdim=True) - lo).amax(-1, keepdim=True).clamp_min(1e-12)
         feats = torch.cat([(group - lo) / span, ((dest - lo) / span).clamp(0.0, 1.0)], dim=1)
-        h = model.embed_nodes(_dihedral_rows(feats, views))
+        h = model.embed_nodes(torch.stack([dihedral(f, s % 8) for s, f in enumerate(feats)]))
         pick = model(h[:, -1], h[:, 0], h[:, 1:-1]).argmax(dim=1).numpy()
         cur = cand[rows, pick]
         visited[rows, cur] = True
