@@ -16,7 +16,12 @@ from solvers.routing.io import load_instance
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
 from tests.conftest import DATA
-from training.instances import cvrptw_instance, random_cvrptw
+from training.instances import (
+    SOLOMON_FAMILIES,
+    cvrptw_instance,
+    random_cvrptw,
+    solomon_like_cvrptw,
+)
 
 C101 = DATA / "solomon" / "C101.100.10.vrptw"
 C101_BEST = 8273  # LKH-3, FLOOR_2D on coordinates × 10
@@ -102,4 +107,40 @@ def test_generator_is_feasible_and_fixed_by_its_seed():
     # Windows are real constraints: the reference routes driven backwards break some.
     inst, reference = random_cvrptw(np.random.default_rng(0), 101)
     assert any("late" in v for v in check_solution(inst, [r[::-1] for r in reference]))
+
+
+@pytest.mark.parametrize("family", SOLOMON_FAMILIES)
+def test_solomon_like_generator_is_feasible_and_fixed_by_its_seed(family):
+    inst = solomon_like_cvrptw(np.random.default_rng(1), 101, family)
+    # Every customer served alone is on time (windows placed where a lone visit fits).
+    assert check_solution(inst, [[c] for c in range(1, 101)]) == []
+    assert (inst.coords >= 0).all() and (inst.coords <= 1).all()
+    again = solomon_like_cvrptw(np.random.default_rng(1), 101, family)
+    assert again.time_windows.tolist() == inst.time_windows.tolist()
+    windowed = inst.time_windows[1:, 0] > 0
+    assert windowed.any()  # some customers have real windows
+
+
+def test_solomon_like_families_differ_as_solomons_do():
+    def mean(family, f):
+        return np.mean([f(solomon_like_cvrptw(np.random.default_rng(s), 101, family))
+                        for s in range(8)])
+
+    def horizon(i):
+        return i.horizon[1]
+
+    def share(i):
+        return i.capacity / i.demands.sum()
+
+    def nearest(i):
+        d = np.hypot(*(i.coords[:, None] - i.coords[None]).transpose(2, 0, 1))
+        np.fill_diagonal(d, np.inf)
+        return d.min(axis=1).mean()
+
+    for shape in ("R", "C", "RC"):  # type 2: long horizons, large vehicles
+        assert mean(shape + "2", horizon) > 2 * mean(shape + "1", horizon)
+        assert mean(shape + "2", share) > 2 * mean(shape + "1", share)
+    assert mean("C1", nearest) < 0.7 * mean("R1", nearest)  # clustered customers
+    with pytest.raises(ValueError, match="family"):
+        solomon_like_cvrptw(np.random.default_rng(0), 20, "X9")
 

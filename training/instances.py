@@ -102,6 +102,80 @@ def random_cvrptw(
     return instance, routes
 
 
+#: Solomon's six families as (coordinates, horizon type); type 1 has short horizons, narrow
+#: windows and small vehicles (8–12 routes), type 2 long horizons, wide windows and large
+#: vehicles (2–4 routes). Measured on ../shared/data/solomon in units of the coordinate span:
+#: horizons 2.5–3.1 (R1, RC1), 13 (C1), 10–14 (R2, RC2), 36 (C2); service 0.10–0.14 (R, RC)
+#: and 0.95 (C); window widths 0.1–0.9 (type 1) and 1.2–2.9 (type 2).
+SOLOMON_FAMILIES = ("R1", "C1", "RC1", "R2", "C2", "RC2")
+
+
+def _clustered(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Points in 5–12 Gaussian clusters (σ 0.02–0.06), clipped to the unit square."""
+    k = int(rng.integers(5, 13))
+    centres = rng.uniform(0.1, 0.9, size=(k, 2))
+    sigma = rng.uniform(0.02, 0.06, size=k)
+    which = rng.integers(0, k, size=count)
+    pts = centres[which] + rng.normal(size=(count, 2)) * sigma[which, None]
+    return np.clip(pts, 0.0, 1.0)
+
+
+def solomon_like_cvrptw(rng: np.random.Generator, n: int, family: str | None = None
+                        ) -> CVRPTWInstance:
+    """A CVRPTW of ``n`` nodes drawn like Solomon's (1987) sets: random (R), clustered (C) or
+    mixed (RC) customers around a central depot, a fixed horizon, and windows placed at a
+    random time each customer alone can be served (so the instance is feasible with enough
+    vehicles); a share of the customers (25–100 %) has a window at all.
+
+    ``random_cvrptw`` builds windows around one reference plan, so its windows are narrow and
+    its horizons short; PolyNet trained on it alone failed on Solomon's wide-window type-2
+    instances (C201: 9 routes where 3 suffice). This generator covers those.
+    """
+    family = family or SOLOMON_FAMILIES[int(rng.integers(len(SOLOMON_FAMILIES)))]
+    if family not in SOLOMON_FAMILIES:
+        raise ValueError(f"family must be one of {SOLOMON_FAMILIES}, got {family!r}")
+    shape, kind = family[:-1], family[-1]
+    customers = n - 1
+    if shape == "R":
+        pts = rng.random((customers, 2))
+    elif shape == "C":
+        pts = _clustered(rng, customers)
+    else:
+        half = customers // 2
+        pts = np.concatenate([rng.random((half, 2)), _clustered(rng, customers - half)])
+        pts = pts[rng.permutation(customers)]
+    depot = rng.uniform(0.4, 0.6, size=(1, 2))
+    coords = np.concatenate([depot, pts])
+    demands = rng.integers(1, 10, size=n)
+    demands[0] = 0
+    share = rng.uniform(0.08, 0.16) if kind == "1" else rng.uniform(0.3, 0.7)
+    capacity = max(int(demands.max()), math.ceil(share * demands.sum()))
+    service_time = rng.uniform(0.8, 1.0) if shape == "C" else rng.uniform(0.09, 0.14)
+    if kind == "1":
+        horizon = rng.uniform(11.0, 15.0) if shape == "C" else rng.uniform(2.4, 3.4)
+        lo, hi = (0.35, 0.95) if shape == "C" else (0.1, 0.5)
+    else:
+        horizon = rng.uniform(30.0, 40.0) if shape == "C" else rng.uniform(9.0, 15.0)
+        lo, hi = (1.2, 3.0)
+    back = np.hypot(*(coords - coords[0]).T)  # depot ↔ customer
+    service = np.full(n, service_time)
+    service[0] = 0.0
+    # Horizons in Solomon's type-1 R sets are barely longer than the farthest round trip.
+    horizon = max(horizon, 1.05 * float((2 * back + service).max()))
+    latest_start = horizon - back - service  # still home by the horizon
+    centre = rng.uniform(back, latest_start)
+    width = rng.uniform(lo, hi, size=n)
+    earliest = np.maximum(back, centre - width / 2)
+    latest = np.minimum(latest_start, centre + width / 2)
+    free = rng.random(n) >= rng.choice([0.25, 0.5, 0.75, 1.0])
+    earliest[free], latest[free] = 0.0, latest_start[free]
+    windows = np.stack([earliest, latest], axis=1)
+    windows[0] = (0.0, horizon)
+    return CVRPTWInstance(coords=coords, distance="exact", demands=demands, capacity=capacity,
+                          time_windows=windows, service_times=service,
+                          name=f"solomon-like-{family}")
+
+
 def cvrptw_instance(seed: int, n: int = 101) -> CVRPTWInstance:
     """The fixed-seed random CVRPTW that benchmarks and tests share (``n`` nodes)."""
     instance, _ = random_cvrptw(np.random.default_rng(seed), n)
@@ -117,8 +191,9 @@ def _label_one(args: tuple[str, int, int, float, str]) -> dict[str, object]:
         sol = solve(TSPInstance(coords=coords), solver, Budget(time_limit=time_limit))
         return {"coords": coords, "tour": np.asarray(sol.tour), "cost": sol.cost}
     extra: dict[str, object] = {}
-    if problem == "cvrptw":
-        inst, _ = random_cvrptw(rng, n)
+    if problem in ("cvrptw", "cvrptw-solomon"):
+        inst = (random_cvrptw(rng, n)[0] if problem == "cvrptw"
+                else solomon_like_cvrptw(rng, n))
         coords, demands, capacity = inst.coords, inst.demands, inst.capacity
         extra = {"time_windows": inst.time_windows, "service_times": inst.service_times}
         sol = solve(inst, solver, Budget(time_limit=time_limit))
@@ -163,7 +238,9 @@ def load_labels(path: Path) -> list[dict[str, object]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Expert labels for supervised bootstrapping")
-    parser.add_argument("problem", choices=["tsp", "cvrp", "cvrptw"])
+    parser.add_argument("problem", choices=["tsp", "cvrp", "cvrptw", "cvrptw-solomon"],
+                        help="cvrptw-solomon: Solomon-like R/C/RC, type 1 and 2 "
+                             "(solomon_like_cvrptw)")
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--min-n", type=int, default=40)
     parser.add_argument("--max-n", type=int, default=100)

@@ -26,6 +26,7 @@ import csv
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -252,20 +253,23 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
 TWLabels = dict[int, list[tuple[CVRPTWInstance, list[list[int]]]]]
 
 
-def load_tw_labels(path: Path) -> TWLabels:
-    """Expert CVRPTW labels (``python -m training.instances cvrptw``) grouped by size, as
-    (instance, routes); a label the independent checker rejects is dropped (PyVRP may return
-    an infeasible best under a short limit)."""
+def load_tw_labels(paths: Path | Sequence[Path]) -> TWLabels:
+    """Expert CVRPTW labels (``python -m training.instances cvrptw`` or ``cvrptw-solomon``)
+    from one or more files, grouped by size, as (instance, routes); a label the independent
+    checker rejects is dropped (PyVRP may return an infeasible best under a short limit)."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
     grouped: TWLabels = {}
-    for lab in load_labels(path):
-        inst = CVRPTWInstance(coords=lab["coords"], distance="exact", demands=lab["demands"],
-                              capacity=int(lab["capacity"]), time_windows=lab["time_windows"],
-                              service_times=lab["service_times"])
-        routes = cvrp_routes(np.asarray(lab["sequence"]).tolist())
-        if check_cvrptw(inst, routes) == []:
-            grouped.setdefault(inst.n, []).append((inst, routes))
+    for path in paths:
+        for lab in load_labels(path):
+            inst = CVRPTWInstance(coords=lab["coords"], distance="exact",
+                                  demands=lab["demands"], capacity=int(lab["capacity"]),
+                                  time_windows=lab["time_windows"],
+                                  service_times=lab["service_times"])
+            routes = cvrp_routes(np.asarray(lab["sequence"]).tolist())
+            if check_cvrptw(inst, routes) == []:
+                grouped.setdefault(inst.n, []).append((inst, routes))
     if not grouped:
-        raise SystemExit(f"{path}: no feasible CVRPTW labels")
+        raise SystemExit(f"{', '.join(map(str, paths))}: no feasible CVRPTW labels")
     return grouped
 
 
@@ -411,7 +415,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                     parent.name + (" (CVRP parent, time-feature columns zero)"
                                    if args.problem == "cvrptw" else ""))
 
-    labels = load_tw_labels(Path(args.labels)) if args.labels else None
+    labels = (load_tw_labels([Path(p) for p in args.labels.split(",")])
+              if args.labels else None)
     if labels is not None:
         print(f"{sum(map(len, labels.values()))} feasible labels from {args.labels}", flush=True)
     if source is None:
@@ -449,8 +454,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poly-hidden", type=int, default=256)
     parser.add_argument("--phase", choices=["best_of_k", "imitation"], default="best_of_k",
                         help="imitation: CVRPTW bootstrap on expert routes (see --labels)")
-    parser.add_argument("--labels", help="expert CVRPTW labels for the imitation phase (.npz "
-                        "from training.instances cvrptw; default: the generator's routes)")
+    parser.add_argument("--labels",
+                        help="expert CVRPTW labels for the imitation phase: .npz files from "
+                        "training.instances cvrptw / cvrptw-solomon, comma-separated (default: "
+                        "the generator's routes)")
     parser.add_argument("--variants", type=int, default=8,
                         help="route orders per instance (imitation)")
     parser.add_argument("--batch", type=int, default=8)

@@ -291,8 +291,12 @@ def test_cvrptw_imitation_of_expert_labels_lowers_the_loss(tmp_path) -> None:
     broken = dict(labels[0], sequence=np.asarray(labels[0]["sequence"])[:-3])  # drops customers
     path = tmp_path / "labels.npz"
     save_labels(path, [*labels, broken])
-    grouped = load_tw_labels(path)
-    assert list(grouped) == [20] and len(grouped[20]) == 4  # the broken label is dropped
+    solomon = tmp_path / "solomon.npz"
+    save_labels(solomon, make_labels("cvrptw-solomon", 2, (20, 20), seed=6, time_limit=0.1,
+                                     solver="pyvrp", workers=1))
+    assert len(load_tw_labels(path)[20]) == 4  # the broken label is dropped
+    grouped = load_tw_labels([path, solomon])
+    assert list(grouped) == [20] and len(grouped[20]) == 6  # both files, one size group
     torch.manual_seed(0)
     poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=4, problem="cvrptw")
     opt = torch.optim.Adam(poly.parameters(), lr=1e-3)
