@@ -74,6 +74,18 @@ def checkpoint_path(problem: str) -> Path:
     return WEIGHTS / f"polynet_{problem}.pt"
 
 
+def shipped_gap(problem: str) -> float | None:
+    """The validation gap recorded for the shipped checkpoint, so that a fresh lineage (e.g. from
+    a newer ReLD parent) replaces it only by doing better on the same set."""
+    if not MANIFEST.exists() or not checkpoint_path(problem).exists():
+        return None
+    for entry in json.loads(MANIFEST.read_text()).get("checkpoints", []):
+        if entry.get("file") == checkpoint_path(problem).name:
+            gap = entry.get("validation", {}).get("gap_percent")
+            return float(gap) if gap is not None else None
+    return None
+
+
 def load_checkpoint(path: Path, device: str = "cpu") -> tuple[PolyNetModel, dict[str, Any]]:
     """A PolyNet model and its checkpoint dict (config, state, optimizer, training record)."""
     ckpt = torch.load(path, map_location=device, weights_only=False)
@@ -356,6 +368,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if args.val_count < len(val["coords"]):
         val = {k: (v[:args.val_count] if v.ndim else v) for k, v in val.items()}
     reference = str(val["reference"])
+    to_beat = shipped_gap(args.problem) if out == checkpoint_path(args.problem) else None
+    if to_beat is not None:
+        print(f"the shipped {out.name} is replaced only below {to_beat:.3f}%", flush=True)
     curve = (WEIGHTS / "curves" / f"{out.stem}.csv" if out.parent == WEIGHTS
              else out.with_suffix(".curve.csv"))
     curve.parent.mkdir(parents=True, exist_ok=True)
@@ -401,7 +416,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
               f"{np.mean(losses[-50:]) if losses else 0:.4f} best/mean len {mean['best']:.3f}/"
               f"{mean['mean']:.3f} winners {mean['winners']:.1f}", flush=True)
         last_eval = time.time()
-        if improved:
+        if improved and (to_beat is None or gap < to_beat):
             sha = save_checkpoint(out, model, None, state, {})
             if out == checkpoint_path(args.problem):
                 update_manifest(args.problem, sha, model, state, {

@@ -36,7 +36,7 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
-from solvers.routing.localsearch import two_opt
+from solvers.routing.localsearch import nearest_neighbours, two_opt
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
@@ -52,6 +52,9 @@ GREEDY_CANDIDATES = 100
 GREEDY_STEP_PRIOR = 1.2e-3
 GREEDY_BUDGET_SHARE = 0.25
 GREEDY_MAX_NODES = 20_000
+# sil_ls: the share of the search time given to classical kicks (solvers.routing.ils) between
+# PRC rounds; the rest goes to the neural reconstruction.
+ILS_SHARE = 0.5
 #: Candidate tokens per batch: bounds activation memory (~hidden × 4 bytes per token).
 TOKENS_PER_BATCH = 1 << 16
 #: Decoding token-steps per batch (~1 s on one loaded core): how much work a deadline can
@@ -364,8 +367,10 @@ class SILSolver:
         rng = np.random.default_rng(budget.seed)
         tour, stats = self.start_tour(model, xy, budget.seed, clock)
         stats["max_segment"] = self.max_segment
+        neighbours = nearest_neighbours(xy, 10) if self.polish and xy.shape[0] >= 5 else None
+        kick_totals = {"kicks": 0, "kicks_accepted": 0, "kick_gain": 0.0, "kick_seconds": 0.0}
         if self.polish:
-            tour, _ = two_opt(xy, tour)
+            tour, _ = two_opt(xy, tour, neighbours)
             stats["polished_start_length"] = tour_length(xy, tour)
         progress(ProgressEvent(self.name, clock.elapsed, 0, instance.cost([tour.tolist()]),
                                "start"))
@@ -389,8 +394,18 @@ class SILSolver:
                 rebuilt = time.perf_counter() - t0
                 if self.polish:
                     # 2-opt/Or-opt after every round: the rebuilt segments' seams are where
-                    # new improving moves appear (0.2 s at 100K, a few % of a round).
-                    tour, _ = two_opt(xy, tour)
+                    # new improving moves appear (0.2 s at 100K, a few % of a round); then
+                    # as long again of classical kicks (solvers.routing.ils), which go on
+                    # where the reconstruction stalls and vice versa.
+                    tour, _ = two_opt(xy, tour, neighbours)
+                    if neighbours is not None and ILS_SHARE > 0:
+                        from solvers.routing.ils import iterate
+
+                        kick_seconds = rebuilt * ILS_SHARE / (1 - ILS_SHARE)
+                        tour, kicks = iterate(xy, tour, clock, budget.seed + rounds, neighbours,
+                                              seconds=kick_seconds)
+                        for key in kick_totals:
+                            kick_totals[key] += kicks[key]
                 spent = time.perf_counter() - t0
                 tokens = (n // w) * w * (w - 2) / 2
                 rate = rebuilt / max(tokens, 1.0)
@@ -404,8 +419,9 @@ class SILSolver:
                                            f"round {rounds}, segment {w}"))
         stats["reconstructed_length"] = tour_length(xy, tour)
         if self.polish:
-            tour, _ = two_opt(xy, tour)
+            tour, _ = two_opt(xy, tour, neighbours)
             stats["final_polish_length"] = tour_length(xy, tour)
+            stats.update(kick_totals)
         stats.update(rounds=rounds, segments_improved=improved,
                      length_history=history[-50:])
         start = int(np.flatnonzero(tour == 0)[0])

@@ -25,7 +25,7 @@ def _assert_is_tour(tour: list[int], n: int) -> None:
 
 @pytest.mark.parametrize(("solver", "time_limit"),
                          [("nearest_neighbor", 1.0), ("ortools", 1.0), ("reld", 1.0),
-                          ("sil", 1.0), ("sil_ls", 1.0)])
+                          ("sil", 1.0), ("sil_ls", 1.0), ("ils", 1.0)])
 def test_tsp_json_solve(api: httpx.Client, solver: str, time_limit: float) -> None:
     coords = _random_coords(30, seed=11)
     response = api.post("/v1/routing/tsp/solve", json={
