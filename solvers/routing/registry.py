@@ -181,8 +181,9 @@ register(
         problems=("tsp", "cvrp"),
         description=(
             "SIL's parallel local reconstruction with classical 2-opt + Or-opt (neighbour "
-            "lists) on the start and the result: the fastest route to good tours at "
-            "10K–200K nodes. Benchmarks report it apart from `sil` so each part's gain shows."
+            "lists) on the start and after every round; on TSP each round is followed by as "
+            "long again of `ils` kicks. Benchmarks report it apart from `sil` (neural only) "
+            "and `ils` (classical only) so each part's gain shows."
         ),
         factory=_sil_ls_solver,
         max_nodes={"tsp": 200_000, "cvrp": 200_000},

@@ -310,3 +310,25 @@ def test_cvrptw_imitation_of_expert_labels_lowers_the_loss(tmp_path) -> None:
         opt.step()
         losses.append(float(loss.detach()))
     assert np.mean(losses[-3:]) < 0.8 * np.mean(losses[:3])
+
+
+def test_cvrptw_mixed_validation_holds_both_sets_and_reports_each_part() -> None:
+    from training.polynet import (
+        SOLOMON_VALIDATION_COUNT,
+        validate,
+        validation_data,
+        validation_description,
+    )
+
+    val = validation_data("cvrptw", "mixed")  # cached arrays in weights/validation
+    assert len(val["coords"]) == 64 + SOLOMON_VALIDATION_COUNT
+    assert list(dict.fromkeys(val["parts"].tolist())) == ["uniform", "solomon"]
+    assert (val["reference_costs"] > 0).all()
+    names = {validation_description("cvrptw", s) for s in ("uniform", "solomon", "mixed")}
+    assert len(names) == 3  # a gap is only compared with one on the same set
+    pick = [0, 1, 64, 65]
+    small = {k: (v[pick] if v.ndim else v) for k, v in val.items()}
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=4, problem="cvrptw")
+    gaps = validate(poly, "cvrptw", small, "cpu")
+    assert gaps["spread"] == pytest.approx((gaps["spread_uniform"] + gaps["spread_solomon"]) / 2)
+    assert all(g > -5 for g in gaps.values())  # an untrained model is not below PyVRP
