@@ -67,9 +67,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # request does not pay for importing OR-Tools and PyVRP.
     specs = all_specs()
     unavailable = [s.name for s in specs if not s.available]
-    # Neural solvers load their weights now rather than inside the first request's budget.
+    # Neural solvers load their weights, and numba kernels compile, now rather than inside
+    # the first request's time budget.
     for spec in specs:
-        if spec.needs_weights and spec.available:
+        if spec.available:
             warm = getattr(get_solver(spec.name), "warm_up", None)
             if warm is not None:
                 warm()

@@ -52,6 +52,13 @@ class ILSSolver:
 
     name = "ils"
 
+    def warm_up(self) -> None:
+        """Compile the numba kernels (a few seconds the first time, cached on disk after), so
+        no request pays for them inside its time limit."""
+        xy = np.random.default_rng(0).random((40, 2))
+        tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
+        perturb(xy, tour, 0.01)
+
     def solve(self, instance: Instance, budget: Budget,
               progress: ProgressCallback = no_progress) -> Solution:
         clock = Clock(budget)

@@ -36,7 +36,7 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
-from solvers.routing.localsearch import nearest_neighbours, two_opt
+from solvers.routing.localsearch import nearest_neighbours, perturb, two_opt
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
@@ -309,6 +309,7 @@ class SILSolver:
         model = self.model("tsp")
         xy = np.random.default_rng(0).random((40, 2))
         tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
+        perturb(xy, tour, 0.01)  # sil_ls's kicks
         with torch.inference_mode():
             prc_round(model, xy, torch.as_tensor(xy, dtype=torch.float32), tour, 10,
                       np.random.default_rng(0))
