@@ -13,9 +13,8 @@ from solvers.base import Budget, get_solver
 from solvers.errors import InstanceError
 from solvers.routing.check import check_solution
 from solvers.routing.construct import random_insertion_tour
-from solvers.routing.ils import tour_length
 from solvers.routing.io import load_instance
-from solvers.routing.localsearch import nearest_neighbours, perturb, two_opt
+from solvers.routing.localsearch import nearest_neighbours, perturb, tour_length, two_opt
 from solvers.routing.problem import CVRPInstance, TSPInstance
 
 DATA = Path(__file__).parent / "data"

@@ -252,13 +252,8 @@ def _perturb_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray, kicks: 
         log_len[0] = 0
         for t in range(o2):  # a [B][C] d  ->  a [C][B] d
             buf[t] = tour[(i + 1 + t) % n]
-        p = (i + 1) % n
-        for t in range(o1, o2):
-            _put(tour, pos, p, buf[t], log, log_len)
-            p = (p + 1) % n
-        for t in range(o1):
-            _put(tour, pos, p, buf[t], log, log_len)
-            p = (p + 1) % n
+        for t in range(o2):
+            _put(tour, pos, (i + 1 + t) % n, buf[(o1 + t) % o2], log, log_len)
         ends[0], ends[1], ends[2], ends[3], ends[4], ends[5] = a, b1, b2, c1, c2, d
         size = 0
         for v in ends:
@@ -288,6 +283,17 @@ def _perturb_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray, kicks: 
             for k in range(logged):
                 pos[tour[log[k, 0]]] = log[k, 0]
     return accepted, total
+
+
+def tour_length(xy: np.ndarray, tour: np.ndarray) -> float:
+    """Length of the closed Euclidean tour."""
+    p = xy[tour]
+    return float(np.sqrt(((p - np.roll(p, -1, axis=0)) ** 2).sum(-1)).sum())
+
+
+def kick_stats() -> dict[str, float]:
+    """The counters ``perturb`` reports, zeroed (callers add slices together)."""
+    return {"kicks": 0, "kicks_accepted": 0, "kick_gain": 0.0, "kick_seconds": 0.0}
 
 
 def nearest_neighbours(xy: np.ndarray, k: int) -> np.ndarray:
@@ -334,7 +340,7 @@ def perturb(coords: np.ndarray, tour: np.ndarray, seconds: float, seed: int = 0,
     2-opt + Or-opt around the kick and kept only when the tour gets shorter. Start from a
     2-opt local optimum; the result never is longer than the input. Returns (tour, stats)."""
     xy, out = _checked_tour(coords, tour)
-    stats = {"kicks": 0, "kicks_accepted": 0, "kick_gain": 0.0, "kick_seconds": 0.0}
+    stats = kick_stats()
     if out.size < 8 or seconds <= 0:
         return out, stats
     if neighbours is None:

@@ -36,7 +36,14 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
-from solvers.routing.localsearch import nearest_neighbours, perturb, two_opt
+from solvers.routing.ils import iterate
+from solvers.routing.localsearch import (
+    kick_stats,
+    nearest_neighbours,
+    perturb,
+    tour_length,
+    two_opt,
+)
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
@@ -278,11 +285,6 @@ def greedy_tour(model: SILModel, xy: np.ndarray, k: int = GREEDY_CANDIDATES, sta
     return None if tours is None else tours[0]
 
 
-def tour_length(xy: np.ndarray, tour: np.ndarray) -> float:
-    p = xy[tour]
-    return float(np.sqrt(((p - np.roll(p, -1, axis=0)) ** 2).sum(-1)).sum())
-
-
 # -- the solver -------------------------------------------------------------------------------
 
 class SILSolver:
@@ -369,7 +371,7 @@ class SILSolver:
         tour, stats = self.start_tour(model, xy, budget.seed, clock)
         stats["max_segment"] = self.max_segment
         neighbours = nearest_neighbours(xy, 10) if self.polish and xy.shape[0] >= 5 else None
-        kick_totals = {"kicks": 0, "kicks_accepted": 0, "kick_gain": 0.0, "kick_seconds": 0.0}
+        kick_totals = kick_stats()
         if self.polish:
             tour, _ = two_opt(xy, tour, neighbours)
             stats["polished_start_length"] = tour_length(xy, tour)
@@ -400,8 +402,6 @@ class SILSolver:
                     # where the reconstruction stalls and vice versa.
                     tour, _ = two_opt(xy, tour, neighbours)
                     if neighbours is not None and ILS_SHARE > 0:
-                        from solvers.routing.ils import iterate
-
                         kick_seconds = rebuilt * ILS_SHARE / (1 - ILS_SHARE)
                         tour, kicks = iterate(xy, tour, clock, budget.seed + rounds, neighbours,
                                               seconds=kick_seconds)
