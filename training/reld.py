@@ -296,7 +296,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         optimizer.load_state_dict(ckpt["optimizer"])
         for group in optimizer.param_groups:
             group["lr"] = args.lr
-    labels = load_labels(Path(args.labels)) if args.phase == "imitation" else None
+    labels = ([lab for part in args.labels.split(",") for lab in load_labels(Path(part))]
+              if args.phase == "imitation" else None)
     val = validation_set(args.problem)
     if args.val_count < len(val["coords"]):
         val = {k: (v[:args.val_count] if k != "reference" else v) for k, v in val.items()}
@@ -397,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("problem", choices=["tsp", "cvrp"])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--phase", choices=["imitation", "reinforce"], default="reinforce")
-    parser.add_argument("--labels", help="expert labels (.npz from training.instances)")
+    parser.add_argument("--labels",
+                        help="expert labels (.npz from training.instances), comma-separated")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--starts", type=int, default=16,
                         help="trajectories per instance (reinforce) or variants (imitation)")
