@@ -396,7 +396,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     # CVRPTW has no ReLD parent of its own: it starts from the CVRP one (time columns zero).
     parent = Path(args.parent) if args.parent else WEIGHTS / (
         "reld_cvrp.pt" if args.problem == "cvrptw" else f"reld_{args.problem}.pt")
-    source = latest if latest.exists() and not args.fresh else None
+    # On a fresh clone there is no latest state: continue from the shipped checkpoint, so every
+    # minute of training adds to it (as training.reld does).
+    source = None if args.fresh else latest if latest.exists() else out if out.exists() else None
     if source is not None:
         model, ckpt = load_checkpoint(source, device)
         state = TrainState(**ckpt["train"])

@@ -72,3 +72,20 @@ def test_distillation_round_labels_states_and_resumes(tmp_path: Path) -> None:
     assert len(data) >= 25 and all(o.target.any() for o in data)
     ckpt = torch.load(tmp_path / "ckpt.pt", weights_only=False)
     assert ckpt["train"]["distill_rounds"] == 1 and ckpt["train"]["distill_steps"] == 3
+
+
+def test_teacher_threshold_keeps_only_larger_departures(classic: list[Workflow]) -> None:
+    """Without a threshold the teacher departs from HEFT on this busy stream; with a huge one
+    it never does and its schedule is exactly HEFT's."""
+    from solvers.scheduling.heuristics import HEFT
+    from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
+    from training.lookahead import Lookahead
+
+    pool, arrivals = parse_pool("5x5"), Arrivals(8, (30.0,))
+    free = Lookahead(classic, 30.0, samples=2, arrivals=2, seed=5)
+    simulate(classic, pool, arrivals, free, seed=4)
+    strict = Lookahead(classic, 30.0, samples=2, arrivals=2, seed=5, threshold=1e9)
+    result = simulate(classic, pool, arrivals, strict, seed=4)
+    assert free.deviations > 0 and strict.deviations == 0
+    heft = simulate(classic, pool, arrivals, HEFT(), seed=4)
+    assert result.mean_flowtime == pytest.approx(heft.mean_flowtime, rel=1e-12)
