@@ -332,3 +332,22 @@ def test_cvrptw_mixed_validation_holds_both_sets_and_reports_each_part() -> None
     gaps = validate(poly, "cvrptw", small, "cpu")
     assert gaps["spread"] == pytest.approx((gaps["spread_uniform"] + gaps["spread_solomon"]) / 2)
     assert all(g > -5 for g in gaps.values())  # an untrained model is not below PyVRP
+
+
+def test_training_resumes_from_the_shipped_checkpoint_on_a_fresh_clone(tmp_path) -> None:
+    """Without a local latest state (a fresh clone) training continues the checkpoint it would
+    replace instead of warm-starting from the ReLD parent again."""
+    from training.polynet import main
+
+    out = tmp_path / "p.pt"
+    args = ["tsp", "--minutes", "0.02", "--val-count", "2", "--strategies", "4", "--batch", "2",
+            "--min-n", "20", "--max-n", "20", "--out", str(out), "--threads", "1",
+            "--eval-minutes", "100"]
+    main(args)
+    shipped = torch.load(out, weights_only=False)
+    shipped["train"]["steps"] = 1000  # mark it: a warm start from the parent counts from 0
+    torch.save(shipped, out)
+    (tmp_path / "p.last.pt").unlink()
+    main(args)
+    resumed = torch.load(tmp_path / "p.last.pt", weights_only=False)
+    assert resumed["train"]["steps"] > 1000
