@@ -26,8 +26,10 @@
    decisions. Fitting the actor (from a fresh HEFT imitation, with extra per-node and per-VM
    slack features) by regression to the teacher's per-VM value estimates on 27,400 states, and
    departing from HEFT only when the predicted saving exceeds a margin, gave at best −0.09 %
-   on one validation scenario and 0.00 % on the others: the few large decisions are not yet
-   predictable from the state. Nothing shipped.
+   on one validation scenario and 0.00 % on the others; restricted to tasks of 30 s or more
+   on the fastest VM (4,400 states), a dozen wrong departures of long tasks cost +10.9 % on
+   6×4 at 9/h. The few large decisions are not yet predictable from the state. Nothing
+   shipped.
 
 Reward (a deviation, chosen for variance): after each decision, −(workflows in the system ×
 time until the next decision) / 100. The undiscounted sum is exactly −Σ flowtimes, so it is the
