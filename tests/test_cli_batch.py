@@ -206,7 +206,9 @@ def test_ctrl_c_stops_the_batch_and_a_rerun_resumes(tmp_path: Path) -> None:
                         junk=False)
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [str(_script()), "batch", str(folder), "--solver", "ortools", "--time-limit", "1",
+        # 4 s per file: the two files after the first leave an 8 s window for the interrupt,
+        # wide enough for a loaded machine (1 s once let the batch finish first)
+        [str(_script()), "batch", str(folder), "--solver", "ortools", "--time-limit", "4",
          "--workers", "1", "--out", str(out), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

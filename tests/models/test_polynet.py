@@ -120,7 +120,8 @@ def test_tiny_best_of_k_run_makes_strategies_diverge() -> None:
             return sequence_log_prob(poly, poly.encode(coords), replay_tsp(coords, tour),
                                      strategy=z)[0]
 
-    assert float(per_strategy_log_prob().std()) == 0.0  # zero block: one policy
+    # zero block: one policy (up to float rounding, which differs per batch row on some CPUs)
+    assert float(per_strategy_log_prob().std()) < 1e-4
     for _ in range(20):
         loss, stats = poly_loss(poly, "tsp", 8, (12, 12), rng, "cpu")
         assert stats["best"] <= stats["mean"] and float(loss.detach()) >= 0.0
