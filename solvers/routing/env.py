@@ -122,6 +122,7 @@ def rollout_cvrp(
     capacity: torch.Tensor | None = None,
     strategy: torch.Tensor | None = None,
     multi_start: bool | None = None,
+    first_rank: int = 0,
 ) -> Rollout:
     """Build ``trajectories`` solutions per instance, all from the depot (node 0).
 
@@ -133,7 +134,8 @@ def rollout_cvrp(
     (ReLD's multi-start without a forced POMO node). With a ``strategy`` ((M, bits) or
     (B, M, bits), PolyNet) nothing is forced by default: trajectory m decodes under strategy
     m alone; ``multi_start`` (default: greedy without a strategy) forces the top-M first
-    customers either way.
+    customers either way; ``first_rank`` skips the first ranks (a later multi-start pass
+    continues where an earlier one stopped).
     """
     if multi_start is None:
         multi_start = decode == "greedy" and strategy is None
@@ -164,7 +166,8 @@ def rollout_cvrp(
         logits = model.step(cache, current, load, feasible,
                             torch.log(dist.clamp_min(_EPS_DIST)), **cond)
         if step == 0 and multi_start:
-            first = logits[:, 0].topk(min(M, N - 1), dim=-1).indices  # (B, M')
+            ranked = logits[:, 0].topk(min(first_rank + M, N - 1), dim=-1).indices
+            first = ranked[:, min(first_rank, ranked.shape[1] - 1):]  # (B, M')
             if first.shape[1] < M:  # fewer customers than trajectories: repeat
                 first = first.repeat(1, -(-M // first.shape[1]))[:, :M]
             action = first

@@ -6,8 +6,11 @@ A greedy pass decodes one trajectory per strategy on ``together`` symmetries at 
 TSP, strategy m starts at its own node, spread around the instance (the start of a cycle is
 one more symmetry); for CVRP, strategy m also takes the m-th most likely first customer, as
 ReLD's multi-start does, so the greedy pass never collapses onto a single solution while the
-strategies are still close to each other. Sampling rounds then decode as many trajectories as
-a greedy pass, strategies tiled cyclically, cycling through the symmetries, with no forced
+strategies are still close to each other. For TSP and CVRP, top-up greedy passes then take
+the next strategies with the next start nodes (first customers) while time remains, sized to
+the time left from the measured speed of the passes so far (as ``reld`` does); CVRPTW skips
+them (sampling was better there). Sampling rounds then decode as many trajectories as the
+first greedy pass, strategies tiled cyclically, cycling through the symmetries, with no forced
 first move (as PolyNet trains). Budgeting and memory follow the ``reld`` solver: the first
 pass is sized from a cost estimate, later passes run only while the measured pass time still
 fits, and above 1,000 nodes one symmetry is decoded at a time.
@@ -40,7 +43,15 @@ from solvers.routing.problem import (
     CVRPTWInstance,
     Instance,
 )
-from solvers.routing.reld import WEIGHTS_DIR, ReLDSolver, plan_passes
+from solvers.routing.reld import (
+    MAX_STARTS,
+    WEIGHTS_DIR,
+    ReLDSolver,
+    fit_trajectories,
+    pass_seconds,
+    plan_passes,
+    spread_starts,
+)
 
 PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: Share of CVRPTW trajectories decoded with full vehicles (``rollout_cvrptw(fill=...)``) once
@@ -141,39 +152,61 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     if tw is not None:
         coords = tw.coords
     m, together = plan(n, K, clock.remaining)
-    sample_size = m * together  # a sampling round costs what a greedy pass costs
+    sample_size = m * together  # a sampling round costs what the first greedy pass costs
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
     passes = solutions = 0
     pass_time: float | None = None
-    greedy_passes: list[tuple[Decode, int]] = [("greedy", k) for k in range(0, 8, together)]
-    schedule = greedy_passes + [("sample", r % 8) for r in range(10_000)]
+    scale = 1.0  # measured / predicted time of the greedy passes so far
+    blocks = list(range(0, 8, together))
+    # (mode, first symmetry, first strategy, trajectories)
+    greedy_passes: list[tuple[Decode, int, int, int]] = [("greedy", b, 0, m) for b in blocks]
+    schedule = list(greedy_passes)
+    # TSP and CVRP: while time remains after the first greedy pass, top-up greedy passes take
+    # the next strategies with the next start nodes (first customers), as ReLD's search does;
+    # CVRPTW samples instead (measured: sampling beats more greedy strategies there).
+    top_up = tw is None
+    greedy_end = m
+    all_greedy = min(K, MAX_STARTS, n - 1 if cvrp else n)
+    tsp_order = torch.as_tensor(spread_starts(n, min(MAX_STARTS, n)), device=device)
+    rounds = 0
     fill_passes = 0
     filling = False  # becomes True when every solution of the greedy passes breaks the fleet
     step = 0
-    while step < len(schedule):
-        mode, sym = schedule[step]
+    while True:
+        if step == len(schedule):
+            size = 0
+            if top_up and not rounds and greedy_end < all_greedy:
+                size = fit_trajectories(n, together, clock.remaining / 1.4 / len(blocks),
+                                        scale, all_greedy - greedy_end)
+            if size > 0:
+                schedule += [("greedy", b, greedy_end, size) for b in blocks]
+                greedy_end += size
+            else:
+                schedule.append(("sample", rounds % 8, 0, sample_size))
+                rounds += 1
+        mode, sym, first, count = schedule[step]
         if (tw is not None and fleet is not None and not filling and mode == "sample"
                 and best_excess > 0):
             # The model's own depot returns all broke the fleet cap: decode again with full
             # vehicles, greedily, then sample with half of the trajectories filling.
             filling = True
             schedule[step:step] = greedy_passes
-            mode, sym = schedule[step]
+            mode, sym, first, count = schedule[step]
         step += 1
-        if passes and (pass_time is None or clock.remaining < 1.2 * pass_time
-                       or budget.cancelled()
+        greedy = mode == "greedy"
+        k = together if greedy else 1
+        predicted = (scale * pass_seconds(n, count, k) if greedy or pass_time is None
+                     else pass_time)
+        if passes and (clock.remaining < 1.2 * predicted or budget.cancelled()
                        or (max_solutions is not None and solutions >= max_solutions)):
             break
         t0 = clock.elapsed
-        greedy = mode == "greedy"
-        k = together if greedy else 1
         aug = augment(coords, sym + k)[sym:]
-        count = m if greedy else sample_size
         if max_solutions is not None:
             count = max(1, min(count, -(-(max_solutions - solutions) // k)))
         # Sampling rounds rotate through the strategies when a round holds fewer than K.
-        offset = 0 if greedy else (passes * count) % K
+        offset = first if greedy else (passes * count) % K
         ids = (offset + torch.arange(count, device=device)) % K
         z = strategy_bits(K, device=device)[ids]
         if tw is not None:
@@ -187,10 +220,13 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             assert demand is not None and capacity is not None
             result = rollout_cvrp(model, aug, demand.expand(k, -1), count,
                                   decode=mode, generator=generator,
-                                  capacity=capacity.expand(k), strategy=z, multi_start=greedy)
+                                  capacity=capacity.expand(k), strategy=z, multi_start=greedy,
+                                  first_rank=first)
         else:
-            start = (tsp_starts(n, count, device) if greedy
-                     else torch.randint(0, n, (count,), generator=generator, device=device))
+            if greedy:
+                start = tsp_order[(first + torch.arange(count, device=device)) % len(tsp_order)]
+            else:
+                start = torch.randint(0, n, (count,), generator=generator, device=device)
             result = rollout_tsp(model, aug, start[None].expand(k, count),
                                  decode=mode, generator=generator,
                                  strategy=z)
@@ -214,6 +250,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         passes += 1
         solutions += int(flat.numel())
         took = clock.elapsed - t0
+        if greedy:
+            scale = took / pass_seconds(n, count, k)
         pass_time = took if pass_time is None else max(took, 0.5 * pass_time + 0.5 * took)
         progress(ProgressEvent("polynet", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
@@ -223,7 +261,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     else:
         routes = [[int(v) for v in best_seq]]
     stats = {"strategies": K, "strategies_per_pass": m, "symmetries_per_pass": together,
-             "passes": passes, "solutions": solutions, "device": device,
+             "greedy_strategies": min(greedy_end, K), "passes": passes, "solutions": solutions, "device": device,
              "winner": best_info, "normalized_length": round(best_len, 6)}
     if tw is not None:
         stats["fill_passes"] = fill_passes

@@ -21,7 +21,13 @@ from solvers.routing.env import (
     sequence_log_prob,
 )
 from solvers.routing.problem import CVRPInstance, TSPInstance
-from solvers.routing.reld import weights_path
+from solvers.routing.reld import (
+    fit_trajectories,
+    pass_seconds,
+    plan_passes,
+    spread_starts,
+    weights_path,
+)
 from solvers.routing.solve import solve
 from training.reld import (
     TrainState,
@@ -178,3 +184,50 @@ def test_reld_cvrp_solution_is_feasible_and_honours_the_time_limit(x101) -> None
     sol = solve(x101, "reld", Budget(time_limit=3.0))
     assert time.perf_counter() - t0 < 3.3
     assert sol.feasible and sol.stats["passes"] >= 1
+
+
+@pytest.mark.parametrize("n,count", [(100, 100), (200, 100), (37, 37), (5, 5), (1000, 100)])
+def test_spread_starts_is_a_spread_permutation_whose_prefixes_are_spread(n: int,
+                                                                          count: int) -> None:
+    order = spread_starts(n, count)
+    assert sorted(order) == sorted(set(np.linspace(0, n - 1, count).round().astype(int)))
+    if count >= 16:
+        # any prefix of 8 leaves no gap wider than a quarter of the tour's nodes
+        head = sorted(order[:8])
+        gaps = np.diff([*head, head[0] + n])
+        assert gaps.max() <= n / 4 + 1
+
+
+def test_top_up_sizing_fits_the_time_left_and_grows_with_it() -> None:
+    sizes = [fit_trajectories(100, 8, s, 1.0, 100) for s in (0.01, 0.3, 0.6, 5.0)]
+    assert sizes[0] == 0 and sizes[-1] == 100
+    assert sizes == sorted(sizes) and 0 < sizes[1] < sizes[2] < 100
+    for s, m in zip((0.3, 0.6), sizes[1:3], strict=True):
+        assert pass_seconds(100, m, 8) <= s < pass_seconds(100, m + 1, 8)
+    # a machine measured twice as slow fits fewer
+    assert fit_trajectories(100, 8, 0.6, 2.0, 100) < sizes[2]
+    # the first pass takes about half of the budget
+    m, k = plan_passes(100, 100, 1.0)
+    assert pass_seconds(100, m, k) <= 0.5 and k == 8
+
+
+def test_cvrp_multi_start_first_rank_continues_the_ranking() -> None:
+    model = _small("cvrp")
+    coords, demand, capacity = _cvrp_batch(2, 12)
+    norm = demand / capacity
+    cap = torch.full((2,), float(capacity))
+    with torch.inference_mode():
+        whole = rollout_cvrp(model, coords, norm, 8, capacity=cap)
+        head = rollout_cvrp(model, coords, norm, 3, capacity=cap)
+        tail = rollout_cvrp(model, coords, norm, 5, capacity=cap, first_rank=3)
+    assert torch.equal(whole.actions[:, :, 0], torch.cat([head.actions[:, :, 0],
+                                                          tail.actions[:, :, 0]], 1))
+    assert torch.allclose(whole.lengths, torch.cat([head.lengths, tail.lengths], 1))
+
+
+def test_reld_tsp_uses_more_greedy_starts_when_time_allows() -> None:
+    inst = TSPInstance(coords=np.random.default_rng(3).random((100, 2)))
+    short = solve(inst, "reld", Budget(time_limit=0.5))
+    long = solve(inst, "reld", Budget(time_limit=4.0))
+    assert long.stats["starts"] == 100 > short.stats["starts"]
+    assert long.cost <= 1.01 * short.cost
