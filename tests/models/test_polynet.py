@@ -164,6 +164,19 @@ def test_top_up_greedy_passes_take_further_strategies_when_time_allows() -> None
     assert tw.stats["greedy_strategies"] == tw.stats["strategies_per_pass"]
 
 
+def test_a_sampling_round_takes_the_time_left() -> None:
+    """One big sampling round instead of several of the first pass's size: each pass pays a
+    fixed cost per decoding step, so fewer, larger rounds decode more solutions in the limit."""
+    from training.instances import cvrptw_instance
+
+    sol = solve(cvrptw_instance(6, n=31), "polynet", Budget(time_limit=2.0, seed=0))
+    stats = sol.stats
+    first_pass = stats["strategies_per_pass"] * stats["symmetries_per_pass"]
+    assert sol.feasible and stats["sampling_passes"] >= 1
+    assert stats["sampled"] / stats["sampling_passes"] > first_pass
+    assert sol.wall_time < 2.2
+
+
 def test_solution_budget_caps_the_decoded_solutions() -> None:
     from solvers.routing.polynet import PolyNetSolver
 
