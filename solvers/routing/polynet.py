@@ -47,6 +47,8 @@ from solvers.routing.problem import (
 )
 from solvers.routing.reld import (
     MAX_STARTS,
+    MIN_SAMPLES,
+    SAMPLE_CAP,
     WEIGHTS_DIR,
     ReLDSolver,
     fit_trajectories,
@@ -63,11 +65,6 @@ PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: C201 with the 118-minute CVRPTW weights: 17 routes -> 4, cost 12,032 -> 6,660), hence only
 #: as a fallback.
 FILL_SHARE = 0.5
-#: Sampling rounds are sized to the time left (at most SAMPLE_CAP first passes' worth of
-#: trajectories; the last round takes at least MIN_SAMPLES or is skipped).
-FIT_SAMPLING = True
-SAMPLE_CAP = 8
-MIN_SAMPLES = 16
 #: CVRPTW keeps a float64 travel-time matrix per symmetry decoded at once.
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 2_000}
 
@@ -163,7 +160,6 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
     passes = solutions = 0
-    pass_time: float | None = None
     scale = 1.0  # measured / predicted time of the greedy passes so far
     sample_scale = 1.0  # the same for sampling rounds (greedy's until one has run)
     sampled = sampling_passes = 0
@@ -205,16 +201,14 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         step += 1
         greedy = mode == "greedy"
         k = together if greedy else 1
-        if not greedy and FIT_SAMPLING and passes:
+        if not greedy and passes:
             # one sampling round takes what time is left (up to a cap), so the fixed cost of
             # a pass is paid once and the tail of the budget is not left unused
             # (more margin while the sampling speed is still borrowed from the greedy passes)
             seconds = clock.remaining / (1.2 if sampled else 1.4)
             count = max(fit_trajectories(n, 1, seconds, sample_scale, SAMPLE_CAP * sample_size),
                         min(sample_size, MIN_SAMPLES))
-        predicted = (scale * pass_seconds(n, count, k) if greedy or pass_time is None
-                     else sample_scale * pass_seconds(n, count, 1) if FIT_SAMPLING
-                     else pass_time)
+        predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)
         if passes and (clock.remaining < 1.2 * predicted or budget.cancelled()
                        or (max_solutions is not None and solutions >= max_solutions)):
             break
@@ -275,7 +269,6 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             sampled += count
             sampling_passes += 1
             sample_scale = took / pass_seconds(n, count, 1)
-        pass_time = took if pass_time is None else max(took, 0.5 * pass_time + 0.5 * took)
         progress(ProgressEvent("polynet", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None

@@ -40,6 +40,10 @@ WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 #: and OpenMP threads fighting for cores made a pass 20× slower on the 2-core machine.
 TORCH_THREADS = int(os.environ.get("COSOLVE_TORCH_THREADS", "1"))
 MAX_STARTS = 100
+#: A sampling round decodes at most SAMPLE_CAP first passes' worth of trajectories; the last
+#: one at least MIN_SAMPLES, or it is skipped.
+SAMPLE_CAP = 8
+MIN_SAMPLES = 16
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
 #: The cost model of a greedy pass (see ``pass_seconds``), fitted on one core of the 2-core
 #: development machine (TSP100: 12 × 8 trajectories 0.28 s, 100 × 8 1.12 s); it sizes the
@@ -200,14 +204,11 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     all_starts = min(MAX_STARTS, n - 1 if cvrp else n)
     tsp_order = spread_starts(n, all_starts) if not cvrp else []
     starts, together = plan_passes(n, all_starts, clock.remaining)
-    # A sampling round decodes as many trajectories as the first greedy pass, so the measured
-    # pass time predicts it and the time limit holds.
-    sample_size = starts * together
+    sample_size = starts * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq = math.inf, None
-    passes, samples, used = 0, 0, 0
-    pass_time: float | None = None
-    scale = 1.0
+    passes, samples, sampling_passes, used = 0, 0, 0, 0
+    scale = sample_scale = 1.0
     # Greedy passes: a chunk of starts over all eight symmetries (in blocks of ``together``);
     # while time remains, more chunks of further starts (top-up passes, sized to the time
     # left), since on 100-node sets greedy starts beat sampling; then sampling rounds.
@@ -223,9 +224,15 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                 chunk = (chunk[0] + chunk[1], size)
                 queue = [("greedy", b, *chunk) for b in blocks]
             else:
-                queue = [("sample", 0, 0, sample_size)]
+                # a sampling round takes the time left (fewer, larger rounds pay the fixed
+                # cost per decoding step once), at most SAMPLE_CAP first passes' worth
+                seconds = clock.remaining / (1.2 if samples else 1.4)
+                size = max(fit_trajectories(n, 1, seconds, sample_scale,
+                                            SAMPLE_CAP * sample_size),
+                           min(sample_size, MIN_SAMPLES))
+                queue = [("sample", 0, 0, size)]
         mode, first_sym, first, m = queue.pop(0)
-        predicted = (pass_time if mode == "sample" and pass_time is not None
+        predicted = (sample_scale * pass_seconds(n, m, 1) if mode == "sample"
                      else scale * pass_seconds(n, m, together))
         if passes and (budget.cancelled() or clock.remaining < 1.2 * predicted):
             break
@@ -253,10 +260,13 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         took = clock.elapsed - t0
         if mode == "sample":
             samples += int(flat.numel())
+            sampling_passes += 1
+            sample_scale = took / pass_seconds(n, m, 1)
         else:
             used = max(used, first + m)
             scale = took / pass_seconds(n, m, together)
-        pass_time = took if pass_time is None else max(took, 0.5 * pass_time + 0.5 * took)
+            if not samples:
+                sample_scale = scale
         progress(ProgressEvent("reld", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None
@@ -265,7 +275,8 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     else:
         routes = [[int(v) for v in best_seq]]
     stats = {"starts": used, "symmetries_per_pass": together, "passes": passes,
-             "sampled_solutions": samples, "device": device,
+             "sampled_solutions": samples, "sampling_passes": sampling_passes,
+             "device": device,
              "normalized_length": round(best_len, 6)}
     return routes, stats
 

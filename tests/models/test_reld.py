@@ -231,3 +231,13 @@ def test_reld_tsp_uses_more_greedy_starts_when_time_allows() -> None:
     long = solve(inst, "reld", Budget(time_limit=4.0))
     assert long.stats["starts"] == 100 > short.stats["starts"]
     assert long.cost <= 1.01 * short.cost
+
+
+def test_reld_sampling_rounds_take_the_time_left() -> None:
+    inst = TSPInstance(coords=np.random.default_rng(4).random((30, 2)))
+    sol = solve(inst, "reld", Budget(time_limit=2.0))
+    stats = sol.stats
+    assert stats["starts"] == 30 and stats["sampling_passes"] >= 1
+    first_pass = stats["symmetries_per_pass"] * 30
+    assert stats["sampled_solutions"] / stats["sampling_passes"] > first_pass
+    assert sol.wall_time < 2.2
