@@ -379,3 +379,26 @@ def test_training_resumes_from_the_shipped_checkpoint_on_a_fresh_clone(tmp_path)
     main(args)
     resumed = torch.load(tmp_path / "p.last.pt", weights_only=False)
     assert resumed["train"]["steps"] > 1000
+
+
+def test_reparent_keeps_the_strategy_block_and_takes_the_new_parent(tmp_path) -> None:
+    from solvers.routing.reld import weights_path as reld_weights
+    from training.polynet import main
+
+    out = tmp_path / "p.pt"
+    args = ["tsp", "--minutes", "0.02", "--val-count", "2", "--strategies", "4", "--batch", "2",
+            "--min-n", "20", "--max-n", "20", "--out", str(out), "--threads", "1",
+            "--eval-minutes", "100", "--lr", "0"]
+    main(args)
+    before = torch.load(tmp_path / "p.last.pt", weights_only=False)["model"]
+    parent = torch.load(reld_weights("tsp"), weights_only=False)
+    parent["model"] = {k: v + 0.01 for k, v in parent["model"].items()}
+    new_parent = tmp_path / "parent.pt"
+    torch.save(parent, new_parent)
+    main([*args, "--reparent", "--parent", str(new_parent), "--poly-lr", "0"])
+    after = torch.load(tmp_path / "p.last.pt", weights_only=False)["model"]
+    for k, v in after.items():
+        expected = before[k] if k.startswith("poly.") else parent["model"][k]
+        assert torch.equal(v, expected), k
+    assert any(not torch.equal(before[k], after[k]) for k in after if not k.startswith("poly."))
+    assert float(after["poly.2.weight"].abs().sum()) > 0  # the trained block came along
