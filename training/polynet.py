@@ -499,7 +499,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                     "set": description, "decoding": decoding, "gap_percent": round(gap, 3),
                     "gap_percent_free": round(gaps["free"], 3),
                     **({"gap_percent_parts": parts} if parts else {}),
-                    "reference": reference},
+                    "reference": reference,
+                    "last_run": (f"--phase {args.phase} --lr {args.lr:g} --poly-lr "
+                                 f"{args.poly_lr:g}" + (" --reparent" if args.reparent else "")
+                                 + (" (ReLD parent frozen: only the strategy block learns)"
+                                    if args.lr == 0 else ""))},
                     parent.name + (" (CVRP parent, time-feature columns zero)"
                                    if args.problem == "cvrptw" else ""))
 
@@ -507,8 +511,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
               if args.labels else None)
     if labels is not None:
         print(f"{sum(map(len, labels.values()))} feasible labels from {args.labels}", flush=True)
-    if source is None:
-        evaluate()  # step 0: the ReLD parent under PolyNet's decoding
+    if source is None or args.reparent:
+        evaluate()  # step 0: the ReLD parent (or the re-parented block) as it stands
     model.train()
     while (time.time() - t_start) / 60 < args.minutes:
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):

@@ -402,3 +402,7 @@ def test_reparent_keeps_the_strategy_block_and_takes_the_new_parent(tmp_path) ->
         assert torch.equal(v, expected), k
     assert any(not torch.equal(before[k], after[k]) for k in after if not k.startswith("poly."))
     assert float(after["poly.2.weight"].abs().sum()) > 0  # the trained block came along
+    # the re-parented model is validated before any training (it may ship as it is)
+    steps = [row.split(",")[1] for row in (tmp_path / "p.curve.csv").read_text().splitlines()]
+    # header; first run: start, end; re-parented run: start (same steps), end
+    assert len(steps) == 5 and steps[2] == steps[3]
