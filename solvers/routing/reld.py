@@ -40,9 +40,10 @@ WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 #: and OpenMP threads fighting for cores made a pass 20× slower on the 2-core machine.
 TORCH_THREADS = int(os.environ.get("COSOLVE_TORCH_THREADS", "1"))
 MAX_STARTS = 100
-#: A sampling round decodes at most SAMPLE_CAP first passes' worth of trajectories; the last
+#: A sampling round decodes at most SAMPLE_CAP first passes' worth of trajectories (larger
+#: single passes overran the limit under load: 2.7 s of 2 s at 8), the last
 #: one at least MIN_SAMPLES, or it is skipped.
-SAMPLE_CAP = 8
+SAMPLE_CAP = 2
 MIN_SAMPLES = 16
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
 #: The cost model of a greedy pass (see ``pass_seconds``), fitted on one core of the 2-core

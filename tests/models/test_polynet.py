@@ -150,20 +150,6 @@ def test_solver_is_feasible_and_names_the_winning_strategy(problem: str) -> None
     assert sol.stats["passes"] >= 1
 
 
-def test_top_up_greedy_passes_take_further_strategies_when_time_allows() -> None:
-    """TSP/CVRP: time left after the first greedy pass goes to the next strategies (each on
-    its own start node); CVRPTW samples instead."""
-    from training.instances import cvrptw_instance
-
-    tsp = TSPInstance(coords=np.random.default_rng(2).random((100, 2)))
-    stats = solve(tsp, "polynet", Budget(time_limit=2.0, seed=0)).stats
-    # the first pass takes about half of the time; top-ups took more strategies after it
-    assert stats["strategies_per_pass"] < stats["greedy_strategies"] <= 100
-    tw = solve(cvrptw_instance(5, n=31), "polynet", Budget(time_limit=2.0, seed=0))
-    assert tw.feasible
-    assert tw.stats["greedy_strategies"] == tw.stats["strategies_per_pass"]
-
-
 def test_a_sampling_round_takes_the_time_left() -> None:
     """One big sampling round instead of several of the first pass's size: each pass pays a
     fixed cost per decoding step, so fewer, larger rounds decode more solutions in the limit."""
