@@ -154,7 +154,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     if tw is not None:
         coords = tw.coords
     m, together = plan(n, K, clock.remaining)
-    sample_size = m * together  # a sampling round costs what the first greedy pass costs
+    sample_size = m * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
     passes = solutions = 0
@@ -162,8 +162,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     sample_scale = 1.0  # the same for sampling rounds (greedy's until one has run)
     sampled = sampling_passes = 0
     blocks = list(range(0, 8, together))
-    # (mode, first symmetry, first strategy, trajectories)
-    greedy_passes: list[tuple[Decode, int, int, int]] = [("greedy", b, 0, m) for b in blocks]
+    greedy_passes: list[tuple[Decode, int]] = [("greedy", b) for b in blocks]  # (mode, symmetry)
     schedule = list(greedy_passes)
     rounds = 0
     fill_passes = 0
@@ -171,20 +170,21 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     step = 0
     while True:
         if step == len(schedule):
-            schedule.append(("sample", rounds % 8, 0, sample_size))
+            schedule.append(("sample", rounds % 8))
             rounds += 1
-        mode, sym, first, count = schedule[step]
+        mode, sym = schedule[step]
         if (tw is not None and fleet is not None and not filling and mode == "sample"
                 and best_excess > 0):
             # The model's own depot returns all broke the fleet cap: decode again with full
             # vehicles, greedily, then sample with half of the trajectories filling.
             filling = True
             schedule[step:step] = greedy_passes
-            mode, sym, first, count = schedule[step]
+            mode, sym = schedule[step]
         step += 1
         greedy = mode == "greedy"
         k = together if greedy else 1
-        if not greedy and passes:
+        count = m
+        if not greedy:
             # one sampling round takes what time is left (up to a cap), so the fixed cost of
             # a pass is paid once and the tail of the budget is not left unused
             # (more margin while the sampling speed is still borrowed from the greedy passes)
@@ -200,7 +200,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         if max_solutions is not None:
             count = max(1, min(count, -(-(max_solutions - solutions) // k)))
         # Sampling rounds rotate through the strategies when a round holds fewer than K.
-        offset = first if greedy else sampled % K
+        offset = 0 if greedy else sampled % K
         ids = (offset + torch.arange(count, device=device)) % K
         z = strategy_bits(K, device=device)[ids]
         if tw is not None:
