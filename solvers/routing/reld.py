@@ -130,8 +130,10 @@ class ReLDSolver:
 def pass_seconds(n: int, trajectories: int, symmetries: int) -> float:
     """Predicted seconds of one greedy pass on the development machine: every decoding step
     pays a fixed overhead (Python and kernel launches) plus a share per trajectory and node,
-    and the encoder runs once per symmetry. CVRP passes take about 15% more steps (the depot
-    returns); the measured time of the first pass corrects the scale, not the shape."""
+    and the encoder runs once per symmetry. Steps are counted as 1.15 N for both problems: CVRP's
+    depot returns add about that many, and for the TSP (N steps; the constants were fitted on
+    it) it is a 15% margin on the first pass. The measured time of each pass corrects the
+    scale, not the shape."""
     steps = 1.15 * n
     return (steps * (_STEP_COST + _DECODE_COST * trajectories * symmetries * n)
             + _ENCODE_COST * symmetries * n * n)
