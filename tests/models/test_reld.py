@@ -25,7 +25,9 @@ from solvers.routing.reld import (
     fit_trajectories,
     pass_seconds,
     plan_passes,
+    rotated_view,
     spread_starts,
+    view_angles,
     weights_path,
 )
 from solvers.routing.solve import solve
@@ -231,6 +233,29 @@ def test_reld_tsp_uses_more_greedy_starts_when_time_allows() -> None:
     long = solve(inst, "reld", Budget(time_limit=4.0))
     assert long.stats["starts"] == 100 > short.stats["starts"]
     assert long.cost <= 1.01 * short.cost
+    # once every start is decoded, rotated views follow; the best length is kept in the
+    # base view's units, so it is the returned tour's length scaled into the unit square
+    assert short.stats["views"] == 1 < long.stats["views"]
+    span = float((inst.coords.max(0) - inst.coords.min(0)).max())
+    assert long.cost == pytest.approx(long.stats["normalized_length"] * span, rel=1e-5)
+
+
+def test_view_angles_are_spread_and_rotated_views_keep_tour_lengths() -> None:
+    angles = view_angles(8)
+    assert angles[:4] == pytest.approx([0, np.pi / 4, np.pi / 8, 3 * np.pi / 8])
+    assert sorted(angles) == pytest.approx([k * np.pi / 16 for k in range(8)])
+    coords = torch.rand(1, 50, 2, generator=torch.Generator().manual_seed(5))
+    tour = torch.randperm(50, generator=torch.Generator().manual_seed(6))
+
+    def length(xy: torch.Tensor) -> float:
+        p = xy[0, tour]
+        return float((p - p.roll(-1, 0)).norm(dim=-1).sum())
+
+    for angle in angles:
+        view, factor = rotated_view(coords, angle)
+        assert float(view.min()) >= -1e-6 and float(view.max()) <= 1 + 1e-6
+        assert length(view) * factor == pytest.approx(length(coords), rel=1e-5)
+    assert not torch.allclose(rotated_view(coords, angles[1])[0], coords)
 
 
 def test_reld_sampling_rounds_take_the_time_left() -> None:
