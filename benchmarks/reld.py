@@ -2,7 +2,8 @@
 
 Sets (fixed seeds): 128 uniform TSP100 and 128 uniform CVRP100 instances (CVRP: demands 1–9,
 Set-X capacities as in training), CVRPLIB Set X instances with n ≤ 300 from ../shared/data
-(gap to the best-known values), and TSP scaling at 200/500/1,000 nodes. Every instance is
+(gap to the best-known values), a time profile (2 and 4 s on the first 32 instances of each
+100-node set), and TSP scaling at 200/500/1,000 nodes. Every instance is
 solved by ``reld`` and by ``ortools`` with the same time limit, one after the other, through
 the same ``solve`` the service uses. Reference costs on the uniform sets come from PyVRP with
 a stated time limit; they are computed once and cached next to the results.
@@ -91,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=128)
     parser.add_argument("--time-limit", type=float, default=1.0,
                         help="seconds per instance for both solvers (100-node sets)")
+    parser.add_argument("--more-limits", default="2,4",
+                        help="further time limits (s) for a time profile on the 100-node sets")
+    parser.add_argument("--more-count", type=int, default=32,
+                        help="instances (the first ones of each set) in the time profile")
     parser.add_argument("--x-time-limit", type=float, default=5.0)
     parser.add_argument("--scaling", default="200,500,1000")
     parser.add_argument("--scaling-count", type=int, default=4)
@@ -135,6 +140,24 @@ def main(argv: list[str] | None = None) -> int:
                                                         strict=True))
         lines.append(f"| | reld better than ortools on | | {wins}/{args.count} instances "
                      "| | | |")
+    more = [float(v) for v in args.more_limits.split(",") if v]
+    if more:
+        count = min(args.more_count, args.count)
+        lines += ["", f"## Time profile: the first {count} instances of each set", "",
+                  "The same solvers with longer limits (the 1 s rows above are on all "
+                  f"{args.count}).", "",
+                  "| set | time limit (s) | reld gap % | ortools gap % | reld better on "
+                  "| reld mean wall (s) |", "|---|---:|---:|---:|---:|---:|"]
+        for problem in ("tsp", "cvrp"):
+            for limit in more:
+                print(f"{problem}100 at {limit:g} s ...", file=sys.stderr, flush=True)
+                rows = run_pair(sets[problem][:count], limit)
+                r = summarize(rows["reld"], refs[problem][:count])
+                o = summarize(rows["ortools"], refs[problem][:count])
+                wins = sum(a["cost"] < b["cost"] for a, b in zip(rows["reld"], rows["ortools"],
+                                                                strict=True))
+                lines.append(f"| {problem.upper()}100 ×{count} | {limit:g} | {r['gap']:.2f} "
+                             f"| {o['gap']:.2f} | {wins}/{count} | {r['mean_wall']:.2f} |")
     lines += ["", f"## CVRPLIB Set X, n ≤ 300 ({args.x_time_limit:g} s each)", "",
               "| instance | n | BKS | reld | gap % | ortools | gap % |",
               "|---|---:|---:|---:|---:|---:|---:|"]
