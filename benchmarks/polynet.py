@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=32, help="instances per uniform set")
     parser.add_argument("--time-limit", type=float, default=1.0)
     parser.add_argument("--solomon-time-limit", type=float, default=5.0)
+    parser.add_argument("--more-limits", default="2",
+                        help="further time limits (s) on the same 100-node sets")
     parser.add_argument("--out", type=Path, default=RESULTS / "polynet.md")
     args = parser.parse_args(argv)
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -131,10 +133,12 @@ def main(argv: list[str] | None = None) -> int:
               "| feasible |", "|---|---|---:|---:|---:|---:|---:|"]
     notes: list[str] = []
     records: dict[str, Any] = {}
+    profile: dict[str, tuple[list[RoutingInstance], list[float], list[str]]] = {}
     for problem in ("tsp", "cvrp"):
         full = uniform(problem, 100, 128, SEED)
         refs = references(problem, full, SEED)[:args.count]
         sets = full[:args.count]
+        profile[problem] = (list(sets), refs, ["polynet", "reld", "ortools"])
         print(f"{problem}100 ...", file=sys.stderr, flush=True)
         solvers = ["polynet", "reld", "ortools"]
         rows = run_all(sets, solvers, args.time_limit)
@@ -158,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         refs = tw_references(tw_sets)
         print("cvrptw100 ...", file=sys.stderr, flush=True)
         solvers = ["polynet", "ortools"]
+        profile["cvrptw"] = (tw_sets, refs, solvers)
         rows = run_all(tw_sets, solvers, args.time_limit)
         records["cvrptw"] = {s: [{k: v for k, v in r.items() if k != "stats"}
                                  for r in rows[s]] for s in solvers}
@@ -195,6 +200,21 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {inst.name} | {ref} | {' | '.join(cells)} |")
     else:
         lines += ["", "CVRPTW: weights/polynet_cvrptw.pt is missing, so it was not measured."]
+    more = [float(v) for v in args.more_limits.split(",") if v]
+    if more:
+        lines += ["", "## Longer time limits (the same 100-node instances and references)", "",
+                  "| set | time limit (s) | polynet gap % | reld gap % | ortools gap % "
+                  "| polynet vs reld w/t/l | polynet vs ortools w/t/l |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for problem, (sets, refs, solvers) in profile.items():
+            for limit in more:
+                print(f"{problem}100 at {limit:g} s ...", file=sys.stderr, flush=True)
+                rows = run_all(sets, solvers, limit)
+                gaps = {s: _gap_cells(rows[s], refs)[1] for s in solvers}
+                vs_reld = _wins(rows["polynet"], rows["reld"]) if "reld" in rows else "–"
+                lines.append(f"| {problem.upper()}100 ×{len(sets)} | {limit:g} | "
+                             f"{gaps['polynet']} | {gaps.get('reld', '–')} | {gaps['ortools']} "
+                             f"| {vs_reld} | {_wins(rows['polynet'], rows['ortools'])} |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     args.out.with_suffix(".json").write_text(json.dumps(
