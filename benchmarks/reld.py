@@ -96,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="further time limits (s) for a time profile on the 100-node sets")
     parser.add_argument("--more-count", type=int, default=32,
                         help="instances (the first ones of each set) in the time profile")
-    parser.add_argument("--x-time-limit", type=float, default=5.0)
-    parser.add_argument("--scaling", default="200,500,1000")
+    parser.add_argument("--x-time-limit", type=float, default=5.0,
+                        help="seconds per Set X instance; 0 skips Set X")
+    parser.add_argument("--scaling", default="200,500,1000",
+                        help="TSP sizes of the scaling table; empty skips it")
     parser.add_argument("--scaling-count", type=int, default=4)
     parser.add_argument("--phase", choices=["all", "references"], default="all")
     parser.add_argument("--out", type=Path, default=RESULTS / "reld.md")
@@ -158,37 +160,40 @@ def main(argv: list[str] | None = None) -> int:
                                                                 strict=True))
                 lines.append(f"| {problem.upper()}100 ×{count} | {limit:g} | {r['gap']:.2f} "
                              f"| {o['gap']:.2f} | {wins}/{count} | {r['mean_wall']:.2f} |")
-    lines += ["", f"## CVRPLIB Set X, n ≤ 300 ({args.x_time_limit:g} s each)", "",
-              "| instance | n | BKS | reld | gap % | ortools | gap % |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    gaps: dict[str, list[float]] = {"reld": [], "ortools": []}
-    for path in sorted((DATA / "cvrplib" / "X").glob("*.vrp")):
-        inst = load_instance(path)
-        if inst.n > 300:
-            continue
-        _, bks = read_sol(path.with_suffix(".sol"))
-        print(f"{inst.name} ...", file=sys.stderr, flush=True)
-        rows = run_pair([inst], args.x_time_limit)
-        cells = []
-        for solver in ("reld", "ortools"):
-            cost = rows[solver][0]["cost"]
-            gap = (cost - bks) / bks * 100
-            gaps[solver].append(gap)
-            cells += [f"{cost:.0f}", f"{gap:.2f}"]
-        lines.append(f"| {inst.name} | {inst.n} | {bks:.0f} | {' | '.join(cells)} |")
-    lines.append(f"| mean | | | | {np.mean(gaps['reld']):.2f} | | "
-                 f"{np.mean(gaps['ortools']):.2f} |")
-    lines += ["", "## TSP scaling (uniform; gap of reld relative to ortools at equal time)", "",
-              "| n | instances | time limit (s) | reld mean cost | ortools mean cost "
-              "| reld vs ortools % | reld wall (s) |", "|---:|---:|---:|---:|---:|---:|---:|"]
-    for n in (int(v) for v in args.scaling.split(",") if v):
-        limit = max(1.0, n / 100)
-        print(f"scaling {n} ...", file=sys.stderr, flush=True)
-        rows = run_pair(uniform("tsp", n, args.scaling_count, SEED), limit)
-        r, o = summarize(rows["reld"], None), summarize(rows["ortools"], None)
-        lines.append(f"| {n} | {args.scaling_count} | {limit:g} | {r['mean_cost']:.4f} | "
-                     f"{o['mean_cost']:.4f} | {(r['mean_cost'] / o['mean_cost'] - 1) * 100:+.2f} "
-                     f"| {r['mean_wall']:.2f} |")
+    if args.x_time_limit > 0:
+        lines += ["", f"## CVRPLIB Set X, n ≤ 300 ({args.x_time_limit:g} s each)", "",
+                  "| instance | n | BKS | reld | gap % | ortools | gap % |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        gaps: dict[str, list[float]] = {"reld": [], "ortools": []}
+        for path in sorted((DATA / "cvrplib" / "X").glob("*.vrp")):
+            inst = load_instance(path)
+            if inst.n > 300:
+                continue
+            _, bks = read_sol(path.with_suffix(".sol"))
+            print(f"{inst.name} ...", file=sys.stderr, flush=True)
+            rows = run_pair([inst], args.x_time_limit)
+            cells = []
+            for solver in ("reld", "ortools"):
+                cost = rows[solver][0]["cost"]
+                gap = (cost - bks) / bks * 100
+                gaps[solver].append(gap)
+                cells += [f"{cost:.0f}", f"{gap:.2f}"]
+            lines.append(f"| {inst.name} | {inst.n} | {bks:.0f} | {' | '.join(cells)} |")
+        lines.append(f"| mean | | | | {np.mean(gaps['reld']):.2f} | | "
+                     f"{np.mean(gaps['ortools']):.2f} |")
+    sizes = [int(v) for v in args.scaling.split(",") if v]
+    if sizes:
+        lines += ["", "## TSP scaling (uniform; gap of reld relative to ortools at equal time)", "",
+                  "| n | instances | time limit (s) | reld mean cost | ortools mean cost "
+                  "| reld vs ortools % | reld wall (s) |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        for n in sizes:
+            limit = max(1.0, n / 100)
+            print(f"scaling {n} ...", file=sys.stderr, flush=True)
+            rows = run_pair(uniform("tsp", n, args.scaling_count, SEED), limit)
+            r, o = summarize(rows["reld"], None), summarize(rows["ortools"], None)
+            ratio = (r["mean_cost"] / o["mean_cost"] - 1) * 100
+            lines.append(f"| {n} | {args.scaling_count} | {limit:g} | {r['mean_cost']:.4f} | "
+                         f"{o['mean_cost']:.4f} | {ratio:+.2f} | {r['mean_wall']:.2f} |")
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
