@@ -9,7 +9,10 @@ ReLD's multi-start does, so the greedy pass never collapses onto a single soluti
 strategies are still close to each other. Unlike ``reld``, no greedy top-up passes over
 further strategies follow: sampling with the strategies did better on all three problems (32
 instances at 1 s: TSP100 7.812 against 7.820 with top-ups, CVRP100 17.099 against 17.114;
-CVRPTW100 22.80 against 22.91 at 256 solutions). Sampling rounds then take the time left (a
+CVRPTW100 22.80 against 22.91 at 256 solutions). Top-ups that also take fresh start nodes were
+a little better at 1 s (TSP100 7.957 against 7.962) and worse at 2 s (7.913 against 7.896),
+and ReLD's rotated views in place of sampling were worse (TSP100 at 1 s 7.903 against 7.882),
+so neither is used. Sampling rounds then take the time left (a
 round's size is fitted to it from the measured speed, at most 2 first passes' worth; fewer,
 larger rounds pay the fixed cost per decoding step once: 32 CVRPTW100 at 1 s, 22.62 -> 22.54,
 better on 16, worse on none), strategies tiled cyclically, cycling through the symmetries,
