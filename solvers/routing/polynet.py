@@ -163,7 +163,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     passes = solutions = 0
     scale = 1.0  # measured / predicted time of the greedy passes so far
     sample_scale = 1.0  # the same for sampling rounds (greedy's until one has run)
-    sampled = sampling_passes = 0
+    sampled = sampling_passes = largest_round = 0
     blocks = list(range(0, 8, together))
     greedy_passes: list[tuple[Decode, int]] = [("greedy", b) for b in blocks]  # (mode, symmetry)
     schedule = list(greedy_passes)
@@ -251,6 +251,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         else:
             sampled += count
             sampling_passes += 1
+            largest_round = max(largest_round, count)
             sample_scale = took / pass_seconds(n, count, 1)
         progress(ProgressEvent("polynet", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
@@ -262,6 +263,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     stats = {"strategies": K, "strategies_per_pass": m, "symmetries_per_pass": together,
              "passes": passes,
              "solutions": solutions, "sampled": sampled, "sampling_passes": sampling_passes,
+             "largest_sampling_round": largest_round,
              "device": device,
              "winner": best_info, "normalized_length": round(best_len, 6)}
     if tw is not None:

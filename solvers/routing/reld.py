@@ -245,7 +245,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     sample_size = starts * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq = math.inf, None
-    passes, samples, sampling_passes, used = 0, 0, 0, 0
+    passes, samples, sampling_passes, used, largest_round = 0, 0, 0, 0, 0
     scale = sample_scale = 1.0
     # Greedy passes: a chunk of starts over all eight symmetries (in blocks of ``together``);
     # while time remains, more chunks of further starts (top-up passes, sized to the time
@@ -316,6 +316,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         took = clock.elapsed - t0
         if mode == "sample":
             samples += int(flat.numel())
+            largest_round = max(largest_round, int(flat.numel()))
             sampling_passes += 1
             sample_scale = took / pass_seconds(n, m, 1)
         else:
@@ -333,6 +334,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     stats = {"starts": used, "symmetries_per_pass": together, "views": views_used,
              "passes": passes,
              "sampled_solutions": samples, "sampling_passes": sampling_passes,
+             "largest_sampling_round": largest_round,
              "device": device,
              "normalized_length": round(best_len, 6)}
     return routes, stats

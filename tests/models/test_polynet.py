@@ -153,13 +153,17 @@ def test_solver_is_feasible_and_names_the_winning_strategy(problem: str) -> None
 def test_a_sampling_round_takes_the_time_left() -> None:
     """One big sampling round instead of several of the first pass's size: each pass pays a
     fixed cost per decoding step, so fewer, larger rounds decode more solutions in the limit."""
+    from solvers.routing.reld import SAMPLE_CAP
     from training.instances import cvrptw_instance
 
     sol = solve(cvrptw_instance(6, n=31), "polynet", Budget(time_limit=2.0, seed=0))
     stats = sol.stats
     first_pass = stats["strategies_per_pass"] * stats["symmetries_per_pass"]
     assert sol.feasible and stats["sampling_passes"] >= 1
-    assert stats["sampled"] / stats["sampling_passes"] > first_pass
+    # the first round takes the time left, up to SAMPLE_CAP first passes (later rounds only
+    # what remains after it, so their mean depends on the machine's load)
+    assert stats["largest_sampling_round"] > first_pass
+    assert stats["largest_sampling_round"] <= SAMPLE_CAP * first_pass
     assert sol.wall_time < 2.2
 
 
