@@ -175,6 +175,17 @@ def fit_trajectories(n: int, symmetries: int, seconds: float, scale: float,
     return lo
 
 
+def van_der_corput(i: int) -> float:
+    """The i-th point of the base-2 van der Corput sequence in [0, 1) (0, 1/2, 1/4, 3/4, …):
+    every prefix of it is spread evenly."""
+    x, f = 0.0, 0.5
+    while i:
+        x += f * (i & 1)
+        i >>= 1
+        f /= 2
+    return x
+
+
 def spread_starts(n: int, count: int) -> list[int]:
     """``count`` start nodes spread evenly over 0..n-1, ordered so that every prefix is spread
     too (van der Corput order): the first greedy pass takes a prefix, top-up passes the rest."""
@@ -183,12 +194,7 @@ def spread_starts(n: int, count: int) -> list[int]:
     seen: set[int] = set()
     i = 0
     while len(order) < len(nodes):
-        x, f, k = 0.0, 0.5, i
-        while k:
-            x += f * (k & 1)
-            k >>= 1
-            f /= 2
-        j = int(x * len(nodes))
+        j = int(van_der_corput(i) * len(nodes))
         if j not in seen:
             seen.add(j)
             order.append(int(nodes[j]))
@@ -199,15 +205,7 @@ def spread_starts(n: int, count: int) -> list[int]:
 def view_angles(count: int) -> list[float]:
     """``count`` rotation angles in [0, π/2) in van der Corput order (0, π/4, π/8, 3π/8, …):
     the eight symmetries already cover the multiples of π/2, and every prefix is spread."""
-    out = []
-    for i in range(count):
-        x, f, k = 0.0, 0.5, i
-        while k:
-            x += f * (k & 1)
-            k >>= 1
-            f /= 2
-        out.append(x * math.pi / 2)
-    return out
+    return [van_der_corput(i) * math.pi / 2 for i in range(count)]
 
 
 def rotated_view(coords: torch.Tensor, angle: float) -> tuple[torch.Tensor, float]:
