@@ -108,17 +108,6 @@ class PolyNetModel(ReLDModel):
                                          dim=-1))
         return self.encode_embedded(torch.cat([depot, rest], dim=1))
 
-    def context_query(self, h: torch.Tensor, last: torch.Tensor,
-                      extra: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """CVRPTW: ``extra`` (B, M, 2) is (remaining load, current time)."""
-        if self.config.problem != "cvrptw":
-            return super().context_query(h, last, extra)
-        d = h.shape[-1]
-        h_last = h.gather(1, last[..., None].expand(*last.shape, d))
-        state = extra.to(h.dtype)
-        query = self.context(torch.cat([h_last, state], dim=-1))
-        return query, h_last + self.identity_extra(state)
-
     def refine(self, g: torch.Tensor, strategy: torch.Tensor | None) -> torch.Tensor:
         """g + MLP([g; z]); ``strategy`` is (M, bits) or (B, M, bits) for g (B, M, d).
 

@@ -51,10 +51,44 @@ class Rollout:
     log_prob: torch.Tensor  # (B, M); zeros when not tracked
 
 
+#: Up to this many entries (B·N², 32 MiB of float32 per table) the distances of a batch are
+#: computed once before decoding and each step gathers its rows: a step of a 100-node
+#: rollout then skips a distance computation and a logarithm over (B, M, N). Above it (a
+#: few thousand nodes) each step computes its rows from the coordinates, in the same way.
+TABLE_ENTRIES = 1 << 23
+
+
+def _euclidean(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(B, P, N) distances from points a (B, P, 2) to b (B, N, 2), each one computed
+    directly (not through a matrix product), so a table and its rows agree exactly."""
+    return torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")
+
+
 def _distances_from(coords: torch.Tensor, current: torch.Tensor) -> torch.Tensor:
     """(B, M, N) Euclidean distances from each trajectory's current node to all nodes."""
     here = coords.gather(1, current[..., None].expand(*current.shape, 2))  # (B, M, 2)
-    return torch.cdist(here, coords)
+    return _euclidean(here, coords)
+
+
+class Distances:
+    """Distances from the current nodes and their logarithms (the model's bias), from a
+    table computed once per batch when it fits in ``TABLE_ENTRIES``."""
+
+    def __init__(self, coords: torch.Tensor) -> None:
+        B, N, _ = coords.shape
+        self.coords = coords
+        self.table = self.log_table = None
+        if B * N * N <= TABLE_ENTRIES:
+            self.table = _euclidean(coords, coords)
+            self.log_table = torch.log(self.table.clamp_min(_EPS_DIST))
+            self.rows_of = torch.arange(B, device=coords.device)[:, None]
+
+    def rows(self, current: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(dist, log dist), each (B, M, N), from the nodes ``current`` (B, M)."""
+        if self.table is None or self.log_table is None:
+            dist = _distances_from(self.coords, current)
+            return dist, torch.log(dist.clamp_min(_EPS_DIST))
+        return self.table[self.rows_of, current], self.log_table[self.rows_of, current]
 
 
 def _choose(logits: torch.Tensor, decode: Decode, track: bool,
@@ -95,10 +129,10 @@ def rollout_tsp(
     actions = [starts]
     lengths = torch.zeros(B, M, device=coords.device, dtype=coords.dtype)
     log_prob = torch.zeros(B, M, device=coords.device, dtype=torch.float32)
+    distances = Distances(coords)
     for _ in range(N - 1):
-        dist = _distances_from(coords, current)
-        logits = model.step(cache, current, starts, ~visited,
-                            torch.log(dist.clamp_min(_EPS_DIST)), **cond)
+        dist, log_dist = distances.rows(current)
+        logits = model.step(cache, current, starts, ~visited, log_dist, **cond)
         action, log_p = _choose(logits, decode, track_log_prob, generator)
         if log_p is not None:
             log_prob = log_prob + log_p
@@ -106,7 +140,7 @@ def rollout_tsp(
         visited.scatter_(2, action[..., None], True)
         current = action
         actions.append(action)
-    back = _distances_from(coords, current).gather(-1, starts[..., None])[..., 0]
+    back = distances.rows(current)[0].gather(-1, starts[..., None])[..., 0]
     return Rollout(torch.stack(actions, dim=-1), lengths + back, log_prob)
 
 
@@ -152,6 +186,7 @@ def rollout_cvrp(
     actions: list[torch.Tensor] = []
     demand_m = demand[:, None, :]
     tol = _tolerance(capacity, B, coords)[:, None, None]
+    distances = Distances(coords)
     step = 0
     while True:
         finished = visited[..., 1:].all(dim=-1)  # (B, M)
@@ -162,9 +197,8 @@ def rollout_cvrp(
         # Done trajectories wait at the depot; the only choice then is the depot.
         feasible = torch.where(finished[..., None], torch.zeros_like(feasible), feasible)
         feasible[..., 0] |= finished
-        dist = _distances_from(coords, current)
-        logits = model.step(cache, current, load, feasible,
-                            torch.log(dist.clamp_min(_EPS_DIST)), **cond)
+        dist, log_dist = distances.rows(current)
+        logits = model.step(cache, current, load, feasible, log_dist, **cond)
         if step == 0 and multi_start:
             ranked = logits[:, 0].topk(min(first_rank + M, N - 1), dim=-1).indices
             first = ranked[:, min(first_rank, ranked.shape[1] - 1):]  # (B, M')
@@ -236,10 +270,9 @@ def replay_tsp(coords: torch.Tensor, tours: torch.Tensor) -> ReplaySteps:
     last = tours[..., :-1]
     first = tours[..., :1].expand(B, M, T)
     target = tours[..., 1:]
-    here = coords.gather(1, last.reshape(B, M * T, 1).expand(B, M * T, 2))
-    dist = torch.cdist(here, coords)
+    log_dist = Distances(coords).rows(last.reshape(B, M * T))[1]
     return ReplaySteps(last.reshape(B, -1), first.reshape(B, -1), mask.reshape(B, M * T, N),
-                       torch.log(dist.clamp_min(_EPS_DIST)), target.reshape(B, -1), (M, T))
+                       log_dist, target.reshape(B, -1), (M, T))
 
 
 def replay_cvrp(coords: torch.Tensor, demand: torch.Tensor, sequences: torch.Tensor,
@@ -269,10 +302,9 @@ def replay_cvrp(coords: torch.Tensor, demand: torch.Tensor, sequences: torch.Ten
     finished = visited[..., 1:].all(-1)
     feasible = torch.where(finished[..., None], torch.zeros_like(feasible), feasible)
     feasible[..., 0] |= finished
-    here = coords.gather(1, current.reshape(B, M * T, 1).expand(B, M * T, 2))
-    dist = torch.cdist(here, coords)
+    log_dist = Distances(coords).rows(current.reshape(B, M * T))[1]
     return ReplaySteps(current.reshape(B, -1), load.reshape(B, -1),
-                       feasible.reshape(B, M * T, N), torch.log(dist.clamp_min(_EPS_DIST)),
+                       feasible.reshape(B, M * T, N), log_dist,
                        sequences[..., 1:].reshape(B, -1), (M, T))
 
 

@@ -103,12 +103,17 @@ class _State:
         self.current = torch.zeros(B, M, dtype=torch.long, device=device)
         self.cap_tol = _tolerance(data.capacity, B, data.coords)[:, None, None]
         self.time_tol = 1e-9 * data.latest[:, 0].abs().clamp_min(1.0)[:, None, None]
+        self.rows_of = torch.arange(B, device=device)[:, None]
+        # the model's −log(distance) bias, as a table: a step gathers rows of it
+        self.log_travel = torch.log(data.travel.float().clamp_min(_EPS_DIST))
 
     def travel_from_current(self) -> torch.Tensor:
         """(B, M, N) float64 travel times from each trajectory's node."""
-        B, M = self.current.shape
-        N = self.data.travel.shape[-1]
-        return self.data.travel.gather(1, self.current[..., None].expand(B, M, N))
+        return self.data.travel[self.rows_of, self.current]
+
+    def log_travel_from_current(self) -> torch.Tensor:
+        """(B, M, N) float32 log travel times (the model's bias) from each trajectory's node."""
+        return self.log_travel[self.rows_of, self.current]
 
     def feasible(self, travel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(mask (B, M, N), finished (B, M))."""
@@ -190,7 +195,7 @@ def rollout_cvrptw(
         if bool(finished.all()) and bool((state.current == 0).all()):
             break
         logits = model.step(cache, state.current, state.extra(), mask,
-                            torch.log(travel.float().clamp_min(_EPS_DIST)), **cond)
+                            state.log_travel_from_current(), **cond)
         if step == 0 and multi_start:
             first = logits[:, 0].topk(min(M, N - 1), dim=-1).indices
             if first.shape[1] < M:
@@ -222,7 +227,7 @@ def replay_cvrptw(data: TWBatch, sequences: torch.Tensor) -> ReplaySteps:
         last.append(state.current)
         extra.append(state.extra())
         masks.append(mask)
-        log_dist.append(torch.log(travel.float().clamp_min(_EPS_DIST)))
+        log_dist.append(state.log_travel_from_current())
         state.advance(sequences[..., t + 1], travel)
     N = data.coords.shape[1]
     T = L - 1

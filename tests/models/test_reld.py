@@ -92,6 +92,30 @@ def test_cvrp_rollout_never_exceeds_capacity(decode: str) -> None:
         assert len(set(out.actions[0, :, 0].tolist())) == 8
 
 
+def test_distance_table_and_per_step_distances_decode_alike(monkeypatch) -> None:
+    """Small batches gather distance rows from a table computed once; large ones compute
+    each step's rows from the coordinates. Both paths give the same tours and lengths."""
+    import solvers.routing.env as env
+
+    tsp, cvrp = _small("tsp"), _small("cvrp")
+    coords, demand, capacity = _cvrp_batch(2, 20)
+    caps = torch.full((2,), float(capacity))
+
+    def decode() -> list[torch.Tensor]:
+        with torch.no_grad():
+            a = rollout_tsp(tsp, coords, torch.arange(5)[None].expand(2, 5))
+            b = rollout_cvrp(cvrp, coords, demand / capacity, 6, capacity=caps)
+            steps = replay_tsp(coords, a.actions)
+        return [a.actions, a.lengths, b.actions, b.lengths, steps.log_dist]
+
+    assert env.Distances(coords).table is not None
+    tabled = decode()
+    monkeypatch.setattr(env, "TABLE_ENTRIES", 0)
+    assert env.Distances(coords).table is None
+    for x, y in zip(tabled, decode(), strict=True):
+        assert torch.equal(x, y)
+
+
 def test_teacher_forcing_reproduces_sampled_log_probs() -> None:
     for problem in ("tsp", "cvrp"):
         model = _small(problem).double()
