@@ -144,6 +144,43 @@ def rollout_tsp(
     return Rollout(torch.stack(actions, dim=-1), lengths + back, log_prob)
 
 
+def rollout_path(
+    model: torch.nn.Module,
+    coords: torch.Tensor,
+    source: torch.Tensor,
+    target: torch.Tensor,
+    decode: Decode = "greedy",
+    generator: torch.Generator | None = None,
+    strategy: torch.Tensor | None = None,
+) -> Rollout:
+    """One path per instance from node ``source`` (B,) through every other node to node
+    ``target`` (B,), decoded by a TSP model: ``target`` stands in the context as the node
+    the tour returns to, so the model builds the cycle target → source → … → target, whose
+    length is the path's plus the constant edge (target, source). Actions (B, 1, N) run from
+    source to target; lengths are the paths'."""
+    cond = {} if strategy is None else {"strategy": strategy}
+    B, N, _ = coords.shape
+    cache = model.encode(coords)
+    current, last = source[:, None], target[:, None]
+    visited = torch.zeros(B, 1, N, dtype=torch.bool, device=coords.device)
+    visited.scatter_(2, current[..., None], True)
+    visited.scatter_(2, last[..., None], True)
+    distances = Distances(coords)
+    lengths = torch.zeros(B, 1, device=coords.device, dtype=coords.dtype)
+    actions = [current]
+    for _ in range(N - 2):
+        dist, log_dist = distances.rows(current)
+        logits = model.step(cache, current, last, ~visited, log_dist, **cond)
+        action, _ = _choose(logits, decode, False, generator)
+        lengths = lengths + dist.gather(-1, action[..., None])[..., 0]
+        visited.scatter_(2, action[..., None], True)
+        current = action
+        actions.append(action)
+    lengths = lengths + distances.rows(current)[0].gather(-1, last[..., None])[..., 0]
+    actions.append(last)
+    return Rollout(torch.stack(actions, dim=-1), lengths, torch.zeros_like(lengths))
+
+
 def rollout_cvrp(
     model: torch.nn.Module,
     coords: torch.Tensor,

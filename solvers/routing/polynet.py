@@ -48,8 +48,10 @@ from solvers.routing.problem import (
     CVRPTWInstance,
     Instance,
 )
+from solvers.routing.reconstruct import reconstruct_tour
 from solvers.routing.reld import (
     MIN_SAMPLES,
+    RECONSTRUCT_SHARE,
     SAMPLE_CAP,
     WEIGHTS_DIR,
     ReLDSolver,
@@ -156,7 +158,13 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         capacity = torch.tensor([float(instance.capacity)], device=device)
     if tw is not None:
         coords = tw.coords
-    m, together = plan(n, K, clock.remaining)
+    # TSP: the last part of the time goes to the model's reconstruction of its best tour
+    reserve = 0.0 if cvrp else RECONSTRUCT_SHARE * clock.remaining
+
+    def left() -> float:
+        return max(0.0, clock.remaining - reserve)
+
+    m, together = plan(n, K, left())
     sample_size = m * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
@@ -191,11 +199,11 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             # one sampling round takes what time is left (up to a cap), so the fixed cost of
             # a pass is paid once and the tail of the budget is not left unused
             # (more margin while the sampling speed is still borrowed from the greedy passes)
-            seconds = clock.remaining / (1.2 if sampled else 1.4)
+            seconds = left() / (1.2 if sampled else 1.4)
             count = max(fit_trajectories(n, 1, seconds, sample_scale, SAMPLE_CAP * sample_size),
                         min(sample_size, MIN_SAMPLES))
         predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)
-        if passes and (clock.remaining < 1.2 * predicted or budget.cancelled()
+        if passes and (left() < 1.2 * predicted or budget.cancelled()
                        or (max_solutions is not None and solutions >= max_solutions)):
             break
         t0 = clock.elapsed
@@ -256,6 +264,11 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         progress(ProgressEvent("polynet", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None
+    rebuilt: dict[str, Any] = {}
+    if not cvrp:
+        best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
+                                                       clock.remaining, budget.seed,
+                                                       strategies=strategy_bits(K, device=device))
     if cvrp:
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
     else:
@@ -268,4 +281,6 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
              "winner": best_info, "normalized_length": round(best_len, 6)}
     if tw is not None:
         stats["fill_passes"] = fill_passes
+    if rebuilt:
+        stats["reconstruction"] = rebuilt
     return routes, stats

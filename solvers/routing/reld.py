@@ -37,6 +37,7 @@ from solvers.routing.env import (
     rollout_tsp,
 )
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
+from solvers.routing.reconstruct import reconstruct_tour
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 #: Intra-op threads for torch. One per solve: the service runs solves and jobs side by side,
@@ -53,6 +54,9 @@ MIN_SAMPLES = 16
 #: solutions: all 100 starts × 8 symmetries on 2 views 0.980 %, on 4 views 0.918 %, against
 #: 1.089 % for the search with sampling at 4 s (1.094 % from one view alone).
 MAX_VIEWS = 8
+#: Share of a TSP time limit kept for the model's reconstruction of its best tour
+#: (solvers.routing.reconstruct) after the greedy passes.
+RECONSTRUCT_SHARE = 0.5
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
 #: The cost model of a greedy pass (see ``pass_seconds``), fitted on one core of the 2-core
 #: development machine (TSP100: 12 × 8 trajectories 0.28 s, 100 × 8 1.12 s); it sizes the
@@ -239,7 +243,13 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         capacity = torch.tensor([float(instance.capacity)], device=device)
     all_starts = min(MAX_STARTS, n - 1 if cvrp else n)
     tsp_order = spread_starts(n, all_starts) if not cvrp else []
-    starts, together = plan_passes(n, all_starts, clock.remaining)
+    # TSP: the last part of the time goes to the model's reconstruction of its best tour
+    reserve = 0.0 if cvrp else RECONSTRUCT_SHARE * clock.remaining
+
+    def left() -> float:
+        return max(0.0, clock.remaining - reserve)
+
+    starts, together = plan_passes(n, all_starts, left())
     sample_size = starts * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq = math.inf, None
@@ -258,10 +268,10 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     queue: list[tuple[str, int, int, int]] = [("greedy", b, *chunk) for b in blocks]
     while True:
         if not queue:
-            left = all_starts - (chunk[0] + chunk[1])
-            seconds = clock.remaining / 1.4 / len(blocks)
-            size = fit_trajectories(n, together, seconds, scale, left) if left > 0 else 0
-            if size == 0 and left <= 0 and view + 1 < len(angles):
+            rest = all_starts - (chunk[0] + chunk[1])
+            seconds = left() / 1.4 / len(blocks)
+            size = fit_trajectories(n, together, seconds, scale, rest) if rest > 0 else 0
+            if size == 0 and rest <= 0 and view + 1 < len(angles):
                 # every start is done on this view: the next view, if a pass of at least
                 # half of the starts fits (fewer starts on more views did worse)
                 size = fit_trajectories(n, together, seconds, scale, all_starts)
@@ -278,7 +288,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
             else:
                 # a sampling round takes the time left (fewer, larger rounds pay the fixed
                 # cost per decoding step once), at most SAMPLE_CAP first passes' worth
-                seconds = clock.remaining / (1.2 if samples else 1.4)
+                seconds = left() / (1.2 if samples else 1.4)
                 size = max(fit_trajectories(n, 1, seconds, sample_scale,
                                             SAMPLE_CAP * sample_size),
                            min(sample_size, MIN_SAMPLES))
@@ -286,7 +296,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         mode, first_sym, first, m = queue.pop(0)
         predicted = (sample_scale * pass_seconds(n, m, 1) if mode == "sample"
                      else scale * pass_seconds(n, m, together))
-        if passes and (budget.cancelled() or clock.remaining < 1.2 * predicted):
+        if passes and (budget.cancelled() or left() < 1.2 * predicted):
             break
         t0 = clock.elapsed
         k = together if mode == "greedy" else 1
@@ -325,6 +335,10 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         progress(ProgressEvent("reld", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None
+    rebuilt: dict[str, Any] = {}
+    if not cvrp:
+        best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
+                                                       clock.remaining, budget.seed)
     if cvrp:
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
     else:
@@ -335,5 +349,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
              "largest_sampling_round": largest_round,
              "device": device,
              "normalized_length": round(best_len, 6)}
+    if rebuilt:
+        stats["reconstruction"] = rebuilt
     return routes, stats
 
