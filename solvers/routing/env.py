@@ -152,12 +152,14 @@ def rollout_path(
     decode: Decode = "greedy",
     generator: torch.Generator | None = None,
     strategy: torch.Tensor | None = None,
+    sample_rows: torch.Tensor | None = None,
 ) -> Rollout:
     """One path per instance from node ``source`` (B,) through every other node to node
     ``target`` (B,), decoded by a TSP model: ``target`` stands in the context as the node
     the tour returns to, so the model builds the cycle target → source → … → target, whose
     length is the path's plus the constant edge (target, source). Actions (B, 1, N) run from
-    source to target; lengths are the paths'."""
+    source to target; lengths are the paths'. ``sample_rows`` (B,) bool: instances decoded
+    by sampling while the others follow ``decode``."""
     cond = {} if strategy is None else {"strategy": strategy}
     B, N, _ = coords.shape
     cache = model.encode(coords)
@@ -172,6 +174,9 @@ def rollout_path(
         dist, log_dist = distances.rows(current)
         logits = model.step(cache, current, last, ~visited, log_dist, **cond)
         action, _ = _choose(logits, decode, False, generator)
+        if sample_rows is not None:
+            sampled, _ = _choose(logits, "sample", False, generator)
+            action = torch.where(sample_rows[:, None], sampled, action)
         lengths = lengths + dist.gather(-1, action[..., None])[..., 0]
         visited.scatter_(2, action[..., None], True)
         current = action
