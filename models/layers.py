@@ -62,6 +62,7 @@ class EncoderLayer(nn.Module):
         self.attention = MultiHeadAttention(dim, heads)
         self.feed_forward = FeedForward(dim, hidden)
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        h = h + self.attention(h, h)
+    def forward(self, h: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``mask`` (B, 1, 1, N) bool: the nodes every node may attend to (None: all)."""
+        h = h + self.attention(h, h, mask)
         return h + self.feed_forward(h)

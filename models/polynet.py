@@ -97,16 +97,17 @@ class PolyNetModel(ReLDModel):
         return model.to(next(parent.parameters()).device)
 
     def encode(self, coords: torch.Tensor, demand: torch.Tensor | None = None,
-               times: torch.Tensor | None = None) -> DecoderCache:
+               times: torch.Tensor | None = None,
+               pad: torch.Tensor | None = None) -> DecoderCache:
         """As ReLD's; CVRPTW also needs ``times`` (B, N, 3): earliest, latest and service
         time of every node (the depot's latest is the horizon end)."""
         if self.config.problem != "cvrptw":
-            return super().encode(coords, demand)
+            return super().encode(coords, demand, pad)
         assert demand is not None and times is not None
         depot = self.embed_depot(torch.cat([coords[:, :1], times[:, :1, 1:2]], dim=-1))
         rest = self.embed_node(torch.cat([coords[:, 1:], demand[:, 1:, None], times[:, 1:]],
                                          dim=-1))
-        return self.encode_embedded(torch.cat([depot, rest], dim=1))
+        return self.encode_embedded(torch.cat([depot, rest], dim=1), pad)
 
     def refine(self, g: torch.Tensor, strategy: torch.Tensor | None) -> torch.Tensor:
         """g + MLP([g; z]); ``strategy`` is (M, bits) or (B, M, bits) for g (B, M, d).

@@ -81,9 +81,12 @@ class ReLDModel(nn.Module):
         self.logit_key = nn.Linear(d, d, bias=False)
 
     # -- encoding ----------------------------------------------------------------------
-    def encode(self, coords: torch.Tensor, demand: torch.Tensor | None = None) -> DecoderCache:
+    def encode(self, coords: torch.Tensor, demand: torch.Tensor | None = None,
+               pad: torch.Tensor | None = None) -> DecoderCache:
         """Embed the nodes (coords (B, N, 2) in [0, 1]; CVRP node 0 is the depot and
-        ``demand`` (B, N) is demand / capacity) and cache the decoder's keys and values."""
+        ``demand`` (B, N) is demand / capacity) and cache the decoder's keys and values.
+        ``pad`` (B, N) bool marks filler nodes (instances of different sizes in one batch):
+        no node attends to them."""
         if self.config.problem == "cvrp":
             assert demand is not None
             depot = self.embed_depot(coords[:, :1])
@@ -91,13 +94,14 @@ class ReLDModel(nn.Module):
             h = torch.cat([depot, rest], dim=1)
         else:
             h = self.embed_node(coords)
-        return self.encode_embedded(h)
+        return self.encode_embedded(h, pad)
 
-    def encode_embedded(self, h: torch.Tensor) -> DecoderCache:
+    def encode_embedded(self, h: torch.Tensor, pad: torch.Tensor | None = None) -> DecoderCache:
         """Run the encoder layers on node embeddings (B, N, d) and cache keys and values
         (split from ``encode`` so a subclass with other node features reuses it)."""
+        mask = None if pad is None else ~pad[:, None, None, :]
         for layer in self.encoder:
-            h = layer(h)
+            h = layer(h, mask)
         d = h.shape[-1]
         tsp = self.config.problem == "tsp"
         return DecoderCache(

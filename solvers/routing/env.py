@@ -199,6 +199,7 @@ def rollout_cvrp(
     strategy: torch.Tensor | None = None,
     multi_start: bool | None = None,
     first_rank: int = 0,
+    pad: torch.Tensor | None = None,
 ) -> Rollout:
     """Build ``trajectories`` solutions per instance, all from the depot (node 0).
 
@@ -211,7 +212,8 @@ def rollout_cvrp(
     (B, M, bits), PolyNet) nothing is forced by default: trajectory m decodes under strategy
     m alone; ``multi_start`` (default: greedy without a strategy) forces the top-M first
     customers either way; ``first_rank`` skips the first ranks (a later multi-start pass
-    continues where an earlier one stopped).
+    continues where an earlier one stopped). ``pad`` (B, N) bool: filler nodes of instances
+    batched with larger ones, never visited and hidden from the encoder.
     """
     if multi_start is None:
         multi_start = decode == "greedy" and strategy is None
@@ -219,8 +221,12 @@ def rollout_cvrp(
     B, N, _ = coords.shape
     M = trajectories
     device = coords.device
-    cache = cache or model.encode(coords, demand)
+    if cache is None:
+        cache = model.encode(coords, demand) if pad is None else model.encode(coords, demand,
+                                                                              pad=pad)
     visited = torch.zeros(B, M, N, dtype=torch.bool, device=device)
+    if pad is not None:
+        visited |= pad[:, None, :]
     load = torch.ones(B, M, device=device, dtype=coords.dtype)
     current = torch.zeros(B, M, dtype=torch.long, device=device)
     lengths = torch.zeros(B, M, device=device, dtype=coords.dtype)

@@ -46,6 +46,9 @@ class TWBatch:
     earliest: torch.Tensor  # (B, N) float64
     latest: torch.Tensor  # (B, N) float64
     service: torch.Tensor  # (B, N) float64
+    #: (B, N) bool filler nodes of instances batched with larger ones (never visited, hidden
+    #: from the encoder); None when every instance has N nodes
+    pad: torch.Tensor | None = None
 
     def repeat(self, copies: int, coords: torch.Tensor) -> TWBatch:
         """The batch ``copies`` times (transform-major, as ``env.augment`` stacks them) with
@@ -55,7 +58,7 @@ class TWBatch:
 
         return TWBatch(coords, rep(self.demand), rep(self.capacity), rep(self.times),
                        rep(self.travel), rep(self.earliest), rep(self.latest),
-                       rep(self.service))
+                       rep(self.service), None if self.pad is None else rep(self.pad))
 
 
 def tw_batch(instances: Sequence[CVRPTWInstance], device: str | torch.device = "cpu",
@@ -98,6 +101,8 @@ class _State:
         device = data.coords.device
         self.data = data
         self.visited = torch.zeros(B, M, N, dtype=torch.bool, device=device)
+        if data.pad is not None:
+            self.visited |= data.pad[:, None, :]
         self.load = torch.ones(B, M, device=device)
         self.clock = data.earliest[:, :1].expand(B, M).clone()
         self.current = torch.zeros(B, M, dtype=torch.long, device=device)
@@ -158,7 +163,9 @@ class _State:
 
 
 def encode_tw(model: torch.nn.Module, data: TWBatch) -> DecoderCache:
-    return model.encode(data.coords, data.demand, data.times)
+    if data.pad is None:
+        return model.encode(data.coords, data.demand, data.times)
+    return model.encode(data.coords, data.demand, data.times, pad=data.pad)
 
 
 def rollout_cvrptw(

@@ -48,7 +48,7 @@ from solvers.routing.problem import (
     CVRPTWInstance,
     Instance,
 )
-from solvers.routing.reconstruct import reconstruct_tour
+from solvers.routing.reconstruct import reconstruct_routes, reconstruct_tour
 from solvers.routing.reld import (
     MIN_SAMPLES,
     RECONSTRUCT_SHARE,
@@ -158,8 +158,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         capacity = torch.tensor([float(instance.capacity)], device=device)
     if tw is not None:
         coords = tw.coords
-    # TSP: the last part of the time goes to the model's reconstruction of its best tour
-    reserve = 0.0 if cvrp else RECONSTRUCT_SHARE * clock.remaining
+    # the last part of the time goes to the model's reconstruction of its best solution
+    reserve = RECONSTRUCT_SHARE[instance.problem] * clock.remaining
 
     def left() -> float:
         return max(0.0, clock.remaining - reserve)
@@ -270,7 +270,13 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                                                        clock.remaining, budget.seed,
                                                        strategies=strategy_bits(K, device=device))
     if cvrp:
+        assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
+        before = instance.cost(routes)
+        routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
+                                             budget.seed, device=device,
+                                             strategies=strategy_bits(K, device=device))
+        best_len *= instance.cost(routes) / before if before > 0 else 1.0
     else:
         routes = [[int(v) for v in best_seq]]
     stats = {"strategies": K, "strategies_per_pass": m, "symmetries_per_pass": together,

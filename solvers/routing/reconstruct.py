@@ -16,13 +16,17 @@ than they gained (11/13).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import torch
 
 from solvers.base import Clock
-from solvers.routing.env import augment, normalize_coords, rollout_path
+from solvers.routing.check import check_cvrptw
+from solvers.routing.env import augment, cvrp_routes, normalize_coords, rollout_cvrp, rollout_path
+from solvers.routing.env_tw import TWBatch, rollout_cvrptw
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance
 
 #: Stretch lengths drawn per round (nodes, end nodes included).
 SHORTEST, LONGEST = 10, 25
@@ -116,3 +120,154 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
     gain = 100.0 * (start_length - final) / start_length if start_length > 0 else 0.0
     return [int(v) for v in order], final, {"rounds": rounds, "improved_stretches": improved,
                                             "gain_percent": round(gain, 4)}
+
+
+# -- routes (CVRP, CVRPTW) ------------------------------------------------------------------
+#: Customers per group of neighbouring routes re-decoded together (drawn per round).
+GROUP_SMALLEST, GROUP_LARGEST = 20, 40
+#: Greedy starts (the top first customers, as ReLD's multi-start) per group and symmetry.
+GROUP_STARTS = 8
+
+
+def _group_seconds(steps: int, trajectories: int, nodes: int) -> float:
+    return steps * (_STEP_COST + _NODE_COST * trajectories * nodes)
+
+
+def route_groups(coords: np.ndarray, depot: int, routes: list[list[int]], size: int,
+                 offset: int) -> list[list[int]]:
+    """Disjoint groups of route indices, neighbours by the polar angle of their centroids
+    around the depot, each with at least ``size`` customers (or what is left), from the
+    ``offset``-th route on."""
+    centre = coords[depot]
+    angles = [math.atan2(*(coords[r].mean(0) - centre)[::-1]) for r in routes]
+    ring = list(np.roll(np.argsort(angles), -offset))
+    groups: list[list[int]] = []
+    group: list[int] = []
+    customers = 0
+    for k in ring:
+        group.append(int(k))
+        customers += len(routes[k])
+        if customers >= size:
+            groups.append(group)
+            group, customers = [], 0
+    if group:
+        groups.append(group)
+    return groups
+
+
+def _group_batch(instance: CVRPInstance, groups: list[list[int]], nodes: list[np.ndarray],
+                 device: str | torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                      torch.Tensor, TWBatch | None]:
+    """Small instances (depot first, filler nodes at the depot after the customers), scaled
+    into the unit square as ``env_tw.tw_batch`` scales a whole instance: coords, demand /
+    capacity, capacity, the filler mask and, for CVRPTW, the time data."""
+    size = max(len(v) for v in nodes)
+    G = len(groups)
+    coords = np.zeros((G, size, 2))
+    demand = np.zeros((G, size))
+    pad = np.zeros((G, size), dtype=bool)
+    tw = isinstance(instance, CVRPTWInstance)
+    times = np.zeros((G, size, 3))
+    travel = np.zeros((G, size, size))
+    matrix = instance.dense_matrix() if tw else None
+    for g, idx in enumerate(nodes):
+        full = np.concatenate([idx, np.full(size - len(idx), instance.depot)])
+        xy = instance.coords[full]
+        real = instance.coords[idx]
+        low = real.min(0)
+        span = max(float((real.max(0) - low).max()), 1e-12)
+        coords[g] = (xy - low) / span
+        demand[g, :len(idx)] = instance.demands[idx] / instance.capacity
+        pad[g, len(idx):] = True
+        if tw:
+            assert isinstance(instance, CVRPTWInstance) and matrix is not None
+            times[g, :, :2] = instance.time_windows[full] / span
+            times[g, :, 2] = instance.service_times[full] / span
+            times[g, len(idx):, 2] = 0.0
+            travel[g] = matrix[np.ix_(full, full)] / span
+    t = torch.as_tensor
+    xy_t = t(coords, dtype=torch.float32, device=device)
+    dem_t = t(demand, dtype=torch.float32, device=device)
+    cap_t = torch.full((G,), float(instance.capacity), device=device)
+    pad_t = t(pad, device=device)
+    data = None
+    if tw:
+        f64 = t(times, dtype=torch.float64, device=device)
+        data = TWBatch(xy_t, dem_t, cap_t, f64.float(), t(travel, dtype=torch.float64,
+                                                           device=device),
+                       f64[..., 0], f64[..., 1], f64[..., 2], pad_t)
+    return xy_t, dem_t, cap_t, pad_t, data
+
+
+def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int]],
+                       clock: Clock, seconds: float, seed: int,
+                       strategies: torch.Tensor | None = None,
+                       device: str | torch.device = "cpu",
+                       ) -> tuple[list[list[int]], dict[str, Any]]:
+    """Improve a CVRP or CVRPTW solution (routes of customer ids) for about ``seconds``:
+    each round splits the routes into disjoint groups of neighbours (by angle around the
+    depot) and the model re-solves every group as a small instance of its own (greedy
+    multi-start on the eight symmetries, all groups in one padded batch); a group's new
+    routes replace the old ones when they cost less under the instance's own distances, use
+    no more vehicles where the fleet is capped, and (CVRPTW) pass the independent checker.
+    ``strategies`` (S, bits): PolyNet strategies for the starts (None: the plain decoder)."""
+    tw = isinstance(instance, CVRPTWInstance)
+    routes = [list(r) for r in routes if r]
+    rng = np.random.default_rng(seed)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    start_cost = instance.cost(routes)
+    rounds = improved = 0
+    scale = 1.0
+    deadline = clock.elapsed + seconds
+    capped = instance.max_vehicles is not None
+    while len(routes) >= 1:
+        size = int(rng.integers(GROUP_SMALLEST, GROUP_LARGEST + 1))
+        groups = route_groups(instance.coords, instance.depot, routes, size,
+                              int(rng.integers(len(routes))))
+        nodes = [np.concatenate([[instance.depot]] + [routes[k] for k in g]).astype(np.int64)
+                 for g in groups]
+        customers = min(len(v) for v in nodes) - 1
+        starts = max(1, min(GROUP_STARTS, customers))
+        longest = max(len(v) for v in nodes)
+        steps = int(1.15 * longest) + 2
+        predicted = scale * _group_seconds(steps, 8 * len(groups) * starts, longest)
+        left = min(deadline - clock.elapsed, clock.remaining)
+        if left < 1.2 * predicted or clock.budget.cancelled():
+            break
+        t0 = clock.elapsed
+        xy, dem, cap, pad, data = _group_batch(instance, groups, nodes, device)
+        aug = augment(xy, 8)
+        z = None
+        if strategies is not None:
+            z = strategies[(rounds * starts + torch.arange(starts, device=device))
+                           % len(strategies)]
+        if data is not None:
+            result = rollout_cvrptw(model, data.repeat(8, aug), starts, strategy=z,
+                                    multi_start=True, generator=generator)
+        else:
+            result = rollout_cvrp(model, aug, dem.repeat(8, 1), starts, capacity=cap.repeat(8),
+                                  strategy=z, multi_start=True, generator=generator,
+                                  pad=pad.repeat(8, 1))
+        lengths = result.lengths.reshape(8, len(groups), starts).permute(1, 0, 2)
+        actions = result.actions.reshape(8, len(groups), starts, -1).permute(1, 0, 2, 3)
+        rebuilt: list[list[int]] = []
+        for g, group in enumerate(groups):
+            old = [routes[k] for k in group]
+            pick = int(lengths[g].reshape(-1).argmin())
+            seq = actions[g].reshape(8 * starts, -1)[pick].tolist()
+            new = [[int(nodes[g][v]) for v in r] for r in cvrp_routes(seq)]
+            better = ((not capped or len(new) <= len(old))
+                      and instance.cost(new) < instance.cost(old) - 1e-9)
+            if better and tw:  # the groups are disjoint and windows are per route
+                rest = [routes[k] for k in range(len(routes)) if k not in set(group)]
+                better = not check_cvrptw(instance, rest + new)  # type: ignore[arg-type]
+            rebuilt += new if better else old
+            improved += int(better)
+        routes = rebuilt
+        rounds += 1
+        took = clock.elapsed - t0
+        scale = took / _group_seconds(steps, 8 * len(groups) * starts, longest)
+    final = instance.cost(routes)
+    gain = 100.0 * (start_cost - final) / start_cost if start_cost > 0 else 0.0
+    return routes, {"rounds": rounds, "improved_groups": improved,
+                    "gain_percent": round(gain, 4)}

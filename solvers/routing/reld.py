@@ -39,7 +39,7 @@ from solvers.routing.env import (
     rollout_tsp,
 )
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
-from solvers.routing.reconstruct import reconstruct_tour
+from solvers.routing.reconstruct import reconstruct_routes, reconstruct_tour
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 #: Intra-op threads for torch. One per solve: the service runs solves and jobs side by side,
@@ -56,11 +56,13 @@ MIN_SAMPLES = 16
 #: solutions: all 100 starts × 8 symmetries on 2 views 0.980 %, on 4 views 0.918 %, against
 #: 1.089 % for the search with sampling at 4 s (1.094 % from one view alone).
 MAX_VIEWS = 8
-#: Share of a TSP time limit kept for the model's reconstruction of its best tour
-#: (solvers.routing.reconstruct) after the greedy passes. 32 TSP100 at 1 s: 0.3 -> 7.8777,
-#: 0.15 -> 7.8786, 0 (rounds only in the time the passes leave) -> 7.8980; 24 others: 0.3
-#: and 0.5 alike (7.908), 0.7 starves the passes (8.059).
-RECONSTRUCT_SHARE = 0.3
+#: Share of the time limit kept for the model's reconstruction of its best solution
+#: (solvers.routing.reconstruct: stretches of a tour, groups of routes) after the passes.
+#: 32 TSP100 at 1 s: 0.3 -> 7.8777, 0.15 -> 7.8786, 0 (rounds only in the time the passes
+#: leave) -> 7.8980; 24 others: 0.3 and 0.5 alike (7.908), 0.7 starves the passes (8.059).
+#: 24 CVRP100 at 1 s: 0.5 -> 16.5788 against 0.3 -> 16.6018 (better on 16, worse on 3) and
+#: 0.15 -> 16.6734; 24 others: 0.7 worse than 0.5 on 17 (16.3059 against 16.1685).
+RECONSTRUCT_SHARE = {"tsp": 0.3, "cvrp": 0.5, "cvrptw": 0.5}
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
 #: The cost model of a greedy pass (see ``pass_seconds``), fitted on one core of the 2-core
 #: development machine (TSP100: 12 × 8 trajectories 0.28 s, 100 × 8 1.12 s); it sizes the
@@ -247,8 +249,8 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         capacity = torch.tensor([float(instance.capacity)], device=device)
     all_starts = min(MAX_STARTS, n - 1 if cvrp else n)
     tsp_order = spread_starts(n, all_starts) if not cvrp else []
-    # TSP: the last part of the time goes to the model's reconstruction of its best tour
-    reserve = 0.0 if cvrp else RECONSTRUCT_SHARE * clock.remaining
+    # the last part of the time goes to the model's reconstruction of its best solution
+    reserve = RECONSTRUCT_SHARE[instance.problem] * clock.remaining
 
     def left() -> float:
         return max(0.0, clock.remaining - reserve)
@@ -344,7 +346,12 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
                                                        clock.remaining, budget.seed)
     if cvrp:
+        assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
+        before = instance.cost(routes)
+        routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
+                                             budget.seed, device=device)
+        best_len *= instance.cost(routes) / before if before > 0 else 1.0
     else:
         routes = [[int(v) for v in best_seq]]
     stats = {"starts": used, "symmetries_per_pass": together, "views": views_used,

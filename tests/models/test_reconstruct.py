@@ -9,11 +9,18 @@ import torch
 
 from models.reld import ReLDConfig, ReLDModel
 from solvers.base import Budget, Clock
-from solvers.routing.env import rollout_path
-from solvers.routing.problem import TSPInstance
-from solvers.routing.reconstruct import path_lengths, reconstruct_tour
+from solvers.routing.check import check_cvrp, check_cvrptw
+from solvers.routing.env import rollout_cvrp, rollout_path
+from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.reconstruct import (
+    path_lengths,
+    reconstruct_routes,
+    reconstruct_tour,
+    route_groups,
+)
 from solvers.routing.reld import TORCH_THREADS, read_checkpoint, weights_path
 from solvers.routing.solve import solve
+from training.instances import cvrptw_instance
 
 
 @pytest.mark.parametrize("decode", ["greedy", "sample", "mixed"])
@@ -72,3 +79,63 @@ def test_reld_tsp_spends_the_end_of_its_time_on_reconstruction() -> None:
     assert sol.wall_time < 1.2
     span = float((inst.coords.max(0) - inst.coords.min(0)).max())
     assert sol.cost == pytest.approx(sol.stats["normalized_length"] * span, rel=1e-5)
+
+
+def test_filler_nodes_change_nothing_for_the_real_ones() -> None:
+    """Groups of routes are batched with filler nodes: hidden from the encoder and never
+    visited, so a padded instance decodes exactly as it does alone."""
+    torch.manual_seed(0)
+    model = ReLDModel(ReLDConfig(problem="cvrp", layers=2, dim=32, heads=4, hidden=64))
+    g = torch.Generator().manual_seed(2)
+    coords = torch.rand(1, 12, 2, generator=g)
+    demand = torch.randint(1, 5, (1, 12), generator=g).float() / 20
+    demand[:, 0] = 0
+    padded = torch.cat([coords, coords[:, :1].expand(1, 5, 2)], dim=1)
+    pad = torch.zeros(1, 17, dtype=torch.bool)
+    pad[:, 12:] = True
+    with torch.no_grad():
+        alone = model.encode(coords, demand)
+        with_pad = model.encode(padded, torch.cat([demand, torch.zeros(1, 5)], 1), pad=pad)
+        assert torch.allclose(alone.embeddings, with_pad.embeddings[:, :12], atol=1e-5)
+        a = rollout_cvrp(model, coords, demand, 4, capacity=torch.tensor([20.0]))
+        b = rollout_cvrp(model, padded, torch.cat([demand, torch.zeros(1, 5)], 1), 4,
+                         capacity=torch.tensor([20.0]), pad=pad)
+    assert torch.equal(a.actions, b.actions[..., :a.actions.shape[-1]])
+    assert torch.allclose(a.lengths, b.lengths)
+
+
+def test_route_groups_are_disjoint_neighbours_covering_every_route() -> None:
+    coords = np.array([[0.5, 0.5], [1, 0.5], [0.5, 1], [0, 0.5], [0.5, 0], [0.9, 0.9]])
+    routes = [[1], [2], [3], [4], [5]]
+    groups = route_groups(coords, 0, routes, size=2, offset=1)
+    assert sorted(k for g in groups for k in g) == list(range(5))
+    # routes by angle around the depot: 3 (−90°), 0 (0°), 4 (45°), 1 (90°), 2 (180°); from
+    # the second on, two customers per group, the last one what is left
+    assert groups == [[0, 4], [1, 2], [3]]
+
+
+def test_route_reconstruction_improves_a_poor_cvrp_solution_and_keeps_it_feasible(
+        x101: CVRPInstance) -> None:
+    torch.set_num_threads(TORCH_THREADS)
+    model = read_checkpoint(weights_path("cvrp"))[0].eval()
+    inst = CVRPInstance(coords=x101.coords, demands=x101.demands, capacity=x101.capacity,
+                        max_vehicles=100)
+    # one route per customer: far from anything the model decodes
+    routes = [[v] for v in range(inst.n) if v != inst.depot]
+    start = inst.cost(routes)
+    budget = Budget(time_limit=3.0)
+    with torch.inference_mode():
+        better, stats = reconstruct_routes(model, inst, routes, Clock(budget), 2.0, seed=0)
+    assert check_cvrp(inst, better) == []
+    assert inst.cost(better) < 0.7 * start and stats["improved_groups"] >= 1
+    assert len(better) <= len(routes)
+    assert stats["gain_percent"] == pytest.approx(100 * (start - inst.cost(better)) / start,
+                                                  abs=1e-3)
+
+
+def test_cvrptw_solutions_after_reconstruction_pass_the_checker() -> None:
+    inst = cvrptw_instance(20261299)
+    sol = solve(inst, "polynet", Budget(time_limit=1.5))
+    assert sol.feasible and check_cvrptw(inst, sol.routes) == []
+    rebuilt = sol.stats["reconstruction"]
+    assert rebuilt["rounds"] >= 1 and rebuilt["gain_percent"] >= 0
