@@ -205,6 +205,15 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)
         if passes and (left() < 1.2 * predicted or budget.cancelled()
                        or (max_solutions is not None and solutions >= max_solutions)):
+            if reserve > 0 and best_excess > 0 and not budget.cancelled() and (
+                    max_solutions is None or solutions < max_solutions):
+                # every solution so far breaks the fleet cap, which reconstruction never
+                # mends (it keeps a group's vehicle count): the time kept for it goes to
+                # passes, with full vehicles (Solomon C201: 17 routes for a fleet of 3 with
+                # the time split, 3 without)
+                reserve = 0.0
+                step -= 1
+                continue
             break
         t0 = clock.elapsed
         aug = augment(coords, sym + k)[sym:]

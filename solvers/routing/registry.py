@@ -125,9 +125,10 @@ register(
         description=(
             "ReLD (ICLR 2025): attention encoder + light decoder with identity mapping and a "
             "feed-forward layer, trained by us (weights/MANIFEST.json has the validation gap). "
-            "Greedy multi-start over the 8 symmetries, then rotated views and sampling; on the "
-            "TSP the last 30% of the time re-decodes stretches of the best tour with the model "
-            "(neural local reconstruction)."
+            "Greedy multi-start over the 8 symmetries, then rotated views and sampling; then "
+            "the model re-solves parts of its best solution (stretches of the tour, groups of "
+            "neighbouring routes: neural local reconstruction, 30% of the time on the TSP, 50% "
+            "on CVRP)."
         ),
         factory=_reld_solver,
         max_nodes={"tsp": 10_000, "cvrp": 10_000},
@@ -218,9 +219,9 @@ register(
             "to a residual block on the decoder query, fine-tuned from our ReLD weights with "
             "best-of-K REINFORCE (weights/MANIFEST.json has the validation gap). Greedy per "
             "strategy over the 8 symmetries, then sampling per strategy until the time limit; "
-            "the stats name the winning strategy and symmetry; on the TSP the last 30% of the "
-            "time re-decodes stretches of the best tour under the strategies in turn. CVRPTW: "
-            "time features in the node "
+            "the stats name the winning strategy and symmetry; then the model re-solves parts of "
+            "its best solution under the strategies in turn (neural local reconstruction). "
+            "CVRPTW: time features in the node "
             "embedding, the clock in the context, masks for windows and capacity (warm "
             "start from the CVRP weights)."
         ),
