@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from solvers.base import Clock
+from solvers.base import Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.routing.check import check_cvrptw
 from solvers.routing.env import augment, cvrp_routes, normalize_coords, rollout_cvrp, rollout_path
 from solvers.routing.env_tw import TWBatch, rollout_cvrptw
@@ -63,13 +63,14 @@ def _round_seconds(length: int, instances: int) -> float:
 
 def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: Clock,
                      seconds: float, seed: int, strategies: torch.Tensor | None = None,
-                     copies: int | None = None) -> tuple[list[int], float, dict[str, Any]]:
+                     copies: int | None = None, progress: ProgressCallback = no_progress,
+                     solver: str = "reld") -> tuple[list[int], float, dict[str, Any]]:
     """Improve ``tour`` over ``coords`` (N, 2, the model's normalized input) for about
     ``seconds`` (never past the clock's budget). Returns the tour, its length over
     ``coords`` and statistics.
 
     ``strategies`` (S, bits): PolyNet strategies, taken in turn by the small instances of a
-    round (None: the plain decoder)."""
+    round (None: the plain decoder). ``progress`` hears of every round, as ``solver``."""
     xy = coords.detach().cpu().double().numpy()
     order = np.asarray(tour)
     n = len(order)
@@ -125,6 +126,8 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
             order = rolled
             improved += int(better.sum())
         rounds += 1
+        progress(ProgressEvent(solver, clock.elapsed, rounds, None,
+                               f"reconstruction round {rounds}: {improved} stretches improved"))
         scale = (clock.elapsed - t0) / _round_seconds(length, size)
     final = float(path_lengths(xy, np.append(order, order[0])))
     gain = 100.0 * (start_length - final) / start_length if start_length > 0 else 0.0
@@ -213,6 +216,7 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
                        clock: Clock, seconds: float, seed: int,
                        strategies: torch.Tensor | None = None,
                        device: str | torch.device = "cpu",
+                       progress: ProgressCallback = no_progress, solver: str = "reld",
                        ) -> tuple[list[list[int]], dict[str, Any]]:
     """Improve a CVRP or CVRPTW solution (routes of customer ids) for about ``seconds``:
     each round splits the routes into disjoint groups of neighbours (by angle around the
@@ -220,7 +224,8 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
     multi-start on the eight symmetries, all groups in one padded batch); a group's new
     routes replace the old ones when they cost less under the instance's own distances, use
     no more vehicles where the fleet is capped, and (CVRPTW) pass the independent checker.
-    ``strategies`` (S, bits): PolyNet strategies for the starts (None: the plain decoder)."""
+    ``strategies`` (S, bits): PolyNet strategies for the starts (None: the plain decoder);
+    ``progress`` hears of every round, with the cost so far, as ``solver``."""
     tw = isinstance(instance, CVRPTWInstance)
     routes = [list(r) for r in routes if r]
     rng = np.random.default_rng(seed)
@@ -275,6 +280,8 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
             improved += int(better)
         routes = rebuilt
         rounds += 1
+        progress(ProgressEvent(solver, clock.elapsed, rounds, instance.cost(routes),
+                               f"reconstruction round {rounds}: {improved} groups improved"))
         took = clock.elapsed - t0
         scale = took / _group_seconds(steps, 8 * len(groups) * starts, longest)
     final = instance.cost(routes)

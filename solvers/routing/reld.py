@@ -9,12 +9,13 @@ estimate, and top-up greedy passes over further start nodes (spread so that ever
 covers the instance) fill the time left; once every start is decoded, the same passes run on
 views of the instance rotated by angles between the symmetries' multiples of π/2 (new inputs
 to the model, so new greedy solutions), then sampling rounds run while the measured cost
-still fits. On the TSP the passes get 70% of the time and the rest goes to the model's
-reconstruction of its best tour (``solvers.routing.reconstruct``: stretches of it re-decoded
-between their fixed ends). On 100-node sets greedy starts beat sampling (32 TSP100 at 1 s:
-7.837 against 7.872 with 12 starts and sampling; CVRP100 17.124 against 17.187). Memory
-stays near the size of one pass: symmetries run one at a time above 1,000 nodes, and the
-encoder's attention uses PyTorch's fused kernel, which never materializes the N×N matrix.
+still fits. The passes get 70% of the time on the TSP and 50% on CVRP; the rest goes to the
+model's reconstruction of its best solution (``solvers.routing.reconstruct``: stretches of
+the tour re-decoded between their fixed ends, groups of neighbouring routes re-solved). On
+100-node sets greedy starts beat sampling (32 TSP100 at 1 s: 7.837 against 7.872 with 12
+starts and sampling; CVRP100 17.124 against 17.187). Memory stays near the size of one pass:
+symmetries run one at a time above 1,000 nodes, and the encoder's attention uses PyTorch's
+fused kernel, which never materializes the N×N matrix.
 """
 
 from __future__ import annotations
@@ -344,13 +345,14 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     rebuilt: dict[str, Any] = {}
     if not cvrp:
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
-                                                       clock.remaining, budget.seed)
+                                                       clock.remaining, budget.seed,
+                                                       progress=progress)
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
         before = instance.cost(routes)
         routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
-                                             budget.seed, device=device)
+                                             budget.seed, device=device, progress=progress)
         best_len *= instance.cost(routes) / before if before > 0 else 1.0
     else:
         routes = [[int(v) for v in best_seq]]
