@@ -252,7 +252,10 @@ def test_cvrp_multi_start_first_rank_continues_the_ranking() -> None:
     assert torch.allclose(whole.lengths, torch.cat([head.lengths, tail.lengths], 1))
 
 
-def test_reld_tsp_uses_more_greedy_starts_when_time_allows() -> None:
+def test_reld_tsp_uses_more_greedy_starts_when_time_allows(monkeypatch) -> None:
+    from solvers.routing.reld import RECONSTRUCT_SHARE
+
+    monkeypatch.setitem(RECONSTRUCT_SHARE, "tsp", 0.0)  # the passes alone
     inst = TSPInstance(coords=np.random.default_rng(3).random((100, 2)))
     short = solve(inst, "reld", Budget(time_limit=0.5))
     long = solve(inst, "reld", Budget(time_limit=4.0))
@@ -283,7 +286,10 @@ def test_view_angles_are_spread_and_rotated_views_keep_tour_lengths() -> None:
     assert not torch.allclose(rotated_view(coords, angles[1])[0], coords)
 
 
-def test_reld_sampling_rounds_take_the_time_left() -> None:
+def test_reld_sampling_rounds_take_the_time_left(monkeypatch) -> None:
+    from solvers.routing.reld import RECONSTRUCT_SHARE
+
+    monkeypatch.setitem(RECONSTRUCT_SHARE, "tsp", 0.0)  # the passes alone
     inst = TSPInstance(coords=np.random.default_rng(4).random((30, 2)))
     sol = solve(inst, "reld", Budget(time_limit=2.0))
     stats = sol.stats
