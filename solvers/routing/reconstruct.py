@@ -169,11 +169,13 @@ def route_groups(coords: np.ndarray, depot: int, routes: list[list[int]], size: 
 
 
 def _group_batch(instance: CVRPInstance, groups: list[list[int]], nodes: list[np.ndarray],
-                 device: str | torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                                      torch.Tensor, TWBatch | None]:
+                 device: str | torch.device, matrix: np.ndarray | None = None,
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                            TWBatch | None]:
     """Small instances (depot first, filler nodes at the depot after the customers), scaled
     into the unit square as ``env_tw.tw_batch`` scales a whole instance: coords, demand /
-    capacity, capacity, the filler mask and, for CVRPTW, the time data."""
+    capacity, capacity, the filler mask and, for CVRPTW (``matrix``: the instance's travel
+    times), the time data."""
     size = max(len(v) for v in nodes)
     G = len(groups)
     coords = np.zeros((G, size, 2))
@@ -182,7 +184,6 @@ def _group_batch(instance: CVRPInstance, groups: list[list[int]], nodes: list[np
     tw = isinstance(instance, CVRPTWInstance)
     times = np.zeros((G, size, 3))
     travel = np.zeros((G, size, size))
-    matrix = instance.dense_matrix() if tw else None
     for g, idx in enumerate(nodes):
         full = np.concatenate([idx, np.full(size - len(idx), instance.depot)])
         xy = instance.coords[full]
@@ -235,6 +236,7 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
     scale = 1.0
     deadline = clock.elapsed + seconds
     capped = instance.max_vehicles is not None
+    matrix = instance.dense_matrix() if tw else None  # once, not per round
     while len(routes) >= 1:
         size = int(rng.integers(GROUP_SMALLEST, GROUP_LARGEST + 1))
         groups = route_groups(instance.coords, instance.depot, routes, size,
@@ -250,7 +252,7 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
         if left < 1.2 * predicted or clock.budget.cancelled():
             break
         t0 = clock.elapsed
-        xy, dem, cap, pad, data = _group_batch(instance, groups, nodes, device)
+        xy, dem, cap, pad, data = _group_batch(instance, groups, nodes, device, matrix)
         aug = augment(xy, 8)
         z = None
         if strategies is not None:
