@@ -152,14 +152,12 @@ def rollout_path(
     decode: Decode = "greedy",
     generator: torch.Generator | None = None,
     strategy: torch.Tensor | None = None,
-    sample_rows: torch.Tensor | None = None,
 ) -> Rollout:
     """One path per instance from node ``source`` (B,) through every other node to node
     ``target`` (B,), decoded by a TSP model: ``target`` stands in the context as the node
     the tour returns to, so the model builds the cycle target → source → … → target, whose
     length is the path's plus the constant edge (target, source). Actions (B, 1, N) run from
-    source to target; lengths are the paths'. ``sample_rows`` (B,) bool: instances decoded
-    by sampling while the others follow ``decode``."""
+    source to target; lengths are the paths'."""
     cond = {} if strategy is None else {"strategy": strategy}
     B, N, _ = coords.shape
     cache = model.encode(coords)
@@ -174,9 +172,6 @@ def rollout_path(
         dist, log_dist = distances.rows(current)
         logits = model.step(cache, current, last, ~visited, log_dist, **cond)
         action, _ = _choose(logits, decode, False, generator)
-        if sample_rows is not None:
-            sampled, _ = _choose(logits, "sample", False, generator)
-            action = torch.where(sample_rows[:, None], sampled, action)
         lengths = lengths + dist.gather(-1, action[..., None])[..., 0]
         visited.scatter_(2, action[..., None], True)
         current = action
@@ -221,9 +216,7 @@ def rollout_cvrp(
     B, N, _ = coords.shape
     M = trajectories
     device = coords.device
-    if cache is None:
-        cache = model.encode(coords, demand) if pad is None else model.encode(coords, demand,
-                                                                              pad=pad)
+    cache = cache or model.encode(coords, demand, pad=pad)
     visited = torch.zeros(B, M, N, dtype=torch.bool, device=device)
     if pad is not None:
         visited |= pad[:, None, :]

@@ -163,8 +163,6 @@ class _State:
 
 
 def encode_tw(model: torch.nn.Module, data: TWBatch) -> DecoderCache:
-    if data.pad is None:
-        return model.encode(data.coords, data.demand, data.times)
     return model.encode(data.coords, data.demand, data.times, pad=data.pad)
 
 

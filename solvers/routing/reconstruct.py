@@ -10,8 +10,8 @@ SIL's parallel local reconstruction, done with ReLD's encoder–light-decoder mo
 Short stretches did best on 100-node sets (16 TSP100, 0.3 of 1 s given to rounds:
 L in 10–25 −0.81%, 10–40 −0.67%, 20–60 −0.55% against the same second spent on construction).
 Each stretch is decoded from both of its ends (32 TSP100 at 1 s: better on 19, worse on 4
-than one direction; PolyNet 18/5); two more sampled copies per symmetry cost more rounds
-than they gained (11/13).
+than one direction; PolyNet 18/5); two more sampled decodings per symmetry cost more rounds
+than they gained (11/13), so there are none.
 
 CVRP and CVRPTW (``reconstruct_routes``): each round splits the routes into disjoint groups of
 neighbours (consecutive by the angle of their centroids around the depot, 20–40 customers a
@@ -42,8 +42,7 @@ from solvers.routing.problem import CVRPInstance, CVRPTWInstance
 SHORTEST, LONGEST = 10, 25
 #: At most this many small instances per round (stretches × symmetries × copies).
 MAX_BATCH = 4096
-#: Decodings of each stretch per symmetry: forward and backward (from either end), then
-#: sampled ones (PolyNet: further strategies, greedily).
+#: Greedy decodings of each stretch per symmetry: 2 is forward and backward (from either end).
 COPIES = 2
 #: Predicted seconds per decoding step and per small instance and node (the measured rounds
 #: rescale it), used to fit rounds in the time left.
@@ -70,7 +69,8 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
     ``coords`` and statistics.
 
     ``strategies`` (S, bits): PolyNet strategies, taken in turn by the small instances of a
-    round (None: the plain decoder). ``progress`` hears of every round, as ``solver``."""
+    round (None: the plain decoder). ``copies``: 1 decodes each stretch forward only, 2 (the
+    default) from both ends. ``progress`` hears of every round, as ``solver``."""
     xy = coords.detach().cpu().double().numpy()
     order = np.asarray(tour)
     n = len(order)
@@ -83,8 +83,7 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
     if n < 6:
         return [int(v) for v in order], start_length, {"rounds": 0, "improved_stretches": 0,
                                                        "gain_percent": 0.0}
-    generator = torch.Generator(device=coords.device).manual_seed(seed)
-    copies = COPIES if copies is None else copies
+    copies = min(2, COPIES if copies is None else copies)
     while True:
         length = int(rng.integers(shortest, longest + 1))
         count = n // length
@@ -104,13 +103,10 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
         copy = torch.arange(size, device=coords.device) // (syms * count)
         backward = copy % 2 == 1
         first = torch.where(backward, length - 1, 0)
-        z = sample = None
+        z = None
         if strategies is not None:
             z = strategies[torch.arange(size, device=coords.device) % len(strategies)][:, None]
-        elif reps > 2:
-            sample = copy >= 2
-        result = rollout_path(model, batch, first, length - 1 - first, strategy=z,
-                              generator=generator, sample_rows=sample)
+        result = rollout_path(model, batch, first, length - 1 - first, strategy=z)
         local = result.actions[:, 0].cpu().numpy()
         back = backward.cpu().numpy()
         local[back] = local[back, ::-1]  # every path from the stretch's first node to its last

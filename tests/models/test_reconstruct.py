@@ -25,17 +25,15 @@ from tests.conftest import DATA
 from training.instances import cvrptw_instance
 
 
-@pytest.mark.parametrize("decode", ["greedy", "sample", "mixed"])
+@pytest.mark.parametrize("decode", ["greedy", "sample"])
 def test_paths_run_from_source_through_every_node_to_target(decode: str) -> None:
     torch.manual_seed(0)
     model = ReLDModel(ReLDConfig(problem="tsp", layers=2, dim=32, heads=4, hidden=64))
     coords = torch.rand(4, 12, 2, generator=torch.Generator().manual_seed(1))
     source, target = torch.tensor([0, 3, 5, 11]), torch.tensor([11, 4, 0, 2])
-    mixed = torch.tensor([True, False, True, False]) if decode == "mixed" else None
     with torch.no_grad():
-        out = rollout_path(model, coords, source, target,
-                           decode="greedy" if mixed is not None else decode,
-                           sample_rows=mixed, generator=torch.Generator().manual_seed(0))
+        out = rollout_path(model, coords, source, target, decode=decode,
+                           generator=torch.Generator().manual_seed(0))
     assert out.actions.shape == (4, 1, 12)
     for b in range(4):
         path = out.actions[b, 0].tolist()
