@@ -52,6 +52,7 @@ from solvers.routing.reconstruct import reconstruct_routes, reconstruct_tour
 from solvers.routing.reld import (
     MIN_SAMPLES,
     RECONSTRUCT_SHARE,
+    ROUND_MARGIN,
     SAMPLE_CAP,
     WEIGHTS_DIR,
     ReLDSolver,
@@ -198,8 +199,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         if not greedy:
             # one sampling round takes what time is left (up to a cap), so the fixed cost of
             # a pass is paid once and the tail of the budget is not left unused
-            # (more margin while the sampling speed is still borrowed from the greedy passes)
-            seconds = left() / (1.2 if sampled else 1.4)
+            # (with a margin for a slowdown while it runs)
+            seconds = left() / ROUND_MARGIN
             count = max(fit_trajectories(n, 1, seconds, sample_scale, SAMPLE_CAP * sample_size),
                         min(sample_size, MIN_SAMPLES))
         predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)

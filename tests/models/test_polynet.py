@@ -160,7 +160,7 @@ def test_a_sampling_round_takes_the_time_left(monkeypatch) -> None:
 
     monkeypatch.setitem(RECONSTRUCT_SHARE, "cvrptw", 0.0)
 
-    sol = solve(cvrptw_instance(6, n=31), "polynet", Budget(time_limit=2.0, seed=0))
+    sol = solve(cvrptw_instance(6, n=31), "polynet", Budget(time_limit=3.0, seed=0))
     stats = sol.stats
     first_pass = stats["strategies_per_pass"] * stats["symmetries_per_pass"]
     assert sol.feasible and stats["sampling_passes"] >= 1
@@ -168,8 +168,9 @@ def test_a_sampling_round_takes_the_time_left(monkeypatch) -> None:
     # what remains after it, so their mean depends on the machine's load)
     assert stats["largest_sampling_round"] > first_pass
     assert stats["largest_sampling_round"] <= SAMPLE_CAP * first_pass
-    assert sol.wall_time < 2.3  # 2.24 in a CI run beside a trainer: the round is fitted
-    # to the measured speed, which the load can change while it runs
+    # the round is fitted to a speed measured before it, with ROUND_MARGIN for a load change
+    # while it runs (2.34 s of 2 s beside a trainer with a smaller margin)
+    assert sol.wall_time < 3.3
 
 
 def test_solution_budget_caps_the_decoded_solutions() -> None:
