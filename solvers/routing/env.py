@@ -153,20 +153,25 @@ def rollout_path(
     generator: torch.Generator | None = None,
     strategy: torch.Tensor | None = None,
 ) -> Rollout:
-    """One path per instance from node ``source`` (B,) through every other node to node
-    ``target`` (B,), decoded by a TSP model: ``target`` stands in the context as the node
-    the tour returns to, so the model builds the cycle target → source → … → target, whose
-    length is the path's plus the constant edge (target, source). Actions (B, 1, N) run from
-    source to target; lengths are the paths'."""
+    """Paths from node ``source`` through every other node to node ``target``, decoded by a
+    TSP model: ``target`` stands in the context as the node the tour returns to, so the model
+    builds the cycle target → source → … → target, whose length is the path's plus the
+    constant edge (target, source). ``source`` and ``target`` are (B,) for one path per
+    instance or (B, M) for M paths of each instance on one encoding (``strategy``: (B, M,
+    bits) or (M, bits) for PolyNet). Actions (B, M, N) run from source to target; lengths
+    (B, M) are the paths'."""
     cond = {} if strategy is None else {"strategy": strategy}
     B, N, _ = coords.shape
+    if source.dim() == 1:
+        source, target = source[:, None], target[:, None]
     cache = model.encode(coords)
-    current, last = source[:, None], target[:, None]
-    visited = torch.zeros(B, 1, N, dtype=torch.bool, device=coords.device)
+    current, last = source, target
+    M = current.shape[1]
+    visited = torch.zeros(B, M, N, dtype=torch.bool, device=coords.device)
     visited.scatter_(2, current[..., None], True)
     visited.scatter_(2, last[..., None], True)
     distances = Distances(coords)
-    lengths = torch.zeros(B, 1, device=coords.device, dtype=coords.dtype)
+    lengths = torch.zeros(B, M, device=coords.device, dtype=coords.dtype)
     actions = [current]
     for _ in range(N - 2):
         dist, log_dist = distances.rows(current)

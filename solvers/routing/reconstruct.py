@@ -10,8 +10,11 @@ SIL's parallel local reconstruction, done with ReLD's encoder–light-decoder mo
 Short stretches did best on 100-node sets (16 TSP100, 0.3 of 1 s given to rounds:
 L in 10–25 −0.81%, 10–40 −0.67%, 20–60 −0.55% against the same second spent on construction).
 Each stretch is decoded from both of its ends (32 TSP100 at 1 s: better on 19, worse on 4
-than one direction; PolyNet 18/5); two more sampled decodings per symmetry cost more rounds
-than they gained (11/13), so there are none.
+than one direction; PolyNet 18/5), both on one encoding of the stretch, on two of its
+symmetries (``SYMMETRIES``); two more sampled decodings per symmetry cost more rounds than
+they gained (11/13), so there are none. PolyNet gives each decoding of a stretch its own
+strategy; more strategies per stretch in place of symmetries did not pay either (48 TSP100 at
+1 s against ReLD: 2 symmetries × 2 decodings 23 better / 22 worse, 2 × 4 18/27, 1 × 4 17/27).
 
 CVRP and CVRPTW (``reconstruct_routes``): each round splits the routes into disjoint groups of
 neighbours (consecutive by the angle of their centroids around the depot, 20–40 customers a
@@ -44,6 +47,11 @@ SHORTEST, LONGEST = 10, 25
 MAX_BATCH = 4096
 #: Greedy decodings of each stretch per symmetry: 2 is forward and backward (from either end).
 COPIES = 2
+#: Symmetries of each stretch (each one encoded once, its copies decoded on that encoding).
+#: Encoding is most of a round's time, and rounds are what the time buys: 48 TSP100 at 1 s
+#: (ReLD), 2 symmetries against 8: better on 20, worse on 4 (7.875 against 7.887); 4: 17/3;
+#: 1 against 2: 8/10 on another 48.
+SYMMETRIES = 2
 #: Predicted seconds per decoding step and per small instance and node (the measured rounds
 #: rescale it), used to fit rounds in the time left.
 _STEP_COST = 1.0e-3
@@ -62,7 +70,8 @@ def _round_seconds(length: int, instances: int) -> float:
 
 def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: Clock,
                      seconds: float, seed: int, strategies: torch.Tensor | None = None,
-                     copies: int | None = None, progress: ProgressCallback = no_progress,
+                     copies: int | None = None, symmetries: int | None = None,
+                     progress: ProgressCallback = no_progress,
                      solver: str = "reld") -> tuple[list[int], float, dict[str, Any]]:
     """Improve ``tour`` over ``coords`` (N, 2, the model's normalized input) for about
     ``seconds`` (never past the clock's budget). Returns the tour, its length over
@@ -83,11 +92,14 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
     if n < 6:
         return [int(v) for v in order], start_length, {"rounds": 0, "improved_stretches": 0,
                                                        "gain_percent": 0.0}
-    copies = min(2, COPIES if copies is None else copies)
+    copies = COPIES if copies is None else copies
+    if strategies is None:
+        copies = min(2, copies)  # the plain decoder has no more than two greedy decodings
     while True:
         length = int(rng.integers(shortest, longest + 1))
         count = n // length
-        syms = max(1, min(8, MAX_BATCH // count))
+        syms = max(1, min(SYMMETRIES if symmetries is None else symmetries,
+                          MAX_BATCH // count))
         reps = max(1, min(copies, MAX_BATCH // (count * syms)))
         size = reps * syms * count
         predicted = scale * _round_seconds(length, size)
@@ -98,19 +110,26 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
         rolled = np.roll(order, -int(rng.integers(n)))
         stretches = rolled[:count * length].reshape(count, length)
         small = normalize_coords(coords[torch.as_tensor(stretches, device=coords.device)])
-        # (reps·syms·count, L, 2), copy-major then symmetry-major; odd copies run backward
-        batch = augment(small, syms).repeat(reps, 1, 1)
-        copy = torch.arange(size, device=coords.device) // (syms * count)
-        backward = copy % 2 == 1
-        first = torch.where(backward, length - 1, 0)
+        # (syms·count, L, 2), symmetry-major, each encoded once and decoded ``reps`` times:
+        # even copies from the stretch's first node, odd ones backward from its last
+        batch = augment(small, syms)
+        backward = torch.arange(reps, device=coords.device) % 2 == 1
+        first = torch.where(backward, length - 1, 0).expand(syms * count, reps)
         z = None
         if strategies is not None:
-            z = strategies[torch.arange(size, device=coords.device) % len(strategies)][:, None]
+            # a stretch's decodings (symmetries × copies) take distinct strategies, and the
+            # strategies move on from round to round
+            sym_of = torch.arange(syms, device=coords.device)[:, None, None]
+            stretch_of = torch.arange(count, device=coords.device)[None, :, None]
+            copy_of = torch.arange(reps, device=coords.device)[None, None, :]
+            pick = (sym_of * reps + copy_of + stretch_of * reps * syms + rounds * 31)
+            z = strategies[pick.reshape(syms * count, reps) % len(strategies)]
         result = rollout_path(model, batch, first, length - 1 - first, strategy=z)
-        local = result.actions[:, 0].cpu().numpy()
+        local = result.actions.cpu().numpy()  # (syms·count, reps, L)
         back = backward.cpu().numpy()
-        local[back] = local[back, ::-1]  # every path from the stretch's first node to its last
-        local = local.reshape(reps * syms, count, length)
+        local[:, back] = local[:, back, ::-1]  # every path from the stretch's first node on
+        local = local.reshape(syms, count, reps, length).transpose(0, 2, 1, 3)
+        local = local.reshape(syms * reps, count, length)
         candidates = np.take_along_axis(stretches[None].repeat(reps * syms, 0), local, axis=2)
         new_lengths = path_lengths(xy, candidates)  # (reps·syms, count)
         best = new_lengths.argmin(0)
