@@ -57,6 +57,7 @@ from solvers.routing.reld import (
     WEIGHTS_DIR,
     ReLDSolver,
     fit_trajectories,
+    insertion_start,
     pass_seconds,
     plan_passes,
 )
@@ -169,6 +170,10 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     sample_size = m * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
+    inserted = None if cvrp else insertion_start(n, left(), coords, budget.seed)
+    if inserted is not None:
+        best_seq, best_len, _ = inserted
+        best_excess, best_info = 0, {"start": "random insertion"}
     passes = solutions = 0
     scale = 1.0  # measured / predicted time of the greedy passes so far
     sample_scale = 1.0  # the same for sampling rounds (greedy's until one has run)
@@ -204,6 +209,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             count = max(fit_trajectories(n, 1, seconds, sample_scale, SAMPLE_CAP * sample_size),
                         min(sample_size, MIN_SAMPLES))
         predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)
+        if inserted is not None:
+            break
         if passes and (left() < 1.2 * predicted or budget.cancelled()
                        or (max_solutions is not None and solutions >= max_solutions)):
             if reserve > 0 and best_excess > 0 and not budget.cancelled() and (
@@ -299,6 +306,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
              "winner": best_info, "normalized_length": round(best_len, 6)}
     if tw is not None:
         stats["fill_passes"] = fill_passes
+    if inserted is not None:
+        stats["start"] = inserted[2]
     if rebuilt:
         stats["reconstruction"] = rebuilt
     return routes, stats
