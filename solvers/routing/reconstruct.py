@@ -70,16 +70,16 @@ def _round_seconds(length: int, instances: int) -> float:
 
 def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: Clock,
                      seconds: float, seed: int, strategies: torch.Tensor | None = None,
-                     copies: int | None = None, symmetries: int | None = None,
-                     progress: ProgressCallback = no_progress,
+                     copies: int | None = None, progress: ProgressCallback = no_progress,
                      solver: str = "reld") -> tuple[list[int], float, dict[str, Any]]:
     """Improve ``tour`` over ``coords`` (N, 2, the model's normalized input) for about
     ``seconds`` (never past the clock's budget). Returns the tour, its length over
     ``coords`` and statistics.
 
-    ``strategies`` (S, bits): PolyNet strategies, taken in turn by the small instances of a
-    round (None: the plain decoder). ``copies``: 1 decodes each stretch forward only, 2 (the
-    default) from both ends. ``progress`` hears of every round, as ``solver``."""
+    ``strategies`` (S, bits): PolyNet strategies, one of its own for every decoding of a
+    stretch (None: the plain decoder). ``copies``: decodings per symmetry on one encoding,
+    alternately from either end: 1 forward only, 2 (the default) from both ends, more only
+    with strategies. ``progress`` hears of every round, as ``solver``."""
     xy = coords.detach().cpu().double().numpy()
     order = np.asarray(tour)
     n = len(order)
@@ -98,8 +98,7 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
     while True:
         length = int(rng.integers(shortest, longest + 1))
         count = n // length
-        syms = max(1, min(SYMMETRIES if symmetries is None else symmetries,
-                          MAX_BATCH // count))
+        syms = max(1, min(SYMMETRIES, MAX_BATCH // count))
         reps = max(1, min(copies, MAX_BATCH // (count * syms)))
         size = reps * syms * count
         predicted = scale * _round_seconds(length, size)
