@@ -128,7 +128,8 @@ register(
             "Greedy multi-start over the 8 symmetries, then rotated views and sampling; then "
             "the model re-solves parts of its best solution (stretches of the tour, groups of "
             "neighbouring routes: neural local reconstruction, 30% of the time on the TSP, 50% "
-            "on CVRP)."
+            "on CVRP). TSPs of 400 nodes or more start from random insertion and give all the "
+            "time to reconstruction."
         ),
         factory=_reld_solver,
         max_nodes={"tsp": 10_000, "cvrp": 10_000},
@@ -220,7 +221,8 @@ register(
             "best-of-K REINFORCE (weights/MANIFEST.json has the validation gap). Greedy per "
             "strategy over the 8 symmetries, then sampling per strategy until the time limit; "
             "the stats name the winning strategy and symmetry; then the model re-solves parts of "
-            "its best solution under the strategies in turn (neural local reconstruction). "
+            "its best solution under the strategies in turn (neural local reconstruction; "
+            "TSPs of 400 nodes or more start from random insertion). "
             "CVRPTW: time features in the node "
             "embedding, the clock in the context, masks for windows and capacity (warm "
             "start from the CVRP weights)."
