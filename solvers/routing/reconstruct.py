@@ -8,7 +8,9 @@ scaled into the unit square as a small instance of its own, greedily on its eigh
 all stretches of a round in one batch). This is the reconstruction step of LEHD's RRC and
 SIL's parallel local reconstruction, done with ReLD's encoder–light-decoder model.
 Short stretches did best on 100-node sets (16 TSP100, 0.3 of 1 s given to rounds:
-L in 10–25 −0.81%, 10–40 −0.67%, 20–60 −0.55% against the same second spent on construction).
+L in 10–25 −0.81%, 10–40 −0.67%, 20–60 −0.55% against the same second spent on construction);
+on larger tours longer ones do better, so the lengths grow with n up to 40–100 at 400 nodes
+(``stretch_lengths``).
 Each stretch is decoded from both of its ends (32 TSP100 at 1 s: better on 19, worse on 4
 than one direction; PolyNet 18/5), both on one encoding of the stretch, on two of its
 symmetries (``SYMMETRIES``); two more sampled decodings per symmetry cost more rounds than
@@ -43,6 +45,11 @@ from solvers.routing.problem import CVRPInstance, CVRPTWInstance
 
 #: Stretch lengths drawn per round (nodes, end nodes included).
 SHORTEST, LONGEST = 10, 25
+#: ... on 100 nodes; they grow with the tour, by n / 100 up to this factor. Measured (ReLD,
+#: uniform, equal time, better / worse instances): 200 nodes at 2 s 20–50 against 10–25 6/2;
+#: 300 at 3 s 20–50 against 10–25 7/1, 30–75 against 20–50 6/2; 500 at 5 s 40–100 against
+#: 10–25 6/0 (−1.7%); 1,000 at 10 s 40–100 against 10–25 4/0 (−2.3%), against 70–170 3/1.
+LENGTH_GROWTH = 4.0
 #: At most this many small instances per round (stretches × symmetries × copies).
 MAX_BATCH = 4096
 #: Greedy decodings of each stretch per symmetry: 2 is forward and backward (from either end).
@@ -68,6 +75,12 @@ def _round_seconds(length: int, instances: int) -> float:
     return length * (_STEP_COST + _NODE_COST * instances * length)
 
 
+def stretch_lengths(n: int) -> tuple[int, int]:
+    """(shortest, longest) stretch of a round on an ``n``-node tour."""
+    growth = min(LENGTH_GROWTH, max(1.0, n / 100))
+    return min(round(SHORTEST * growth), n), min(round(LONGEST * growth), n)
+
+
 def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: Clock,
                      seconds: float, seed: int, strategies: torch.Tensor | None = None,
                      copies: int | None = None, progress: ProgressCallback = no_progress,
@@ -88,7 +101,7 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
     rounds = improved = 0
     scale = 1.0
     deadline = clock.elapsed + seconds
-    shortest, longest = min(SHORTEST, n), min(LONGEST, n)
+    shortest, longest = stretch_lengths(n)
     if n < 6:
         return [int(v) for v in order], start_length, {"rounds": 0, "improved_stretches": 0,
                                                        "gain_percent": 0.0}
