@@ -44,7 +44,7 @@ from solvers.routing.env import (
     rollout_tsp,
 )
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
-from solvers.routing.reconstruct import reconstruct_routes, reconstruct_tour
+from solvers.routing.reconstruct import path_lengths, reconstruct_routes, reconstruct_tour
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 #: Intra-op threads for torch. One per solve: the service runs solves and jobs side by side,
@@ -203,8 +203,7 @@ def insertion_start(n: int, seconds: float, coords: torch.Tensor,
         return None
     xy = coords[0].detach().cpu().double().numpy()
     tour = random_insertion_tour(xy, seed)
-    closed = np.append(tour, tour[0])
-    length = float(np.sqrt((np.diff(xy[closed], axis=0) ** 2).sum(-1)).sum())
+    length = float(path_lengths(xy, np.append(tour, tour[0])))
     why = (f"{n} nodes, at least {INSERTION_NODES}" if n >= INSERTION_NODES else
            f"one greedy trajectory of {n} steps predicted at {predicted:.1f} s, more than "
            f"the {seconds:.1f} s for construction")
