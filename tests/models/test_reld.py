@@ -216,17 +216,19 @@ def test_reld_cvrp_solution_is_feasible_and_honours_the_time_limit(x101) -> None
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
 def test_large_tsp_starts_from_insertion_and_keeps_the_time_limit(solver: str) -> None:
     """At INSERTION_NODES and more the greedy passes are skipped (their tours were worse than
-    random insertion), and at 3,000 nodes one greedy trajectory alone would take longer than
-    the whole budget: either way the model's reconstruction improves an insertion tour and
-    the limit holds."""
+    random insertion; at 3,000 nodes one greedy trajectory would also take longer than the
+    whole budget), and below it when one trajectory would not fit the time for construction:
+    either way the model's reconstruction improves an insertion tour and the limit holds."""
     from solvers.routing.construct import random_insertion_tour
     from solvers.routing.reld import INSERTION_NODES
 
-    for n, limit in [(INSERTION_NODES, 1.5), (3000, 3.0)]:
+    cases = [(INSERTION_NODES, 1.5, "nodes"), (3000, 3.0, "nodes"),
+             (INSERTION_NODES - 1, 0.5, "predicted")]
+    for n, limit, why in cases:
         inst = TSPInstance(coords=np.random.default_rng(n).random((n, 2)) * 1000)
         sol = solve(inst, solver, Budget(time_limit=limit, seed=0))
         assert sol.feasible and sol.wall_time < limit + 0.3
-        assert sol.stats["start"].startswith("random insertion")
+        assert sol.stats["start"].startswith("random insertion") and why in sol.stats["start"]
         assert sol.stats["passes"] == 0 and sol.stats["reconstruction"]["rounds"] >= 1
         insertion = inst.tour_cost(random_insertion_tour(inst.coords, 0).tolist())
         assert sol.cost < insertion
