@@ -221,7 +221,8 @@ def rollout_cvrp(
     B, N, _ = coords.shape
     M = trajectories
     device = coords.device
-    cache = cache or model.encode(coords, demand, pad=pad)
+    if cache is None:
+        cache = model.encode(coords, demand, pad=pad)
     visited = torch.zeros(B, M, N, dtype=torch.bool, device=device)
     if pad is not None:
         visited |= pad[:, None, :]

@@ -185,7 +185,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     fill_passes = 0
     filling = False  # becomes True when every solution of the greedy passes breaks the fleet
     step = 0
-    while True:
+    while inserted is None:  # an insertion start leaves all the time to reconstruction
         if step == len(schedule):
             schedule.append(("sample", rounds % 8))
             rounds += 1
@@ -209,8 +209,6 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             count = max(fit_trajectories(n, 1, seconds, sample_scale, SAMPLE_CAP * sample_size),
                         min(sample_size, MIN_SAMPLES))
         predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)
-        if inserted is not None:
-            break
         if passes and (left() < 1.2 * predicted or budget.cancelled()
                        or (max_solutions is not None and solutions >= max_solutions)):
             if reserve > 0 and best_excess > 0 and not budget.cancelled() and (

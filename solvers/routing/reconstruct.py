@@ -4,9 +4,10 @@ and every part that comes out better replaces the old one. No classical move is 
 TSP (``reconstruct_tour``): each round cuts the tour, from a random offset, into disjoint
 stretches of one random length L; a stretch keeps its two end nodes and the model re-decodes
 the path between them over the stretch's own nodes (``env.rollout_path``: each stretch is
-scaled into the unit square as a small instance of its own, greedily on its eight symmetries,
-all stretches of a round in one batch). This is the reconstruction step of LEHD's RRC and
-SIL's parallel local reconstruction, done with ReLD's encoder–light-decoder model.
+scaled into the unit square as a small instance of its own, greedily on two of its
+symmetries, all stretches of a round in one batch). This is the reconstruction step of
+LEHD's RRC and SIL's parallel local reconstruction, done with ReLD's encoder–light-decoder
+model.
 Short stretches did best on 100-node sets (16 TSP100, 0.3 of 1 s given to rounds:
 L in 10–25 −0.81%, 10–40 −0.67%, 20–60 −0.55% against the same second spent on construction);
 on larger tours longer ones do better, so the lengths grow with n up to 40–100 at 400 nodes

@@ -314,7 +314,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     chunk = (0, starts)
     blocks = list(range(0, 8, together))
     queue: list[tuple[str, int, int, int]] = [("greedy", b, *chunk) for b in blocks]
-    while True:
+    while inserted is None:  # an insertion start leaves all the time to reconstruction
         if not queue:
             rest = all_starts - (chunk[0] + chunk[1])
             seconds = left() / 1.4 / len(blocks)
@@ -344,8 +344,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         mode, first_sym, first, m = queue.pop(0)
         predicted = (sample_scale * pass_seconds(n, m, 1) if mode == "sample"
                      else scale * pass_seconds(n, m, together))
-        if inserted is not None or (passes and (budget.cancelled()
-                                                or left() < 1.2 * predicted)):
+        if passes and (budget.cancelled() or left() < 1.2 * predicted):
             break
         t0 = clock.elapsed
         k = together if mode == "greedy" else 1
