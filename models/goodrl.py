@@ -6,9 +6,11 @@ differs from that base graph only at the candidate: its features become the VM-m
 (execution, wait and finish time on m, speed, utilisation) and one extra edge joins m's last
 queued task. So instead of running the GAT on |VMs| copies, the candidate's node is recomputed
 per VM by one more graph-attention step over its neighbourhood in the VM-m graph (its DAG
-parents and children, m's last queued task, itself), and an MLP scores each VM. A learnable
-weight on −(finish time behind the earliest one) makes the EFT rule a one-parameter special
-case, so imitation starts close and PPO learns the corrections.
+parents and children, m's last queued task, itself), and an MLP scores each VM. Two learnable
+weights anchor the scores on known rules: one on −(finish time behind the earliest one), which
+makes a fresh actor the EFT rule, and one on the slack rule's choice (``batch["rule"]``, see
+solvers.scheduling.heuristics.heft_slack), so imitation of the strongest heuristic is a
+two-parameter fit and PPO learns the corrections from there.
 
 Critic (Graph Attention Critic Network): a separate 2-layer GAT on the *system-oriented* graph
 (the same nodes, plus edges from every VM's last queued task to the candidate), mean and max
@@ -92,6 +94,7 @@ class Actor(nn.Module):
         self.v = nn.Linear(dim, dim, bias=False)
         self.scorer = _mlp([2 * dim + vm_features, dim, dim, dim, 1])
         self.eft_weight = nn.Parameter(torch.tensor(1.0))
+        self.rule_weight = nn.Parameter(torch.tensor(0.0))
         self.dim = dim
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -118,7 +121,8 @@ class Actor(nn.Module):
              + att[..., kk:kk + 1] * self.v(hl) + att[..., kk + 1:] * self.v(c))
         z = c + F.elu(z)
         score = self.scorer(torch.cat([z, hc.unsqueeze(1).expand(b, m, -1), vm_x], -1))
-        logits = score.squeeze(-1) - self.eft_weight * batch["regret"] / 10.0
+        logits = (score.squeeze(-1) - self.eft_weight * batch["regret"] / 10.0
+                  + self.rule_weight * batch["rule"])
         return logits.masked_fill(~batch["vm_mask"], float("-inf"))
 
 

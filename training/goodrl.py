@@ -2,9 +2,10 @@
 
     nice -n 10 python -m training.goodrl --minutes 60          # resumes var/checkpoints/goodrl.pt
 
-1. **Imitation.** Roll out the best correctly timed heuristic on the validation scenarios
-   (HEFT-style in practice) and fit the actor by cross-entropy to the set of VMs that rule
-   would pick (all tied VMs share the target mass).
+1. **Imitation.** Roll out the strongest correctly timed heuristic on the validation
+   scenarios (``strongest_heuristic``: our slack rule ``heft_slack`` since 2026-12-02, HEFT
+   before) and fit the actor by cross-entropy to the set of VMs it would pick (all equivalent
+   VMs share the target mass).
 2. **Offline PPO.** Episodes of 30 workflows with random pool (6×4, 5×5) and rate (5.4, 9 per
    hour); critic warm-up first; clipped PPO with GAE.
 3. **Online PPO.** One continuing stream whose rate changes (5.4 → 9 → 12.6 per hour); every
@@ -133,6 +134,13 @@ def validate(model: GoodRL, templates: list[Workflow], ref: dict[str, dict[str, 
     return {"flowtime": per, "ratio_to_best": ratios,
             "score": float(np.mean(list(ratios.values()))),
             "best_heuristic": {k: min(ref[k], key=ref[k].get) for k in ref}}
+
+
+def strongest_heuristic(ref: dict[str, dict[str, float]]) -> str:
+    """The correct heuristic with the lowest mean ratio to the best one over the validation
+    scenarios: the imitation expert."""
+    return min(CORRECT_HEURISTICS,
+               key=lambda h: float(np.mean([ref[k][h] / min(ref[k].values()) for k in ref])))
 
 
 # -- rollouts --------------------------------------------------------------------------------------
@@ -336,6 +344,7 @@ class Trainer:
             "problem": "workflow-scheduling",
             "architecture": dict(self.model.config),
             "training_steps": steps,
+            "imitation_expert": strongest_heuristic(self.ref),
             "phases": {"imitation": best["imitation_steps"],
                        "offline_ppo": best["offline_updates"],
                        "online_ppo": best["online_updates"]},
@@ -393,17 +402,18 @@ class Trainer:
         targets: list[np.ndarray] = []
 
         def grab(state: ClusterState, run: Run, task: int, vm: int) -> None:
-            obs = observe(state, run, task)
-            data.append(obs)
-            targets.append(obs.regret <= 1e-6 * max(1.0, float(obs.regret.max())))
+            data.append(observe(state, run, task))
+            targets.append(equivalent_vms(state, vm))
 
+        expert = strongest_heuristic(self.ref)
         for i in range(self.args.expert_episodes):
             pool = VAL_POOLS[i % 2]
             rate = VAL_RATES[(i // 2) % 2]
-            simulate(self.templates, parse_pool(pool), Arrivals(30, (rate,)), HEFT(),
-                     seed=20_000 + i, on_decision=grab)
+            simulate(self.templates, parse_pool(pool), Arrivals(30, (rate,)),
+                     HEURISTICS[expert](), seed=20_000 + i, on_decision=grab)
         for obs, t in zip(data, targets, strict=True):
             obs.target = t  # type: ignore[attr-defined]
+        log(f"imitation expert: {expert}")
         return data
 
     def phase_imitation(self) -> None:

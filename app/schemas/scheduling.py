@@ -21,7 +21,7 @@ MAX_WORKFLOWS_COUNT = 20_000
 MAX_POLICIES = 12
 MAX_RATES = 10
 MAX_EVENTS = 1_000
-DEFAULT_SIM_POLICIES = ["heft", "eft", "peft", "est", "eft_stale"]
+DEFAULT_SIM_POLICIES = ["heft_slack", "heft", "eft", "peft", "est", "eft_stale"]
 
 
 class _Strict(BaseModel):

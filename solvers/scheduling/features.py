@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from solvers.scheduling.heuristics import latest_finish, slack_choices
 from solvers.scheduling.simulator import ASSIGNED, DONE, READY, ClusterState, Run
 
 NODE_FEATURES = 13
-VM_FEATURES = 9
+VM_FEATURES = 12
 GLOBAL_FEATURES = 5
 #: Largest graph a decision looks at (the candidate's workflow first, then the newest others).
 MAX_NODES = 320
@@ -44,6 +45,7 @@ class Obs:
     vm_last: np.ndarray  # [M] node index of the last task queued on the VM, or -1
     g: np.ndarray  # [GLOBAL_FEATURES] float32
     regret: np.ndarray  # [M] seconds the VM's finish lies behind the earliest finish
+    rule: np.ndarray  # [M] 1 where the slack rule (heuristics.heft_slack) would put the task
 
 
 def _estimated_finish(state: ClusterState, run: Run) -> np.ndarray:
@@ -144,11 +146,19 @@ def observe(state: ClusterState, run: Run, task: int, max_nodes: int = MAX_NODES
     v[:, 6] = state.utilization()
     v[:, 7] = regret <= 1e-9
     v[:, 8] = _lt(finish - now + wf.tail_path[task] / vmax)
+    # slack: how much earlier than the latest finish that keeps the workflow's projected
+    # completion (heuristics.latest_finish) the task would finish on each VM
+    slack = latest_finish(state, run, task) - finish
+    v[:, 9] = np.sign(slack) * _lt(np.abs(slack))
+    v[:, 10] = slack >= -1e-6
+    rule = slack_choices(state, run, task)
+    v[:, 11] = rule
     backlog = avail - now
     g = np.array([math.log1p(len(state.active)), float(_lt(backlog.mean())),
                   float((backlog <= 0).mean()), float(_lt(wf.tail_path[task] / vmax)),
                   math.log1p(float(qlen.sum()))], np.float32)
-    return Obs(x, edges, cpos, nbr, v, vm_last, g, regret.astype(np.float32))
+    return Obs(x, edges, cpos, nbr, v, vm_last, g, regret.astype(np.float32),
+               rule.astype(np.float32))
 
 
 def collate(batch: list[Obs]) -> dict[str, torch.Tensor]:
@@ -163,6 +173,7 @@ def collate(batch: list[Obs]) -> dict[str, torch.Tensor]:
     vm_last = np.full((b, m), -1, np.int64)
     vm_mask = np.zeros((b, m), bool)
     regret = np.zeros((b, m), np.float32)
+    rule = np.zeros((b, m), np.float32)
     g = np.stack([o.g for o in batch])
     off = 0
     for i, o in enumerate(batch):
@@ -177,6 +188,7 @@ def collate(batch: list[Obs]) -> dict[str, torch.Tensor]:
         vm_last[i, :mi] = np.where(o.vm_last >= 0, o.vm_last + off, -1)
         vm_mask[i, :mi] = True
         regret[i, :mi] = o.regret
+        rule[i, :mi] = o.rule
         off += n
     return {
         "x": torch.from_numpy(np.concatenate(xs)),
@@ -188,5 +200,6 @@ def collate(batch: list[Obs]) -> dict[str, torch.Tensor]:
         "vm_last": torch.from_numpy(vm_last),
         "vm_mask": torch.from_numpy(vm_mask),
         "regret": torch.from_numpy(regret),
+        "rule": torch.from_numpy(rule),
         "g": torch.from_numpy(g),
     }

@@ -37,7 +37,7 @@ for _name in (*CORRECT_HEURISTICS, *STALE_HEURISTICS):
                                  else "heuristic-stale", _cls.description, _cls)
 POLICIES["goodrl"] = PolicySpec("goodrl", "learned", goodrl.GoodRLPolicy.description,
                                 goodrl.GoodRLPolicy, goodrl.availability)
-DEFAULT_POLICIES = ("goodrl", "heft", "eft", "peft", "est", "eft_stale")
+DEFAULT_POLICIES = ("goodrl", "heft_slack", "heft", "eft", "peft", "est", "eft_stale")
 
 
 def policy_names() -> list[str]:

@@ -21,7 +21,7 @@ from solvers.scheduling.features import (
     collate,
     observe,
 )
-from solvers.scheduling.heuristics import HEFT
+from solvers.scheduling.heuristics import HEFT, HEFTSlack
 from solvers.scheduling.registry import POLICIES, get_policy
 from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
 from solvers.scheduling.workflow import Workflow
@@ -69,6 +69,25 @@ def test_observation_graph_shape(classic: list[Workflow]) -> None:
         assert o.edges.min() >= 0 and o.edges.max() < n
         assert np.all(o.vm_last < n) and o.regret.min() == 0
         assert (o.vm_x[:, 7] == (o.regret <= 1e-9)).all()
+        assert o.rule.sum() >= 1 and (o.vm_x[:, 11] == o.rule).all()
+        assert (o.vm_x[o.rule > 0, 10] == 1).all() or (o.rule == o.vm_x[:, 7]).all()
+
+
+def test_the_slack_rule_is_a_special_case_of_the_actor(classic: list[Workflow]) -> None:
+    # with the scorer silenced, a large weight on the rule's choice makes the actor the rule
+    torch.manual_seed(0)
+    model = GoodRL(NODE_FEATURES, VM_FEATURES, GLOBAL_FEATURES, 16)
+    with torch.no_grad():
+        model.actor.scorer[-1].weight.zero_()
+        model.actor.scorer[-1].bias.zero_()
+        model.actor.eft_weight.fill_(0.0)
+        model.actor.rule_weight.fill_(50.0)
+    pool, arrivals = parse_pool("5x5"), Arrivals(30, (9.0,))
+    res = simulate(classic, pool, arrivals, goodrl.GoodRLPolicy(model), seed=4)
+    ref = simulate(classic, pool, arrivals, HEFTSlack(), seed=4)
+    assert res.mean_flowtime == pytest.approx(ref.mean_flowtime, rel=1e-9)
+    assert any(o.rule.sum() and not (o.rule == o.vm_x[:, 7]).all()
+               for o in _observations(classic, 0.0))  # the rule does leave EFT here
 
 
 def test_model_scores_every_vm_and_masks_padding(classic: list[Workflow]) -> None:

@@ -6,12 +6,15 @@ import pytest
 
 from solvers.scheduling.heuristics import (
     CORRECT_HEURISTICS,
+    HEFT,
     HEURISTICS,
     PEFT,
     STALE_HEURISTICS,
+    HEFTSlack,
+    latest_finish,
 )
-from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
-from solvers.scheduling.workflow import SIZE_FACTOR, Workflow, load_workflow
+from solvers.scheduling.simulator import Arrivals, ClusterState, Run, parse_pool, simulate
+from solvers.scheduling.workflow import SIZE_FACTOR, Workflow, load_workflow, workflow_from_dict
 from tests.scheduling.conftest import WORKFLOWS
 from tests.scheduling.test_simulator import check_schedule
 
@@ -95,3 +98,65 @@ def test_correct_eft_beats_the_published_stale_one(classic: list[Workflow]) -> N
     stale = [simulate(classic, pool, Arrivals(300, (5.4,)), HEURISTICS["eft_stale"](), seed=s)
              .mean_flowtime for s in range(3)]
     assert sum(stale) > 1.25 * sum(good)
+
+
+#: r → (A, B) → s. On 96 vCPUs: r and s 0.1 s, A 100 s, B 30 s (60 s on 48, 90 s on 32).
+FORK: dict = {"name": "fork", "tasks": [
+    {"id": "r", "runtime": 0.6, "parents": []},
+    {"id": "A", "runtime": 600, "parents": ["r"]},
+    {"id": "B", "runtime": 180, "parents": ["r"]},
+    {"id": "s", "runtime": 0.6, "parents": ["A", "B"]}]}
+
+
+def _fork_schedule(policy: object, b_runtime: float = 180) -> tuple[float, float, float]:
+    """(flowtime, speed B ran at, B's latest finish as the rule saw it)."""
+    tasks = [dict(t) for t in FORK["tasks"]]
+    tasks[2]["runtime"] = b_runtime
+    wf = workflow_from_dict({"name": "fork", "tasks": tasks})
+    seen: list[float] = []
+
+    def grab(state: ClusterState, run: Run, task: int, vm: int) -> None:
+        if task == wf.ids.index("B"):
+            seen.append(latest_finish(state, run, task))
+
+    speeds = (96.0, 96.0, 48.0, 32.0)
+    pool = parse_pool(",".join(str(int(s)) for s in speeds))
+    res = simulate([wf], pool, Arrivals(1), policy, record=True, on_decision=grab)
+    check_schedule([wf], res, speeds, Arrivals(1), 0)
+    vm_b = next(vm for _, t, vm, *_ in res.schedule if t == wf.ids.index("B"))
+    return float(res.flowtimes[0]), speeds[vm_b], seen[0]
+
+
+def test_slack_rule_hands_a_task_with_slack_a_slower_vm() -> None:
+    # A (100 s) is the critical branch; B can finish as late as 100.1 s (A's finish) without
+    # delaying s, so the rule sends it two speed types down, to the 32-vCPU VM (done at 90.1 s),
+    # and the workflow finishes exactly when it does under HEFT, with a 96-vCPU VM left free.
+    flow_heft, speed_heft, _ = _fork_schedule(HEFT())
+    flow, speed, lf = _fork_schedule(HEFTSlack())
+    assert speed_heft == 96.0 and speed == 32.0
+    assert lf == pytest.approx(0.1 + 100.0)
+    assert flow == pytest.approx(flow_heft) == pytest.approx(0.1 + 100.0 + 0.1)
+    # one speed type down at most: the 48-vCPU VM
+    assert _fork_schedule(HEFTSlack(steps=1))[1] == 48.0
+    # a short task (10 s on the fastest VM, under SLACK_MIN_SECONDS) keeps its fastest VM
+    assert _fork_schedule(HEFTSlack(), b_runtime=60)[1] == 96.0
+
+
+def test_slack_rule_never_delays_a_workflow_alone(heft_dag: Workflow,
+                                                  classic: list[Workflow]) -> None:
+    # the projection is exact for a workflow alone on fast-enough VMs: same flowtime as HEFT
+    for wf in (heft_dag, *classic):
+        a = simulate([wf], parse_pool("6x10"), Arrivals(1), HEFT()).flowtimes[0]
+        b = simulate([wf], parse_pool("6x10"), Arrivals(1), HEFTSlack()).flowtimes[0]
+        assert b <= a + 1e-6, wf.name
+
+
+def test_slack_rule_beats_heft_when_workflows_compete(classic: list[Workflow]) -> None:
+    # the validation streams the rule's two settings were chosen on (training/goodrl.py)
+    for pool in ("6x4", "5x5"):
+        heft = slack = 0.0
+        for seed in (1000, 1001, 1002):
+            args = (classic, parse_pool(pool), Arrivals(100, (9.0,)))
+            heft += simulate(*args, HEFT(), seed=seed).mean_flowtime
+            slack += simulate(*args, HEFTSlack(), seed=seed).mean_flowtime
+        assert slack < 0.995 * heft, pool
