@@ -5,6 +5,7 @@ progress and cancellation as for CVRP; the generator's instances are feasible by
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from solvers.routing.check import check_solution
 from solvers.routing.io import load_instance
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
+from solvers.routing.timewindows import eliminate_routes, time_window_routes
 from tests.conftest import DATA
 from training.instances import (
     SOLOMON_FAMILIES,
@@ -144,3 +146,49 @@ def test_solomon_like_families_differ_as_solomons_do():
     with pytest.raises(ValueError, match="family"):
         solomon_like_cvrptw(np.random.default_rng(0), 20, "X9")
 
+
+
+RC101 = DATA / "solomon" / "RC101.100.15.vrptw"
+
+
+def test_route_elimination_brings_r101_within_its_fleet():
+    # the greedy construction needs 21 routes for R101's 20 vehicles; one elimination pass
+    # mends it, keeping every window (the independent checker agrees)
+    inst = load_instance(R101)
+    routes = time_window_routes(inst)
+    assert len(routes) == 21 and inst.max_vehicles == 20
+    fixed = eliminate_routes(inst, routes, 20, time.perf_counter() + 10.0)
+    assert len(fixed) == 20
+    assert check_solution(inst, fixed) == []
+
+
+def test_route_elimination_keeps_its_deadline_and_every_window():
+    # RC101: 18 greedy routes for 15 vehicles; with 0.3 s the repair gets as far as it can
+    inst = load_instance(RC101)
+    routes = time_window_routes(inst)
+    t0 = time.perf_counter()
+    fixed = eliminate_routes(inst, routes, 15, t0 + 0.3, seed=1)
+    assert time.perf_counter() - t0 < 0.8
+    assert 15 <= len(fixed) < len(routes)
+    problems = check_solution(inst, fixed)
+    assert all("max_vehicles" in p for p in problems)  # only the fleet, never a window
+
+
+def test_route_elimination_leaves_what_cannot_merge():
+    # every customer fills a vehicle: nothing can move, and routes within the cap stay as given
+    inst = CVRPTWInstance(coords=[[0, 0], [1, 0], [0, 1], [1, 1]], demands=[0, 5, 5, 5],
+                          capacity=5, time_windows=[[0, 100]] * 4, max_vehicles=3)
+    routes = [[1], [2], [3]]
+    assert eliminate_routes(inst, routes, 2, time.perf_counter() + 1.0) == routes
+    assert eliminate_routes(inst, [[3], [1, 2]], 2, time.perf_counter() + 1.0) == [[3], [1, 2]]
+
+
+def test_polynet_mends_r101s_fleet_and_keeps_time_to_reconstruct():
+    # PolyNet's own routes for R101 end one over the 20 vehicles (stop 20's benchmark: over
+    # the cap at 5 s); the repair runs before reconstruction, so the solve is feasible
+    sol = solve(load_instance(R101), "polynet", Budget(time_limit=3.0, seed=0))
+    assert sol.feasible and sum(1 for r in sol.routes if r) <= 20
+    repair = sol.stats.get("fleet_repair")
+    assert repair is None or (repair["routes_before"] > 20 and repair["routes_after"] == 20)
+    assert sol.wall_time < 3.6
+    assert sol.cost < 1.1 * R101_BEST

@@ -26,6 +26,7 @@ The solution's stats say which strategy, symmetry and decoding mode found it.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ from solvers.routing.reld import (
     pass_seconds,
     plan_passes,
 )
+from solvers.routing.timewindows import eliminate_routes
 
 PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: Share of CVRPTW trajectories decoded with full vehicles (``rollout_cvrptw(fill=...)``) once
@@ -138,6 +140,24 @@ def plan(n: int, strategies: int, seconds: float) -> tuple[int, int]:
     return plan_passes(n, strategies, seconds)
 
 
+#: Share of the remaining time the fleet repair (route elimination) may take.
+REPAIR_SHARE = 0.3
+
+
+def _repair(instance: Instance, seq: list[int] | None, order: np.ndarray, clock: Clock,
+            seed: int) -> dict[str, Any]:
+    """Route elimination (``timewindows.eliminate_routes``) on a CVRPTW solution that breaks
+    the fleet cap: ``routes`` is the repaired solution when it fits the fleet, else None."""
+    assert isinstance(instance, CVRPTWInstance) and seq is not None
+    fleet = instance.max_vehicles
+    routes = [[int(order[v]) for v in r] for r in cvrp_routes(seq)]
+    routes = [r for r in routes if r]
+    t0 = time.perf_counter()
+    fixed = eliminate_routes(instance, routes, fleet, t0 + REPAIR_SHARE * clock.remaining, seed)
+    return {"routes": fixed if len(fixed) <= fleet else None, "routes_before": len(routes),
+            "routes_after": len(fixed), "seconds": round(time.perf_counter() - t0, 4)}
+
+
 def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Clock,
             progress: ProgressCallback, device: str,
             max_solutions: int | None,
@@ -185,6 +205,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     fill_passes = 0
     filling = False  # becomes True when every solution of the greedy passes breaks the fleet
     step = 0
+    repair: dict[str, Any] | None = None  # the fleet repair's result, once tried
     while inserted is None:  # an insertion start leaves all the time to reconstruction
         if step == len(schedule):
             schedule.append(("sample", rounds % 8))
@@ -214,9 +235,15 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             if reserve > 0 and best_excess > 0 and not budget.cancelled() and (
                     max_solutions is None or solutions < max_solutions):
                 # every solution so far breaks the fleet cap, which reconstruction never
-                # mends (it keeps a group's vehicle count): the time kept for it goes to
-                # passes, with full vehicles (Solomon C201: 17 routes for a fleet of 3 with
-                # the time split, 3 without)
+                # mends (it keeps a group's vehicle count): first the classical route
+                # elimination (milliseconds on Solomon R101/RC101, one route over), then, if
+                # that fails, the time kept for reconstruction goes to passes with full
+                # vehicles (Solomon C201: 17 routes for a fleet of 3 with the time split, 3
+                # without)
+                if tw is not None and repair is None:
+                    repair = _repair(instance, best_seq, order, clock, budget.seed)
+                    if repair["routes"] is not None:
+                        break
                 reserve = 0.0
                 step -= 1
                 continue
@@ -288,6 +315,14 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
+        if tw is not None and best_excess > 0 and (repair is None
+                                                    or repair["routes"] is None):
+            # still over the fleet after the fallback passes: the repair once more, on the
+            # final best solution
+            repair = _repair(instance, best_seq, order, clock, budget.seed)
+        if repair is not None and repair["routes"] is not None:
+            best_len *= instance.cost(repair["routes"]) / max(instance.cost(routes), 1e-12)
+            routes = repair["routes"]
         before = instance.cost(routes)
         routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
                                              budget.seed, device=device,
@@ -304,6 +339,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
              "winner": best_info, "normalized_length": round(best_len, 6)}
     if tw is not None:
         stats["fill_passes"] = fill_passes
+    if repair is not None:
+        stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
     if inserted is not None:
         stats["start"] = inserted[2]
     if rebuilt:

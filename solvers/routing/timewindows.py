@@ -119,3 +119,113 @@ def fleet_for(instance: CVRPTWInstance, constructed: int) -> int:
         return instance.fleet_cap()
     v = max(constructed, math.ceil(1.1 * instance.min_vehicles()) + 1)
     return min(v, instance.fleet_cap())
+
+
+def _route_ok(route: list[int], d: np.ndarray, depot: int, start: float, end: float,
+              earliest: list[float], latest: list[float], service: list[float],
+              tol: float) -> bool:
+    """Whether a route keeps every window and returns by the horizon (the checker's rules)."""
+    t, prev = start, depot
+    for node in route:
+        t += d[prev, node]
+        if t > latest[node] + tol:
+            return False
+        t = max(t, earliest[node]) + service[node]
+        prev = node
+    return t + d[prev, depot] <= end + tol
+
+
+def eliminate_routes(instance: CVRPTWInstance, routes: list[list[int]], max_routes: int,
+                     deadline: float, seed: int = 0) -> list[list[int]]:
+    """Fleet repair: while there are more routes than ``max_routes``, empty one by inserting
+    each of its customers where it adds the least distance in another route that keeps its
+    capacity and windows; a customer with no such place may take the place of one customer of
+    another route, which then moves to a third (one ejection). Routes are tried fewest
+    customers first, their customers tightest window first; a route stays unless all of its
+    customers find a place; when every route has failed so, routes and customers are tried in
+    random orders (``seed``) until one empties. Stops at ``deadline`` (``time.perf_counter()``)
+    and returns the routes repaired as far as it got.
+
+    Neural constructions on tight windows (Solomon R1, RC1) often end a route or two over the
+    cap, and reconstruction keeps the route count; this is the classical step that mends it."""
+    import time
+
+    routes = [list(r) for r in routes if r]
+    if len(routes) <= max_routes or instance.n > 2_000:
+        return routes
+    n, depot = instance.n, instance.depot
+    idx = np.arange(n)
+    d = instance.edge_lengths(np.repeat(idx, n), np.tile(idx, n)).reshape(n, n)
+    start, end = instance.horizon
+    tol = instance.time_tolerance()
+    earliest, latest = instance.earliest.tolist(), instance.latest.tolist()
+    service = instance.service_times.tolist()
+    demands = instance.demands.tolist()
+    capacity = instance.capacity
+
+    def ok(route: list[int]) -> bool:
+        return _route_ok(route, d, depot, start, end, earliest, latest, service, tol)
+
+    def cheapest(c: int, r: list[int], load: int) -> tuple[float, int] | None:
+        """(added distance, position) of c's cheapest feasible place in r, if any."""
+        if load + demands[c] > capacity:
+            return None
+        best: tuple[float, int] | None = None
+        path = [depot, *r, depot]
+        for p in range(len(r) + 1):
+            add = float(d[path[p], c] + d[c, path[p + 1]] - d[path[p], path[p + 1]])
+            if (best is None or add < best[0]) and ok([*r[:p], c, *r[p:]]):
+                best = (add, p)
+        return best
+
+    def place(c: int, others: list[list[int]], loads: list[int]) -> bool:
+        best: tuple[float, int, int] | None = None
+        for k, r in enumerate(others):
+            got = cheapest(c, r, loads[k])
+            if got is not None and (best is None or got[0] < best[0]):
+                best = (got[0], k, got[1])
+        if best is not None:
+            _, k, p = best
+            others[k].insert(p, c)
+            loads[k] += demands[c]
+            return True
+        for k, r in enumerate(others):  # one ejection: c takes e's route, e moves on
+            for i, e in enumerate(r):
+                if time.perf_counter() > deadline:
+                    return False
+                rest = r[:i] + r[i + 1:]
+                got = cheapest(c, rest, loads[k] - demands[e])
+                if got is None:
+                    continue
+                for j, q in enumerate(others):
+                    if j == k:
+                        continue
+                    moved = cheapest(e, q, loads[j])
+                    if moved is not None:
+                        others[j].insert(moved[1], e)
+                        loads[j] += demands[e]
+                        others[k] = [*rest[:got[1]], c, *rest[got[1]:]]
+                        loads[k] += demands[c] - demands[e]
+                        return True
+        return False
+
+    rng = np.random.default_rng(seed)
+    failed: set[tuple[int, ...]] = set()
+    while len(routes) > max_routes and time.perf_counter() < deadline:
+        order = sorted((r for r in routes if tuple(r) not in failed), key=len)
+        if not order:  # every route failed in the given order: retry in random orders
+            order = sorted(routes, key=lambda r: len(r) + 3 * rng.random())
+            shuffled = True
+        else:
+            shuffled = False
+        victim = order[0]
+        others = [list(r) for r in routes if r is not victim]
+        loads = [sum(demands[v] for v in r) for r in others]
+        customers = (rng.permutation(victim).tolist() if shuffled
+                     else sorted(victim, key=lambda v: latest[v]))
+        if all(place(c, others, loads) for c in customers):
+            routes = others
+            failed.clear()
+        else:
+            failed.add(tuple(victim))
+    return routes
