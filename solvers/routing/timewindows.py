@@ -11,6 +11,7 @@ under the real-valued times that the independent checker simulates.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,8 +149,6 @@ def eliminate_routes(instance: CVRPTWInstance, routes: list[list[int]], max_rout
 
     Neural constructions on tight windows (Solomon R1, RC1) often end a route or two over the
     cap, and reconstruction keeps the route count; this is the classical step that mends it."""
-    import time
-
     routes = [list(r) for r in routes if r]
     if len(routes) <= max_routes or instance.n > 2_000:
         return routes
