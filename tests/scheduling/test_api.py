@@ -174,3 +174,25 @@ def test_size_caps_are_413_before_any_work(api: httpx.Client) -> None:
     assert_problem(api.post(f"{SESSIONS}/{sid}/events", json={"events": events}), 413,
                    "events")
     assert api.delete(f"{SESSIONS}/{sid}").status_code == 204
+
+
+def test_session_with_the_slack_rule(api: httpx.Client) -> None:
+    # the fork of tests/scheduling/test_heuristics.py: B has 70 s of slack behind A, so the
+    # slack rule queues it on the 32-vCPU VM (index 3) and keeps the second 96 free
+    r = api.post(SESSIONS, json={"pool": "96,96,48,32", "policy": "heft_slack"})
+    assert r.status_code == 201, r.text
+    url = f"{SESSIONS}/{r.json()['id']}"
+    fork = {"tasks": [{"id": "r", "runtime": 0.6, "parents": []},
+                      {"id": "A", "runtime": 600, "parents": ["r"]},
+                      {"id": "B", "runtime": 180, "parents": ["r"]},
+                      {"id": "s", "runtime": 0.6, "parents": ["A", "B"]}]}
+    out = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "f", "workflow": fork}]}).json()
+    assert [a["task"] for a in out["assignments"]] == ["r"]
+    out = api.post(f"{url}/events", json={"events": [
+        {"type": "task_finished", "time": 0.1, "workflow_id": "f", "task_id": "r"}]}).json()
+    vms = {a["task"]: a["vm"] for a in out["assignments"]}
+    assert vms["A"] in (0, 1) and vms["B"] == 3
+    assert api.delete(url).status_code == 204
+    rows = {p["name"]: p for p in api.get("/v1/scheduling/policies").json()}
+    assert rows["heft_slack"]["kind"] == "heuristic" and rows["heft_slack"]["available"]
