@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from solvers.scheduling.heuristics import HEFT
+from solvers.scheduling.heuristics import HEFT, SLACK_MIN_SECONDS, SLACK_STEPS, slack_choices
 from solvers.scheduling.simulator import ASSIGNED, READY, ClusterState, Run
 from solvers.scheduling.workflow import Workflow
 
@@ -45,6 +45,7 @@ class _Template:
         self.children: list[list[int]] = [list(c) for c in wf.children]
         self.n_parents: list[int] = wf.n_parents.tolist()
         self.rank: list[float] = (wf.sizes + wf.tail_path).tolist()
+        self.tail: list[float] = wf.tail_path.tolist()
         self.roots: list[int] = [int(r) for r in wf.roots]
 
 
@@ -95,6 +96,69 @@ def heft_rollout(speeds: list[float], vm_free: list[float], now: float,
                     ready.append((key, c))
 
 
+def slack_rollout(speeds: list[float], vm_free: list[float], now: float,
+                  runs: dict[int, list], heap: list[tuple], ready: list[tuple[int, int]],
+                  min_seconds: float = SLACK_MIN_SECONDS, steps: int = SLACK_STEPS) -> float:
+    """``heft_rollout`` with the slack rule (heuristics.HEFTSlack) choosing the VMs;
+    ``runs[key]`` also holds, fifth, a dict of its queued tasks' finish times."""
+    m = len(speeds)
+    vmax = max(speeds)
+    kinds = sorted(set(speeds))
+    total = 0.0
+    seq = 1 << 40
+    while True:
+        if ready:
+            if len(ready) > 1:
+                ready.sort(key=lambda kt: -runs[kt[0]][0].rank[kt[1]])
+            for i, (key, t) in enumerate(ready):
+                r = runs[key]
+                tpl = r[0]
+                size = tpl.sizes[t]
+                fin = [(a if a > now else now) + size / sp for a, sp in zip(vm_free, speeds,
+                                                                           strict=True)]
+                best = min(fin)
+                eft = [v for v in range(m) if fin[v] <= best + 1e-6]
+                choice = eft[0]
+                if size / vmax >= min_seconds:
+                    end = now
+                    for k2, t2 in ready[i:]:
+                        if k2 == key:
+                            end = max(end, now + tpl.rank[t2] / vmax)
+                    for t2, f2 in r[4].items():
+                        end = max(end, f2 + tpl.tail[t2] / vmax)
+                    lf = end - tpl.tail[t] / vmax
+                    fastest = max(speeds[v] for v in eft)
+                    floor = kinds[max(0, kinds.index(fastest) - steps)]
+                    ok = [v for v in range(m) if fin[v] <= lf + 1e-6 and speeds[v] >= floor]
+                    if ok:
+                        slow = min(speeds[v] for v in ok)
+                        choice = min((v for v in ok if speeds[v] <= slow + 1e-9),
+                                     key=lambda v: fin[v])
+                vm_free[choice] = fin[choice]
+                r[4][t] = fin[choice]
+                seq += 1
+                heapq.heappush(heap, (fin[choice], seq, _FINISH, key, t))
+            ready = []
+        if not heap:
+            return total
+        now = heap[0][0]
+        while heap and heap[0][0] == now:
+            _, _, kind, key, t = heapq.heappop(heap)
+            r = runs[key]
+            if kind == _ARRIVE:
+                ready.extend((key, c) for c in r[0].roots)
+                continue
+            r[4].pop(t, None)
+            r[3] -= 1
+            if r[3] == 0:
+                total += now - r[2]
+            pending = r[1]
+            for c in r[0].children[t]:
+                pending[c] -= 1
+                if pending[c] == 0:
+                    ready.append((key, c))
+
+
 def equivalent_vms(state: ClusterState, vm: int) -> np.ndarray:
     """VMs indistinguishable from ``vm`` right now (same speed, same start time)."""
     avail = state.available()
@@ -108,8 +172,12 @@ class Lookahead(HEFT):
     name = "lookahead"
 
     def __init__(self, templates: Sequence[Workflow], rate_per_hour: float, samples: int = 8,
-                 arrivals: int = 3, seed: int = 0, threshold: float = 0.0) -> None:
+                 arrivals: int = 3, seed: int = 0, threshold: float = 0.0,
+                 base: str = "heft") -> None:
         super().__init__()
+        if base not in ("heft", "heft_slack"):
+            raise ValueError(f"base must be heft or heft_slack, not {base!r}")
+        self.base = base  # the rule whose choice comes first and that the rollouts follow
         self.by_id = {id(w): _Template(w) for w in templates}
         self.mix = [self.by_id[id(w)] for w in templates]
         self.rate = rate_per_hour / 3600.0
@@ -135,15 +203,23 @@ class Lookahead(HEFT):
         for v in np.argsort(finish, kind="stable").tolist():
             distinct.setdefault((speeds[v], round(float(avail[v]), 6)), v)
         candidates = list(distinct.values())  # HEFT's choice first
+        if self.base == "heft_slack":
+            first = int(np.flatnonzero(slack_choices(state, run, task))[0])
+            key = (speeds[first], round(float(avail[first]), 6))
+            candidates.remove(distinct[key])
+            candidates.insert(0, first)
+        rollout = slack_rollout if self.base == "heft_slack" else heft_rollout
         if len(candidates) == 1:
             return candidates[0]
         base: dict[int, tuple] = {}
         events: list[tuple] = []
         ready: list[tuple[int, int]] = []
         for uid, r in state.active.items():
-            base[uid] = (self._template(r.wf), r.pending.tolist(), r.arrival, r.left)
-            for t in np.flatnonzero(r.status == ASSIGNED).tolist():
-                events.append((float(r.finish[t]), 0, _FINISH, uid, t))
+            queued = {t: float(r.finish[t]) for t in np.flatnonzero(r.status == ASSIGNED)
+                      .tolist()}
+            base[uid] = (self._template(r.wf), r.pending.tolist(), r.arrival, r.left, queued)
+            for t, f in queued.items():
+                events.append((f, 0, _FINISH, uid, t))
             for t in np.flatnonzero(r.status == READY).tolist():
                 if not (r is run and t == task):
                     ready.append((uid, t))
@@ -158,18 +234,19 @@ class Lookahead(HEFT):
         for v in candidates:
             cost = 0.0
             for future in futures:
-                runs = {k: [b[0], list(b[1]), b[2], b[3]] for k, b in base.items()}
+                runs = {k: [b[0], list(b[1]), b[2], b[3], dict(b[4])] for k, b in base.items()}
                 heap = list(events)
                 vm_free = state.vm_free.tolist()
                 done = max(now, vm_free[v]) + size / speeds[v]
                 vm_free[v] = done
                 heap.append((done, 0, _FINISH, run.uid, task))
+                runs[run.uid][4][task] = done
                 for j, (t_arr, k) in enumerate(future):
                     tpl = self.mix[k]
-                    runs[-1 - j] = [tpl, list(tpl.n_parents), t_arr, tpl.n]
+                    runs[-1 - j] = [tpl, list(tpl.n_parents), t_arr, tpl.n, {}]
                     heap.append((t_arr, j, _ARRIVE, -1 - j, -1))
                 heapq.heapify(heap)
-                cost += heft_rollout(speeds, vm_free, now, runs, heap, list(ready))
+                cost += rollout(speeds, vm_free, now, runs, heap, list(ready))
             costs.append(cost)
         best = int(np.argmin(costs))
         if costs[0] <= costs[best] + max(1e-6, self.threshold * self.samples):

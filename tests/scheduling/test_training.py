@@ -54,6 +54,27 @@ def test_lookahead_rollout_reproduces_the_simulator(classic: list[Workflow]) -> 
     assert total == pytest.approx(expected, rel=1e-9)
 
 
+def test_slack_rollout_reproduces_the_simulator(classic: list[Workflow]) -> None:
+    """The same for the teacher built on the slack rule (``Lookahead(base="heft_slack")``)."""
+    import heapq
+
+    from solvers.scheduling.heuristics import HEFTSlack
+    from solvers.scheduling.simulator import Arrivals, make_stream, parse_pool, simulate
+    from training.lookahead import _Template, slack_rollout
+
+    for name, seed in (("6x4", 3), ("5x5", 4)):
+        pool, arrivals = parse_pool(name), Arrivals(40, (9.0,))
+        expected = simulate(classic, pool, arrivals, HEFTSlack(), seed=seed).flowtimes.sum()
+        times, kinds = make_stream(classic, arrivals, seed)
+        tpls = [_Template(w) for w in classic]
+        runs = {uid: [tpls[k], list(tpls[k].n_parents), float(t), tpls[k].n, {}]
+                for uid, (t, k) in enumerate(zip(times, kinds, strict=True))}
+        heap = [(float(t), uid, 0, uid, -1) for uid, t in enumerate(times)]
+        heapq.heapify(heap)
+        total = slack_rollout(list(pool.speeds), [0.0] * pool.size, 0.0, runs, heap, [])
+        assert total == pytest.approx(expected, rel=1e-9)
+
+
 def test_distillation_round_labels_states_and_resumes(tmp_path: Path) -> None:
     """A tiny DAgger round end to end: teacher-labelled states saved, counters advanced,
     every target a non-empty set of VMs that includes a VM the teacher could pick."""
