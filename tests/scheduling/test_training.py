@@ -110,3 +110,13 @@ def test_teacher_threshold_keeps_only_larger_departures(classic: list[Workflow])
     assert free.deviations > 0 and strict.deviations == 0
     heft = simulate(classic, pool, arrivals, HEFT(), seed=4)
     assert result.mean_flowtime == pytest.approx(heft.mean_flowtime, rel=1e-12)
+
+
+def test_imitation_expert_is_the_strongest_correct_heuristic() -> None:
+    from training.goodrl import strongest_heuristic
+
+    ref = {"6x4@9.0": {"heft": 10.0, "eft": 11.0, "heft_slack": 9.9, "eft_stale": 5.0},
+           "5x5@9.0": {"heft": 10.0, "eft": 9.8, "heft_slack": 9.9, "eft_stale": 5.0}}
+    assert strongest_heuristic(ref) == "heft_slack"  # best on average; stale rules never count
+    # a reference from before the slack rule existed keeps choosing among what it measured
+    assert strongest_heuristic({"6x4@9.0": {"heft": 10.0, "eft": 11.0}}) == "heft"
