@@ -151,4 +151,16 @@ def test_shipped_weights_load_and_schedule(classic: list[Workflow]) -> None:
     heft = simulate(classic, parse_pool("5x5"), Arrivals(20, (9.0,)), HEFT(), seed=1)
     assert res.mean_flowtime < 1.2 * heft.mean_flowtime
     assert POLICIES["goodrl"].available
+
+
+@pytest.mark.skipif(goodrl.availability() is not None, reason="weights/goodrl.pt not trained")
+def test_shipped_goodrl_is_below_heft_on_held_out_streams(classic: list[Workflow]) -> None:
+    # the shipped actor imitates the strongest correct rule (heft_slack) decision for decision;
+    # a checkpoint that lost that would show here first (seeds outside training/validation)
+    for pool in ("6x4", "5x5"):
+        for seed in (1, 2):
+            args = (classic, parse_pool(pool), Arrivals(40, (9.0,)))
+            g = simulate(*args, get_policy("goodrl"), seed=seed).mean_flowtime
+            assert g < simulate(*args, HEFT(), seed=seed).mean_flowtime, (pool, seed)
+            assert g == pytest.approx(simulate(*args, HEFTSlack(), seed=seed).mean_flowtime)
     assert time.perf_counter() > 0
