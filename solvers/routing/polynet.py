@@ -140,6 +140,8 @@ def plan(n: int, strategies: int, seconds: float) -> tuple[int, int]:
     return plan_passes(n, strategies, seconds)
 
 
+#: A sampling round holds at most this many times the largest round measured so far.
+GROWTH = 4
 #: Share of the remaining time the fleet repair (route elimination) may take.
 REPAIR_SHARE = 0.3
 
@@ -227,7 +229,13 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             # a pass is paid once and the tail of the budget is not left unused
             # (with a margin for a slowdown while it runs)
             seconds = left() / ROUND_MARGIN
-            count = max(fit_trajectories(n, 1, seconds, sample_scale, SAMPLE_CAP * sample_size),
+            cap = SAMPLE_CAP * sample_size
+            if largest_round:
+                # the time model is extrapolated at most GROWTH-fold past the largest round
+                # measured (CVRPTW on Solomon RC101: a 1,024-trajectory round predicted from a
+                # 16-trajectory one took 2.4 times its 1.0 s prediction)
+                cap = min(cap, max(GROWTH * largest_round, sample_size))
+            count = max(fit_trajectories(n, 1, seconds, sample_scale, cap),
                         min(sample_size, MIN_SAMPLES))
         predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)
         if passes and (left() < 1.2 * predicted or budget.cancelled()
@@ -301,8 +309,12 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         else:
             sampled += count
             sampling_passes += 1
+            measured = took / pass_seconds(n, count, 1)
+            # a round much smaller than the largest so far says little about large ones
+            # (fixed costs): it may only make the prediction more cautious
+            small = 2 * count < largest_round
+            sample_scale = max(sample_scale, measured) if small else measured
             largest_round = max(largest_round, count)
-            sample_scale = took / pass_seconds(n, count, 1)
         progress(ProgressEvent("polynet", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None
