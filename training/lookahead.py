@@ -59,6 +59,32 @@ class _Template:
 _ARRIVE, _FINISH = 0, 1
 
 
+def _next_events(runs: dict[int, list], heap: list[tuple], ready: list[tuple[int, int]]
+                 ) -> tuple[float, float]:
+    """Handle every event at the earliest time (arrivals, finishes), appending the tasks they
+    make ready; returns that time and the flowtimes of the workflows it completed. A run with a
+    fifth entry (its queued tasks' finishes, ``slack_rollout``) forgets a finished task there."""
+    now = heap[0][0]
+    done = 0.0
+    while heap and heap[0][0] == now:
+        _, _, kind, key, t = heapq.heappop(heap)
+        r = runs[key]
+        if kind == _ARRIVE:
+            ready.extend((key, c) for c in r[0].roots)
+            continue
+        if len(r) > 4:
+            r[4].pop(t, None)
+        r[3] -= 1
+        if r[3] == 0:
+            done += now - r[2]
+        pending = r[1]
+        for c in r[0].children[t]:
+            pending[c] -= 1
+            if pending[c] == 0:
+                ready.append((key, c))
+    return now, done
+
+
 def heft_rollout(speeds: list[float], vm_free: list[float], now: float,
                  runs: dict[int, list], heap: list[tuple], ready: list[tuple[int, int]]
                  ) -> float:
@@ -86,21 +112,8 @@ def heft_rollout(speeds: list[float], vm_free: list[float], now: float,
             ready = []
         if not heap:
             return total
-        now = heap[0][0]
-        while heap and heap[0][0] == now:
-            _, _, kind, key, t = heapq.heappop(heap)
-            r = runs[key]
-            if kind == _ARRIVE:
-                ready.extend((key, c) for c in r[0].roots)
-                continue
-            r[3] -= 1
-            if r[3] == 0:
-                total += now - r[2]
-            pending = r[1]
-            for c in r[0].children[t]:
-                pending[c] -= 1
-                if pending[c] == 0:
-                    ready.append((key, c))
+        now, done = _next_events(runs, heap, ready)
+        total += done
 
 
 def slack_rollout(speeds: list[float], vm_free: list[float], now: float,
@@ -148,22 +161,8 @@ def slack_rollout(speeds: list[float], vm_free: list[float], now: float,
             ready = []
         if not heap:
             return total
-        now = heap[0][0]
-        while heap and heap[0][0] == now:
-            _, _, kind, key, t = heapq.heappop(heap)
-            r = runs[key]
-            if kind == _ARRIVE:
-                ready.extend((key, c) for c in r[0].roots)
-                continue
-            r[4].pop(t, None)
-            r[3] -= 1
-            if r[3] == 0:
-                total += now - r[2]
-            pending = r[1]
-            for c in r[0].children[t]:
-                pending[c] -= 1
-                if pending[c] == 0:
-                    ready.append((key, c))
+        now, done = _next_events(runs, heap, ready)
+        total += done
 
 
 def equivalent_vms(state: ClusterState, vm: int) -> np.ndarray:
