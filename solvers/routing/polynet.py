@@ -142,8 +142,9 @@ def plan(n: int, strategies: int, seconds: float) -> tuple[int, int]:
 
 #: A sampling round holds at most this many times the largest round measured so far.
 GROWTH = 4
-#: Share of the remaining time the fleet repair (route elimination) may take.
-REPAIR_SHARE = 0.3
+#: Share of the remaining time the fleet repair (route elimination) may take; it stops as
+#: soon as the fleet fits, leaving the rest to reconstruction.
+REPAIR_SHARE = 0.5
 
 
 def _repair(instance: Instance, seq: list[int] | None, order: np.ndarray, clock: Clock,
@@ -330,8 +331,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         if tw is not None and best_excess > 0 and (repair is None
                                                     or repair["routes"] is None):
             # still over the fleet after the fallback passes: the repair once more, on the
-            # final best solution
-            repair = _repair(instance, best_seq, order, clock, budget.seed)
+            # final best solution, with other random choices (the routes may be the same)
+            repair = _repair(instance, best_seq, order, clock, budget.seed + 1)
         if repair is not None and repair["routes"] is not None:
             best_len *= instance.cost(repair["routes"]) / max(instance.cost(routes), 1e-12)
             routes = repair["routes"]
