@@ -17,7 +17,12 @@ from solvers.routing.check import check_solution
 from solvers.routing.io import load_instance
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
-from solvers.routing.timewindows import _Schedules, eliminate_routes, time_window_routes
+from solvers.routing.timewindows import (
+    _Schedules,
+    eliminate_routes,
+    relocate_descent,
+    time_window_routes,
+)
 from tests.conftest import DATA
 from training.instances import (
     SOLOMON_FAMILIES,
@@ -185,6 +190,18 @@ def test_route_elimination_brings_rc101_within_its_fleet():
         assert len(fixed) == 15
         assert check_solution(inst, fixed) == []
         assert sorted(v for r in fixed for v in r) == sorted(v for r in routes for v in r)
+
+
+def test_relocation_descent_shortens_repaired_routes_and_keeps_them_feasible():
+    # the repair's ejections leave detours; the descent removes them without a new route
+    inst = load_instance(RC101)
+    routes = eliminate_routes(inst, time_window_routes(inst), 15, time.perf_counter() + 20.0)
+    polished = relocate_descent(inst, routes, time.perf_counter() + 20.0)
+    assert check_solution(inst, polished) == [] and len(polished) <= 15
+    assert sorted(v for r in polished for v in r) == sorted(v for r in routes for v in r)
+    assert inst.cost(polished) < 0.97 * inst.cost(routes)
+    # a local optimum: a second descent finds nothing
+    assert relocate_descent(inst, polished, time.perf_counter() + 20.0) == polished
 
 
 def test_insertion_places_agree_with_the_route_check():
