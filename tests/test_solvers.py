@@ -140,7 +140,7 @@ def test_cancel_returns_best_so_far_early(solver, x101):
 
 
 def test_ortools_search_is_held_to_its_deadline_by_our_own_check(monkeypatch, x101):
-    # OR-Tools' guided local search has run minutes past its own limit (google/or-tools#2660);
+    # OR-Tools' guided local search is reported to run minutes past its own limit (#2660);
     # our stop check ends it regardless: with the grace set 1.5 s *before* OR-Tools' own
     # limit, a 3 s search must end at about 1.5 s, with a solution
     from solvers.routing import ortools

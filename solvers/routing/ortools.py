@@ -213,8 +213,7 @@ class ORToolsSolver:
         # Checked by the search itself between moves, so cancelling works even while
         # no new solution is being found. It also holds the time limit: OR-Tools' own
         # limit checks the clock only every so many calls and guided local search has been
-        # seen to run minutes past it (google/or-tools#2660; here once 8 minutes past a
-        # 1 s limit on a TSP100, not reproduced on a rerun).
+        # reported to run minutes past it (google/or-tools#2660).
         deadline = [math.inf]  # the search's end, set once building time is known
 
         def stop() -> bool:
