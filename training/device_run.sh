@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the folder that comes back}
 MINUTES=${MINUTES:-7}
-DEVICE=${DEVICE:-cuda}  # DEVICE=cpu MINUTES=0.5 smoke-tests the plumbing on a CPU
+DEVICE=${DEVICE:-cuda}  # DEVICE=cpu runs the same commands on a CPU
 # The device machine cannot reach PyPI, but its image's python3 already holds everything the
 # trainers import (torch, numpy, numba, scipy, tqdm; checked with `python -c "import sys,
 # training.sit; print(sys.modules)"`), so use it with the repository on PYTHONPATH. A local
