@@ -432,6 +432,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if args.val_count < len(val["coords"]) and val_set == "uniform":
         val = {k: (v[:args.val_count] if v.ndim else v) for k, v in val.items()}
     description = validation_description(args.problem, val_set)
+    if len(val["coords"]) < VALIDATION_COUNT and val_set == "uniform":
+        # a smaller set is another set: its gaps must not be compared with the full one's
+        description = f"the first {len(val['coords'])} of {description}"
     if source is not None and ckpt.get("validation_set", validation_description(
             args.problem, "uniform")) != description:
         print("the validation set changed: best gap reset", flush=True)
