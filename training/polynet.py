@@ -388,6 +388,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     torch.manual_seed(args.seed)
     np_rng = np.random.default_rng(args.seed)
     out = Path(args.out) if args.out else checkpoint_path(args.problem)
+    if args.val_count < VALIDATION_COUNT and out == checkpoint_path(args.problem):
+        # the shipped gap and its manifest entry are on the whole validation set
+        raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
+                         "validation instances that gate the shipped checkpoint; give --out "
+                         "for an experiment")
     # The latest state (resumed first) lives in var/checkpoints/ for the shipped checkpoint,
     # beside the checkpoint for an experiment.
     latest = (REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"

@@ -278,6 +278,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     py_rng = random.Random(args.seed)
     np_rng = np.random.default_rng(args.seed)
     out = Path(args.out) if args.out else checkpoint_path(args.problem)
+    shortened = args.val_count < VALIDATION_COUNT
+    if shortened and out == checkpoint_path(args.problem):
+        # the shipped gap and its manifest entry are on all VALIDATION_COUNT instances
+        raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
+                         "validation instances that gate the shipped checkpoint; give --out "
+                         "for an experiment")
     # The latest state (kept locally, resumed first) vs the best one (shipped in weights/).
     latest = REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
     claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
@@ -301,6 +307,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     val = validation_set(args.problem)
     if args.val_count < len(val["coords"]):
         val = {k: (v[:args.val_count] if k != "reference" else v) for k, v in val.items()}
+    if shortened:
+        state.best_gap = None  # another set: not comparable with a full-set best
     reference = str(val["reference"])
     # The shipped checkpoint's learning curve lives in weights/curves/; an experiment's
     # beside its own checkpoint.

@@ -393,6 +393,9 @@ def test_a_smaller_validation_set_is_not_compared_with_the_full_one(tmp_path, ca
     assert "the validation set changed: best gap reset" in capsys.readouterr().out
     saved = torch.load(tmp_path / "p.last.pt", weights_only=False)
     assert saved["validation_set"].startswith("the first 2 of ")
+    # and it never gates the shipped checkpoint
+    with pytest.raises(SystemExit, match="val-count 2"):
+        main(["tsp", "--minutes", "0.01", "--val-count", "2"])
 
 
 def test_reparent_keeps_the_strategy_block_and_takes_the_new_parent(tmp_path) -> None:

@@ -338,3 +338,12 @@ def test_reld_sampling_rounds_take_the_time_left(monkeypatch) -> None:
     assert stats["largest_sampling_round"] > first_pass
     assert stats["largest_sampling_round"] <= SAMPLE_CAP * first_pass
     assert sol.wall_time < 2.2
+
+
+def test_a_shortened_validation_set_cannot_gate_the_shipped_checkpoint() -> None:
+    # the shipped gap and its manifest entry are measured on all 64 instances; a run on fewer
+    # must write an experiment (--out), never replace weights/reld_<problem>.pt
+    from training.reld import main
+
+    with pytest.raises(SystemExit, match="val-count 4"):
+        main(["tsp", "--minutes", "0.01", "--val-count", "4"])
