@@ -71,7 +71,7 @@ def run_all(instances: list[RoutingInstance], solvers: list[str],
                                  "wall": sol.wall_time,
                                  "elapsed": round(time.perf_counter() - t0, 3),
                                  "stats": sol.stats})
-        print(f"  {inst.name} done", file=sys.stderr, flush=True)
+        print(f"  {inst.name} done {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
     return rows
 
 
