@@ -182,7 +182,7 @@ def test_route_elimination_keeps_its_deadline_and_every_window():
 
 def test_route_elimination_brings_rc101_within_its_fleet():
     # RC101: the greedy construction's 18 routes for 15 vehicles; the ejection pool gets to
-    # 15 (0.05-1.2 s on the development machine; the former repair stopped at 16 in 3 s)
+    # 15 (0.04-1.2 s on the development machine; the former repair stopped at 16 in 3 s)
     inst = load_instance(RC101)
     routes = time_window_routes(inst)
     for seed in (0, 1):
