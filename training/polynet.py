@@ -388,8 +388,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     torch.manual_seed(args.seed)
     np_rng = np.random.default_rng(args.seed)
     out = Path(args.out) if args.out else checkpoint_path(args.problem)
-    if args.val_count < VALIDATION_COUNT and out == checkpoint_path(args.problem):
-        # the shipped gap and its manifest entry are on the whole validation set
+    shortened = args.val_count < VALIDATION_COUNT and (args.problem != "cvrptw"
+                                                      or args.val_set == "uniform")
+    if shortened and out == checkpoint_path(args.problem):
+        # the shipped gap and its manifest entry are on the whole validation set (only the
+        # uniform sets are ever shortened)
         raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
                          "validation instances that gate the shipped checkpoint; give --out "
                          "for an experiment")
@@ -437,7 +440,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if args.val_count < len(val["coords"]) and val_set == "uniform":
         val = {k: (v[:args.val_count] if v.ndim else v) for k, v in val.items()}
     description = validation_description(args.problem, val_set)
-    if len(val["coords"]) < VALIDATION_COUNT and val_set == "uniform":
+    if shortened:
         # a smaller set is another set: its gaps must not be compared with the full one's
         description = f"the first {len(val['coords'])} of {description}"
     if source is not None and ckpt.get("validation_set", validation_description(
