@@ -69,6 +69,10 @@ def _as_int_array(
                 raw[k] = v
     n = len(raw)
     present = np.ones(n, dtype=bool)
+    if raw.dtype.kind == "u" and len(raw) and int(raw.max()) > bound:
+        k = int(np.argmax(raw > bound))  # uint64 above 2⁶³ would wrap to a negative int64
+        raise InstanceError(item_field(k), f"{name} {int(raw[k])} is larger in magnitude than "
+                            f"the supported {bound:.0e}")
     if raw.dtype.kind in "iu":
         out = raw.astype(np.int64)
     elif raw.dtype.kind == "f":
@@ -76,6 +80,11 @@ def _as_int_array(
         if bad.any():
             k = int(np.argmax(bad))
             raise InstanceError(item_field(k), f"{name} must be an integer, got {raw[k]!r}")
+        huge = np.abs(raw) > bound  # before the cast: int64 would wrap 1e300
+        if huge.any():
+            k = int(np.argmax(huge))
+            raise InstanceError(item_field(k), f"{name} {raw[k]:.6g} is larger in magnitude "
+                                f"than the supported {bound:.0e}")
         out = raw.astype(np.int64)
     else:
         out = np.zeros(n, dtype=np.int64)
@@ -92,7 +101,7 @@ def _as_int_array(
                                         f"than the supported {bound:.0e}")
                 out[k] = int(v)
         return out, present
-    too_big = np.abs(out) > bound
+    too_big = (out > bound) | (out < -bound)  # not np.abs: |−2⁶³| wraps to −2⁶³ in int64
     if too_big.any():
         k = int(np.argmax(too_big))
         raise InstanceError(item_field(k), f"{name} {int(out[k])} is larger in magnitude than the "

@@ -50,6 +50,11 @@ def test_unbalanced_supplies_name_the_sums() -> None:
     (lambda o: o["arcs"][0].pop("tail"), "arcs[0].tail", "missing"),
     (lambda o: o["arcs"][0].update(weight=3), "arcs[0].weight", "unknown field"),
     (lambda o: o["arcs"][0].update(cost=10**10), "arcs[0].cost", "larger in magnitude"),
+    # int64's own extremes and huge floats: |−2⁶³| wraps in int64, 1e300 wraps in the cast
+    (lambda o: o["arcs"][1].update(cost=-(2**63)), "arcs[1].cost", "larger in magnitude"),
+    (lambda o: o["arcs"][1].update(cost=2**64 - 1), "arcs[1].cost", "larger in magnitude"),
+    (lambda o: o["arcs"][0].update(cost=-1e300), "arcs[0].cost", "larger in magnitude"),
+    (lambda o: o.update(supplies=[-(2**63), 0, 2**63 - 1]), "supplies[0]", "larger in magnitude"),
 ])
 def test_invalid_networks_name_the_field(change: Any, field: str, words: str) -> None:
     obj = _base()
