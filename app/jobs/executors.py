@@ -46,6 +46,7 @@ class LocalProcessExecutor:
         self.workers = workers
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
+        self._closing = False  # set by shutdown: its own terminations are no worker deaths
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -70,6 +71,12 @@ class LocalProcessExecutor:
         exc = future.exception()
         if exc is None:
             return
+        if self._closing:
+            # shutdown terminated it: the job stays running in the store, so the next
+            # server re-queues it (marking it failed here would lose what the user submitted)
+            logger.info("job %s: interrupted by the shutdown, re-queued on the next start",
+                        job.id)
+            return
         # The worker died (killed, out of memory) before it could record an outcome.
         logger.error("job %s: worker failed: %r", job.id, exc)
         self.store.finish(job.id, job.attempt, state=FAILED,
@@ -82,6 +89,7 @@ class LocalProcessExecutor:
     def shutdown(self) -> None:
         """Stop now: running jobs are not waited for (they are re-queued on the next start),
         so their workers are terminated rather than left solving for nobody."""
+        self._closing = True
         processes = list((self._pool._processes or {}).values())  # no public accessor
         self._pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
