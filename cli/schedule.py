@@ -24,7 +24,7 @@ from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
 from solvers.errors import InstanceError
 from solvers.scheduling.registry import POLICIES, policy_names, run_policies
 from solvers.scheduling.render import gantt_svg
-from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
+from solvers.scheduling.simulator import RATE_RANGE, Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     GENERATORS,
     Workflow,
@@ -54,8 +54,9 @@ def _rates(text: str) -> tuple[float, ...]:
         rates = tuple(float(r) for r in _names(text, "--rate"))
     except ValueError:
         fail(f"--rate: {text!r} is not a comma-separated list of numbers (workflows per hour)")
-    if any(not (math.isfinite(r) and r > 0) for r in rates):
-        fail(f"--rate: every rate must be a positive number of workflows per hour, got {text}")
+    lo, hi = RATE_RANGE
+    if any(not (math.isfinite(r) and lo <= r <= hi) for r in rates):
+        fail(f"--rate: every rate must be in [{lo:g}, {hi:g}] workflows per hour, got {text}")
     return rates
 
 

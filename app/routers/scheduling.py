@@ -153,10 +153,13 @@ def _check_work(templates: list[Workflow], options: SimulateOptions, settings: S
 def _task(options: SimulateOptions, templates: list[Workflow], settings: Settings,
           source: str) -> SimTask:
     limit = _check_work(templates, options, settings, source)
-    return SimTask(templates, _pool(options.pool), Arrivals(options.workflows_count,
-                                                           tuple(options.rates)),
-                   options.policies, options.seed, options.gantt, options.gantt_workflows,
-                   limit)
+    try:
+        arrivals = Arrivals(options.workflows_count, tuple(options.rates))
+    except InstanceError as exc:  # a request field, not part of the workflows
+        raise ApiError(422, f"{exc.field}: {exc.message}", kind="invalid-request",
+                       title="Invalid request", field=exc.field) from None
+    return SimTask(templates, _pool(options.pool), arrivals, options.policies, options.seed,
+                   options.gantt, options.gantt_workflows, limit)
 
 
 def task_from_json(raw: bytes, settings: Settings) -> SimTask:

@@ -34,6 +34,10 @@ from solvers.scheduling.workflow import Workflow
 #: vCPUs of the VM types, after EC2 m5 (GOODRL's list); a pool "6x4" takes the first 6 types.
 VM_TYPES = (8, 16, 32, 48, 64, 96)
 MAX_VMS = 1_000
+#: Bounds on a VM's vCPUs and on arrival rates (workflows per hour) that keep every time the
+#: simulator computes finite (a rate of 1e-320 or 1e308 vCPUs overflowed or underflowed).
+VCPU_RANGE = (1e-2, 1e6)
+RATE_RANGE = (1e-6, 1e9)
 
 #: Seconds over which a VM's recent utilization is averaged.
 UTIL_HORIZON = 3600.0
@@ -78,8 +82,9 @@ def parse_pool(text: str, field_name: str = "pool") -> VMPool:
                             "of vCPU counts (e.g. 8,16,96)") from None
     if not speeds or len(speeds) > MAX_VMS:
         raise InstanceError(field_name, f"the pool must hold 1 to {MAX_VMS} VMs")
-    if any(not (math.isfinite(s) and s > 0) for s in speeds):
-        raise InstanceError(field_name, "every VM needs a positive, finite vCPU count")
+    lo, hi = VCPU_RANGE
+    if any(not (math.isfinite(s) and lo <= s <= hi) for s in speeds):
+        raise InstanceError(field_name, f"every VM needs a vCPU count in [{lo:g}, {hi:g}]")
     return VMPool(speeds, ",".join(f"{s:g}" for s in speeds))
 
 
@@ -242,8 +247,13 @@ class Arrivals:
     def __post_init__(self) -> None:
         if self.count < 1:
             raise InstanceError("workflows_count", f"must be at least 1, got {self.count}")
-        if not self.rates or any(not (math.isfinite(r) and r > 0) for r in self.rates):
-            raise InstanceError("rate", "arrival rates must be positive workflows per hour")
+        lo, hi = RATE_RANGE
+        if not self.rates:
+            raise InstanceError("rates", "at least one arrival rate is needed")
+        for i, r in enumerate(self.rates):
+            if not (math.isfinite(r) and lo <= r <= hi):
+                raise InstanceError(f"rates[{i}]", f"arrival rates must be in [{lo:g}, {hi:g}] "
+                                    f"workflows per hour, got {r!r}")
 
     def times(self, rng: np.random.Generator) -> np.ndarray:
         seg = np.minimum(np.arange(self.count) * len(self.rates) // self.count,

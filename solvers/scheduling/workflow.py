@@ -34,6 +34,9 @@ from solvers.errors import InstanceError, UnsupportedFormatError
 SIZE_FACTOR = 16.0
 #: The most tasks one workflow may have; keeps every per-workflow array small.
 MAX_TASKS = 5_000
+#: A task's runtime at most (seconds, about 30 years): larger ones overflow the simulator's
+#: float arithmetic (1e308 s made every flowtime inf, reported as null).
+MAX_RUNTIME = 1e9
 #: The most dependencies one workflow may have (building one costs about 6 µs per edge).
 MAX_EDGES = 200_000
 WORKFLOW_EXTENSIONS = (".xml", ".dax", ".json")
@@ -179,9 +182,9 @@ def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
     for i, r in enumerate(runtimes):
         if isinstance(r, bool) or not isinstance(r, (int, float)):
             raise InstanceError(f"{where}[{i}].runtime", f"must be a number, got {r!r}")
-        if not math.isfinite(r) or r < 0:
+        if not math.isfinite(r) or not 0 <= r <= MAX_RUNTIME:
             raise InstanceError(f"{where}[{i}].runtime",
-                                f"must be a finite number of seconds ≥ 0, got {r!r}")
+                                f"must be a number of seconds in [0, {MAX_RUNTIME:g}], got {r!r}")
         rt[i] = r
     edges = sum(len(ps) for ps in parents)
     if edges > MAX_EDGES:

@@ -89,7 +89,14 @@ def test_bad_options(api: httpx.Client) -> None:
     assert_problem(api.post(SIMULATE, json={"policies": ["heft", "magic"]}), 404,
                    "policies[1]")
     assert_problem(api.post(SIMULATE, json={"workflows_count": 10**6}), 422, "workflows_count")
-    assert_problem(api.post(SIMULATE, json={"rates": [0]}), 422)
+    assert_problem(api.post(SIMULATE, json={"rates": [0]}), 422, "rates[0]")
+    # bounds that keep the simulator's times finite (these overflowed to null flowtimes)
+    assert_problem(api.post(SIMULATE, json={"rates": [5.4, 1e-320]}), 422, "rates[1]")
+    assert_problem(api.post(SIMULATE, json={"pool": "8,1e308"}), 422, "pool")
+    huge = _diamond()
+    huge["tasks"][2]["runtime"] = 1e308
+    assert_problem(api.post(SIMULATE, json={"workflows": [huge]}), 422,
+                   "workflows[0].tasks[2].runtime")
     assert_problem(api.post(SIMULATE, json={"workflow_count": 3}), 422, "workflow_count")
     big = {"workflows_count": 20000, "policies": ["goodrl", "heft"]}
     body = assert_problem(api.post(SIMULATE, json=big), 413, "workflows_count")

@@ -63,6 +63,8 @@ def test_bad_input_exits_2_naming_the_option(tmp_path: Path) -> None:
         (["--policies", "heft,zzz"], "--policies"),
         (["--rate", "fast"], "--rate"),
         (["--rate", "-1"], "--rate"),
+        (["--rate", "5.4,1e-320"], "--rate"),
+        (["--pool", "8,1e308"], "--pool"),
         (["--workflows-count", "0"], "--workflows-count"),
         (["--workflows", str(tmp_path / "none.xml")], "--workflows"),
         (["--shapes", "ligo"], "--shapes"),

@@ -64,7 +64,9 @@ def test_missing_parent_negative_runtime_and_duplicates_name_the_task() -> None:
     err = _bad([{"id": "a", "runtime": 1}, {"id": "b", "runtime": 1, "parents": ["nope"]}])
     assert (err.field, "'nope'" in err.message) == ("tasks[1].parents", True)
     err = _bad([{"id": "a", "runtime": -3}])
-    assert err.field == "tasks[0].runtime" and "≥ 0" in err.message
+    assert err.field == "tasks[0].runtime" and "[0, 1e+09]" in err.message
+    assert _bad([{"id": "a", "runtime": 1}, {"id": "b", "runtime": 2e9}]).field == \
+        "tasks[1].runtime"
     err = _bad([{"id": "a", "runtime": 1}, {"id": "a", "runtime": 1}])
     assert err.field == "tasks[1].id"
     assert _bad([{"id": "a", "runtime": 1, "parents": ["a"]}]).field == "tasks[0].parents"
