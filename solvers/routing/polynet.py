@@ -57,6 +57,7 @@ from solvers.routing.reld import (
     SAMPLE_CAP,
     WEIGHTS_DIR,
     ReLDSolver,
+    decode_steps,
     fit_trajectories,
     insertion_start,
     pass_seconds,
@@ -134,10 +135,11 @@ class PolyNetSolver(ReLDSolver):
                        self.fill_share)
 
 
-def plan(n: int, strategies: int, seconds: float) -> tuple[int, int]:
+def plan(n: int, strategies: int, seconds: float,
+         steps: float | None = None) -> tuple[int, int]:
     """(strategies per pass, symmetries per pass), planned as ReLD plans its starts; the
     strategies left out of the greedy pass come back in the sampling rounds."""
-    return plan_passes(n, strategies, seconds)
+    return plan_passes(n, strategies, seconds, steps)
 
 
 #: A sampling round holds at most this many times the largest round measured so far.
@@ -199,7 +201,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     def left() -> float:
         return max(0.0, clock.remaining - reserve)
 
-    m, together = plan(n, K, left())
+    steps = decode_steps(instance)
+    m, together = plan(n, K, left(), steps)
     sample_size = m * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
@@ -246,9 +249,9 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                 # measured (CVRPTW on Solomon RC101: a 1,024-trajectory round predicted from a
                 # 16-trajectory one took 2.4 times its 1.0 s prediction)
                 cap = min(cap, max(GROWTH * largest_round, sample_size))
-            count = max(fit_trajectories(n, 1, seconds, sample_scale, cap),
+            count = max(fit_trajectories(n, 1, seconds, sample_scale, cap, steps),
                         min(sample_size, MIN_SAMPLES))
-        predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k)
+        predicted = (scale if greedy else sample_scale) * pass_seconds(n, count, k, steps)
         if passes and (left() < 1.2 * predicted or budget.cancelled()
                        or (max_solutions is not None and solutions >= max_solutions)):
             if reserve > 0 and best_excess > 0 and not budget.cancelled() and (
@@ -314,13 +317,13 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         solutions += int(flat.numel())
         took = clock.elapsed - t0
         if greedy:
-            scale = took / pass_seconds(n, count, k)
+            scale = took / pass_seconds(n, count, k, steps)
             if not sampled:
                 sample_scale = scale
         else:
             sampled += count
             sampling_passes += 1
-            measured = took / pass_seconds(n, count, 1)
+            measured = took / pass_seconds(n, count, 1, steps)
             # a round much smaller than the largest so far says little about large ones
             # (fixed costs): it may only make the prediction more cautious
             small = 2 * count < largest_round

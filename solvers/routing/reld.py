@@ -156,28 +156,43 @@ class ReLDSolver:
         return sol
 
 
-def pass_seconds(n: int, trajectories: int, symmetries: int) -> float:
+def decode_steps(instance: Instance) -> float:
+    """Decoding steps of one trajectory, as ``pass_seconds`` counts them: 1.15 N, which is
+    a 15% margin for the TSP (N steps; the cost model was fitted on it) and covers CVRP's depot
+    returns on uniform CVRP100 (about 10 routes); a CVRP trajectory returns to the depot at
+    least once per ⌈Σ demand / capacity⌉ routes, so an instance with many routes counts
+    N + that bound (31 nodes with one vehicle per customer: 61 steps; planned as 36, PolyNet's
+    first pass took 1.5-1.8 s of a 1 s limit)."""
+    n = instance.n
+    if isinstance(instance, CVRPInstance):
+        routes = math.ceil(float(np.sum(instance.demands)) / float(instance.capacity))
+        return max(1.15 * n, float(n + routes))
+    return 1.15 * n
+
+
+def pass_seconds(n: int, trajectories: int, symmetries: int,
+                 steps: float | None = None) -> float:
     """Predicted seconds of one greedy pass on the development machine: every decoding step
     pays a fixed overhead (Python and kernel launches) plus a share per trajectory and node,
-    and the encoder runs once per symmetry. Steps are counted as 1.15 N for both problems: CVRP's
-    depot returns add about that many, and for the TSP (N steps; the constants were fitted on
-    it) it is a 15% margin on the first pass. The measured time of each pass corrects the
-    scale, not the shape."""
-    steps = 1.15 * n
+    and the encoder runs once per symmetry. ``steps`` per trajectory default to 1.15 N
+    (``decode_steps``). The measured time of each pass corrects the scale, not the shape."""
+    if steps is None:
+        steps = 1.15 * n
     return (steps * (_STEP_COST + _DECODE_COST * trajectories * symmetries * n)
             + _ENCODE_COST * symmetries * n * n)
 
 
-def plan_passes(n: int, trajectories: int, seconds: float) -> tuple[int, int]:
+def plan_passes(n: int, trajectories: int, seconds: float,
+                steps: float | None = None) -> tuple[int, int]:
     """(trajectories, symmetries per pass) so that the first greedy pass fits in about half
     of ``seconds`` (what is left of the budget once the model is loaded). Trajectories are
     halved before symmetries: on 100-node sets the eight symmetries of a few starts beat many
     starts on one symmetry. PolyNet plans its strategies the same way."""
     together = 8 if n <= 200 else 4 if n <= 1000 else 1
     budget = 0.5 * seconds
-    while trajectories > 1 and pass_seconds(n, trajectories, together) > budget:
+    while trajectories > 1 and pass_seconds(n, trajectories, together, steps) > budget:
         trajectories //= 2
-    while together > 1 and pass_seconds(n, trajectories, together) > budget:
+    while together > 1 and pass_seconds(n, trajectories, together, steps) > budget:
         together //= 2
     return max(1, trajectories), together
 
@@ -211,13 +226,13 @@ def insertion_start(n: int, seconds: float, coords: torch.Tensor,
 
 
 def fit_trajectories(n: int, symmetries: int, seconds: float, scale: float,
-                     most: int) -> int:
+                     most: int, steps: float | None = None) -> int:
     """How many more greedy trajectories (up to ``most``) a pass may decode in ``seconds``,
     with the cost model rescaled to the passes measured so far; 0 when not even one fits."""
     lo, hi = 0, most
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if scale * pass_seconds(n, mid, symmetries) <= seconds:
+        if scale * pass_seconds(n, mid, symmetries, steps) <= seconds:
             lo = mid
         else:
             hi = mid - 1
@@ -287,6 +302,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                                  dtype=torch.float32, device=device)[None]
         capacity = torch.tensor([float(instance.capacity)], device=device)
     all_starts = min(MAX_STARTS, n - 1 if cvrp else n)
+    steps = decode_steps(instance)
     tsp_order = spread_starts(n, all_starts) if not cvrp else []
     # the last part of the time goes to the model's reconstruction of its best solution
     reserve = RECONSTRUCT_SHARE[instance.problem] * clock.remaining
@@ -294,7 +310,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     def left() -> float:
         return max(0.0, clock.remaining - reserve)
 
-    starts, together = plan_passes(n, all_starts, left())
+    starts, together = plan_passes(n, all_starts, left(), steps)
     sample_size = starts * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq = math.inf, None
@@ -318,11 +334,12 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         if not queue:
             rest = all_starts - (chunk[0] + chunk[1])
             seconds = left() / 1.4 / len(blocks)
-            size = fit_trajectories(n, together, seconds, scale, rest) if rest > 0 else 0
+            size = fit_trajectories(n, together, seconds, scale, rest, steps) if rest > 0 else 0
             if size == 0 and rest <= 0 and view + 1 < len(angles):
                 # every start is done on this view: the next view, if a pass of at least
                 # half of the starts fits (fewer starts on more views did worse)
-                size = fit_trajectories(n, together, seconds, scale, all_starts)
+                size = fit_trajectories(n, together, seconds, scale, all_starts,
+                                        steps)
                 if 2 * size >= all_starts:
                     view += 1
                     views_used = view + 1
@@ -338,12 +355,12 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                 # cost per decoding step once), at most SAMPLE_CAP first passes' worth
                 seconds = left() / ROUND_MARGIN
                 size = max(fit_trajectories(n, 1, seconds, sample_scale,
-                                            SAMPLE_CAP * sample_size),
+                                            SAMPLE_CAP * sample_size, steps),
                            min(sample_size, MIN_SAMPLES))
                 queue = [("sample", 0, 0, size)]
         mode, first_sym, first, m = queue.pop(0)
-        predicted = (sample_scale * pass_seconds(n, m, 1) if mode == "sample"
-                     else scale * pass_seconds(n, m, together))
+        predicted = (sample_scale * pass_seconds(n, m, 1, steps) if mode == "sample"
+                     else scale * pass_seconds(n, m, together, steps))
         if passes and (budget.cancelled() or left() < 1.2 * predicted):
             break
         t0 = clock.elapsed
@@ -374,10 +391,10 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
             samples += int(flat.numel())
             largest_round = max(largest_round, int(flat.numel()))
             sampling_passes += 1
-            sample_scale = took / pass_seconds(n, m, 1)
+            sample_scale = took / pass_seconds(n, m, 1, steps)
         else:
             used = max(used, first + m)
-            scale = took / pass_seconds(n, m, together)
+            scale = took / pass_seconds(n, m, together, steps)
             if not samples:
                 sample_scale = scale
         progress(ProgressEvent("reld", clock.elapsed, passes, None,

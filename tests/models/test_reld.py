@@ -23,6 +23,7 @@ from solvers.routing.env import (
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.reld import (
     SAMPLE_CAP,
+    decode_steps,
     fit_trajectories,
     pass_seconds,
     plan_passes,
@@ -260,6 +261,23 @@ def test_top_up_sizing_fits_the_time_left_and_grows_with_it() -> None:
     # the first pass takes about half of the budget
     m, k = plan_passes(100, 100, 1.0)
     assert pass_seconds(100, m, k) <= 0.5 and k == 8
+
+
+def test_depot_returns_count_as_decoding_steps() -> None:
+    # uniform CVRP100 (about 10 routes) keeps the 1.15 N the constants were fitted with ...
+    rng = np.random.default_rng(0)
+    xy = rng.random((101, 2))
+    uniform = CVRPInstance(coords=xy, demands=np.r_[0, rng.integers(1, 10, 100)], capacity=50)
+    assert decode_steps(uniform) == pytest.approx(1.15 * 101)
+    assert decode_steps(TSPInstance(coords=xy)) == pytest.approx(1.15 * 101)
+    # ... one vehicle per customer doubles the steps, and the first pass plans for it (31
+    # nodes: planned as 36 steps, PolyNet's 128 × 8 first pass took 1.5-1.8 s of a 1 s limit)
+    one_each = CVRPInstance(coords=xy[:31], demands=np.r_[0, np.full(30, 10)], capacity=10)
+    assert decode_steps(one_each) == 61
+    planned = plan_passes(31, 128, 0.5)
+    replanned = plan_passes(31, 128, 0.5, decode_steps(one_each))
+    assert replanned[0] * replanned[1] < planned[0] * planned[1]
+    assert pass_seconds(31, *replanned, decode_steps(one_each)) <= 0.25
 
 
 def test_cvrp_multi_start_first_rank_continues_the_ranking() -> None:
