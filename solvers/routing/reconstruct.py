@@ -171,6 +171,8 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
 GROUP_SMALLEST, GROUP_LARGEST = 20, 40
 #: Greedy starts (the top first customers, as ReLD's multi-start) per group and symmetry.
 GROUP_STARTS = 8
+#: Symmetries each group is decoded on.
+GROUP_SYMMETRIES = 8
 #: Time margin of a smaller round in the tail of the time (a full round's is 1.2).
 SMALL_ROUND_MARGIN = 1.4
 
@@ -283,7 +285,7 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
         # the full round, or in the tail of the time a smaller one (fewer starts, then fewer
         # symmetries) rather than none; a smaller round's fixed cost per step weighs more than
         # in the full rounds that measured the scale, hence the wider margin
-        full = syms, starts = 8, max(1, min(GROUP_STARTS, customers))
+        full = syms, starts = GROUP_SYMMETRIES, max(1, min(GROUP_STARTS, customers))
         margin = 1.2
         while (left < margin * scale * _group_seconds(steps, syms * len(groups) * starts,
                                                       longest) and syms * starts > 1):
