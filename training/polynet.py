@@ -259,9 +259,12 @@ def _spans(val: dict[str, Any], sl: slice, device: str) -> torch.Tensor:
 
 # -- the best-of-K loss -------------------------------------------------------------------
 def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, int],
-              rng: np.random.Generator, device: str) -> tuple[torch.Tensor, dict[str, float]]:
+              rng: np.random.Generator, device: str, solomon_share: float = 0.0,
+              ) -> tuple[torch.Tensor, dict[str, float]]:
     """Best-of-K REINFORCE on a fresh batch of one random size; also returns statistics
-    (mean best and mean average length, distinct winning strategies)."""
+    (mean best and mean average length, distinct winning strategies). CVRPTW: a batch is
+    drawn like Solomon's six families (``solomon_like_cvrptw``) with probability
+    ``solomon_share``, else by ``random_cvrptw`` (narrow windows around one plan)."""
     n = int(rng.integers(sizes[0], sizes[1] + 1))
     K = model.config.strategies
     z = strategy_bits(K, device=device)
@@ -278,7 +281,10 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
         log_p = sequence_log_prob(model, cache, replay_tsp(coords, tours),
                                   strategy=z[best][:, None])
     elif problem == "cvrptw":
-        tw = tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
+        if rng.random() < solomon_share:
+            tw = tw_batch([solomon_like_cvrptw(rng, n) for _ in range(batch)], device)
+        else:
+            tw = tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
         with torch.no_grad():
             sampled = rollout_cvrptw(model, tw, K, decode="sample", strategy=z)
         best = sampled.lengths.argmin(dim=1)
@@ -513,6 +519,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                     "reference": reference,
                     "last_run": (f"--phase {args.phase} --lr {args.lr:g} --poly-lr "
                                  f"{args.poly_lr:g}" + (" --reparent" if args.reparent else "")
+                                 + (f" --solomon-share {args.solomon_share:g}"
+                                    if args.solomon_share else "")
                                  + (" (ReLD parent frozen: only the strategy block learns)"
                                     if args.lr == 0 else ""))},
                     parent.name + (" (CVRP parent, time-feature columns zero)"
@@ -533,7 +541,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                                                 labels)
             else:
                 loss, stats = poly_loss(model, args.problem, args.batch,
-                                        (args.min_n, args.max_n), np_rng, device)
+                                        (args.min_n, args.max_n), np_rng, device,
+                                        args.solomon_share)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -564,6 +573,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=int, default=8,
                         help="route orders per instance (imitation)")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--solomon-share", type=float, default=0.0,
+                        help="CVRPTW best-of-K: share of batches drawn like Solomon's six "
+                        "families (wide type-2 windows, clusters) instead of random_cvrptw")
     parser.add_argument("--min-n", type=int, default=60)
     parser.add_argument("--max-n", type=int, default=100)
     parser.add_argument("--lr", type=float, default=3e-5, help="ReLD parameters")
@@ -588,6 +600,9 @@ def main(argv: list[str] | None = None) -> int:
                      "other input columns; --fresh has no strategy block to keep)")
     if args.phase == "imitation" and args.problem != "cvrptw":
         parser.error("--phase imitation is the CVRPTW bootstrap (TSP and CVRP start from ReLD)")
+    if args.solomon_share and (args.problem != "cvrptw" or args.phase != "best_of_k"
+                               or not 0 <= args.solomon_share <= 1):
+        parser.error("--solomon-share is a share in [0, 1] of CVRPTW best-of-K batches")
     torch.set_num_threads(args.threads)
     print(json.dumps(train(args)))
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -253,6 +255,28 @@ def test_solver_fills_vehicles_when_every_solution_breaks_the_fleet() -> None:
     assert free.stats["fill_passes"] == 0 and capped.stats["fill_passes"] >= 1
     # the same first pass plus the filling ones, ranked by routes first
     assert sum(1 for r in capped.routes if r) <= used
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_cvrptw_best_of_k_draws_solomon_families_at_the_share_asked(
+        share: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    import training.polynet as tp
+
+    drawn: list[str] = []
+    real = tp.solomon_like_cvrptw
+
+    def counting(rng: np.random.Generator, n: int) -> Any:
+        inst = real(rng, n)
+        drawn.append(inst.name)
+        return inst
+
+    monkeypatch.setattr(tp, "solomon_like_cvrptw", counting)
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=8, problem="cvrptw")
+    loss, stats = poly_loss(poly, "cvrptw", 4, (16, 16), np.random.default_rng(0), "cpu",
+                            solomon_share=share)
+    assert np.isfinite(float(loss.detach())) and stats["best"] <= stats["mean"]
+    assert len(drawn) == (4 if share else 0)
+    assert all(name.startswith("solomon-like-") for name in drawn)
 
 
 def test_cvrptw_masks_forbid_a_late_customer() -> None:
