@@ -337,7 +337,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
                                                        clock.remaining, budget.seed,
                                                        strategies=strategy_bits(K, device=device),
-                                                       progress=progress, solver="polynet")
+                                                       progress=progress, solver="polynet",
+                                                       slowdown=max(scale, sample_scale))
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
@@ -353,7 +354,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
                                              budget.seed, device=device,
                                              strategies=strategy_bits(K, device=device),
-                                             progress=progress, solver="polynet")
+                                             progress=progress, solver="polynet",
+                                             slowdown=max(scale, sample_scale))
         best_len *= instance.cost(routes) / before if before > 0 else 1.0
     else:
         routes = [[int(v) for v in best_seq]]

@@ -404,13 +404,15 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     if not cvrp:
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
                                                        clock.remaining, budget.seed,
-                                                       progress=progress)
+                                                       progress=progress,
+                                                       slowdown=max(scale, sample_scale))
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
         before = instance.cost(routes)
         routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
-                                             budget.seed, device=device, progress=progress)
+                                             budget.seed, device=device, progress=progress,
+                                             slowdown=max(scale, sample_scale))
         best_len *= instance.cost(routes) / before if before > 0 else 1.0
     else:
         routes = [[int(v) for v in best_seq]]

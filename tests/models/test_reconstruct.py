@@ -174,6 +174,11 @@ def test_the_tail_of_the_time_gets_a_smaller_round_rather_than_none(
                                            0.1, seed=0)
     assert stats["rounds"] >= 1 and stats["smaller_rounds"] == stats["rounds"]
     assert check_cvrp(inst, better) == [] and inst.cost(better) <= inst.cost(routes)
+    # passes measured 1,000 times slower than the cost model: not even one small round fits
+    with torch.inference_mode():
+        _, stats = reconstruct_routes(model, inst, routes, Clock(Budget(time_limit=5.0)), 0.1,
+                                      seed=0, slowdown=1000.0)
+    assert stats["rounds"] == 0
 
 
 def test_cvrptw_solutions_after_reconstruction_pass_the_checker() -> None:
