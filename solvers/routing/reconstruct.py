@@ -277,8 +277,8 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
     ``strategies`` (S, bits): PolyNet strategies for the starts (None: the plain decoder);
     ``progress`` hears of every round, with the cost so far, as ``solver``. ``slowdown``:
     measured over predicted time of the solver's passes before, which the first round's
-    prediction starts from (on a busy machine the first round, predicted at the cost model's
-    speed, took 1.5-2 s of what was left of a 1 s limit)."""
+    prediction starts from (predicted at the cost model's own speed, first rounds beside a
+    trainer took 1.5-3.6 times their prediction and overran 1 s limits)."""
     tw = isinstance(instance, CVRPTWInstance)
     routes = [list(r) for r in routes if r]
     rng = np.random.default_rng(seed)
