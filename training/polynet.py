@@ -281,7 +281,7 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
         log_p = sequence_log_prob(model, cache, replay_tsp(coords, tours),
                                   strategy=z[best][:, None])
     elif problem == "cvrptw":
-        if rng.random() < solomon_share:
+        if solomon_share and rng.random() < solomon_share:  # no draw at 0: same stream as before
             tw = tw_batch([solomon_like_cvrptw(rng, n) for _ in range(batch)], device)
         else:
             tw = tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
