@@ -28,6 +28,22 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def solver_names(text: str, example: str) -> list[str]:
+    """The names in a comma-separated ``--solvers``; a name given twice is a mistake (a
+    comparison would run it once), as the HTTP API says too."""
+    names: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if not name:
+            continue
+        if name in names:
+            fail(f"--solvers: solver {name!r} is listed twice")
+        names.append(name)
+    if not names:
+        fail(f"--solvers: give at least one solver name, e.g. --solvers {example}")
+    return names
+
+
 def stdout_console() -> Console:
     console = Console()
     if not console.is_terminal and "COLUMNS" not in os.environ:

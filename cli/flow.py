@@ -21,7 +21,14 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.table import Table
 
-from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, load_or_fail, stdout_console
+from cli.common import (
+    EXIT_SOLVER_FAILED,
+    fail,
+    jsonable,
+    load_or_fail,
+    solver_names,
+    stdout_console,
+)
 from cli.display import SolveProgress, format_cost
 from solvers.base import Budget, get_solver, get_spec, specs_for
 from solvers.errors import (
@@ -200,10 +207,7 @@ def compare_command(
     if solvers is None:
         names = [s.name for s in specs_for(PROBLEM) if s.available]
     else:
-        names = list(dict.fromkeys(n.strip() for n in solvers.split(",") if n.strip()))
-        if not names:
-            fail("--solvers: give at least one solver name, e.g. --solvers "
-                 "ortools_mcf,oft_sinkhorn")
+        names = solver_names(solvers, "ortools_mcf,oft_sinkhorn")
         for name in names:
             try:
                 spec = get_spec(name)

@@ -20,7 +20,14 @@ from typing import Annotated, Any
 import typer
 
 from cli.batch import batch
-from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, load_or_fail, stdout_console
+from cli.common import (
+    EXIT_SOLVER_FAILED,
+    fail,
+    jsonable,
+    load_or_fail,
+    solver_names,
+    stdout_console,
+)
 from cli.display import (
     SolveProgress,
     comparison_table,
@@ -130,15 +137,6 @@ def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolvePr
             raise
         fail(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} "
               "(set COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
-
-
-def _split_names(text: str) -> list[str]:
-    names: list[str] = []
-    for part in text.split(","):
-        name = part.strip()
-        if name and name not in names:
-            names.append(name)
-    return names
 
 
 def _version_callback(value: bool) -> None:
@@ -268,9 +266,7 @@ def compare(
     if solvers is None:
         names = [s.name for s in specs_for(instance.problem) if s.available]
     else:
-        names = _split_names(solvers)
-        if not names:
-            fail("--solvers: give at least one solver name, e.g. --solvers ortools,pyvrp")
+        names = solver_names(solvers, "ortools,pyvrp")
         for name in names:
             try:
                 get_spec(name)

@@ -150,6 +150,15 @@ def test_compare_unknown_solver_lists_known_names() -> None:
     _assert_user_error(result, "--solvers", "lkh9", "ortools", "pyvrp", "nearest_neighbor")
 
 
+def test_compare_refuses_a_solver_listed_twice() -> None:
+    # It would run once and the table would hide that the user asked twice (the API refuses too).
+    result = _run("compare", str(DATA / "eil51.tsp"),
+                  "--solvers", "nearest_neighbor, nearest_neighbor")
+    _assert_user_error(result, "--solvers", "'nearest_neighbor' is listed twice")
+    _assert_user_error(_run("compare", str(DATA / "eil51.tsp"), "--solvers", " , "),
+                       "--solvers", "at least one solver name")
+
+
 # -- input mistakes -----------------------------------------------------------------------
 def test_unsupported_extension_is_a_clear_user_error(tmp_path: Path) -> None:
     bad = tmp_path / "eil51.txt"

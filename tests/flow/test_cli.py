@@ -87,5 +87,8 @@ def test_input_errors_exit_2(tmp_path: Path) -> None:
     assert wrong_out.exit_code == 2 and "--out" in wrong_out.stderr
     unknown = _run("solve", str(netgen_path("netgen_8_08a")), "--solver", "pyvrp")
     assert unknown.exit_code == 2 and "--solver" in unknown.stderr
+    twice = _run("compare", str(netgen_path("netgen_8_08a")),
+                 "--solvers", "ortools_mcf,ortools_mcf")
+    assert twice.exit_code == 2 and "listed twice" in twice.stderr
     tol = _run("solve", str(netgen_path("netgen_8_08a")), "--tolerance", "2")
     assert tol.exit_code == 2 and "--tolerance" in tol.stderr
