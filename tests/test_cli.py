@@ -123,6 +123,15 @@ def test_solve_json_stdout_is_clean_in_a_real_process(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["solution"]["feasible"] is True
 
 
+def test_the_cli_starts_without_torch() -> None:
+    # torch takes seconds to import; it loads when a neural solver or GOODRL runs, so --help
+    # and usage errors answer at once.
+    proc = subprocess.run([sys.executable, "-c", "import sys, cli.main, app.main; "
+                           "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == "[]"
+
+
 # -- compare ------------------------------------------------------------------------------
 def test_compare_ortools_and_nearest_neighbor() -> None:
     result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "ortools,nearest_neighbor",

@@ -20,6 +20,7 @@ from models.goodrl import GoodRL
 from solvers.errors import SolverUnavailableError
 from solvers.scheduling.features import collate, observe
 from solvers.scheduling.heuristics import HEFT
+from solvers.scheduling.registry import GOODRL_DESCRIPTION
 from solvers.scheduling.simulator import ClusterState, Run
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
@@ -66,8 +67,7 @@ class GoodRLPolicy(HEFT):
     """Greedy GOODRL actor; ``model`` overrides the shipped checkpoint (training, tests)."""
 
     name = "goodrl"
-    description = ("GOODRL (ICLR 2025): graph-attention actor over task-specific graphs, "
-                   "trained offline (imitation + PPO) and online (PPO with gradient control).")
+    description = GOODRL_DESCRIPTION
 
     def __init__(self, model: GoodRL | None = None, path: Path = WEIGHTS) -> None:
         super().__init__()

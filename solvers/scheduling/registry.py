@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from solvers.errors import SolverUnavailableError, UnknownSolverError
-from solvers.scheduling import goodrl
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS, STALE_HEURISTICS
 from solvers.scheduling.simulator import Arrivals, Policy, SimResult, VMPool, simulate
 from solvers.scheduling.workflow import Workflow
@@ -35,8 +34,25 @@ for _name in (*CORRECT_HEURISTICS, *STALE_HEURISTICS):
     _cls = HEURISTICS[_name]
     POLICIES[_name] = PolicySpec(_name, "heuristic" if _name in CORRECT_HEURISTICS
                                  else "heuristic-stale", _cls.description, _cls)
-POLICIES["goodrl"] = PolicySpec("goodrl", "learned", goodrl.GoodRLPolicy.description,
-                                goodrl.GoodRLPolicy, goodrl.availability)
+GOODRL_DESCRIPTION = ("GOODRL (ICLR 2025): graph-attention actor over task-specific graphs, "
+                      "trained offline (imitation + PPO) and online (PPO with gradient control).")
+
+
+def _goodrl_policy() -> Policy:
+    # torch loads here, on first use, so listing policies or a CLI usage error stays quick.
+    from solvers.scheduling.goodrl import GoodRLPolicy
+
+    return GoodRLPolicy()
+
+
+def _goodrl_availability() -> str | None:
+    from solvers.scheduling.goodrl import availability
+
+    return availability()
+
+
+POLICIES["goodrl"] = PolicySpec("goodrl", "learned", GOODRL_DESCRIPTION, _goodrl_policy,
+                                _goodrl_availability)
 DEFAULT_POLICIES = ("goodrl", "heft_slack", "heft", "eft", "peft", "est", "eft_stale")
 
 
