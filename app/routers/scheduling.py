@@ -103,21 +103,30 @@ def _check_policies(names: list[str], field_name: str = "policies") -> list[str]
     return unique
 
 
+def _field_error(exc: InstanceError) -> ApiError:
+    """A 422 for a request option (pool, rates) the domain refused, naming the field."""
+    return ApiError(422, f"{exc.field}: {exc.message}", kind="invalid-request",
+                    title="Invalid request", field=exc.field)
+
+
+def _too_many_tasks(total: int, field_name: str) -> ApiError:
+    return ApiError(413, f"the workflows hold {total} tasks together; a request may hold "
+                    f"{MAX_TOTAL_TASKS}", kind="instance-too-large",
+                    title="Workflows too large", field=field_name,
+                    extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
+
+
 def _pool(text: str, field_name: str = "pool") -> VMPool:
     try:
         return parse_pool(text, field_name)
     except InstanceError as exc:
-        raise ApiError(422, f"{exc.field}: {exc.message}", kind="invalid-request",
-                       title="Invalid request", field=exc.field) from None
+        raise _field_error(exc) from None
 
 
 def _inline(workflows: list[WorkflowIn]) -> list[Workflow]:
     total = sum(len(wf.tasks) for wf in workflows)
     if total > MAX_TOTAL_TASKS:  # checked before building anything
-        raise ApiError(413, f"the workflows hold {total} tasks together; a request may hold "
-                       f"{MAX_TOTAL_TASKS}", kind="instance-too-large",
-                       title="Workflows too large", field="workflows",
-                       extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
+        raise _too_many_tasks(total, "workflows")
     out = []
     for i, wf in enumerate(workflows):
         try:
@@ -132,10 +141,7 @@ def _check_work(templates: list[Workflow], options: SimulateOptions, settings: S
                 source: str) -> float:
     total = sum(w.n for w in templates)
     if total > MAX_TOTAL_TASKS:
-        raise ApiError(413, f"the workflows hold {total} tasks together; a request may hold "
-                       f"{MAX_TOTAL_TASKS}", kind="instance-too-large",
-                       title="Workflows too large", field=source,
-                       extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
+        raise _too_many_tasks(total, source)
     decisions = options.workflows_count * total / len(templates)
     seconds = estimated_seconds(options.policies, decisions)
     if seconds > settings.max_time_limit:
@@ -156,8 +162,7 @@ def _task(options: SimulateOptions, templates: list[Workflow], settings: Setting
     try:
         arrivals = Arrivals(options.workflows_count, tuple(options.rates))
     except InstanceError as exc:  # a request field, not part of the workflows
-        raise ApiError(422, f"{exc.field}: {exc.message}", kind="invalid-request",
-                       title="Invalid request", field=exc.field) from None
+        raise _field_error(exc) from None
     return SimTask(templates, _pool(options.pool), arrivals, options.policies, options.seed,
                    options.gantt, options.gantt_workflows, limit)
 
