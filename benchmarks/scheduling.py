@@ -33,7 +33,7 @@ SCENARIOS: list[tuple[str, tuple[float, ...]]] = [
     (pool, rates) for pool in ("6x4", "5x5") for rates in ((5.4,), (9.0,), (5.4, 9.0))]
 
 
-def _label(pool: str, rates: tuple[float, ...]) -> str:
+def scenario_label(pool: str, rates: tuple[float, ...]) -> str:
     return f"{pool.replace('x', '×')} @ {'→'.join(f'{r:g}' for r in rates)}/h"
 
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     latencies: dict[str, list[np.ndarray]] = {n: [] for n in names}
     errors: dict[str, str] = {}
     for pool, rates in SCENARIOS:
-        label = _label(pool, rates)
+        label = scenario_label(pool, rates)
         for seed in args.seeds:
             t0 = time.perf_counter()
             rows = run_policies(templates, parse_pool(pool), Arrivals(args.workflows, rates),
