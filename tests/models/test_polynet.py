@@ -413,13 +413,34 @@ def test_a_smaller_validation_set_is_not_compared_with_the_full_one(tmp_path, ca
     shutil.copy(weights_path("tsp"), out)
     main(["tsp", "--minutes", "0.01", "--val-count", "2", "--batch", "2", "--min-n", "20",
           "--max-n", "20", "--out", str(out), "--threads", "1", "--eval-minutes", "100",
-          "--lr", "0"])
+          "--lr", "0", "--confirm-count", "8"])
     assert "the validation set changed: best gap reset" in capsys.readouterr().out
     saved = torch.load(tmp_path / "p.last.pt", weights_only=False)
     assert saved["validation_set"].startswith("the first 2 of ")
     # and it never gates the shipped checkpoint
     with pytest.raises(SystemExit, match="val-count 2"):
         main(["tsp", "--minutes", "0.01", "--val-count", "2"])
+
+
+def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
+        tmp_path, capsys) -> None:
+    """The validation set is fixed, so its best evaluation is partly luck: a candidate must
+    also beat the checkpoint it would replace on fresh instances. Best of 4 spread starts
+    loses to best of 128 there; best of 128 beats best of 4."""
+    from training.polynet import main
+
+    out = tmp_path / "p.pt"
+    base = ["tsp", "--fresh", "--minutes", "0", "--val-count", "2", "--out", str(out),
+            "--threads", "1", "--eval-minutes", "100"]
+    main([*base, "--strategies", "4", "--confirm-count", "0"])
+    assert "confirmation" not in capsys.readouterr().out
+    main([*base, "--strategies", "128", "--confirm-count", "8"])
+    assert "fresh instances against p.pt: -" in capsys.readouterr().out
+    assert torch.load(out, weights_only=False)["config"]["strategies"] == 128
+    shipped = out.read_bytes()
+    main([*base, "--strategies", "4", "--confirm-count", "8"])
+    assert "(not confirmed: kept)" in capsys.readouterr().out
+    assert out.read_bytes() == shipped
 
 
 def test_reparent_keeps_the_strategy_block_and_takes_the_new_parent(tmp_path) -> None:
