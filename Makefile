@@ -19,7 +19,7 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
