@@ -262,8 +262,8 @@ def validate(model: PolyNetModel, problem: str, val: dict[str, Any], device: str
 
 #: Fresh instances a checkpoint that beats the shipped one on the validation set must beat it
 #: on too before it replaces it: the validation set is fixed, so the best of many evaluations
-#: on it is partly luck (polynet_tsp: 1.898% -> 1.860% on it, +0.03% [-0.08, +0.13] on 128
-#: fresh TSP100).
+#: on it is partly luck (polynet_tsp: 1.898% -> 1.860% on it, -0.03% [-0.14, +0.08] on these
+#: 128 fresh TSP100: ``python -m training.compare_checkpoints``).
 CONFIRM_COUNT = 128
 CONFIRM_SEED = VALIDATION_SEED + 20
 
