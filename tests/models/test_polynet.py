@@ -246,11 +246,11 @@ def test_solver_fills_vehicles_when_every_solution_breaks_the_fleet() -> None:
 
     inst = _tw_instances(1, 40)[0]
     solver = PolyNetSolver(max_solutions=2048)  # two passes of 128 strategies × 8 views
-    free = solver.solve(inst, Budget(time_limit=60.0, seed=0))
+    free = solver.solve(inst, Budget(time_limit=10.0, seed=0))
     used = sum(1 for r in free.routes if r)
     assert free.feasible and free.stats["winner"]["fill"] is False
     inst.max_vehicles = 1  # unreachable: every decode breaks it, so the solver fills
-    capped = solver.solve(inst, Budget(time_limit=60.0, seed=0))
+    capped = solver.solve(inst, Budget(time_limit=10.0, seed=0))
     assert not capped.feasible and any("max_vehicles" in v for v in capped.violations)
     assert free.stats["fill_passes"] == 0 and capped.stats["fill_passes"] >= 1
     # the same first pass plus the filling ones, ranked by routes first
