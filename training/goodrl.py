@@ -688,6 +688,8 @@ class Trainer:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # --scratch and a smaller validation repoint these for the run
+    global CHECKPOINT, CURVE, MANIFEST, LOG, WEIGHTS, DISTILL_DATA, VAL_WORKFLOWS, VAL_SEEDS
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--minutes", type=float, default=60.0, help="stop after this many minutes")
     p.add_argument("--fresh", action="store_true", help="ignore var/checkpoints/goodrl.pt")
@@ -742,9 +744,24 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--scratch", type=Path, default=None,
                    help="write weights, manifest, curve, log and checkpoint under this folder "
                    "instead (smoke runs)")
+    p.add_argument("--val-workflows", type=int, default=None,
+                   help=f"workflows per validation stream (default {VAL_WORKFLOWS}); only with "
+                   "--scratch, as a smaller validation is another set whose scores must not "
+                   "gate the shipped weights (smoke runs, tests)")
+    p.add_argument("--val-seeds", type=int, default=None,
+                   help=f"the first this many of the validation seeds {VAL_SEEDS}; only with "
+                   "--scratch")
     args = p.parse_args(argv)
+    if args.scratch is None and (args.val_workflows is not None or args.val_seeds is not None):
+        p.error("--val-workflows and --val-seeds change the validation set that gates "
+                "weights/goodrl.pt: give --scratch for a smoke run")
+    if args.val_workflows is not None or args.val_seeds is not None:
+        if (args.val_workflows is not None and args.val_workflows < 1) or (
+                args.val_seeds is not None and not 1 <= args.val_seeds <= len(VAL_SEEDS)):
+            p.error(f"--val-workflows must be at least 1 and --val-seeds 1..{len(VAL_SEEDS)}")
+        VAL_WORKFLOWS = args.val_workflows or VAL_WORKFLOWS
+        VAL_SEEDS = VAL_SEEDS[:args.val_seeds or len(VAL_SEEDS)]
     if args.scratch is not None:
-        global CHECKPOINT, CURVE, MANIFEST, LOG, WEIGHTS, DISTILL_DATA
         args.scratch.mkdir(parents=True, exist_ok=True)
         CHECKPOINT, CURVE, MANIFEST, LOG, WEIGHTS, DISTILL_DATA = (
             args.scratch / "ckpt.pt", args.scratch / "curve.csv", args.scratch / "MANIFEST.json",

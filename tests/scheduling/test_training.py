@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -75,24 +76,42 @@ def test_slack_rollout_reproduces_the_simulator(classic: list[Workflow]) -> None
         assert total == pytest.approx(expected, rel=1e-9)
 
 
-def test_distillation_round_labels_states_and_resumes(tmp_path: Path) -> None:
+def test_distillation_round_labels_states_and_resumes(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A tiny DAgger round end to end: teacher-labelled states saved, counters advanced,
     every target a non-empty set of VMs that includes a VM the teacher could pick."""
     import pickle
 
+    import training.goodrl
     from training.goodrl import main
 
-    args = ["--scratch", str(tmp_path), "--fresh", "--expert-episodes", "2",
-            "--imitation-epochs", "1", "--offline-updates", "0", "--online-updates", "0",
-            "--minutes", "5"]
-    main(args)
-    main(["--scratch", str(tmp_path), "--distill", "1", "--distill-streams", "1",
-          "--distill-workflows", "3", "--distill-steps-per-round", "3", "--teacher-samples",
-          "2", "--minutes", "5"])
+    for name in ("CHECKPOINT", "CURVE", "MANIFEST", "LOG", "WEIGHTS", "DISTILL_DATA",
+                 "VAL_WORKFLOWS", "VAL_SEEDS"):  # main() points them at the scratch folder
+        monkeypatch.setattr(training.goodrl, name, getattr(training.goodrl, name))
+
+    # a small validation (it was 4 of the test's 4 minutes in CI at the full 100 workflows
+    # × 3 seeds, run by both calls)
+    small = ["--scratch", str(tmp_path), "--val-workflows", "12", "--val-seeds", "1"]
+    main([*small, "--fresh", "--expert-episodes", "2", "--imitation-epochs", "1",
+          "--offline-updates", "0", "--online-updates", "0", "--minutes", "5"])
+    main([*small, "--distill", "1", "--distill-streams", "1", "--distill-workflows", "3",
+          "--distill-steps-per-round", "3", "--teacher-samples", "2", "--minutes", "5"])
     data = pickle.loads((tmp_path / "distill.pkl").read_bytes())
     assert len(data) >= 25 and all(o.target.any() for o in data)
     ckpt = torch.load(tmp_path / "ckpt.pt", weights_only=False)
     assert ckpt["train"]["distill_rounds"] == 1 and ckpt["train"]["distill_steps"] == 3
+    # the entry names the set it was validated on
+    entry = json.loads((tmp_path / "MANIFEST.json").read_text())["checkpoints"][0]
+    assert entry["validation"]["set"].endswith("12 workflows × seeds 1000")
+
+
+def test_smaller_validation_needs_a_scratch_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    """A smaller validation set must never gate the shipped weights/goodrl.pt."""
+    from training.goodrl import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--val-workflows", "10", "--minutes", "0"])
+    assert exc.value.code == 2 and "--scratch" in capsys.readouterr().err
 
 
 def test_teacher_threshold_keeps_only_larger_departures(classic: list[Workflow]) -> None:
