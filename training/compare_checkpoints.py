@@ -2,7 +2,7 @@
 
     python -m training.compare_checkpoints tsp A.pt B.pt [--count 128]
 
-The instances are ``training.polynet.confirmation_data`` (the set a new best must also win on
+The instances are ``training.confirm.confirmation_data`` (the set a new best must also win on
 before it replaces the shipped checkpoint); each instance's best greedy length over the K
 strategies (spread starts / forced first customers, no augmentation) is compared, and the
 mean per-instance change of B against A gets a 95% bootstrap interval. A validation gap on
@@ -17,21 +17,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from training.polynet import (
-    CONFIRM_COUNT,
-    PROBLEMS,
-    best_lengths,
-    confirmation_data,
-    load_checkpoint,
-    paired_change,
-)
+from training.confirm import CONFIRM_COUNT, confirmation_data, paired_change
+from training.polynet import PROBLEMS, best_lengths, load_checkpoint
+from training.reld import CONFIRM_SEED, VALIDATION_N
 
 
 def compare(problem: str, a: Path, b: Path, count: int = CONFIRM_COUNT,
             device: str = "cpu") -> dict[str, float]:
     """B's mean per-instance change against A (%), its 95% bootstrap interval, and on how
     many instances B is better or worse."""
-    data = confirmation_data(problem, count)
+    data = confirmation_data(problem, CONFIRM_SEED, count, VALIDATION_N)
     la = best_lengths(load_checkpoint(a, device)[0], problem, data, device)["spread"]
     lb = best_lengths(load_checkpoint(b, device)[0], problem, data, device)["spread"]
     change = 100 * (lb / la - 1)

@@ -50,6 +50,7 @@ from solvers.routing.polynet import tsp_starts
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
 from training import manifest
+from training.confirm import CONFIRM_COUNT, Gate, confirmation_data
 from training.instances import (
     SOLOMON_FAMILIES,
     load_labels,
@@ -59,6 +60,7 @@ from training.instances import (
     solomon_like_cvrptw,
 )
 from training.reld import (
+    CONFIRM_SEED,
     MANIFEST,
     REPO,
     VALIDATION_COUNT,
@@ -258,40 +260,6 @@ def validate(model: PolyNetModel, problem: str, val: dict[str, Any], device: str
             for k, g in gaps.items():
                 result[f"{k}_{part}"] = float(np.mean(g[parts == part]))
     return result
-
-
-#: Fresh instances a checkpoint that beats the shipped one on the validation set must beat it
-#: on too before it replaces it: the validation set is fixed, so the best of many evaluations
-#: on it is partly luck (polynet_tsp: 1.898% -> 1.860% on it, -0.03% [-0.14, +0.08] on these
-#: 128 fresh TSP100: ``python -m training.compare_checkpoints``).
-CONFIRM_COUNT = 128
-CONFIRM_SEED = VALIDATION_SEED + 20
-
-
-def confirmation_data(problem: str, count: int = CONFIRM_COUNT) -> dict[str, Any]:
-    """``count`` fresh 100-node instances, no references (the comparison is paired); CVRPTW:
-    half random_cvrptw, half drawn like Solomon's six families, like the mixed validation."""
-    rng = np.random.default_rng([CONFIRM_SEED, PROBLEMS.index(problem)])
-    if problem == "cvrptw":
-        instances = [random_cvrptw(rng, VALIDATION_N)[0] if i % 2 == 0 else
-                     solomon_like_cvrptw(rng, VALIDATION_N,
-                                         SOLOMON_FAMILIES[(i // 2) % len(SOLOMON_FAMILIES)])
-                     for i in range(count)]
-        return {"coords": np.stack([i.coords for i in instances]),
-                "demands": np.stack([i.demands for i in instances]),
-                "capacities": np.asarray([i.capacity for i in instances]),
-                "time_windows": np.stack([i.time_windows for i in instances]),
-                "service_times": np.stack([i.service_times for i in instances])}
-    if problem == "tsp":
-        return {"coords": np.stack([random_tsp(rng, VALIDATION_N) for _ in range(count)])}
-    drawn = [random_cvrp(rng, VALIDATION_N) for _ in range(count)]
-    return {"coords": np.stack([d[0] for d in drawn]), "demands": np.stack([d[1] for d in drawn]),
-            "capacities": np.asarray([d[2] for d in drawn])}
-
-
-def paired_change(candidate: np.ndarray, incumbent: np.ndarray) -> float:
-    """Mean per-instance change (%) of the candidate's lengths against the incumbent's."""
-    return float(np.mean(candidate / incumbent - 1) * 100)
 
 
 def _spans(val: dict[str, Any], sl: slice, device: str) -> torch.Tensor:
@@ -504,8 +472,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                                device)["spread"]
         print(f"the shipped {out.name} is replaced only below {to_beat:.3f}% "
               f"({description})", flush=True)
-    confirm = confirmation_data(args.problem, args.confirm_count) if args.confirm_count else None
-    incumbent: dict[str, np.ndarray | None] = {"lengths": None}
+    gate = Gate(confirmation_data(args.problem, CONFIRM_SEED, args.confirm_count, VALIDATION_N),
+                out, lambda m: best_lengths(m, args.problem, gate.data, device)["spread"],
+                lambda path: load_checkpoint(path, device)[0],
+                f"{args.confirm_count} fresh {args.problem.upper()}{VALIDATION_N} instances "
+                f"(training.confirm.confirmation_data, seed {CONFIRM_SEED})"
+                ) if args.confirm_count else None
     curve = (WEIGHTS / "curves" / f"{out.stem}.csv" if out.parent == WEIGHTS
              else out.with_suffix(".curve.csv"))
     curve.parent.mkdir(parents=True, exist_ok=True)
@@ -555,22 +527,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         # one that a confirmation turned down does not raise the bar for the next
         candidate = gap < to_beat if to_beat is not None else improved
         confirmation: dict[str, Any] = {}
-        if candidate and confirm is not None and out.exists():
-            if incumbent["lengths"] is None:  # the checkpoint it would replace, once
-                incumbent["lengths"] = best_lengths(load_checkpoint(out, device)[0],
-                                                    args.problem, confirm, device)["spread"]
-            lengths = best_lengths(model, args.problem, confirm, device)["spread"]
-            change = paired_change(lengths, incumbent["lengths"])
-            print(f"  confirmation on {len(lengths)} fresh instances against {out.name}: "
-                  f"{change:+.3f}% ({'confirmed' if change < 0 else 'not confirmed: kept'})",
-                  flush=True)
-            if change >= 0:
+        if candidate and gate is not None:
+            record = gate.check(model)
+            if record is None:
                 return
-            incumbent["lengths"] = lengths
-            confirmation = {"confirmation": {
-                "set": f"{len(lengths)} fresh {args.problem.upper()}{VALIDATION_N} instances "
-                       f"(training.polynet.confirmation_data, seed {CONFIRM_SEED})",
-                "change_percent_vs_replaced": round(change, 3)}}
+            confirmation = {"confirmation": record} if record else {}
         if candidate:
             if to_beat is not None:
                 to_beat = gap

@@ -365,3 +365,34 @@ def test_a_shortened_validation_set_cannot_gate_the_shipped_checkpoint() -> None
 
     with pytest.raises(SystemExit, match="val-count 4"):
         main(["tsp", "--minutes", "0.01", "--val-count", "4"])
+
+
+def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
+        tmp_path, capsys) -> None:
+    """A validation candidate must also beat, on fresh instances, the checkpoint it would
+    replace: the shipped model against itself is refused (no change), against an untrained
+    model it is confirmed and written."""
+    import shutil
+
+    from solvers.routing.reld import weights_path
+    from training.reld import ReLDConfig, ReLDModel, TrainState, main, save_checkpoint
+
+    out = tmp_path / "r.pt"
+    shutil.copy(weights_path("tsp"), out)
+    shipped = out.read_bytes()
+    args = ["tsp", "--minutes", "0", "--val-count", "2", "--out", str(out), "--threads", "1",
+            "--lr", "0", "--confirm-count", "6"]
+    main(args)
+    assert "against r.pt: +0.000% (not confirmed: kept)" in capsys.readouterr().out
+    assert out.read_bytes() == shipped
+    # the latest state (beside the experiment) still holds the shipped model; the file it
+    # would replace is now an untrained one
+    assert (tmp_path / "r.last.pt").exists()
+    torch.manual_seed(0)
+    save_checkpoint(out, ReLDModel(ReLDConfig(problem="tsp")), None, TrainState(), {})
+    main(args)
+    assert "fresh instances against r.pt: -" in capsys.readouterr().out
+    assert out.read_bytes() != shipped
+    written = torch.load(out, weights_only=False)["model"]
+    reference = torch.load(weights_path("tsp"), weights_only=False)["model"]
+    assert all(torch.equal(written[k], reference[k]) for k in reference)
