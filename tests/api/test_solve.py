@@ -158,9 +158,11 @@ def test_cvrp_solve_with_sil(api: httpx.Client, data_dir: Path) -> None:
     """SIL on a CVRPLIB file: feasible, no worse than its split start, within the limit."""
     data = (data_dir / "X-n101-k25.vrp").read_bytes()
     response = api.post("/v1/routing/cvrp/solve", files={"file": ("X-n101-k25.vrp", data)},
-                        data={"solver": "sil", "time_limit": "2"})
+                        data={"solver": "sil", "time_limit": "3"})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["feasible"] and body["solver"] == "sil"
-    assert body["stats"]["rounds"] >= 1 and body["wall_time"] <= 2.3
+    # 3 s, not 2: cold (the model loads in the request) and beside other work a 2 s run once
+    # ended with no round (11 rounds cold and 21 warm when the machine is not loaded)
+    assert body["stats"]["rounds"] >= 1 and body["wall_time"] <= 3.3
     assert body["cost"] < 1.3 * OPTIMA["X-n101-k25"]
