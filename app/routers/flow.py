@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
@@ -52,7 +52,7 @@ from app.schemas.flow import (
 )
 from app.settings import Settings, get_settings
 from solvers.base import Budget
-from solvers.errors import CosolveError, InstanceError
+from solvers.errors import CosolveError, InstanceError, InstanceTooLargeError
 from solvers.flow.io import network_from_dict, parse_network_bytes
 from solvers.flow.options import FlowOptions
 from solvers.flow.problem import Certificate, FlowNetwork
@@ -80,10 +80,14 @@ class FlowTask:
 
 
 # -- reading the request -------------------------------------------------------------------------
-def _network(build: Callable[[], FlowNetwork], source: str) -> FlowNetwork:
-    """Build the network; every failure is a 422 naming the field (or the file's line)."""
+def _network(build: Callable[[int], FlowNetwork], source: str,
+             settings: Settings) -> FlowNetwork:
+    """Build the network (refusing more nodes than a request may solve before reading them);
+    every failure is a 422 naming the field (or the file's line), too many nodes a 413."""
     try:
-        return build()
+        return build(settings.max_sync_nodes)
+    except InstanceTooLargeError as exc:
+        _too_large(exc.nodes, settings, source)
     except InstanceError as exc:
         if source == "file" and exc.field.startswith("line "):
             line = int(exc.field.split()[1])
@@ -95,18 +99,17 @@ def _network(build: Callable[[], FlowNetwork], source: str) -> FlowNetwork:
                                source) from None
 
 
-def _check_size(net: FlowNetwork, settings: Settings, source: str) -> None:
-    if net.n > settings.max_sync_nodes:
-        raise ApiError(
-            413, f"the network has {net.n} nodes; requests solve at most "
-            f"{settings.max_sync_nodes} nodes while you wait. Solve it with the CLI "
-            "(cosolve flow solve).", kind="instance-too-large",
-            title="Instance too large for in-request solving", field=source,
-            extra={"nodes": net.n, "limit": settings.max_sync_nodes})
+def _too_large(nodes: int, settings: Settings, source: str) -> NoReturn:
+    raise ApiError(
+        413, f"the network has {nodes} nodes; requests solve at most "
+        f"{settings.max_sync_nodes} nodes while you wait. Solve it with the CLI "
+        "(cosolve flow solve).", kind="instance-too-large",
+        title="Instance too large for in-request solving", field=source,
+        extra={"nodes": nodes, "limit": settings.max_sync_nodes})
 
 
 def _task(options: FlowOptionsIn | FlowCompareOptionsIn, names: list[str],
-          build: Callable[[], FlowNetwork], source: str, settings: Settings,
+          build: Callable[[int], FlowNetwork], source: str, settings: Settings,
           compare_fields: bool) -> FlowTask:
     if compare_fields:
         check_solver_list(names, PROBLEM, settings)
@@ -114,8 +117,7 @@ def _task(options: FlowOptionsIn | FlowCompareOptionsIn, names: list[str],
         check_solver_name(names[0], PROBLEM, "solver")
     time_limit = request_time_limit(options.time_limit, settings, runs=len(names),
                                     cli="cosolve flow solve")
-    network = _network(build, source)
-    _check_size(network, settings, source)
+    network = _network(build, source, settings)
     return FlowTask(network, names, time_limit, options.seed, options.tolerance)
 
 
@@ -126,7 +128,8 @@ def _network_dict(model: BaseModel) -> dict[str, Any]:
 def solve_task_from_json(raw: bytes, settings: Settings) -> FlowTask:
     request = validate_json(FlowSolveRequest, raw)
     return _task(request, [request.solver],
-                 lambda: network_from_dict(_network_dict(request.network)), "network",
+                 lambda limit: network_from_dict(_network_dict(request.network),
+                                                 max_nodes=limit), "network",
                  settings, compare_fields=False)
 
 
@@ -134,15 +137,17 @@ def solve_task_from_upload(filename: str, data: bytes, fields: dict[str, list[st
                            settings: Settings) -> FlowTask:
     options = validate_fields(FlowOptionsIn, single_values(fields))
     return _task(options, [options.solver],
-                 lambda: parse_network_bytes(data, filename,
-                                             max_bytes=settings.max_decompressed_bytes),
+                 lambda limit: parse_network_bytes(data, filename,
+                                                  max_bytes=settings.max_decompressed_bytes,
+                                                  max_nodes=limit),
                  "file", settings, compare_fields=False)
 
 
 def compare_task_from_json(raw: bytes, settings: Settings) -> FlowTask:
     request = validate_json(FlowCompareRequest, raw)
     return _task(request, list(request.solvers),
-                 lambda: network_from_dict(_network_dict(request.network)), "network",
+                 lambda limit: network_from_dict(_network_dict(request.network),
+                                                 max_nodes=limit), "network",
                  settings, compare_fields=True)
 
 
@@ -154,8 +159,9 @@ def compare_task_from_upload(filename: str, data: bytes, fields: dict[str, list[
         plain["solvers"] = [name.strip() for name in joined.split(",") if name.strip()]
     options = validate_fields(FlowCompareOptionsIn, plain)
     return _task(options, list(options.solvers),
-                 lambda: parse_network_bytes(data, filename,
-                                             max_bytes=settings.max_decompressed_bytes),
+                 lambda limit: parse_network_bytes(data, filename,
+                                                  max_bytes=settings.max_decompressed_bytes,
+                                                  max_nodes=limit),
                  "file", settings, compare_fields=True)
 
 

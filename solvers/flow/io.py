@@ -23,12 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from solvers.errors import InstanceError, UnsupportedFormatError
+from solvers.errors import InstanceError, InstanceTooLargeError, UnsupportedFormatError
 from solvers.flow.problem import FlowNetwork, FlowSolution
 from solvers.routing.io import DEFAULT_MAX_TEXT_BYTES, decode_bytes
 
 DIMACS_EXTENSIONS = (".min", ".dimacs", ".inp", ".net")
 SOLUTION_EXTENSIONS = (".sol", ".txt", ".json")
+#: The most nodes a network may declare (a DIMACS header costs a few bytes, its arrays do not;
+#: the largest networks the solvers here finish in minutes have about a million nodes).
+MAX_NODES = 10_000_000
 
 
 # -- formats -----------------------------------------------------------------------------------
@@ -45,14 +48,16 @@ def network_format(filename: str) -> str:
         ".json, optionally gzipped (.gz)")
 
 
-def load_network(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> FlowNetwork:
+def load_network(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+                 max_nodes: int = MAX_NODES) -> FlowNetwork:
     """Read a network file (.min/.json, optionally .gz)."""
     p = Path(path)
-    return parse_network_bytes(p.read_bytes(), p.name, max_bytes=max_bytes)
+    return parse_network_bytes(p.read_bytes(), p.name, max_bytes=max_bytes, max_nodes=max_nodes)
 
 
 def parse_network_bytes(data: bytes, filename: str,
-                        max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> FlowNetwork:
+                        max_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+                        max_nodes: int = MAX_NODES) -> FlowNetwork:
     """A network from the bytes of an uploaded or read file; the extension says the format."""
     fmt = network_format(filename)
     text = decode_bytes(data, filename, max_bytes)
@@ -62,8 +67,19 @@ def parse_network_bytes(data: bytes, filename: str,
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InstanceError("file", f"{filename} is not valid JSON: {exc}") from None
-        return network_from_dict(obj, default_name=name)
-    return parse_dimacs(text, name=name)
+        return network_from_dict(obj, default_name=name, max_nodes=max_nodes)
+    return parse_dimacs(text, name=name, max_nodes=max_nodes)
+
+
+def _check_node_count(nodes: int, max_nodes: int, field: str) -> None:
+    """Refuse a node count above the caller's limit before any array is allocated for it (a
+    43-byte file can declare 10^11 nodes)."""
+    if nodes > max_nodes:
+        if max_nodes < MAX_NODES:
+            raise InstanceTooLargeError(
+                f"{field}: the network has {nodes} nodes; the limit here is {max_nodes}",
+                nodes, max_nodes)
+        raise InstanceError(field, f"{nodes} nodes; at most {MAX_NODES} are supported")
 
 
 def _stem(filename: str) -> str:
@@ -75,7 +91,8 @@ def _stem(filename: str) -> str:
 
 
 # -- JSON --------------------------------------------------------------------------------------
-def network_from_dict(obj: Any, default_name: str = "network") -> FlowNetwork:
+def network_from_dict(obj: Any, default_name: str = "network",
+                      max_nodes: int = MAX_NODES) -> FlowNetwork:
     """Our JSON form::
 
         {"name": "…", "nodes": [ids] or N (ids 1..N), "supplies": [one per node],
@@ -101,8 +118,10 @@ def network_from_dict(obj: Any, default_name: str = "network") -> FlowNetwork:
     if isinstance(nodes, int) and not isinstance(nodes, bool):
         if nodes < 1:
             raise InstanceError("nodes", f"need at least one node, got {nodes}")
+        _check_node_count(nodes, max_nodes, "nodes")
         node_ids: Any = np.arange(1, nodes + 1, dtype=np.int64)
     elif isinstance(nodes, list):
+        _check_node_count(len(nodes), max_nodes, "nodes")
         node_ids = nodes
     else:
         raise InstanceError("nodes", "give a list of node ids or the number of nodes")
@@ -166,7 +185,7 @@ def network_to_dict(net: FlowNetwork) -> dict[str, Any]:
 
 
 # -- DIMACS ------------------------------------------------------------------------------------
-def parse_dimacs(text: str, name: str = "network") -> FlowNetwork:
+def parse_dimacs(text: str, name: str = "network", max_nodes: int = MAX_NODES) -> FlowNetwork:
     """A DIMACS min-cost-flow network; every error names its line."""
     n_nodes = n_arcs = None
     p_line = 0
@@ -200,6 +219,7 @@ def parse_dimacs(text: str, name: str = "network") -> FlowNetwork:
             if n_nodes < 1 or n_arcs < 0:
                 raise InstanceError(f"line {lineno}", f"need NODES ≥ 1 and ARCS ≥ 0, got "
                                     f"{n_nodes} and {n_arcs}")
+            _check_node_count(n_nodes, max_nodes, f"line {lineno}")
             p_line = lineno
             supplies = np.zeros(n_nodes, dtype=np.int64)
         elif kind == "n":

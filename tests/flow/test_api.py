@@ -163,6 +163,27 @@ def test_solver_catalogue_lists_the_flow_solvers(api: httpx.Client) -> None:
     assert "FlowSolveRequest" in spec["components"]["schemas"]
 
 
+def test_a_huge_declared_node_count_is_refused_before_it_is_allocated(
+        api: httpx.Client) -> None:
+    """A 43-byte file (or a one-field JSON) may declare 10^11 nodes: 413 naming the source,
+    answered at once, not an attempt to allocate 745 GiB (a 500)."""
+    header = b"p min 99999999999 1\nn 1 1\nn 2 -1\na 1 2 0 5 3\n"
+    body = assert_problem(api.post(SOLVE, files={"file": ("big.min", header)},
+                                   data={"solver": "ortools_mcf"}), 413, field="file")
+    assert body["nodes"] == 99999999999
+    network = {"nodes": 99999999999, "supplies": [1, -1],
+               "arcs": [{"tail": 1, "head": 2, "cost": 1}]}
+    assert_problem(api.post(SOLVE, json={"network": network, "solver": "ortools_mcf"}), 413,
+                   field="network")
+    assert_problem(api.post(COMPARE, json={"network": network}), 413, field="network")
+    # the same files in the CLI's reader: a clear error naming the line, not a MemoryError
+    from solvers.errors import InstanceError
+    from solvers.flow.io import MAX_NODES, parse_network_bytes
+
+    with pytest.raises(InstanceError, match=f"line 1: 99999999999 nodes; at most {MAX_NODES}"):
+        parse_network_bytes(header, "big.min")
+
+
 def test_strict_limits(strict_api: httpx.Client) -> None:
     too_many = int(STRICT_LIMITS["COSOLVE_MAX_SYNC_NODES"]) + 1
     network = {"nodes": too_many, "supplies": [0] * too_many, "arcs": []}
