@@ -97,6 +97,31 @@ def test_bad_files():
         parse_instance_bytes(b"{not json", "x.json")
 
 
+def test_node_ids_must_be_one_to_n_in_order_and_the_depot_one_of_them(x101, data_dir):
+    """The reader takes rows by position: a duplicate or shuffled id would silently be
+    another node, so it is refused naming the section and line; a DEPOT_SECTION id outside
+    1..DIMENSION is reported as the file wrote it."""
+    header = HEADER + "EDGE_WEIGHT_TYPE : EUC_2D\n"
+    for rows, line in (("1 0 0\n2 3 0\n2 3 4\n4 0 4\n", 8),    # a duplicate
+                       ("1 0 0\n3 3 0\n2 3 4\n4 0 4\n", 7)):   # shuffled
+        with pytest.raises(InstanceError) as exc:
+            _tsp(header + "NODE_COORD_SECTION\n" + rows + "EOF\n")
+        assert exc.value.field == "NODE_COORD_SECTION"
+        assert exc.value.message.startswith(f"line {line}: node id ")
+    text = (data_dir / "X-n101-k25.vrp").read_text()
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("DEMAND_SECTION"))
+    lines[at + 1] = "7 0"
+    with pytest.raises(InstanceError) as exc:
+        parse_instance_bytes("\n".join(lines).encode(), "x.vrp")
+    assert exc.value.field == "DEMAND_SECTION" and f"line {at + 2}: node id 7 " in str(exc.value)
+    start = text.index("DEPOT_SECTION")
+    broken = text[:start] + "DEPOT_SECTION\n999\n-1\nEOF\n"
+    with pytest.raises(InstanceError, match=r"depot 999 is not a node id \(1..101\)"):
+        parse_instance_bytes(broken.encode(), "x.vrp")
+    assert parse_instance_bytes(text.encode(), "x.vrp").demands.tolist() == x101.demands.tolist()
+
+
 def test_json_round_trip(x101):
     d = instance_to_dict(x101)
     back = instance_from_dict(json.loads(json.dumps(d)))

@@ -145,9 +145,43 @@ def _check_supported(head: dict[str, str]) -> None:
         )
 
 
+#: Sections whose rows start with a node id; the reader takes rows by position.
+ID_SECTIONS = ("NODE_COORD_SECTION", "DEMAND_SECTION", "TIME_WINDOW_SECTION",
+               "SERVICE_TIME_SECTION")
+
+
+def _check_node_ids(text: str) -> None:
+    """The rows of every node section must carry the ids 1, 2, ... in order (as TSPLIB and
+    CVRPLIB files do): the reader takes rows by position, so a duplicate or shuffled id would
+    otherwise silently become another node (and DEPOT_SECTION, which names ids, another
+    depot)."""
+    section, expected = None, 1
+    for lineno, line in enumerate(text.splitlines(), 1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        head = tokens[0].upper()
+        if head in ID_SECTIONS:
+            section, expected = head, 1
+            continue
+        if section is None:
+            continue
+        try:
+            node = int(tokens[0])
+        except ValueError:
+            section = None  # the next keyword or section ends this one
+            continue
+        if node != expected:
+            raise InstanceError(
+                section, f"line {lineno}: node id {node} where {expected} was expected (the "
+                "rows must list the ids 1..DIMENSION once each, in order)")
+        expected += 1
+
+
 def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     """Interpret a TSPLIB/CVRPLIB/VRPLIB text parsed by vrplib as a TSP, CVRP or CVRPTW."""
     _check_supported(_header(text))
+    _check_node_ids(text)
     try:
         data = parse_vrplib(text, compute_edge_weights=False)
     except Exception as exc:  # vrplib raises bare ValueError/IndexError on malformed text
@@ -183,9 +217,9 @@ def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
     if problem_type in ("TSP", "ATSP") or (problem_type == "" and "demand" not in data):
         return TSPInstance(**common)
     if problem_type in TIME_WINDOW_TYPES:
-        return _time_window_instance(data, common, scale)
+        return _time_window_instance(data, common, scale, n)
     if problem_type == "CVRP":
-        depot = _single_depot(data)
+        depot = _single_depot(data, n)
         if "demand" not in data:
             raise InstanceError("DEMAND_SECTION", "a CVRP file needs a DEMAND_SECTION")
         if "capacity" not in data:
@@ -223,17 +257,21 @@ def _scale(data: dict[str, Any], ewt: str) -> int:
     return int(scale)
 
 
-def _single_depot(data: dict[str, Any]) -> int:
+def _single_depot(data: dict[str, Any], n: int | None) -> int:
+    """The 0-based depot (vrplib subtracts one from the file's id)."""
     depots = np.asarray(data.get("depot", [0])).ravel()
     if depots.size != 1:
         raise UnsupportedFormatError(
             "DEPOT_SECTION", f"exactly one depot is supported, the file lists {depots.size}"
         )
-    return int(depots[0])
+    depot = int(depots[0])
+    if n is not None and not 0 <= depot < n:
+        raise InstanceError("DEPOT_SECTION", f"depot {depot + 1} is not a node id (1..{n})")
+    return depot
 
 
 def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
-                          scale: int) -> CVRPTWInstance:
+                          scale: int, n: int | None) -> CVRPTWInstance:
     """A Solomon-style file: CAPACITY, DEMAND_SECTION, TIME_WINDOW_SECTION, and SERVICE_TIME
     (one value for every customer) or SERVICE_TIME_SECTION (one per node)."""
     for key, section in (("demand", "DEMAND_SECTION"), ("capacity", "CAPACITY"),
@@ -249,7 +287,7 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
     return CVRPTWInstance(
         demands=data["demand"],
         capacity=data["capacity"],
-        depot=_single_depot(data),
+        depot=_single_depot(data, n),
         max_vehicles=int(vehicles) if vehicles is not None else None,
         time_windows=windows * scale,
         service_times=service * scale if service is not None else None,
