@@ -140,9 +140,10 @@ def _atomic_write(path: Path, text: str) -> None:
             tmp.unlink()
 
 
-def read_done(out: Path, stem: str) -> dict[str, Any] | None:
-    """The solution a previous run left in ``OUT/<stem>.json``, if it is complete and
-    feasible; anything else (missing, unreadable, infeasible, partial) is solved again."""
+def read_done(out: Path, stem: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The solution a previous run left in ``OUT/<stem>.json``, if it is complete, feasible
+    and was solved with the same ``settings`` (solver, time limit, seed: another run's answer
+    must not be reported under this run's settings); anything else is solved again."""
     path = out / f"{stem}.json"
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
@@ -151,6 +152,8 @@ def read_done(out: Path, stem: str) -> dict[str, Any] | None:
     if not isinstance(payload, dict) or payload.get("feasible") is not True:
         return None
     if payload.get("partial") or not payload.get("routes"):
+        return None
+    if payload.get("batch") != settings:
         return None
     return payload
 
@@ -225,8 +228,13 @@ def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
     return files, ignored
 
 
-def prepare(files: list[Path], out: Path, solver: str,
-            time_limit: float) -> tuple[list[BatchRow], list[_Pending]]:
+def batch_settings(solver: str, time_limit: float, seed: int) -> dict[str, Any]:
+    """What a solution in OUT was solved with (written into ``<stem>.json`` as ``batch``)."""
+    return {"solver": solver, "time_limit": time_limit, "seed": seed}
+
+
+def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
+            seed: int) -> tuple[list[BatchRow], list[_Pending]]:
     """Sort the files into already solved, rejected (with the reason) and to solve.
 
     Each file is parsed and its solver checked here, so a file the solver cannot take is
@@ -244,7 +252,7 @@ def prepare(files: list[Path], out: Path, solver: str,
                          f"(both are named {stem}); rename one of them")
             continue
         owners[stem] = path.name
-        done = read_done(out, stem)
+        done = read_done(out, stem, batch_settings(solver, time_limit, seed))
         if done is not None:
             row.state = ALREADY_SOLVED
             row.problem = done.get("problem")
@@ -331,6 +339,7 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path) -> None:
     row.wall_time = payload.get("wall_time", row.wall_time)
     if row.feasible is False:
         row.error = "infeasible: " + "; ".join(payload.get("violations") or ["(no reason)"])
+    payload["batch"] = batch_settings(job.solver, job.time_limit, job.seed)
     try:
         row.outputs = write_outputs(out, row.stem, job.problem, payload)
     except OSError as exc:
@@ -563,7 +572,7 @@ def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, see
                workers: int, executor: str, ray_address: str | None,
                show_progress: bool) -> tuple[list[BatchRow], bool]:
     """Prepare, run and collect; returns the rows and False if Ctrl-C stopped the jobs."""
-    rows, pending = prepare(files, out, solver, time_limit)
+    rows, pending = prepare(files, out, solver, time_limit, seed)
     if not pending:
         return rows, True
     rejected = [r for r in rows if r.state == REJECTED]

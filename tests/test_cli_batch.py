@@ -156,6 +156,28 @@ def test_a_missing_or_infeasible_solution_is_solved_again(
     assert json.loads((out / "berlin52.json").read_text())["feasible"] is True
 
 
+def test_a_solution_from_other_settings_is_solved_again(
+        first_run: tuple[Any, Path, Path], tmp_path: Path) -> None:
+    """A rerun with another solver, time limit or seed must not report the earlier run's
+    answer under its own settings (it did: ortools' tour listed as pyvrp's)."""
+    _, folder, first_out = first_run
+    out = tmp_path / "out"
+    out.mkdir()
+    for stem in ("eil51", "berlin52"):
+        shutil.copy(first_out / f"{stem}.json", out / f"{stem}.json")
+    saved = json.loads((out / "eil51.json").read_text())
+    assert saved["batch"] == {"solver": "nearest_neighbor", "time_limit": 1.0, "seed": 0}
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "2",
+                  "--workers", "1", "--out", str(out), "--json")
+    rows = {r["file"]: r["state"] for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"] == rows["berlin52.tsp"] == "succeeded"
+    assert json.loads((out / "eil51.json").read_text())["batch"]["time_limit"] == 2.0
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "2",
+                  "--seed", "3", "--workers", "1", "--out", str(out), "--json")
+    rows = {r["file"]: r["state"] for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"] == "succeeded"
+
+
 def test_two_files_with_the_same_stem_do_not_overwrite_each_other(tmp_path: Path) -> None:
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
     (folder / "eil51.tsp.gz").write_bytes(gzip.compress((DATA / "eil51.tsp").read_bytes()))
@@ -230,7 +252,7 @@ def test_ctrl_c_stops_the_batch_and_a_rerun_resumes(tmp_path: Path) -> None:
     for name in unsolved:
         assert not (out / f"{output_stem(name)}.json").exists()
 
-    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+    result = _run(str(folder), "--solver", "ortools", "--time-limit", "1",
                   "--out", str(out), "--json")
     assert result.exit_code == 0, result.stderr
     resumed = {r["file"]: r["state"] for r in json.loads(result.stdout)["rows"]}
