@@ -40,6 +40,7 @@ from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
+    InstanceError,
     InstanceTooLargeError,
     ProblemMismatchError,
     UnknownSolverError,
@@ -130,6 +131,8 @@ def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
 def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolveProgress) -> Solution:
     try:
         return solve_instance(instance, name, budget, progress)
+    except InstanceError as exc:  # the instance lacks what this solver needs: the input's
+        fail(f"solver {name!r} cannot take this instance: {exc}")
     except CosolveError as exc:
         fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
     except Exception as exc:
@@ -269,9 +272,12 @@ def compare(
         names = solver_names(solvers, "ortools,pyvrp")
         for name in names:
             try:
-                get_spec(name)
+                spec = get_spec(name)
             except UnknownSolverError as exc:
                 fail(f"--solvers: {exc}")
+            if instance.problem not in spec.problems:  # as `solve --solver` and the API say
+                mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
+                fail(f"--solvers: {mismatch}")
 
     with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         comparison = compare_solvers(instance, names, budget, reference, progress)

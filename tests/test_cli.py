@@ -159,6 +159,22 @@ def test_compare_unknown_solver_lists_known_names() -> None:
     _assert_user_error(result, "--solvers", "lkh9", "ortools", "pyvrp", "nearest_neighbor")
 
 
+def test_compare_refuses_a_solver_of_another_problem() -> None:
+    # `solve --solver ils` on a CVRP is an input mistake (exit 2); compare ran the rest and
+    # showed an error row with exit 0
+    result = _run("compare", str(DATA / "X-n101-k25.vrp"), "--solvers", "nearest_neighbor,ils")
+    _assert_user_error(result, "--solvers", "'ils' does not solve cvrp")
+
+
+def test_a_solver_that_cannot_take_the_instance_is_an_input_mistake(tmp_path: Path) -> None:
+    # a TSP given only as a distance matrix: the neural solvers need coordinates (exit 2, not
+    # the exit 1 of a solver failure)
+    path = tmp_path / "m.json"
+    path.write_text('{"problem": "tsp", "distance_matrix": [[0, 1, 2], [1, 0, 1], [2, 1, 0]]}')
+    result = _run("solve", str(path), "--solver", "ils", "--time-limit", "1")
+    _assert_user_error(result, "'ils' cannot take this instance", "coords")
+
+
 def test_compare_refuses_a_solver_listed_twice() -> None:
     # It would run once and the table would hide that the user asked twice (the API refuses too).
     result = _run("compare", str(DATA / "eil51.tsp"),

@@ -122,6 +122,21 @@ def test_node_ids_must_be_one_to_n_in_order_and_the_depot_one_of_them(x101, data
     assert parse_instance_bytes(text.encode(), "x.vrp").demands.tolist() == x101.demands.tolist()
 
 
+def test_a_json_file_without_problem_is_told_by_its_fields() -> None:
+    """The README's instances as files: the API takes the problem from its URL, a file from
+    its fields (it was refused: "problem: must be 'tsp', 'cvrp' or 'cvrptw'")."""
+    coords = [[0, 0], [1, 0], [0, 1], [1, 1]]
+    cases = [({"coords": coords}, "tsp"),
+             ({"coords": coords, "demands": [0, 1, 1, 1], "capacity": 2}, "cvrp"),
+             ({"coords": coords, "demands": [0, 1, 1, 1], "capacity": 2,
+               "time_windows": [[0, 100]] * 4}, "cvrptw")]
+    for body, problem in cases:
+        assert parse_instance_bytes(json.dumps(body).encode(), "x.json").problem == problem
+    with pytest.raises(InstanceError) as exc:
+        parse_instance_bytes(json.dumps({"coords": coords, "problem": "vrp"}).encode(), "x.json")
+    assert exc.value.field == "problem"
+
+
 def test_json_round_trip(x101):
     d = instance_to_dict(x101)
     back = instance_from_dict(json.loads(json.dumps(d)))

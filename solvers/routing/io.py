@@ -299,8 +299,14 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
 def instance_from_dict(obj: dict[str, Any], default_name: str = "instance") -> Instance:
     """Our JSON form: ``{"problem": "tsp"|"cvrp"|"cvrptw", "coords" | "distance_matrix", ...}``;
     a CVRPTW adds ``time_windows`` ([earliest, latest] per node) and ``service_times`` (per
-    node, or one number for every customer)."""
+    node, or one number for every customer). Without ``problem``: CVRPTW if there are time
+    windows, CVRP if there are demands or a capacity, else TSP."""
     obj = dict(obj)
+    if "problem" not in obj:
+        # a file holding just the instance (as the API's bodies do, where the URL names the
+        # problem): its fields say which one
+        obj["problem"] = ("cvrptw" if "time_windows" in obj else
+                          "cvrp" if "demands" in obj or "capacity" in obj else "tsp")
     problem = str(obj.pop("problem", "")).lower()
     known = {"name", "coords", "distance_matrix", "distance", "ids"}
     if problem in ("cvrp", "cvrptw"):
