@@ -146,19 +146,35 @@ def problem_response(request: Request, error: ApiError) -> JSONResponse:
 _LOCATION_ROOTS = {"body", "query", "path", "header", "cookie"}
 
 
+#: Tags of the request schemas' discriminated unions (e.g. a session event's ``type``):
+#: pydantic puts the matched tag into an error's ``loc``, which is not a field of the body.
+UNION_TAGS: set[str] = set()
+
+
 def field_from_loc(loc: Iterable[int | str], prefix: str | None = None) -> str | None:
     """A pydantic ``loc`` as a readable path: ('body', 'instance', 'demands', 3) becomes
-    ``instance.demands[3]``. FastAPI's location root (body, query, ...) is dropped."""
+    ``instance.demands[3]``. FastAPI's location root (body, query, ...) and the tag of a
+    discriminated union (``events[0].task_finished.time`` is ``events[0].time``) are dropped."""
     parts = list(loc)
     if parts and parts[0] in _LOCATION_ROOTS:
         parts = parts[1:]
     text = prefix or ""
-    for part in parts:
+    for i, part in enumerate(parts):
         if isinstance(part, int):
             text += f"[{part}]"
+        elif part in UNION_TAGS and i > 0 and isinstance(parts[i - 1], int):
+            continue
         else:
             text += f".{part}" if text else str(part)
     return text or None
+
+
+def _error_field(error: Mapping[str, Any], prefix: str | None) -> str:
+    field = field_from_loc(error.get("loc", ()), prefix) or prefix or "body"
+    if error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        # the item's tag is what is wrong (or missing): name it
+        field += "." + str(error.get("ctx", {}).get("discriminator", "type")).strip("'")
+    return field
 
 
 def _message(error: Mapping[str, Any]) -> str:
@@ -174,8 +190,7 @@ def validation_problem(errors: Sequence[Mapping[str, Any]], prefix: str | None =
     100K entries, so only the first ``_LISTED_ERRORS`` are listed and the rest counted.
     """
     problems = [
-        FieldProblem(field=field_from_loc(e.get("loc", ()), prefix) or prefix or "body",
-                     message=_message(e))
+        FieldProblem(field=_error_field(e, prefix), message=_message(e))
         for e in errors[:_LISTED_ERRORS]
     ] or [FieldProblem(field=prefix or "body", message="invalid request")]
     shown = "; ".join(f"{p.field}: {p.message}" for p in problems[:_DETAIL_ERRORS])

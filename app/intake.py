@@ -308,7 +308,8 @@ def _check_sync_size(instance: Instance, settings: Settings, source: str) -> Non
             413,
             f"the instance has {instance.n} nodes; requests solve at most "
             f"{settings.max_sync_nodes} nodes while you wait. Submit it as a job "
-            "(POST /v1/jobs, coming soon) or solve it with the CLI (cosolve solve).",
+            "(POST /v1/jobs: progress, cancel, the best solution so far) or solve it with the "
+            "CLI (cosolve solve).",
             kind="instance-too-large", title="Instance too large for in-request solving",
             field=source, extra={"nodes": instance.n, "limit": settings.max_sync_nodes},
         )

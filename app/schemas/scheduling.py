@@ -8,10 +8,11 @@ workflows with the same words.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.errors import UNION_TAGS
 from app.schemas.routing import MAX_SEED
 
 #: Caps that keep every request small and finite (413/422 above them).
@@ -182,8 +183,14 @@ class TaskFinished(_Strict):
     task_id: str = Field(min_length=1, max_length=200)
 
 
+UNION_TAGS.update(("workflow_arrived", "task_finished"))
+
+
 class EventsRequest(_Strict):
-    events: list[WorkflowArrived | TaskFinished] = Field(min_length=1, max_length=MAX_EVENTS)
+    # tagged by `type`, so a bad event's error names its own field (`events[0].time`), not
+    # both union branches
+    events: list[Annotated[WorkflowArrived | TaskFinished, Field(discriminator="type")]] = Field(
+        min_length=1, max_length=MAX_EVENTS)
 
 
 class AssignmentOut(BaseModel):

@@ -147,6 +147,13 @@ def test_session_round_trip(api: httpx.Client) -> None:
     assert_problem(api.post(f"{url}/events", json={"events": [
         {"type": "task_finished", "time": 8, "workflow_id": "w", "task_id": "zz"}]}), 422,
         "events[0].task_id")
+    # schema errors name the event's own field, not both kinds of event
+    body = assert_problem(api.post(f"{url}/events", json={"events": [
+        {"type": "task_finished", "time": -5, "workflow_id": "w", "task_id": "d"}]}), 422,
+        "events[0].time")
+    assert len(body["errors"]) == 1
+    assert_problem(api.post(f"{url}/events", json={"events": [{"type": "lunch", "time": 8}]}),
+                   422, "events[0].type")
     events({"type": "task_finished", "time": 9, "workflow_id": "w", "task_id": "d"})
     state = api.get(url).json()
     assert state["mean_flowtime"] == 9 and state["workflows"][0]["flowtime"] == 9
