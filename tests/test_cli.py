@@ -93,6 +93,8 @@ def test_solve_tsp_ortools_writes_json(tmp_path: Path) -> None:
     assert written["distance"] == "EUC_2D"
     assert written["cost"] >= OPTIMA["eil51"]
     assert printed["solution"]["cost"] == written["cost"]
+    # the tour too, as the API answers (it was only in the API's response)
+    assert printed["solution"]["tour"] == written["tour"] == written["routes"][0]
     assert printed["gap_percent"] == pytest.approx(
         100 * (written["cost"] - OPTIMA["eil51"]) / OPTIMA["eil51"])
 

@@ -87,8 +87,6 @@ def _solve_response(task: SolveTask, cancel: threading.Event) -> dict[str, Any]:
         cost=finite_or_none(solution.cost),
         stats=json_safe(solution.stats),
     )
-    if solution.problem == "tsp":
-        body["tour"] = solution.routes[0] if solution.routes else []
     return body
 
 

@@ -398,6 +398,8 @@ def solution_to_dict(solution: Solution, instance: Instance | None = None) -> di
         "routes": solution.routes,
         "stats": solution.stats,
     }
+    if solution.problem == "tsp":  # the tour itself, as the API and the CLI print it
+        out["tour"] = solution.routes[0] if solution.routes else []
     if instance is not None and instance.node_ids is not None:
         out["route_ids"] = [instance.node_ids[r].tolist() for r in solution.routes]
     return out
