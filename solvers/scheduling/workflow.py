@@ -350,10 +350,19 @@ def load_workflows(paths: Iterable[str | Path]) -> list[Workflow]:
                            f.name.lower().removesuffix(".gz").endswith(WORKFLOW_EXTENSIONS))
             if not files:
                 raise InstanceError("workflows", f"folder {p} holds no .xml/.dax/.json files")
-            out.extend(load_workflow(f) for f in files)
+            out.extend(_load_named(f) for f in files)
         else:
-            out.append(load_workflow(p))
+            out.append(_load_named(p))
     return out
+
+
+def _load_named(path: Path) -> Workflow:
+    """``load_workflow``, with the file's name in front of the field of any error (a folder's
+    bad file was reported as just ``tasks[0].runtime``)."""
+    try:
+        return load_workflow(path)
+    except InstanceError as exc:
+        raise InstanceError(f"{path}: {exc.field}", exc.message) from None
 
 
 # -- generators ------------------------------------------------------------------------------

@@ -78,6 +78,14 @@ def test_bad_input_exits_2_naming_the_option(tmp_path: Path) -> None:
                                             {"id": "b", "runtime": 1, "parents": ["a"]}]}))
     result = _run("simulate", "--workflows", str(cyclic))
     assert result.exit_code == 2 and "cycle" in result.stderr
+    # a bad file in a folder is named
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    (folder / "good.json").write_text(json.dumps({"tasks": [{"id": "a", "runtime": 1}]}))
+    (folder / "zz.json").write_text(json.dumps({"tasks": [{"id": "a", "runtime": -5}]}))
+    result = _run("simulate", "--workflows", str(folder))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: --workflows: {folder / 'zz.json'}: tasks[0].runtime")
 
 
 def test_policies_listing() -> None:
