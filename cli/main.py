@@ -58,7 +58,8 @@ INSTANCE_ARGUMENT = typer.Argument(
 
 app = typer.Typer(
     name="cosolve",
-    help="Solve routing instances (TSP, CVRP, CVRPTW) with the registered solvers.",
+    help="Solve routing (TSP, CVRP, CVRPTW), min-cost flow and workflow scheduling problems "
+    "with the registered solvers, as the HTTP service does.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -160,7 +161,8 @@ def main(
                      help="Print the version and exit."),
     ] = False,
 ) -> None:
-    """Solve routing instances (TSP, CVRP, CVRPTW) with the registered solvers."""
+    """Solve routing, min-cost flow and workflow scheduling problems with the registered
+    solvers."""
 
 
 # -- commands ----------------------------------------------------------------------------

@@ -181,7 +181,8 @@ def get_solver(
         if limit is not None and nodes > limit:
             raise InstanceTooLargeError(
                 f"solver {name!r} handles {problem} up to {limit} nodes; this instance has "
-                f"{nodes}. Choose a solver with a higher limit (GET /v1/solvers lists them).",
+                f"{nodes}. Choose a solver with a higher limit (listed by GET /v1/solvers and "
+                "`cosolve solvers`).",
                 nodes=nodes,
                 limit=limit,
             )
