@@ -66,6 +66,17 @@ def test_ils_solver_is_within_two_percent_of_the_kroa100_optimum() -> None:
     assert solution.stats["kicks"] > 0
 
 
+def test_progress_reports_costs_in_the_instance_convention() -> None:
+    """eil51 is EUC_2D (rounded edges): progress showed the exact Euclidean length (428.87)
+    until the last event, then the result's 427; every event is in the result's units now."""
+    instance = load_instance(DATA / "eil51.tsp")
+    events = []
+    solution = get_solver("ils").solve(instance, Budget(time_limit=1.2, seed=0), events.append)
+    costs = [e.best_cost for e in events]
+    assert len(costs) >= 3 and all(c == int(c) for c in costs)
+    assert costs[-2] == solution.cost == costs[-1]
+
+
 def test_ils_solver_beats_plain_two_opt_on_a_uniform_tsp1k() -> None:
     xy = np.random.default_rng(20261130).random((1000, 2)) * 1000
     instance = TSPInstance(coords=xy, distance="exact")
