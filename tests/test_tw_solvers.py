@@ -264,3 +264,17 @@ def test_polynet_mends_rc101s_fleet():
     assert sol.feasible and sum(1 for r in sol.routes if r) == 15, sol.stats
     assert sol.stats["fleet_repair"]["routes_after"] == 15
     assert sol.wall_time < 5.4
+
+
+def test_pyvrp_says_the_fleet_may_be_too_small_when_it_finds_nothing():
+    """README's CVRPTW with one vehicle: no feasible solution exists, and 'give it more time'
+    alone was misleading."""
+    from solvers.errors import NoSolutionError
+
+    inst = CVRPTWInstance(coords=np.array([[0, 0], [10, 0], [0, 10], [20, 0]], float),
+                          distance="EUC_2D", demands=np.array([0, 3, 3, 3]), capacity=9,
+                          max_vehicles=1, time_windows=np.array([[0, 50], [0, 15], [0, 50],
+                                                                 [28, 30]], float),
+                          service_times=np.array([0, 5, 5, 0], float))
+    with pytest.raises(NoSolutionError, match=r"at most 1 vehicle: the fleet \(max_vehicles\)"):
+        solve(inst, "pyvrp", Budget(time_limit=0.5, seed=0))

@@ -87,10 +87,13 @@ class PyVRPSolver:
                              params=pyvrp.SolveParams(penalty=penalty))
         best = result.best
         if not best.is_feasible():
+            fleet = getattr(instance, "max_vehicles", None)
             raise NoSolutionError(
-                f"PyVRP found no feasible solution within {budget.time_limit:g} s; "
-                "give it more time"
-            )
+                f"PyVRP found no feasible solution within {budget.time_limit:g} s"
+                + (f" with at most {fleet} vehicle{'s' if fleet != 1 else ''}: the fleet "
+                   "(max_vehicles) may be too small "
+                   "for these demands and windows, or it needs more time" if fleet is not None
+                   else "; give it more time"))
         routes = [[int(order[a.idx + 1]) for a in r if a.is_client()] for r in best.routes()]
         if isinstance(instance, TSPInstance):
             routes = [[int(order[0]), *routes[0]]] if routes else [[int(order[0])]]
