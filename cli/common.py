@@ -71,7 +71,7 @@ def load_or_fail(path: Path, loader: Callable[[Path], T], what: str = "instance"
     except FileNotFoundError:
         fail(f"FILE: no such file: {path}")
     except IsADirectoryError:
-        fail(f"FILE: {path} is a directory, not an {what} file")
+        fail(f"FILE: {path} is a directory, not {'an' if what[:1] in 'aeiou' else 'a'} {what} file")
     except PermissionError:
         fail(f"FILE: permission denied: {path}")
     except InstanceError as exc:

@@ -46,8 +46,8 @@ from solvers.flow.io import (
     write_solution_file,
 )
 from solvers.flow.options import FlowOptions
-from solvers.flow.problem import FlowNetwork, FlowSolution, check_flow
-from solvers.flow.solve import PROBLEM, compare, solve
+from solvers.flow.problem import Certificate, FlowNetwork, FlowSolution, check_flow
+from solvers.flow.solve import PROBLEM, compare, device_problem, solve
 
 app = typer.Typer(
     name="flow",
@@ -73,6 +73,9 @@ def _budget(time_limit: float, seed: int, device: str) -> Budget:
         fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
     if seed < 0:
         fail(f"--seed: must be a non-negative integer, got {seed}")
+    problem = device_problem(device)
+    if problem is not None:
+        fail(f"--device: {problem}")
     return Budget(time_limit=time_limit, seed=seed, device=device)
 
 
@@ -102,9 +105,9 @@ def _check_out(out: Path | None) -> None:
         fail(f"--out: folder {parent} does not exist")
 
 
-def _solver_failed(name: str, exc: Exception) -> NoReturn:
-    if isinstance(exc, InstanceError):
-        fail(f"FILE: {exc.field}: {exc.message}")
+def _solver_failed(name: str, exc: Exception, file: Path) -> NoReturn:
+    if isinstance(exc, InstanceError):  # e.g. a negative-cost cycle: named like load errors
+        fail(f"{file}: {exc.field}: {exc.message}")
     if isinstance(exc, CosolveError):
         fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
     if os.environ.get("COSOLVE_DEBUG"):
@@ -113,7 +116,13 @@ def _solver_failed(name: str, exc: Exception) -> NoReturn:
          "COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
 
 
-def _summary(net: FlowNetwork, sol: FlowSolution) -> Table:
+def _relative_gap(cert: Certificate) -> str:
+    if cert.relative_gap >= 1:  # bound ≤ 0 ≤ cost: a percentage would only mislead
+        return "the dual bound proves nothing yet"
+    return f"{100 * cert.relative_gap:.4f} %"
+
+
+def _summary(net: FlowNetwork, sol: FlowSolution, out: Path | None) -> Table:
     table = Table(title=f"{net.name}: {net.n} nodes, {net.m} arcs", title_justify="left",
                   show_header=False)
     table.add_column("what")
@@ -124,7 +133,7 @@ def _summary(net: FlowNetwork, sol: FlowSolution) -> Table:
     if sol.certificate is not None:
         cert = sol.certificate
         table.add_row("dual bound", f"{cert.dual_bound:,} ({cert.source})")
-        table.add_row("certified gap", f"{cert.gap:,} ({100 * cert.relative_gap:.4f} %)")
+        table.add_row("certified gap", f"{cert.gap:,} ({_relative_gap(cert)})")
     table.add_row("feasible (checked)", "yes" if sol.feasible else "no")
     for violation in sol.violations[:5]:
         table.add_row("violation", violation)
@@ -138,6 +147,8 @@ def _summary(net: FlowNetwork, sol: FlowSolution) -> Table:
                       f"{stats['marginal_error']:.1e} ({stats['sinkhorn_stopped']})")
     if sol.cut is not None:
         table.add_row("infeasible", sol.cut.message)
+    if out is not None:
+        table.add_row("written to", str(out))
     return table
 
 
@@ -169,7 +180,7 @@ def solve_command(
         try:
             sol = solve(net, solver, budget, progress, options)
         except Exception as exc:
-            _solver_failed(solver, exc)
+            _solver_failed(solver, exc, file)
     if out is not None:
         try:
             write_solution_file(out, sol, net)
@@ -180,7 +191,7 @@ def solve_command(
         body["out"] = str(out) if out is not None else None
         _print_json(body)
     else:
-        stdout_console().print(_summary(net, sol))
+        stdout_console().print(_summary(net, sol, out))
     if sol.status == "infeasible":
         fail(sol.cut.message if sol.cut else "the network has no feasible flow",
              EXIT_SOLVER_FAILED)
@@ -220,7 +231,7 @@ def compare_command(
         try:
             result = compare(net, names, budget, progress, options)
         except Exception as exc:
-            _solver_failed(",".join(names), exc)
+            _solver_failed(",".join(names), exc, file)
     if as_json:
         _print_json({
             "network": net.describe(), "time_limit": time_limit, "tolerance": tolerance,
@@ -263,14 +274,18 @@ def compare_command(
                           "–" if sol is None else f"{sol.wall_time:.3f}", note)
         stdout_console().print(table)
         if result.agree is not None:
-            stdout_console().print("all feasible rows agree on the cost" if result.agree
-                                   else "the solvers DISAGREE on the cost")
+            stdout_console().print("the proven optima agree on the cost" if result.agree
+                                   else "the solvers DISAGREE on the optimal cost")
+        elif result.best_solver is not None:
+            stdout_console().print("no solver proved optimality, so there is no optimum to "
+                                   "agree on")
     if result.infeasible:
         fail("the network has no feasible flow", EXIT_SOLVER_FAILED)
     if result.best_solver is None:
         fail("no solver produced a feasible flow", EXIT_SOLVER_FAILED)
     if result.agree is False:
-        fail("exact solvers disagree on the optimal cost", EXIT_SOLVER_FAILED)
+        fail("solvers that proved optimality disagree on the optimal cost (or a checked flow "
+             "costs less than a proven optimum)", EXIT_SOLVER_FAILED)
 
 
 @app.command("check")

@@ -174,6 +174,9 @@ class FlowCompareResponse(BaseModel):
     tolerance: float
     best_solver: str | None
     best_cost: int | None
-    agree: bool | None = Field(description="Whether every feasible row has the same cost.")
+    agree: bool | None = Field(description=(
+        "Whether the rows proven optimal share one cost that no checked feasible row beats; "
+        "null when no row is proven optimal (a time-limited answer may cost more: that is "
+        "its gap, not a disagreement)."))
     infeasibility: InfeasibilityOut | None
     rows: list[FlowCompareRow]

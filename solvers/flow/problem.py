@@ -487,8 +487,17 @@ class Certificate:
         return self.gap == 0
 
     @property
+    def cost(self) -> int:
+        return self.dual_bound + self.gap
+
+    @property
     def relative_gap(self) -> float:
-        return self.gap / max(1, abs(self.dual_bound))
+        """``gap / max(|cost|, |dual_bound|)``, in [0, 2]: dividing by the bound alone gave
+        meaningless billions while the bound was still 0. It is 1 or more exactly when the bound
+        proves nothing relative to the cost yet (bound ≤ 0 ≤ cost)."""
+        if self.gap == 0:
+            return 0.0
+        return self.gap / max(abs(self.cost), abs(self.dual_bound))
 
     def to_dict(self) -> dict[str, Any]:
         return {"dual_bound": self.dual_bound, "gap": self.gap,

@@ -3,6 +3,7 @@ CLI and the benchmarks share, so a number shown anywhere was produced the same w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from solvers.base import Budget, ProgressCallback, get_solver, no_progress
@@ -14,6 +15,27 @@ from solvers.flow.problem import FlowNetwork, FlowSolution
 PROBLEM = "mincostflow"
 #: The solvers a comparison runs when none are named.
 DEFAULT_COMPARE = ("ortools_mcf", "networkx_simplex", "oft_sinkhorn")
+
+
+_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
+
+
+def device_problem(device: str) -> str | None:
+    """What is wrong with a torch device name for oft_sinkhorn, or ``None``: checked before
+    any solver runs, so a typo is not a torch traceback halfway through a comparison."""
+    if not _DEVICE.fullmatch(device):
+        return f"unknown device {device!r}; use cpu, cuda or cuda:N"
+    if device == "cpu":
+        return None
+    import torch  # only here: importing torch takes seconds
+
+    if not torch.cuda.is_available():
+        return f"{device!r} was asked for, but torch sees no CUDA GPU here; use cpu"
+    count = torch.cuda.device_count()
+    if int(device.partition(":")[2] or 0) >= count:
+        return (f"{device!r} was asked for, but torch sees {count} CUDA GPU(s): cuda:0 to "
+                f"cuda:{count - 1}")
+    return None
 
 
 def solve(net: FlowNetwork, solver: str, budget: Budget,
@@ -43,7 +65,8 @@ class FlowComparison:
     rows: list[FlowComparisonRow]
     best_cost: int | None = None
     best_solver: str | None = None
-    #: Whether every feasible row has the same cost (all exact solvers must agree).
+    #: Whether the proven-optimal rows share one cost that no feasible row beats; ``None``
+    #: when no row is proven optimal (a time-limited answer is not a claim to disagree with).
     agree: bool | None = None
     infeasible: bool = False
     notes: list[str] = field(default_factory=list)
@@ -52,7 +75,9 @@ class FlowComparison:
 def compare(net: FlowNetwork, solvers: list[str], budget: Budget,
             progress: ProgressCallback = no_progress,
             options: FlowOptions | None = None) -> FlowComparison:
-    """Run each solver in turn on the same network and budget."""
+    """Run each solver in turn on the same network and budget. An unbounded network is the
+    input's fault, not each solver's: ``InstanceError`` naming ``arcs`` once, as ``solve``."""
+    check_bounded(net.core(), net.node_ids)
     rows: list[FlowComparisonRow] = []
     for name in solvers:
         try:
@@ -70,6 +95,17 @@ def compare(net: FlowNetwork, solvers: list[str], budget: Budget,
         out.best_solver = best.solver
         for r in feasible:
             r.gap_to_best = r.solution.cost - out.best_cost  # type: ignore[union-attr,operator]
-        out.agree = len({r.solution.cost for r in feasible}) == 1  # type: ignore[union-attr]
+        out.agree = _agree(feasible)
     out.infeasible = any(r.solution and r.solution.status == "infeasible" for r in rows)
     return out
+
+
+def _agree(feasible: list[FlowComparisonRow]) -> bool | None:
+    """Only proven optima can disagree: they must share one cost, and a checked feasible flow
+    below it would refute it. Unproven rows may cost more; that is their gap, not a clash."""
+    costs = [(r.solution.status, r.solution.cost) for r in feasible
+             if r.solution and r.solution.cost is not None]
+    optimal = {cost for status, cost in costs if status == "optimal"}
+    if not optimal:
+        return None
+    return len(optimal) == 1 and all(cost >= min(optimal) for _, cost in costs)

@@ -191,3 +191,23 @@ def test_strict_limits(strict_api: httpx.Client) -> None:
     body = assert_problem(strict_api.post(COMPARE, json={
         "network": _network("two_paths"), "time_limit": 4}), 422, field="solvers")
     assert "at most" in body["detail"]
+
+
+def test_compare_counts_only_proven_optima_towards_agreement(api: httpx.Client) -> None:
+    """Same rule as the CLI: a time-limited, unproven row is no disagreement."""
+    path = netgen_path("netgen_8_10a")
+    response = api.post(COMPARE, files={"file": (path.name, path.read_bytes())},
+                        data={"solvers": "ortools_mcf,oft_sinkhorn", "time_limit": "0.1"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    oft = body["rows"][1]
+    if oft["status"] == "optimal":
+        pytest.skip("oft_sinkhorn proved the optimum within 0.1 s here")
+    assert oft["certificate"]["optimal"] is False and 0 < oft["certificate"]["relative_gap"] <= 2
+    assert body["agree"] is True and body["best_cost"] == NETGEN_OPTIMA["netgen_8_10a"]
+
+
+def test_compare_of_an_unbounded_network_is_422(api: httpx.Client) -> None:
+    network = {"nodes": 2, "supplies": [0, 0], "arcs": [
+        {"tail": 1, "head": 2, "cost": -1}, {"tail": 2, "head": 1, "cost": 0}]}
+    assert_problem(api.post(COMPARE, json={"network": network}), 422, field="network.arcs")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
 from solvers.flow.io import load_network, parse_dimacs_solution
-from solvers.flow.problem import check_flow
+from solvers.flow.problem import Certificate, check_flow
 from tests.flow.conftest import HAND_CHECKED, NETGEN_OPTIMA, netgen_path
 
 runner = CliRunner()
@@ -92,3 +94,91 @@ def test_input_errors_exit_2(tmp_path: Path) -> None:
     assert twice.exit_code == 2 and "listed twice" in twice.stderr
     tol = _run("solve", str(netgen_path("netgen_8_08a")), "--tolerance", "2")
     assert tol.exit_code == 2 and "--tolerance" in tol.stderr
+
+
+def test_compare_counts_only_proven_optima_towards_agreement() -> None:
+    """The QA case: a time-limited oft_sinkhorn row (optimal: false) is no disagreement."""
+    result = _run("compare", str(netgen_path("netgen_8_10a")), "--solvers",
+                  "ortools_mcf,oft_sinkhorn", "--time-limit", "0.1", "--json")
+    body = json.loads(result.stdout)
+    oft = body["rows"][1]
+    if oft["status"] == "optimal":
+        pytest.skip("oft_sinkhorn proved the optimum within 0.1 s here")
+    assert oft["status"] == "feasible" and oft["certificate"]["optimal"] is False
+    assert result.exit_code == 0, result.stderr
+    assert body["agree"] is True and body["best_cost"] == NETGEN_OPTIMA["netgen_8_10a"]
+    assert body["best_solver"] == "ortools_mcf" and oft["gap_to_best"] > 0
+
+
+@pytest.mark.parametrize("command", ["solve", "compare"])
+@pytest.mark.parametrize("device", ["banana", "cuda:", "gpu"])
+def test_bad_device_is_refused_before_anything_runs(command: str, device: str) -> None:
+    result = _run(command, str(netgen_path("netgen_8_08a")), "--solver" if command == "solve"
+                  else "--solvers", "oft_sinkhorn", "--device", device)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --device: ") and result.stderr.count("\n") == 1
+    assert "cpu, cuda or cuda:N" in result.stderr and not result.stdout
+
+
+def test_cuda_without_a_gpu_says_so() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present here")
+    for command, option in (("solve", "--solver"), ("compare", "--solvers")):
+        result = _run(command, str(netgen_path("netgen_8_08a")), option, "oft_sinkhorn",
+                      "--device", "cuda")
+        assert result.exit_code == 2 and "--device: 'cuda'" in result.stderr
+        assert "no CUDA GPU" in result.stderr
+
+
+def test_certified_gap_of_an_uninformative_bound_is_no_percentage(tmp_path: Path) -> None:
+    """Bound 0 and cost 483,014,461 once printed '48301446100.0000 %'."""
+    from cli.flow import _relative_gap
+
+    assert _relative_gap(Certificate(0, 483_014_461, "sinkhorn potentials")) == \
+        "the dual bound proves nothing yet"
+    assert _relative_gap(Certificate(100, 10, "x")) == "9.0909 %"
+    assert _relative_gap(Certificate(100, 0, "x")) == "0.0000 %"
+    result = _run("solve", str(netgen_path("netgen_8_10a")), "--solver", "oft_sinkhorn",
+                  "--time-limit", "0.2", "--json")
+    assert result.exit_code == 0, result.stderr
+    cert = json.loads(result.stdout)["certificate"]
+    assert 0 <= cert["relative_gap"] <= 2
+    assert cert["relative_gap"] == pytest.approx(
+        cert["gap"] / max(abs(cert["dual_bound"] + cert["gap"]), abs(cert["dual_bound"]), 1))
+
+
+def test_directory_says_a_network_file(tmp_path: Path) -> None:
+    result = _run("solve", str(tmp_path))
+    assert result.exit_code == 2
+    assert f"{tmp_path} is a directory, not a network file" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["solve", "compare"])
+def test_unbounded_json_network_names_the_file(tmp_path: Path, command: str) -> None:
+    network = tmp_path / "cycle.json"
+    network.write_text(json.dumps({"nodes": 3, "supplies": [0, 0, 0], "arcs": [
+        {"tail": 1, "head": 2, "cost": -5}, {"tail": 2, "head": 3, "cost": 2},
+        {"tail": 3, "head": 1, "cost": 1}]}))
+    result = _run(command, str(network))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {network}: arcs: ") and "unbounded" in result.stderr
+
+
+def test_solve_out_says_where_it_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "flow.sol"
+    result = _run("solve", str(netgen_path("netgen_8_08a")), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert "written to" in result.stdout and out.name in result.stdout and out.exists()
+
+
+def test_readme_flow_examples_name_files_that_exist() -> None:
+    """The README's examples run from the repository root, so their files must be there."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "README.md").read_text()
+    section = text.split("## Min-cost flow", 1)[1].split("\n## ", 1)[0]
+    paths = re.findall(r"(?:cosolve flow \w+ |file=@)(\S+\.min\.gz)", section)
+    assert len(paths) >= 5
+    for path in paths:
+        assert (root / path).is_file(), path
