@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import (
     ApiError,
@@ -117,11 +119,33 @@ def body_format(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> B
     )
 
 
+@asynccontextmanager
+async def form_parts(request: Request, max_files: int, max_fields: int,
+                     file_field: str = "file") -> AsyncIterator[FormData]:
+    """The parsed multipart form, closed after use. Starlette's own refusals (too many files
+    or fields, a malformed body) were bare 400s without a field; they are 422s naming the
+    part, like every other invalid request."""
+    try:
+        form = await request.form(max_files=max_files, max_fields=max_fields)
+    except StarletteHTTPException as exc:
+        if exc.status_code != 400:
+            raise
+        detail = str(exc.detail)
+        field = file_field if "files" in detail.lower() else "body"
+        raise invalid_request(f"{detail.rstrip('.')} (this endpoint takes at most "
+                              f"{max_files} '{file_field}' part{'s' if max_files != 1 else ''} "
+                              f"and {max_fields} form fields)", field=field) from None
+    try:
+        yield form
+    finally:
+        await form.close()
+
+
 async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> Upload:
     """The file part and form fields of a multipart request (exactly one file, named ``file``)."""
     file: UploadFile | None = None
     fields: dict[str, list[str]] = {}
-    async with request.form(max_files=1, max_fields=_MAX_FORM_FIELDS) as form:
+    async with form_parts(request, max_files=1, max_fields=_MAX_FORM_FIELDS) as form:
         for name, value in form.multi_items():
             if isinstance(value, UploadFile):
                 if name != "file":

@@ -27,6 +27,7 @@ from app.intake import (
     JobInput,
     Upload,
     body_format,
+    form_parts,
     job_from_json,
     job_from_upload,
     read_upload,
@@ -303,7 +304,8 @@ async def submit_batch(request: Request, settings: SettingsDep,
                        kind="unsupported-media-type")
     uploads: list[tuple[str, bytes]] = []
     fields: dict[str, list[str]] = {}
-    async with request.form(max_files=settings.max_batch_files, max_fields=16) as form:
+    async with form_parts(request, max_files=settings.max_batch_files, max_fields=16,
+                          file_field="files") as form:
         for name, value in form.multi_items():
             if isinstance(value, UploadFile):
                 uploads.append((value.filename or "unnamed", await value.read()))

@@ -27,7 +27,7 @@ from starlette.datastructures import UploadFile
 
 from app.concurrency import run_while_connected
 from app.errors import ApiError, instance_problem, invalid_request, problem_responses
-from app.intake import BodyFormat, body_format, validate_fields, validate_json
+from app.intake import BodyFormat, body_format, form_parts, validate_fields, validate_json
 from app.schemas.scheduling import (
     MAX_TEMPLATES,
     AssignmentOut,
@@ -224,7 +224,7 @@ def task_from_upload(files: list[tuple[str, bytes]], fields: dict[str, list[str]
 async def _read_files(request: Request) -> tuple[list[tuple[str, bytes]], dict[str, list[str]]]:
     files: list[tuple[str, bytes]] = []
     fields: dict[str, list[str]] = {}
-    async with request.form(max_files=MAX_TEMPLATES, max_fields=_MAX_FORM_FIELDS) as form:
+    async with form_parts(request, max_files=MAX_TEMPLATES, max_fields=_MAX_FORM_FIELDS) as form:
         for name, value in form.multi_items():
             if isinstance(value, UploadFile):
                 if name != "file":

@@ -288,6 +288,16 @@ def test_malformed_multipart(api: httpx.Client) -> None:
     assert_problem(response, response.status_code)
 
 
+def test_two_file_parts_are_a_422_naming_the_part(api: httpx.Client, data_dir: Path) -> None:
+    """Starlette's own refusal was a bare 400 'Too many files' with no field."""
+    eil = (data_dir / "eil51.tsp").read_bytes()
+    for url in ("/v1/routing/tsp/solve", "/v1/jobs"):
+        response = api.post(url, files=[("file", ("a.tsp", eil)), ("file", ("b.tsp", eil))],
+                            data={"solver": "nearest_neighbor", "problem": "tsp"})
+        body = assert_problem(response, 422, field="file")
+        assert "Too many files" in body["detail"] and "at most 1 'file' part" in body["detail"]
+
+
 def test_gzip_bomb_is_refused(strict_api: httpx.Client) -> None:
     """A small .gz that expands past the server's limit fails cleanly, not by memory."""
     bomb = gzip.compress(b"0" * (4 * STRICT_DECOMPRESSED_LIMIT), compresslevel=9)
