@@ -247,7 +247,8 @@ def write_report(out: Path, meta: dict[str, Any], rows: list[Row],
         "fractional entropic flow before rounding (balanced to within *marg. err*, a fraction "
         "of the total supply), *repaired* = exactly feasible integer flow after rounding + "
         "residual repair, before the finish, *certified* = (repaired cost − dual bound from "
-        "the Sinkhorn potentials) / bound. The final oft_sinkhorn flow comes from the "
+        "the Sinkhorn potentials) / max(|repaired cost|, |bound|). The final oft_sinkhorn "
+        "flow comes from the "
         "price-and-resolve finish and is proven optimal by exact potentials. *wall* is the "
         "solver's own wall time: the whole pipeline for oft_sinkhorn, the solve call for the "
         "exact solvers (their independent optimality proof is not counted).",
