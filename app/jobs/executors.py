@@ -19,7 +19,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
-from app.jobs.store import FAILED, JobRecord, JobStore
+from app.jobs.store import FAILED, QUEUED, JobRecord, JobStore
 from app.jobs.worker import JobSpec, execute, record_outcome, run_stored_job
 
 logger = logging.getLogger("cosolve.jobs")
@@ -63,9 +63,11 @@ class LocalProcessExecutor:
                 self._pool = self._new_pool()
                 future = self._pool.submit(run_stored_job, str(self.store.root), job.id,
                                            job.attempt, self.ttl_s)
-        future.add_done_callback(lambda f: self._done(job, f))
+            pool = self._pool
+        future.add_done_callback(lambda f: self._done(job, f, pool))
 
-    def _done(self, job: JobRecord, future: Future[str]) -> None:
+    def _done(self, job: JobRecord, future: Future[str],
+              pool: ProcessPoolExecutor | None = None) -> None:
         if future.cancelled():  # shut down before it started: re-queued on the next start
             return
         exc = future.exception()
@@ -77,14 +79,23 @@ class LocalProcessExecutor:
             logger.info("job %s: interrupted by the shutdown, re-queued on the next start",
                         job.id)
             return
+        if isinstance(exc, BrokenProcessPool):
+            with self._lock:
+                if pool is None or self._pool is pool:  # once per broken pool
+                    self._pool = self._new_pool()
+            current = self.store.get(job.id)
+            if current is not None and current.state == QUEUED and current.attempt == job.attempt:
+                # A broken pool fails every future it holds, also those of jobs that never
+                # started: they go to the new pool (they had all been marked failed)
+                logger.warning("job %s: its worker pool broke before it started; re-submitted",
+                               job.id)
+                self.submit(current)
+                return
         # The worker died (killed, out of memory) before it could record an outcome.
         logger.error("job %s: worker failed: %r", job.id, exc)
         self.store.finish(job.id, job.attempt, state=FAILED,
                           error=f"the worker process died ({type(exc).__name__}: {exc})",
                           message="worker died", ttl_s=self.ttl_s)
-        if isinstance(exc, BrokenProcessPool):
-            with self._lock:
-                self._pool = self._new_pool()
 
     def shutdown(self) -> None:
         """Stop now: running jobs are not waited for (they are re-queued on the next start),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from app.jobs.executors import Executor, make_executor
 from app.jobs.store import JobRecord, JobStore
@@ -40,7 +41,7 @@ class JobService:
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> list[JobRecord]:
         """Re-queue interrupted jobs, start the expiry loop; returns the re-queued jobs."""
-        requeued = self.store.requeue_interrupted()
+        requeued = self.store.requeue_interrupted(ttl_s=self.settings.result_ttl_s)
         for job in requeued:
             logger.info("re-queueing job %s (attempt %d)", job.id, job.attempt)
             self.executor.submit(job)
@@ -70,18 +71,28 @@ class JobService:
         with self._submit_lock:
             active = self.store.count_active()
             if active >= self.settings.max_active_jobs:
-                raise QueueFullError(active, self.settings.max_active_jobs)
+                raise QueueFullError(active + 1, self.settings.max_active_jobs)
             job = self.store.create(problem=problem, solver=solver, time_limit=time_limit,
                                     seed=seed, filename=filename, data=data, nodes=nodes,
                                     batch_id=batch_id)
         self.executor.submit(job)
         return job
 
-    def reserve(self, count: int) -> None:
-        """Refuse a batch up front when it would not fit the queue."""
-        active = self.store.count_active()
-        if active + count > self.settings.max_active_jobs:
-            raise QueueFullError(active + count, self.settings.max_active_jobs)
+    def submit_batch(self, jobs: list[dict[str, Any]], solver: str, time_limit: float,
+                     rejected: list[dict[str, str]]) -> str:
+        """Persist a batch and all its jobs, or nothing when they do not all fit the queue:
+        the check and the creation hold the submit lock together, so single jobs arriving at
+        the same moment cannot fill the queue halfway through (that left a batch whose id
+        the client never got, with some of its jobs running). Returns the batch id."""
+        with self._submit_lock:
+            active = self.store.count_active()
+            if active + len(jobs) > self.settings.max_active_jobs:
+                raise QueueFullError(active + len(jobs), self.settings.max_active_jobs)
+            batch_id = self.store.create_batch(solver, time_limit, len(jobs), rejected)
+            created = [self.store.create(**job, batch_id=batch_id) for job in jobs]
+        for job in created:
+            self.executor.submit(job)
+        return batch_id
 
     def cancel(self, job_id: str) -> JobRecord | None:
         return self.store.request_cancel(job_id)

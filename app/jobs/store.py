@@ -259,15 +259,29 @@ class JobStore:
         return [_record(r) for r in rows]
 
     # -- state changes (server side) -----------------------------------------------------
-    def requeue_interrupted(self) -> list[JobRecord]:
+    def requeue_interrupted(self, ttl_s: float | None = None) -> list[JobRecord]:
         """On start-up: every job left queued or running goes back to the queue under a new
         attempt number (so the orphaned worker of the old attempt can no longer write)."""
+        now = time.time()
         with self._conn() as c:
+            # A cancel asked for before the stop is honoured, not run again (a new attempt
+            # ended 'cancelled' with a solver error and no solution). The old attempt's best
+            # solution died with its worker: say so.
             c.execute(
-                "UPDATE jobs SET state=?, attempt=attempt+1, updated_at=?, "
+                "UPDATE jobs SET state=?, attempt=attempt+1, finished_at=?, updated_at=?, "
+                "message=?, best_cost=NULL, "
+                "expires_at=CASE WHEN ? IS NULL THEN NULL ELSE ? + ? END "
+                "WHERE state IN (?, ?) AND cancel_requested=1",
+                (CANCELLED, now, now, "cancelled; the server stopped before the running "
+                 "solve could hand over its best solution, so none was kept", ttl_s, now, ttl_s,
+                 *ACTIVE_STATES),
+            )
+            c.execute(
+                "UPDATE jobs SET state=?, attempt=attempt+1, updated_at=?, best_cost=NULL, "
+                "elapsed=0, iterations=0, "
                 "message=CASE WHEN state=? THEN 're-queued after a server restart' "
                 "ELSE message END WHERE state IN (?, ?)",
-                (QUEUED, time.time(), RUNNING, *ACTIVE_STATES),
+                (QUEUED, now, RUNNING, *ACTIVE_STATES),
             )
         return self.active_jobs()
 
@@ -301,6 +315,11 @@ class JobStore:
                 folder.rmdir()
             with self._conn() as c:
                 c.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+        # a batch goes with its last job (it answered 200 as an empty finished batch); one
+        # created in the last minute may still be getting its jobs
+        with self._conn() as c:
+            c.execute("DELETE FROM batches WHERE created_at < ? AND NOT EXISTS "
+                      "(SELECT 1 FROM jobs WHERE jobs.batch_id = batches.id)", (now - 60,))
         return len(rows)
 
     # -- state changes (worker side, guarded by the attempt) -----------------------------

@@ -341,20 +341,18 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, setting
         raise invalid_request("no file of the batch could be read: " + "; ".join(
             f"{r['filename']}: {r['error']}" for r in rejected[:5]), field="files")
     try:
-        service.reserve(len(accepted))
+        batch_id = service.submit_batch([vars(job_input) for job_input in accepted],
+                                        options.solver, accepted[0].time_limit, rejected)
     except QueueFullError as exc:
         raise _queue_full(exc) from None
-    time_limit = accepted[0].time_limit
-    batch_id = service.store.create_batch(options.solver, time_limit, len(accepted), rejected)
-    for job_input in accepted:
-        service.submit(**vars(job_input), batch_id=batch_id)
     return batch_status(service, batch_id)
 
 
 def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     batch = service.store.batch(batch_id)
     if batch is None:
-        raise ApiError(404, f"no batch {batch_id!r}", kind="unknown-batch",
+        raise ApiError(404, f"no batch {batch_id!r} (batches expire with their jobs, "
+                       "COSOLVE_RESULT_TTL_S after they finish)", kind="unknown-batch",
                        title="Unknown batch", field="batch_id")
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
     jobs.sort(key=lambda j: j.filename)

@@ -9,7 +9,15 @@ import time
 from pathlib import Path
 
 from app.jobs.service import JobService
-from app.jobs.store import FAILED, QUEUED, RUNNING, JobRecord, JobStore
+from app.jobs.store import (
+    CANCELLED,
+    FAILED,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    JobRecord,
+    JobStore,
+)
 from app.settings import Settings
 from tests.conftest import DATA
 
@@ -62,3 +70,43 @@ def test_a_worker_that_dies_fails_its_job(tmp_path: Path) -> None:
         assert "worker process died" in (failed.error or "")
     finally:
         service.stop()
+
+
+def test_jobs_queued_behind_a_dying_worker_still_run(tmp_path: Path) -> None:
+    """A broken pool fails every future it holds: the job whose worker died fails, the ones
+    that never started go to a new pool and finish (they were all marked failed)."""
+    service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
+    service.start()
+    try:
+        job = _running_job(service)
+        waiting = [service.submit(problem="tsp", solver="nearest_neighbor", time_limit=1,
+                                  seed=0, filename="eil51.tsp",
+                                  data=(DATA / "eil51.tsp").read_bytes(), nodes=51)
+                   for _ in range(2)]
+        workers = list(service.executor._pool._processes.values())  # type: ignore[attr-defined]
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGKILL)
+        _wait_state(service.store, job.id, FAILED)
+        for queued in waiting:
+            done = _wait_state(service.store, queued.id, SUCCEEDED, timeout=60)
+            assert done.error is None and done.cost is not None
+    finally:
+        service.stop()
+
+
+def test_a_cancel_asked_before_a_stop_is_not_run_again(tmp_path: Path) -> None:
+    """The job's cancel was requested, then the server died before the solve handed over:
+    the next server marks it cancelled (no new attempt that ends with a solver error)."""
+    service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
+    service.start()
+    job = _running_job(service)
+    service.store.request_cancel(job.id)
+    service.stop()
+    again = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
+    try:
+        assert again.start() == []
+        stopped = again.store.get(job.id)
+        assert stopped.state == CANCELLED and stopped.expires_at is not None
+        assert "none was kept" in (stopped.message or "") and stopped.best_cost is None
+    finally:
+        again.stop()

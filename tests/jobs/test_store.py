@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from app.jobs.store import CANCELLED, QUEUED, SUCCEEDED, JobStore
 from app.jobs.worker import JobSpec, execute, run_stored_job
 from solvers.base import ProgressEvent
@@ -51,8 +53,24 @@ def test_requeue_bumps_the_attempt_and_fences_off_the_old_worker(tmp_path: Path)
     # The orphaned attempt-0 worker can no longer write.
     store.report_progress(job.id, 0, 2.0, 9, 400.0, "stale")
     assert not store.finish(job.id, 0, state=SUCCEEDED, cost=1.0, feasible=True)
-    assert store.get(job.id).best_cost == 500.0
+    # nor did its progress survive the requeue: the new attempt starts from nothing
+    assert store.get(job.id).best_cost is None
     assert run_stored_job(str(tmp_path), job.id, 1, ttl_s=60) == SUCCEEDED
+
+
+def test_a_batch_expires_with_its_last_job(tmp_path: Path) -> None:
+    """It answered 200 as an empty finished batch once its jobs had expired."""
+    store = JobStore(tmp_path)
+    batch_id = store.create_batch("nearest_neighbor", 1.0, 1, [])
+    job = store.create(problem="tsp", solver="nearest_neighbor", time_limit=1.0, seed=0,
+                       filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(), nodes=51,
+                       batch_id=batch_id)
+    run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=0.0)
+    empty = store.create_batch("nearest_neighbor", 1.0, 1, [])  # still getting its jobs
+    assert store.purge_expired(now=time.time() + 1) == 1
+    assert store.batch(batch_id) is not None  # created under a minute before "now"
+    assert store.purge_expired(now=time.time() + 120) == 0
+    assert store.batch(batch_id) is None and store.batch(empty) is None
 
 
 def test_cancel_before_start_and_expiry(tmp_path: Path) -> None:
@@ -99,3 +117,32 @@ def test_execute_turns_failures_into_outcomes() -> None:
     spec = JobSpec("j", "tsp", "nearest_neighbor", 1.0, 0, "broken.tsp")
     outcome = execute(spec, b"garbage", _Sink())
     assert outcome.state == "failed" and outcome.error
+
+
+def test_a_batch_is_accepted_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The queue check and the creation of a batch's jobs hold one lock: a batch that does
+    not fit creates nothing (a race with single jobs once left a batch the client never got,
+    with some of its jobs running)."""
+    from app.jobs.service import JobService, QueueFullError
+    from app.settings import Settings
+
+    class Parked:  # keeps every job queued
+        def submit(self, job: object) -> None: ...
+
+        def shutdown(self) -> None: ...
+
+    service = JobService(Settings(data_dir=tmp_path, max_active_jobs=3), executor=Parked())
+    data = (DATA / "eil51.tsp").read_bytes()
+    job = {"problem": "tsp", "solver": "nearest_neighbor", "time_limit": 1.0, "seed": 0,
+           "filename": "eil51.tsp", "data": data, "nodes": 51}
+    service.submit(**job)
+    with pytest.raises(QueueFullError) as exc:
+        service.submit_batch([job] * 3, "nearest_neighbor", 1.0, [])
+    assert exc.value.active == 4
+    assert service.store.count_active() == 1
+    assert service.store._connection().execute("SELECT COUNT(*) FROM batches").fetchone()[0] == 0
+    batch_id = service.submit_batch([job] * 2, "nearest_neighbor", 1.0, [])
+    assert len(service.store.list(batch_id=batch_id)[0]) == 2
+    with pytest.raises(QueueFullError) as exc:
+        service.submit(**job)
+    assert exc.value.active == 4  # the job it refused counts (it said 3 of at most 3)
