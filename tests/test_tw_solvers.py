@@ -278,3 +278,38 @@ def test_pyvrp_says_the_fleet_may_be_too_small_when_it_finds_nothing():
                           service_times=np.array([0, 5, 5, 0], float))
     with pytest.raises(NoSolutionError, match=r"at most 1 vehicle: the fleet \(max_vehicles\)"):
         solve(inst, "pyvrp", Budget(time_limit=0.5, seed=0))
+
+
+@pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
+def test_a_window_narrower_than_the_integer_time_step_is_named(solver):
+    """[√2, √2] is valid (polynet and nearest_neighbor serve it) but empty once rounded
+    inward to integer time: OR-Tools failed with a bare 'CP Solver fail', PyVRP with a
+    ValueError; now an InstanceError naming the window."""
+    from solvers.errors import InstanceError
+
+    inst = CVRPTWInstance(coords=np.array([[0, 0], [1, 1], [3, 0]], float),
+                          demands=np.array([0, 1, 1]), capacity=10,
+                          time_windows=np.array([[0, 100], [2 ** 0.5, 2 ** 0.5], [0, 100]]))
+    with pytest.raises(InstanceError) as exc:
+        solve(inst, solver, Budget(time_limit=0.5, seed=0))
+    assert exc.value.field == "time_windows[1]" and "nearest_neighbor" in exc.value.message
+    assert solve(inst, "nearest_neighbor", Budget(time_limit=0.5, seed=0)).feasible
+
+
+def test_ortools_dropping_every_customer_is_no_solution():
+    """1,000 customers at 0.05 s: the first answer dropped them all and came back as a
+    'solution' with no routes and a NaN cost; it is NoSolutionError (as for CVRP)."""
+    import math
+
+    from solvers.errors import NoSolutionError
+
+    n = 1000
+    xy = np.random.default_rng(n).random((n, 2)) * 100
+    inst = CVRPTWInstance(coords=xy, demands=np.array([0] + [1] * (n - 1)), capacity=10,
+                          time_windows=np.array([[0, 100000]] * n, float), service_times=1)
+    try:
+        sol = solve(inst, "ortools", Budget(time_limit=0.05, seed=0))
+    except NoSolutionError as exc:
+        assert "every customer still dropped" in str(exc)
+    else:  # a faster machine may route some: then they are routes with a real cost
+        assert any(sol.routes) and math.isfinite(sol.cost)

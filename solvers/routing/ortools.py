@@ -247,6 +247,12 @@ class ORToolsSolver:
                 f"(status {status_name}); give it more time"
             )
         routes = self._extract(routing, manager, assignment, num_vehicles, cvrp)
+        if tw_stats and instance.n > 1 and not any(routes):
+            # with droppable customers the search's first answer may drop them all (1,000
+            # nodes at 0.05 s): no solution, not one with a NaN cost and no routes
+            raise NoSolutionError(
+                f"OR-Tools found no solution within {budget.time_limit:g} s (status "
+                f"{status_name}; every customer still dropped); give it more time")
         stats: dict[str, Any] = {
             "seed": budget.seed,
             "seed_note": "OR-Tools routing search is deterministic; the seed is recorded only",

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.errors import NoSolutionError
+from solvers.errors import InstanceError, NoSolutionError
 from solvers.routing.problem import CVRPTWInstance
 
 #: Scale for float times when the distances themselves are integers (e.g. EUC_2D with windows
@@ -58,6 +58,18 @@ def integer_times(instance: CVRPTWInstance, scale: float) -> IntegerTimes:
     else:
         windows = np.stack([np.ceil(w[:, 0]), np.floor(w[:, 1])], axis=1).astype(np.int64)
         service = np.ceil(s).astype(np.int64)
+        empty = np.flatnonzero(windows[:, 0] > windows[:, 1])
+        if empty.size:
+            # e.g. [√2, √2]: valid, and solved by the solvers that work in exact times, but
+            # empty once rounded inward (OR-Tools failed with "CP Solver fail", PyVRP with a
+            # bare ValueError)
+            i = int(empty[0])
+            e, late = instance.time_windows[i]
+            raise InstanceError(
+                f"time_windows[{i}]", f"[{e:g}, {late:g}] holds no whole step of this "
+                f"solver's integer time ({1 / scale:g} time units), so it cannot serve node "
+                f"{i} on time; widen the window a little, or use polynet or nearest_neighbor, "
+                "which keep exact times")
     return IntegerTimes(scale, windows, service)
 
 
