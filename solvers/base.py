@@ -191,8 +191,9 @@ def get_solver(
             if time_limit < needed:
                 raise BudgetTooSmallError(
                     f"solver {name!r} needs a time limit of at least {needed:g} s for a "
-                    f"{nodes}-node {problem.upper()} (its start-up cannot be interrupted); "
-                    f"got {time_limit:g} s. Raise the time limit or choose another solver.",
+                    f"{nodes}-node {problem.upper()} (its start-up or first pass cannot be "
+                    f"interrupted); got {time_limit:g} s. Raise the time limit or choose "
+                    "another solver.",
                     needed=needed,
                 )
     with _LOCK:

@@ -54,6 +54,24 @@ def test_pyvrp_refuses_a_time_limit_below_its_start_up():
     get_solver("pyvrp", problem="tsp", nodes=5000, time_limit=10.0)
 
 
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_neural_solvers_refuse_a_limit_below_their_first_cvrp_pass(solver):
+    """A 2,000-node CVRP(TW) pass cannot be interrupted: at 0.5 s polynet ran 2-3.6 s. The
+    limit is refused up front with the figure needed; the TSP (random-insertion start for
+    short budgets) and small instances have no minimum."""
+    from solvers.errors import BudgetTooSmallError
+
+    with pytest.raises(BudgetTooSmallError) as exc:
+        get_solver(solver, problem="cvrp", nodes=2000, time_limit=0.5)
+    assert 1.5 < exc.value.needed < 5
+    get_solver(solver, problem="cvrp", nodes=2000, time_limit=exc.value.needed)
+    get_solver(solver, problem="tsp", nodes=2000, time_limit=0.05)
+    get_solver(solver, problem="cvrp", nodes=101, time_limit=0.05)
+    if solver == "polynet":
+        with pytest.raises(BudgetTooSmallError):
+            get_solver(solver, problem="cvrptw", nodes=2000, time_limit=2.5)
+
+
 @pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
 def test_tsp_quality_and_time_limit(solver, eil51):
     events: list[ProgressEvent] = []
