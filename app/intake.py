@@ -403,7 +403,7 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
                               f"not {options.problem.upper()}", field="problem")
     _check_job_solver(options.solver, instance, time_limit)
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
-                    _safe_filename(upload.filename), upload.data, instance.n)
+                    safe_filename(upload.filename), upload.data, instance.n)
 
 
 def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instance:
@@ -414,7 +414,7 @@ def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instanc
     )
 
 
-def _safe_filename(name: str) -> str:
+def safe_filename(name: str) -> str:
     """The file's base name with anything unusual replaced, keeping its extensions."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in base)

@@ -31,6 +31,7 @@ from app.intake import (
     job_from_json,
     job_from_upload,
     read_upload,
+    safe_filename,
     single_values,
     validate_fields,
 )
@@ -327,7 +328,16 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, setting
                               f"{settings.max_batch_files}", field="files")
     accepted: list[JobInput] = []
     rejected: list[dict[str, Any]] = []
+    first_of: dict[str, str] = {}  # a result is named by the file's base name
     for filename, data in files:
+        base = safe_filename(filename)
+        if base in first_of:
+            # e.g. eil51.tsp and sub/eil51.tsp of one zip: two results both named eil51.tsp
+            rejected.append({"filename": filename, "error": (
+                f"another file of the batch has the name {base} ({first_of[base]}); results "
+                "are named by the file's name, so rename one")})
+            continue
+        first_of[base] = filename
         fields = {"solver": options.solver, "seed": str(options.seed)}
         if options.time_limit is not None:
             fields["time_limit"] = str(options.time_limit)

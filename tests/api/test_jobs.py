@@ -216,6 +216,8 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("inner/berlin52.tsp", (DATA / "berlin52.tsp").read_bytes())
         zf.writestr("broken.tsp", b"NAME: b\nTYPE: TSP\nEDGE_WEIGHT_TYPE: GEO\n")
+        # same base name as a file beside the archive: its result could not be told apart
+        zf.writestr("again/eil51.tsp", (DATA / "eil51.tsp").read_bytes())
     files = [("files", ("eil51.tsp", (DATA / "eil51.tsp").read_bytes())),
              ("files", ("X-n101-k25.vrp", (DATA / "X-n101-k25.vrp").read_bytes())),
              ("files", ("more.zip", archive.getvalue()))]
@@ -224,8 +226,10 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     assert response.status_code == 202, response.text
     batch = response.json()
     assert batch["summary"]["files"] == 3
-    assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp"]
+    assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp", "again/eil51.tsp"]
     assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
+    assert "same name" not in batch["rejected"][0]["error"]
+    assert "has the name eil51.tsp (eil51.tsp)" in batch["rejected"][1]["error"]
     deadline = time.monotonic() + 60
     while not batch["done"] and time.monotonic() < deadline:
         time.sleep(0.3)
