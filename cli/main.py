@@ -36,7 +36,7 @@ from cli.display import (
 )
 from cli.flow import app as flow_app
 from cli.schedule import app as schedule_app
-from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for
+from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for, warm_up
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -220,6 +220,7 @@ def solve(
     instance = load_or_fail(file, load_instance)
     _check_out_path(out, instance)
     _check_solver(solver, instance, time_limit)
+    warm_up(solver)  # imports and weights before the clock starts, as the server does
 
     with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         progress.start(solver)
@@ -281,6 +282,8 @@ def compare(
                 mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
                 fail(f"--solvers: {mismatch}")
 
+    for name in names:  # equal time means equal search time: no solver loads inside it
+        warm_up(name)
     with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         comparison = compare_solvers(instance, names, budget, reference, progress)
 

@@ -161,6 +161,32 @@ def test_compare_unknown_solver_lists_known_names() -> None:
     _assert_user_error(result, "--solvers", "lkh9", "ortools", "pyvrp", "nearest_neighbor")
 
 
+def test_solvers_load_before_their_clock_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In a fresh process the first neural solve at 1 s took 2.6-3.7 s (torch and the weights
+    # loaded inside it) and searched less: solve and compare warm every solver up first.
+    import cli.main
+    from solvers.routing import solve as routing_solve
+
+    events: list[str] = []
+    monkeypatch.setattr(cli.main, "warm_up", lambda name: events.append(f"warm {name}"))
+    real = routing_solve.solve
+
+    def solving(instance, name, *args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append(f"solve {name}")
+        return real(instance, name, *args, **kwargs)
+
+    monkeypatch.setattr(routing_solve, "solve", solving)
+    monkeypatch.setattr(cli.main, "solve_instance", solving)
+    assert _run("compare", str(DATA / "eil51.tsp"), "--solvers", "nearest_neighbor,ortools",
+                "--time-limit", "0.2").exit_code == 0
+    assert events == ["warm nearest_neighbor", "warm ortools", "solve nearest_neighbor",
+                      "solve ortools"]
+    events.clear()
+    assert _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                "--time-limit", "0.2").exit_code == 0
+    assert events == ["warm nearest_neighbor", "solve nearest_neighbor"]
+
+
 def test_compare_refuses_a_solver_of_another_problem() -> None:
     # `solve --solver ils` on a CVRP is an input mistake (exit 2); compare ran the rest and
     # showed an error row with exit 0

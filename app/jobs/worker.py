@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from solvers.base import Budget, ProgressEvent
+from solvers.base import Budget, ProgressEvent, warm_up
 from solvers.errors import CosolveError, NoSolutionError
 from solvers.routing.io import parse_instance_bytes, solution_to_dict
 from solvers.routing.solve import solve
@@ -86,6 +86,8 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
     watcher.start()
     try:
         instance = parse_instance_bytes(data, spec.filename)
+        sink.progress(ProgressEvent(spec.solver, 0.0, 0, None, "loading the solver"))
+        warm_up(spec.solver)  # a fresh worker: imports and weights outside the time limit
         sink.progress(ProgressEvent(spec.solver, 0.0, 0, None,
                                     f"solving {instance.n} nodes"))
         budget = Budget(time_limit=spec.time_limit, seed=spec.seed, cancel=cancel)
