@@ -109,6 +109,9 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
     if ext == ".tour" and instance.problem != "tsp":
         fail(f"--out: .tour files hold TSP tours; write this {instance.problem.upper()} "
               "solution as .sol or .json")
+    if ext == ".sol" and instance.problem == "tsp":  # CVRPLIB's: 0 would read as the depot
+        fail("--out: .sol files hold CVRP routes (0 is the depot); write a TSP tour as .tour "
+             "or .json")
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         fail(f"--out: folder {parent} does not exist")

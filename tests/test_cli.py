@@ -247,6 +247,13 @@ def test_tour_output_for_a_cvrp_is_refused_before_solving(tmp_path: Path) -> Non
     assert not (tmp_path / "x.tour").exists()
 
 
+def test_sol_output_for_a_tsp_is_refused_before_solving(tmp_path: Path) -> None:
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                  "--out", str(tmp_path / "x.sol"))
+    _assert_user_error(result, "--out", ".tour")
+    assert not (tmp_path / "x.sol").exists()
+
+
 def test_non_positive_time_limit_is_refused() -> None:
     result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit", "0")
     _assert_user_error(result, "--time-limit")

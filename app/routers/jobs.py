@@ -219,6 +219,10 @@ def job_solution(job_id: str, service: ServiceDep,
         text = tour_text_for(payload["instance"], labels, payload["cost"],
                              payload["distance"], payload["solver"])
     else:
+        if job.problem == "tsp":
+            # CVRPLIB's format: 0 would read as the depot, and a tour has none
+            raise invalid_request(".sol files hold CVRP routes (0 is the depot); use "
+                                  "format=tour or json for a TSP", field="format")
         text = sol_text_for(payload["routes"], payload["cost"])
     stem = job.filename.split(".")[0] or "solution"
     return PlainTextResponse(text, headers={

@@ -86,6 +86,9 @@ def test_json_job_streams_progress_and_serves_the_solution(api: httpx.Client) ->
     tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
     assert tour.status_code == 200 and "TOUR_SECTION" in tour.text
     assert_problem(api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "pdf"}), 422)
+    # CVRPLIB's .sol would list node 0 as if it were a depot
+    assert_problem(api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "sol"}), 422,
+                   field="format")
 
 
 def test_cvrp_file_job_and_sol_format(api: httpx.Client) -> None:
