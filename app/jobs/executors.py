@@ -35,6 +35,11 @@ class Executor(Protocol):
     def shutdown(self) -> None: ...
 
 
+#: A job that never started goes to a new pool at most this often when pools keep breaking
+#: (workers that cannot even start would otherwise be re-spawned for it forever).
+MAX_RESUBMITS = 3
+
+
 class LocalProcessExecutor:
     """A pool of worker processes on this machine (spawned, so no state leaks from the
     server into a worker, and a crashing solver cannot take the server down)."""
@@ -47,6 +52,7 @@ class LocalProcessExecutor:
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
         self._closing = False  # set by shutdown: its own terminations are no worker deaths
+        self._resubmitted: dict[str, int] = {}  # job id -> times re-submitted after a break
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -84,7 +90,10 @@ class LocalProcessExecutor:
                 if pool is None or self._pool is pool:  # once per broken pool
                     self._pool = self._new_pool()
             current = self.store.get(job.id)
-            if current is not None and current.state == QUEUED and current.attempt == job.attempt:
+            retries = self._resubmitted.get(job.id, 0)
+            if (current is not None and current.state == QUEUED
+                    and current.attempt == job.attempt and retries < MAX_RESUBMITS):
+                self._resubmitted[job.id] = retries + 1
                 # A broken pool fails every future it holds, also those of jobs that never
                 # started: they go to the new pool (they had all been marked failed)
                 logger.warning("job %s: its worker pool broke before it started; re-submitted",
