@@ -107,7 +107,8 @@ def test_compare_counts_only_proven_optima_towards_agreement() -> None:
     assert oft["status"] == "feasible" and oft["certificate"]["optimal"] is False
     assert result.exit_code == 0, result.stderr
     assert body["agree"] is True and body["best_cost"] == NETGEN_OPTIMA["netgen_8_10a"]
-    assert body["best_solver"] == "ortools_mcf" and oft["gap_to_best"] > 0
+    # its repaired flow may reach the optimal cost without proving it (gap 0, unproven)
+    assert body["best_solver"] == "ortools_mcf" and oft["gap_to_best"] >= 0
 
 
 @pytest.mark.parametrize("command", ["solve", "compare"])
