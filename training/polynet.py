@@ -69,6 +69,7 @@ from training.reld import (
     WEIGHTS,
     TrainState,
     _account,
+    recorded_gap,
     save_checkpoint,
     validation_set,
 )
@@ -84,19 +85,8 @@ def checkpoint_path(problem: str) -> Path:
 
 
 def shipped_gap(problem: str, description: str) -> float | None:
-    """The validation gap recorded for the shipped checkpoint on the set ``description``, so
-    that a fresh lineage (e.g. from a newer ReLD parent) replaces it only by doing better on
-    the same set; None when it was validated on another set (or is absent)."""
-    if not MANIFEST.exists() or not checkpoint_path(problem).exists():
-        return None
-    for entry in json.loads(MANIFEST.read_text()).get("checkpoints", []):
-        if entry.get("file") == checkpoint_path(problem).name:
-            validation = entry.get("validation", {})
-            gap = validation.get("gap_percent")
-            if gap is None or validation.get("set") != description:
-                return None
-            return float(gap)
-    return None
+    """The validation gap recorded for the shipped checkpoint on the set ``description``."""
+    return recorded_gap(checkpoint_path(problem), description)
 
 
 def load_checkpoint(path: Path, device: str = "cpu") -> tuple[PolyNetModel, dict[str, Any]]:

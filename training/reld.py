@@ -174,13 +174,14 @@ def validate(model: ReLDModel, problem: str, val: dict[str, Any], device: str,
     return float(np.mean((ours - ref) / ref) * 100)
 
 
-def recorded_gap(problem: str, description: str) -> float | None:
-    """The validation gap MANIFEST.json records for the shipped checkpoint on the set
-    ``description`` (None: absent, or measured on another set)."""
-    if not MANIFEST.exists() or not checkpoint_path(problem).exists():
+def recorded_gap(checkpoint: Path, description: str) -> float | None:
+    """The validation gap MANIFEST.json records for ``checkpoint`` on the set ``description``,
+    so that a new lineage replaces it only by doing better on the same set (None: absent, or
+    measured on another set). Shared by training.reld and training.polynet."""
+    if not MANIFEST.exists() or not checkpoint.exists():
         return None
     for entry in json.loads(MANIFEST.read_text()).get("checkpoints", []):
-        if entry.get("file") == checkpoint_path(problem).name:
+        if entry.get("file") == checkpoint.name:
             validation = entry.get("validation", {})
             if validation.get("set") != description or "gap_percent" not in validation:
                 return None
@@ -342,7 +343,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                    f"seed {VALIDATION_SEED}")
     # The shipped checkpoint is replaced only below its recorded gap (a candidate that the
     # confirmation turns down does not lower it); an experiment below its own best so far.
-    to_beat = recorded_gap(args.problem, description) if out == checkpoint_path(
+    to_beat = recorded_gap(out, description) if out == checkpoint_path(
         args.problem) else None
     if to_beat is not None:
         print(f"the shipped {out.name} is replaced only below {to_beat:.3f}% ({description})",
