@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.batch import batch
+from cli.batch import batch, output_stem
 from cli.common import (
     EXIT_SOLVER_FAILED,
     fail,
@@ -47,6 +47,7 @@ from solvers.errors import (
 )
 from solvers.routing.io import load_instance, solution_to_dict, write_solution_file
 from solvers.routing.problem import Instance, Solution
+from solvers.routing.render import solution_svg
 from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import gap_percent
 from solvers.routing.solve import solve as solve_instance
@@ -115,6 +116,24 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         fail(f"--out: folder {parent} does not exist")
+
+
+def _check_svg_file(svg: Path | None) -> None:
+    """Refuse a drawing we could not write before spending the time limit."""
+    if svg is None:
+        return
+    if svg.suffix.lower() != ".svg":
+        fail(f"--svg: the drawing is written as SVG; name the file *.svg, got {svg.name!r}")
+    parent = svg.parent if str(svg.parent) else Path(".")
+    if not parent.is_dir():
+        fail(f"--svg: folder {parent} does not exist")
+
+
+def _write_svg(path: Path, instance: Instance, solution: Solution, option: str) -> None:
+    try:
+        path.write_text(solution_svg(instance, solution))
+    except OSError as exc:
+        fail(f"{option}: cannot write {path}: {exc.strerror or exc}")
 
 
 def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
@@ -216,12 +235,16 @@ def solve(
     reference: Annotated[
         float | None, typer.Option(help="Known optimum or best-known cost, to report a gap.")
     ] = None,
+    svg: Annotated[
+        Path | None, typer.Option(help="Write a drawing of the solution to this .svg file.")
+    ] = None,
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
     budget = _check_budget(time_limit, seed)
     _check_reference(reference)
     instance = load_or_fail(file, load_instance)
     _check_out_path(out, instance)
+    _check_svg_file(svg)
     _check_solver(solver, instance, time_limit)
     warm_up(solver)  # imports and weights before the clock starts, as the server does
 
@@ -234,6 +257,8 @@ def solve(
             write_solution_file(out, solution, instance)
         except OSError as exc:
             fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+    if svg is not None:
+        _write_svg(svg, instance, solution, "--svg")
     gap = gap_percent(solution.cost, reference)
     if as_json:
         _print_json({
@@ -243,6 +268,7 @@ def solve(
             "reference": reference,
             "gap_percent": gap,
             "out": str(out) if out is not None else None,
+            "svg": str(svg) if svg is not None else None,
             "solution": solution_to_dict(solution, instance),
         })
     else:
@@ -267,11 +293,17 @@ def compare(
         float | None, typer.Option(help="Known optimum or best-known cost, to report gaps.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    svg: Annotated[
+        Path | None, typer.Option(help="Write a drawing of each solver's solution into this "
+                                  "folder, as <instance>_<solver>.svg.")
+    ] = None,
 ) -> None:
     """Run several solvers one after another on one instance with the same budget."""
     budget = _check_budget(time_limit, seed)
     _check_reference(reference)
     instance = load_or_fail(file, load_instance)
+    if svg is not None and not svg.is_dir():
+        fail(f"--svg: folder {svg} does not exist")
     if solvers is None:
         names = [s.name for s in specs_for(instance.problem) if s.available]
     else:
@@ -289,6 +321,14 @@ def compare(
         warm_up(name)
     with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         comparison = compare_solvers(instance, names, budget, reference, progress)
+
+    drawings: dict[str, str] = {}
+    if svg is not None:
+        for row in comparison.rows:
+            if row.solution is not None:
+                path = svg / f"{output_stem(file.name)}_{row.solver}.svg"
+                _write_svg(path, instance, row.solution, "--svg")
+                drawings[row.solver] = str(path)
 
     if as_json:
         _print_json({
@@ -309,6 +349,7 @@ def compare(
                     "error": row.error,
                     "distance": row.solution.distance if row.solution else instance.distance,
                     "stats": row.solution.stats if row.solution else {},
+                    "svg": drawings.get(row.solver),
                 }
                 for row in comparison.rows
             ],

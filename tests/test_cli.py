@@ -149,6 +149,40 @@ def test_compare_ortools_and_nearest_neighbor() -> None:
     assert all(row["gap_to_reference"] >= 0 for row in rows.values())
 
 
+def test_compare_draws_each_solution_into_the_svg_folder(tmp_path: Path) -> None:
+    result = _run("compare", str(DATA / "X-n101-k25.vrp"), "--solvers",
+                  "nearest_neighbor,ortools", "--time-limit", "0.5", "--svg", str(tmp_path),
+                  "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {row["solver"]: row for row in json.loads(result.stdout)["rows"]}
+    for solver in ("nearest_neighbor", "ortools"):
+        path = tmp_path / f"X-n101-k25_{solver}.svg"
+        assert rows[solver]["svg"] == str(path)
+        text = path.read_text()
+        assert text.startswith("<svg") and text.rstrip().endswith("</svg>")
+        assert text.count("<polyline") >= 25  # X-n101-k25 needs at least 25 vehicles
+
+
+def test_compare_svg_folder_must_exist(tmp_path: Path) -> None:
+    result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "nearest_neighbor",
+                  "--svg", str(tmp_path / "missing"))
+    assert result.exit_code == 2
+    assert "--svg" in result.stderr and "does not exist" in result.stderr
+
+
+def test_solve_writes_an_svg_drawing_and_refuses_other_names(tmp_path: Path) -> None:
+    drawing = tmp_path / "eil51.svg"
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                  "--svg", str(drawing), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["svg"] == str(drawing)
+    assert drawing.read_text().count("<polyline") == 1  # a tour is one closed line
+    refused = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                   "--svg", str(tmp_path / "eil51.png"))
+    assert refused.exit_code == 2 and "*.svg" in refused.stderr
+    assert not (tmp_path / "eil51.png").exists()
+
+
 def test_compare_table_names_every_column() -> None:
     result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "nearest_neighbor")
     assert result.exit_code == 0, result.stderr
