@@ -310,6 +310,8 @@ def test_ortools_dropping_every_customer_is_no_solution():
     try:
         sol = solve(inst, "ortools", Budget(time_limit=0.05, seed=0))
     except NoSolutionError as exc:
-        assert "every customer still dropped" in str(exc)
+        # all dropped, or (on a loaded machine) no first answer at all within the limit
+        assert ("every customer still dropped" in str(exc)
+                or "ROUTING_FAIL_TIMEOUT" in str(exc)), str(exc)
     else:  # a faster machine may route some: then they are routes with a real cost
         assert any(sol.routes) and math.isfinite(sol.cost)
