@@ -46,6 +46,7 @@ from solvers.routing.problem import (
     integer_scale,
 )
 from solvers.routing.timewindows import (
+    check_integer_reachable,
     fleet_for,
     integer_times,
     integer_travel,
@@ -287,7 +288,10 @@ class ORToolsSolver:
         scale = time_scale(instance, model.scale)
         times = integer_times(instance, scale)
         dist = instance.dense_matrix()
-        transit = times.service[:, None] + integer_travel(dist, instance, scale)
+        travel = integer_travel(dist, instance, scale)
+        check_integer_reachable(instance, times, travel[instance.depot],
+                                travel[:, instance.depot], "ortools")
+        transit = times.service[:, None] + travel
         horizon = max(times.horizon, int(times.windows[instance.depot, 1]))
         routing.AddDimension(routing.RegisterTransitMatrix(transit.tolist()), horizon, horizon,
                              False, "Time")

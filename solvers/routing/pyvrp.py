@@ -28,7 +28,12 @@ from solvers.routing.problem import (
     coordinate_distance,
     integer_scale,
 )
-from solvers.routing.timewindows import integer_times, time_scale, time_window_routes
+from solvers.routing.timewindows import (
+    check_integer_reachable,
+    integer_times,
+    time_scale,
+    time_window_routes,
+)
 
 #: CVRPTW with float times needs a second N² matrix (durations), hence its lower cap.
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 5_000}
@@ -214,6 +219,9 @@ def _time_window_data(instance: CVRPTWInstance, order: np.ndarray, scale: float,
         durations = dist
     else:
         durations = _integer_matrix(instance, order, tscale, round_up=True)
+    out, back = np.empty(instance.n, np.int64), np.empty(instance.n, np.int64)
+    out[order], back[order] = durations[0], durations[:, 0]  # the depot is order[0]
+    check_integer_reachable(instance, times, out, back, "pyvrp")
     dem = instance.demands[order]
     clients = [
         pyvrp.Client(location=i, delivery=[int(dem[i])], service_duration=int(service[i]),

@@ -73,6 +73,33 @@ def integer_times(instance: CVRPTWInstance, scale: float) -> IntegerTimes:
     return IntegerTimes(scale, windows, service)
 
 
+def check_integer_reachable(instance: CVRPTWInstance, times: IntegerTimes, out: np.ndarray,
+                            back: np.ndarray, solver: str) -> None:
+    """Refuse a customer that the exact times let a vehicle serve, but only just, so that the
+    conservative rounding makes it late or unable to return in the integer model (e.g. leaving
+    at 5 over a distance of exactly 1 into a window closing at 6). The solver would otherwise
+    drop it (OR-Tools: a solution missing it) or find nothing (PyVRP). ``out``/``back``: the
+    integer travel times depot -> node and node -> depot, by instance index."""
+    cust = instance.customers
+    if cust.size == 0:
+        return
+    e0, l0 = (int(t) for t in times.windows[instance.depot])
+    arrive = e0 + out[cust]
+    late = arrive > times.windows[cust, 1]
+    home = (np.maximum(arrive, times.windows[cust, 0]) + times.service[cust] + back[cust]
+            > l0)
+    bad = np.flatnonzero(late | home)
+    if bad.size:
+        i = int(cust[bad[0]])
+        what = ("arrives at the very end of its window" if late[bad[0]]
+                else "can return to the depot only just in time")
+        raise InstanceError(
+            f"time_windows[{i}]", f"customer {i} {what}; {solver} works in whole steps of "
+            f"{1 / times.scale:.3g} time units, rounded so that no schedule it accepts is late, "
+            f"and in those steps it cannot serve customer {i} on time; widen its window (or the "
+            "depot's) a little, or use polynet or nearest_neighbor, which keep exact times")
+
+
 def integer_travel(lengths: np.ndarray, instance: CVRPTWInstance, scale: float) -> np.ndarray:
     """Travel times from edge lengths: exact for integer data, rounded up otherwise."""
     if instance.integral_times and scale == 1.0:
