@@ -143,7 +143,7 @@ def _check_work(templates: list[Workflow], options: SimulateOptions, settings: S
     if total > MAX_TOTAL_TASKS:
         raise _too_many_tasks(total, source)
     decisions = options.workflows_count * total / len(templates)
-    seconds = estimated_seconds(options.policies, decisions)
+    seconds = estimated_seconds(options.policies, decisions, total / len(templates))
     if seconds > settings.max_time_limit:
         raise ApiError(413, f"simulating {options.workflows_count} workflows (about "
                        f"{decisions:,.0f} decisions) with these policies would take about "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import time
 from typing import Any
 
 import httpx
@@ -101,6 +102,12 @@ def test_bad_options(api: httpx.Client) -> None:
     big = {"workflows_count": 20000, "policies": ["goodrl", "heft"]}
     body = assert_problem(api.post(SIMULATE, json=big), 413, "workflows_count")
     assert body["estimated_seconds"] > body["limit"]
+    # large workflows make each GOODRL decision slower (it reads the task's whole workflow):
+    # 40 of 2,000 tasks was estimated at 120 s, accepted, and ran into the 300 s deadline
+    started = time.perf_counter()
+    wide = {"generator": {"tasks": 2000}, "workflows_count": 40, "policies": ["goodrl"]}
+    body = assert_problem(api.post(SIMULATE, json=wide), 413, "workflows_count")
+    assert body["estimated_seconds"] > body["limit"] and time.perf_counter() - started < 30
     assert_problem(api.post(SIMULATE, content=b"x", headers={"content-type": "text/plain"}),
                    415)
 
