@@ -114,17 +114,25 @@ class Session:
                                 "have not all finished")
         self._advance(time, "time")
         vm = int(run.vm[task])
+        queue = self.state.vm_queue[vm]
+        # A finish reported out of FIFO order (the task was queued behind another) is taken as
+        # reported; the task ahead of it is still running and keeps its start.
+        head_running = bool(queue) and not (queue[0][0] is run and queue[0][1] == task)
         self.events += 1
         ready = self.state.finish(run, task)
-        self._requeue(vm)
+        self._requeue(vm, head_running)
         return self._dispatch([(run, c) for c in ready])
 
-    def _requeue(self, vm: int) -> None:
+    def _requeue(self, vm: int, head_running: bool = False) -> None:
         """Re-project the VM's FIFO queue from now: the next task starts when this one really
-        finished, not when it was projected to."""
+        finished, not when it was projected to (``head_running``: the first task of the queue
+        has started and runs on, to its projected finish or, if that has passed, from now)."""
         t = self.state.now
         self.state._fold(vm)
-        for run, task in self.state.vm_queue[vm]:
+        for k, (run, task) in enumerate(self.state.vm_queue[vm]):
+            if k == 0 and head_running and run.start[task] <= t:
+                t = max(float(run.finish[task]), t)
+                continue
             run.start[task] = t
             t += float(run.wf.sizes[task] / self.state.vm_speed[vm])
             run.finish[task] = t

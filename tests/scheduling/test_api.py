@@ -177,6 +177,28 @@ def test_session_round_trip(api: httpx.Client) -> None:
     assert_problem(api.post(SESSIONS, json={"pool": "0x1"}), 422, "pool")
 
 
+def test_a_finish_reported_out_of_fifo_order_leaves_the_running_task_alone(
+        api: httpx.Client) -> None:
+    """On one VM, w1/a runs and w2/a waits behind it. A finish of w2/a reported first is taken
+    as reported, and w1/a keeps its start and projected finish (it was re-projected from the
+    report's time, as if it had only just started)."""
+    sid = api.post(SESSIONS, json={"pool": "1x1", "policy": "heft"}).json()["id"]
+    url = f"{SESSIONS}/{sid}"
+    one = {"tasks": [{"id": "a", "runtime": 10}]}
+    out = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "w1", "workflow": one},
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "w2", "workflow": one}]}).json()
+    (s1, f1), (s2, _) = [(a["expected_start"], a["expected_finish"])
+                         for a in out["assignments"]]
+    assert s1 == 0 and s2 == f1 > 1
+    r = api.post(f"{url}/events", json={"events": [
+        {"type": "task_finished", "time": 1, "workflow_id": "w2", "task_id": "a"}]})
+    assert r.status_code == 200, r.text
+    vm = api.get(url).json()["vms"][0]
+    assert vm["queue"] == ["w1/a"] and vm["free_at"] == f1
+    assert api.delete(url).status_code == 204
+
+
 def test_heft_paper_upload(api: httpx.Client) -> None:
     path = WORKFLOWS / "HEFT_paper.xml"
     r = api.post(SIMULATE, files=[("file", (path.name, path.read_bytes()))],
