@@ -142,7 +142,7 @@ def simulate_command(
     best = min(ok, key=lambda r: r["mean_flowtime"])["policy"] if ok else None
     if as_json:
         typer.echo(json.dumps(jsonable({
-            "pool": vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
+            **vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
             "seed": seed, "workflows": [w.describe() for w in templates], "best_policy": best,
             "rows": rows}), indent=2))
     else:

@@ -25,7 +25,8 @@ def test_simulate_json_on_the_classic_files() -> None:
     out = json.loads(result.stdout)
     rows = {r["policy"]: r for r in out["rows"]}
     assert out["workflows_count"] == 300 and out["rates"] == [5.4, 9.0]
-    assert out["pool"]["vms"] == 24 and out["seed"] == 2
+    # the API's shape: pool label, VM count and vCPUs side by side
+    assert (out["pool"], out["vms"], out["seed"]) == ("6x4", 24, 2) and len(out["vcpus"]) == 24
     assert [w["name"] for w in out["workflows"]] == [
         "CyberShake_30", "Montage_25", "Inspiral_30", "Sipht_30"]
     # the ordering research note §4 found: correct EFT ≪ stale EFT ≪ EST
