@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from app.schemas.routing import (
 from app.settings import Settings
 from solvers.base import get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
-from solvers.routing.io import instance_from_dict, parse_instance_bytes
+from solvers.routing.io import instance_from_dict, load_json, parse_instance_bytes
 from solvers.routing.problem import Instance
 
 PROBLEMS: tuple[str, ...] = ("tsp", "cvrp", "cvrptw")
@@ -317,7 +318,7 @@ def checked_instance(build: Callable[[], Instance], source: str) -> Instance:
         instance = build()
     except InstanceError as exc:
         raise instance_problem(exc, source) from None
-    except (ValueError, TypeError, OverflowError, IndexError) as exc:
+    except (ValueError, TypeError, OverflowError, IndexError, RecursionError) as exc:
         # The domain names the field for every error it expects; anything else is still bad
         # input (never a 500), but worth a log line so the domain can learn to name it.
         logger.warning("unclassified instance error from %s: %r", source, exc)
@@ -363,6 +364,18 @@ def _job_time_limit(requested: float | None, settings: Settings) -> float:
     return limit
 
 
+def check_batch_options(solver: str, time_limit: float | None, settings: Settings) -> None:
+    """What is wrong for every file of a batch is the request's fault, not each file's: an
+    unknown solver (404 on ``solver``) or a time limit above the jobs' maximum (422 on
+    ``time_limit``)."""
+    try:
+        get_spec(solver)
+    except UnknownSolverError as exc:
+        raise ApiError(404, f"{exc}. GET /v1/solvers lists them.", kind="unknown-solver",
+                       title="Unknown solver", field="solver") from None
+    _job_time_limit(time_limit, settings)
+
+
 def _check_job_solver(solver: str, instance: Instance, time_limit: float) -> None:
     """Everything about the solver that can be known before running it: exists, solves this
     problem, available here, handles this size within this time limit."""
@@ -376,9 +389,10 @@ def _check_job_solver(solver: str, instance: Instance, time_limit: float) -> Non
 def job_from_json(raw: bytes, settings: Settings) -> JobInput:
     """A job posted as JSON: ``{"problem", "instance", "solver", "time_limit", "seed"}``."""
     try:
-        peek = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise invalid_request(f"the body is not valid JSON: {exc}", field="body") from None
+        peek = load_json(raw, "the body", field="body")
+    except InstanceError as exc:  # not JSON, nested too deeply, an integer too long to read
+        message = exc.message if exc.field == "body" else f"{exc.field}: {exc.message}"
+        raise invalid_request(message, field=exc.field) from None
     problem = peek.get("problem") if isinstance(peek, dict) else None
     if problem not in PROBLEMS:
         raise invalid_request("'problem' must be 'tsp', 'cvrp' or 'cvrptw'", field="problem")
@@ -414,8 +428,23 @@ def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instanc
     )
 
 
+#: The longest stored file name, in UTF-8 bytes (the store writes ``input-<name>``, and file
+#: systems take 255 bytes per name).
+MAX_FILENAME_BYTES = 200
+#: A name's extension (``.json``), with the one before it when the last is ``.gz``.
+_SUFFIX = re.compile(r"(?:\.[A-Za-z0-9]{1,16})?\.gz$|\.[A-Za-z0-9]{1,16}$", re.IGNORECASE)
+
+
 def safe_filename(name: str) -> str:
-    """The file's base name with anything unusual replaced, keeping its extensions."""
+    """The file's base name with anything unusual replaced, keeping its extensions: the
+    stored name must tell the worker the same format as the name the upload was parsed under,
+    so a long name loses the end of its stem, never its extension (``.tsp.gz``), and leading
+    dots (``....tsp``) go but the extension's own dot stays."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in base)
-    return cleaned.lstrip(".")[:200] or "instance"
+    match = _SUFFIX.search(cleaned)
+    suffix = match.group(0) if match else ""
+    stem = cleaned[: len(cleaned) - len(suffix)].lstrip(".") or "instance"
+    room = MAX_FILENAME_BYTES - len(suffix.encode())
+    stem = stem.encode()[:room].decode("utf-8", "ignore") or "instance"
+    return stem + suffix

@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
+import lzma
 import tarfile
 import zipfile
+import zlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
@@ -27,6 +30,7 @@ from app.intake import (
     JobInput,
     Upload,
     body_format,
+    check_batch_options,
     form_parts,
     job_from_json,
     job_from_upload,
@@ -56,12 +60,16 @@ from solvers.errors import CosolveError
 from solvers.routing.io import sol_text_for, tour_text_for
 
 router = APIRouter(tags=["jobs"])
+logger = logging.getLogger("cosolve.api")
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 #: How often the event stream looks for new progress, and sends a keep-alive comment.
 EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
 _ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
+#: The largest ``offset`` of a job listing (SQLite's OFFSET is a 64-bit integer; a store never
+#: holds this many jobs).
+MAX_LIST_OFFSET = 1_000_000_000
 
 
 def _service(request: Request) -> JobService:
@@ -140,7 +148,7 @@ async def submit_job(request: Request, settings: SettingsDep, service: ServiceDe
 # -- read ----------------------------------------------------------------------------------
 @router.get("/jobs", response_model=JobList, responses=problem_responses(422))
 def list_jobs(service: ServiceDep,
-              offset: Annotated[int, Query(ge=0)] = 0,
+              offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
               limit: Annotated[int, Query(ge=1, le=500)] = 50,
               state: Literal["queued", "running", "succeeded", "failed", "cancelled"]
               | None = None) -> JobList:
@@ -201,9 +209,9 @@ def job_solution(job_id: str, service: ServiceDep,
     with ``partial: true``)."""
     job = _get_job(service, job_id)
     if not job.final:
-        raise ApiError(409, f"job {job_id} is {job.state}; follow {job_id}/events or poll the "
-                       "job until it is final", kind="job-not-finished", title="Not finished",
-                       field="job_id", extra={"state": job.state})
+        raise ApiError(409, f"job {job_id} is {job.state}; follow /v1/jobs/{job_id}/events "
+                       "or poll the job until it is final", kind="job-not-finished",
+                       title="Not finished", field="job_id", extra={"state": job.state})
     payload = service.store.read_solution(job_id)
     if payload is None:
         raise ApiError(404, f"job {job_id} ended {job.state} without a solution"
@@ -223,7 +231,7 @@ def job_solution(job_id: str, service: ServiceDep,
             # CVRPLIB's format: 0 would read as the depot, and a tour has none
             raise invalid_request(".sol files hold CVRP routes (0 is the depot); use "
                                   "format=tour or json for a TSP", field="format")
-        text = sol_text_for(payload["routes"], payload["cost"])
+        text = sol_text_for(payload["routes"], payload["cost"], payload.get("depot", 0))
     stem = job.filename.split(".")[0] or "solution"
     return PlainTextResponse(text, headers={
         "Content-Disposition": f'attachment; filename="{stem}.{format}"'})
@@ -291,7 +299,9 @@ def _expand(filename: str, data: bytes, max_bytes: int) -> list[tuple[str, bytes
                     fh = tf.extractfile(member)
                     if fh is not None:
                         members.append((member.name, fh.read()))
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, zlib.error,
+            lzma.LZMAError, NotImplementedError, RuntimeError) as exc:
+        # corrupt compressed data (zlib, lzma), an unsupported zip method, an encrypted member
         raise invalid_request(f"{filename} is not a readable archive: {exc}",
                               field="files") from None
     return [(name, blob) for name, blob in members
@@ -324,6 +334,7 @@ async def submit_batch(request: Request, settings: SettingsDep,
 
 def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, settings: Settings,
                   service: JobService) -> BatchStatus:
+    check_batch_options(options.solver, options.time_limit, settings)
     files: list[tuple[str, bytes]] = []
     for filename, data in uploads:
         files += _expand(filename, data, settings.max_decompressed_bytes)
@@ -351,6 +362,11 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, setting
         except (ApiError, CosolveError) as exc:
             detail = exc.detail if isinstance(exc, ApiError) else str(exc)
             rejected.append({"filename": filename, "error": detail})
+        except Exception:  # one unreadable file must not sink the others
+            logger.exception("unexpected error reading batch file %r", filename)
+            rejected.append({"filename": filename, "error": (
+                "the server could not read this file (the error was logged); check that it "
+                "is a valid instance")})
     if not accepted:
         raise invalid_request("no file of the batch could be read: " + "; ".join(
             f"{r['filename']}: {r['error']}" for r in rejected[:5]), field="files")

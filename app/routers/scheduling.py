@@ -13,6 +13,7 @@ hour without events.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -67,6 +68,7 @@ from solvers.scheduling.workflow import (
 )
 
 router = APIRouter(prefix="/scheduling", tags=["scheduling"])
+logger = logging.getLogger("cosolve.api")
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 WORKFLOW_BODY = ("a simulate object", "workflow files (.xml/.dax Pegasus DAX or .json "
@@ -216,6 +218,15 @@ def task_from_upload(files: list[tuple[str, bytes]], fields: dict[str, list[str]
         except InstanceError as exc:
             field_name = "file" if len(files) == 1 else f"file[{i}]"
             raise ApiError(422, f"{field_name} ({filename}): {exc.field}: {exc.message}",
+                           kind="invalid-instance", title="Invalid workflow",
+                           field=field_name) from None
+        except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError,
+                RecursionError) as exc:
+            # The parser names the field for every error it expects; anything else is still
+            # bad input (never a 500), but worth a log line so the parser can learn to name it.
+            logger.warning("unclassified workflow error in %r: %r", filename, exc)
+            field_name = "file" if len(files) == 1 else f"file[{i}]"
+            raise ApiError(422, f"{field_name} ({filename}): cannot read the workflow: {exc}",
                            kind="invalid-instance", title="Invalid workflow",
                            field=field_name) from None
     return _task(options, templates, settings, "file")

@@ -25,7 +25,7 @@ import numpy as np
 
 from solvers.errors import InstanceError, InstanceTooLargeError, UnsupportedFormatError
 from solvers.flow.problem import FlowNetwork, FlowSolution
-from solvers.routing.io import DEFAULT_MAX_TEXT_BYTES, decode_bytes
+from solvers.routing.io import DEFAULT_MAX_TEXT_BYTES, decode_bytes, load_json
 
 DIMACS_EXTENSIONS = (".min", ".dimacs", ".inp", ".net")
 SOLUTION_EXTENSIONS = (".sol", ".txt", ".json")
@@ -63,10 +63,7 @@ def parse_network_bytes(data: bytes, filename: str,
     text = decode_bytes(data, filename, max_bytes)
     name = _stem(filename)
     if fmt == "json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InstanceError("file", f"{filename} is not valid JSON: {exc}") from None
+        obj = load_json(text, filename)
         return network_from_dict(obj, default_name=name, max_nodes=max_nodes)
     return parse_dimacs(text, name=name, max_nodes=max_nodes)
 

@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import math
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -102,14 +103,70 @@ def parse_instance_bytes(
     fmt = instance_format(filename)
     text = decode_bytes(data, filename, max_bytes=max_bytes)
     if fmt == "json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InstanceError("file", f"{filename} is not valid JSON: {exc}") from None
+        obj = load_json(text, filename)
         if not isinstance(obj, dict):
             raise InstanceError("file", "a JSON instance must be an object")
         return instance_from_dict(obj, default_name=Path(_strip_gz(filename)[0]).stem)
     return parse_tsplib_text(text, default_name=Path(_strip_gz(filename)[0]).stem)
+
+
+class _LongInt:
+    """An integer literal too long for ``int()`` (Python refuses more than
+    ``sys.get_int_max_str_digits()`` digits), kept only to say where it is."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+
+def _long_int_path(obj: Any) -> tuple[str, int] | None:
+    """Where the first ``_LongInt`` of a parsed document is (``coords[3][0]``; ``""`` for the
+    document itself) and its digits; iterative, as the document may be deep."""
+    stack: list[tuple[str, Any]] = [("", obj)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, _LongInt):
+            return path, value.digits
+        if isinstance(value, dict):
+            items = [(f"{path}.{k}" if path else str(k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            items = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
+
+
+def load_json(text: str | bytes, filename: str, field: str = "file") -> Any:
+    """``json.loads`` whose every failure is an ``InstanceError``: invalid JSON and nesting
+    too deep to read (a RecursionError) name ``field``; an integer with too many digits to
+    read (a ValueError) names its place in the document (``coords[3][0]``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InstanceError(field, f"{filename} is not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InstanceError(field, f"{filename} is not UTF-8 text: {exc}") from None
+    except RecursionError:
+        raise InstanceError(field, f"{filename} nests arrays or objects too deeply to "
+                            "read") from None
+    except ValueError as exc:  # an integer longer than Python reads
+        error = exc
+    limit = sys.get_int_max_str_digits()
+
+    def parse_int(digits: str) -> int | _LongInt:
+        return _LongInt(digits) if limit and len(digits.lstrip("-")) > limit else int(digits)
+
+    try:
+        found = _long_int_path(json.loads(text, parse_int=parse_int))
+    except ValueError:
+        found = None
+    if found is None:
+        raise InstanceError(field, f"{filename} cannot be read: {error}")
+    path, digits = found
+    raise InstanceError(path or field, f"an integer with {digits} digits; numbers may have at "
+                        f"most {limit} digits")
 
 
 def _header(text: str) -> dict[str, str]:
@@ -415,6 +472,7 @@ def tour_text(solution: Solution, instance: Instance) -> str:
 
 def tour_text_for(name: str, labels: list[int], cost: float, distance: str, solver: str) -> str:
     """The TOUR file of a tour already given as file labels (1-based numbers or ids)."""
+    name = " ".join(str(name).split())  # a line break in a name would start a new header
     lines = [
         f"NAME : {name}.tour",
         f"COMMENT : cost {_fmt_cost(cost)} ({distance}) by {solver}",
@@ -428,16 +486,23 @@ def tour_text_for(name: str, labels: list[int], cost: float, distance: str, solv
     return "\n".join(lines) + "\n"
 
 
-def sol_text(solution: Solution) -> str:
-    """A CVRPLIB .sol file: ``Route #k: ...`` with 0-based node indices (depot omitted)."""
-    return sol_text_for(solution.routes, solution.cost)
+def sol_text(solution: Solution, depot: int = 0) -> str:
+    """A CVRPLIB .sol file: ``Route #k: ...`` with customers numbered 1..n−1 (depot omitted)."""
+    return sol_text_for(solution.routes, solution.cost, depot)
 
 
-def sol_text_for(routes: list[list[int]], cost: float) -> str:
+def sol_label(index: int, depot: int) -> int:
+    """CVRPLIB's number of the node at 0-based ``index``: the depot is 0 and the customers
+    are 1..n−1 in instance order (``index`` itself when the depot comes first, as in every
+    CVRPLIB file); without it a customer at index 0 would read as the depot."""
+    return index + 1 if index < depot else index
+
+
+def sol_text_for(routes: list[list[int]], cost: float, depot: int = 0) -> str:
     """The .sol text of routes given as 0-based indices (empty routes dropped)."""
     import tempfile
 
-    nonempty = [r for r in routes if r]
+    nonempty = [[sol_label(v, depot) for v in r] for r in routes if r]
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "out.sol"
         vrplib.write_solution(p, nonempty, {"Cost": _fmt_cost(cost)})
@@ -455,7 +520,7 @@ def write_solution_file(path: str | Path, solution: Solution, instance: Instance
             raise ValueError(".tour files hold TSP tours; write a CVRP solution as .sol or .json")
         path.write_text(tour_text(solution, instance))
     elif ext == ".sol":
-        path.write_text(sol_text(solution))
+        path.write_text(sol_text(solution, getattr(instance, "depot", 0)))
     else:
         raise ValueError(f"unknown solution extension {ext!r}: use .tour, .sol or .json")
 
@@ -502,11 +567,13 @@ def read_tour_routes(path: str | Path, dimension: int, depot: int = 0) -> list[l
     return routes
 
 
-def read_sol(path: str | Path) -> tuple[list[list[int]], float | None]:
-    """A CVRPLIB .sol file (plain or .gz) as routes of 0-based indices and its stated cost."""
+def read_sol(path: str | Path, depot: int = 0) -> tuple[list[list[int]], float | None]:
+    """A CVRPLIB .sol file (plain or .gz) as routes of 0-based indices and its stated cost;
+    ``depot``: the instance's depot index (customer numbers as ``sol_label`` writes them)."""
     text = decode_bytes(Path(path).read_bytes(), Path(path).name)
     parsed = vrplib.parse.parse_solution(text)
-    routes = [[int(v) for v in r] for r in parsed["routes"]]
+    routes = [[int(v) - 1 if 0 < int(v) <= depot else int(v) for v in r]
+              for r in parsed["routes"]]
     cost = parsed.get("cost")
     return routes, float(cost) if cost is not None else None
 

@@ -66,13 +66,16 @@ def parse_pool(text: str, field_name: str = "pool") -> VMPool:
     spec = text.strip().lower().replace("×", "x")
     m = re.fullmatch(r"(\d+)\s*x\s*(\d+)", spec)
     if m:
-        types, each = int(m.group(1)), int(m.group(2))
+        # a count past every limit is not converted: int() refuses more than 4,300 digits
+        types_text, each_text = (g.lstrip("0") or "0" for g in m.groups())
+        types = int(types_text) if len(types_text) <= 9 else 10**9
+        each = int(each_text) if len(each_text) <= 9 else 10**9
         if not 1 <= types <= len(VM_TYPES):
-            raise InstanceError(field_name, f"{types} VM types asked for; there are "
+            raise InstanceError(field_name, f"{_cut(types_text)} VM types asked for; there are "
                                 f"{len(VM_TYPES)} ({', '.join(map(str, VM_TYPES))} vCPUs)")
         if not each >= 1 or types * each > MAX_VMS:
-            raise InstanceError(field_name, f"{each} VMs per type: the pool must hold 1 to "
-                                f"{MAX_VMS} VMs")
+            raise InstanceError(field_name, f"{_cut(each_text)} VMs per type: the pool must "
+                                f"hold 1 to {MAX_VMS} VMs")
         speeds = tuple(float(v) for v in VM_TYPES[:types] for _ in range(each))
         return VMPool(speeds, f"{types}x{each}")
     try:
@@ -86,6 +89,11 @@ def parse_pool(text: str, field_name: str = "pool") -> VMPool:
     if any(not (math.isfinite(s) and lo <= s <= hi) for s in speeds):
         raise InstanceError(field_name, f"every VM needs a vCPU count in [{lo:g}, {hi:g}]")
     return VMPool(speeds, ",".join(f"{s:g}" for s in speeds))
+
+
+def _cut(digits: str) -> str:
+    """A number for an error message, its middle elided when it is long."""
+    return digits if len(digits) <= 12 else f"{digits[:6]}…{digits[-3:]} ({len(digits)} digits)"
 
 
 # -- the state policies read ---------------------------------------------------------------------

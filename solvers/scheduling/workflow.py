@@ -18,9 +18,9 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
-import json
 import math
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import InstanceError, UnsupportedFormatError
+from solvers.routing.io import load_json
 
 #: DAX runtime × SIZE_FACTOR = work in vCPU-seconds (GOODRL multiplies by 16).
 SIZE_FACTOR = 16.0
@@ -181,11 +182,15 @@ def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
     rt = np.empty(n)
     for i, r in enumerate(runtimes):
         if isinstance(r, bool) or not isinstance(r, (int, float)):
-            raise InstanceError(f"{where}[{i}].runtime", f"must be a number, got {r!r}")
-        if not math.isfinite(r) or not 0 <= r <= MAX_RUNTIME:
-            raise InstanceError(f"{where}[{i}].runtime",
-                                f"must be a number of seconds in [0, {MAX_RUNTIME:g}], got {r!r}")
-        rt[i] = r
+            raise InstanceError(f"{where}[{i}].runtime", f"must be a number, got {_shown(r)}")
+        try:
+            seconds = float(r)
+        except OverflowError:  # an integer beyond any float (e.g. 400 digits)
+            seconds = math.inf
+        if not math.isfinite(seconds) or not 0 <= seconds <= MAX_RUNTIME:
+            raise InstanceError(f"{where}[{i}].runtime", f"must be a number of seconds in "
+                                f"[0, {MAX_RUNTIME:g}], got {_shown(r)}")
+        rt[i] = seconds
     edges = sum(len(ps) for ps in parents)
     if edges > MAX_EDGES:
         raise InstanceError(where, f"the workflow has {edges} dependencies; at most "
@@ -193,7 +198,11 @@ def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
     par: list[tuple[int, ...]] = []
     for i, ps in enumerate(parents):
         got: list[int] = []
-        for p in ps:
+        for j, p in enumerate(ps):
+            if not isinstance(p, str):
+                raise InstanceError(f"{where}[{i}].parents[{j}]",
+                                    f"a parent is named by its task id (a string), got "
+                                    f"{_shown(p)}")
             if p not in index:
                 raise InstanceError(f"{where}[{i}].parents",
                                     f"task {ids[i]!r} names an unknown parent {p!r}")
@@ -206,6 +215,12 @@ def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
     out = np.asarray(output_bytes if output_bytes is not None else np.zeros(n), dtype=np.float64)
     return Workflow(name=name, ids=tuple(ids), runtimes=rt, parents=tuple(par),
                     output_bytes=out, kinds=tuple(kinds) if kinds else ())
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """``repr(value)`` for an error message, cut short (a runtime may have 400 digits)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 # -- loaders -------------------------------------------------------------------------------------
@@ -270,14 +285,18 @@ def workflow_from_dict(obj: Any, name: str = "workflow") -> Workflow:
     wf = obj.get("workflow")
     label = str(obj.get("name") or name)
     if isinstance(wf, dict) and isinstance(wf.get("specification"), dict):  # WfCommons 1.5
-        spec_tasks = wf["specification"].get("tasks")
-        exec_tasks = (wf.get("execution") or {}).get("tasks") or []
-        runtime_of = {t.get("id"): t.get("runtimeInSeconds", t.get("runtime"))
-                      for t in exec_tasks if isinstance(t, dict)}
-        tasks = [{"id": t.get("id"), "runtime": runtime_of.get(t.get("id")),
-                  "parents": t.get("parents", [])} for t in _task_list(spec_tasks, "workflow."
-                                                                        "specification.tasks")]
         where = "workflow.specification.tasks"
+        spec_tasks = _task_list(wf["specification"].get("tasks"), where)
+        runtime_of = _execution_runtimes(wf.get("execution"))
+        tasks = []
+        for i, t in enumerate(spec_tasks):
+            if not isinstance(t, dict):
+                raise InstanceError(f"{where}[{i}]", "each task must be an object")
+            tid = t.get("id")
+            if not isinstance(tid, str) or not tid:
+                raise InstanceError(f"{where}[{i}].id", "each task needs a non-empty string id")
+            tasks.append({"id": tid, "runtime": runtime_of.get(tid),
+                          "parents": t.get("parents", [])})
     elif isinstance(wf, dict):  # WfCommons 1.4 and earlier
         tasks = _task_list(wf.get("tasks", wf.get("jobs")), "workflow.tasks")
         where = "workflow.tasks"
@@ -300,6 +319,29 @@ def workflow_from_dict(obj: Any, name: str = "workflow") -> Workflow:
     return build_workflow(label, ids, runtimes, parents, where=where)
 
 
+def _execution_runtimes(execution: Any) -> dict[str, Any]:
+    """WfCommons 1.5 ``workflow.execution``: each task's runtime by its id."""
+    if execution is None:
+        return {}
+    if not isinstance(execution, dict):
+        raise InstanceError("workflow.execution", "expected an object whose 'tasks' list the "
+                            "runtimes")
+    where = "workflow.execution.tasks"
+    tasks = execution.get("tasks")
+    if tasks is None:
+        return {}
+    runtime_of: dict[str, Any] = {}
+    for j, t in enumerate(_task_list(tasks, where)):
+        if not isinstance(t, dict):
+            raise InstanceError(f"{where}[{j}]", "each task must be an object")
+        tid = t.get("id")
+        if not isinstance(tid, str):
+            raise InstanceError(f"{where}[{j}].id", f"each task needs a string id (the id of "
+                                f"a task in workflow.specification.tasks), got {_shown(tid)}")
+        runtime_of[tid] = t.get("runtimeInSeconds", t.get("runtime"))
+    return runtime_of
+
+
 def _task_list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise InstanceError(where, "expected a list of tasks")
@@ -314,7 +356,7 @@ def parse_workflow_bytes(data: bytes, filename: str, max_bytes: int = 64 << 20) 
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
                 data = fh.read(max_bytes + 1)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise InstanceError("file", f"not a readable gzip file: {exc}") from None
         if len(data) > max_bytes:
             raise InstanceError("file", f"decompresses to more than {max_bytes} bytes")
@@ -324,11 +366,7 @@ def parse_workflow_bytes(data: bytes, filename: str, max_bytes: int = 64 << 20) 
     if lower.endswith((".xml", ".dax")):
         return parse_dax(data, label or stem)
     if lower.endswith(".json"):
-        try:
-            obj = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InstanceError("file", f"not valid JSON: {exc}") from None
-        return workflow_from_dict(obj, label or stem)
+        return workflow_from_dict(load_json(data, "the file"), label or stem)
     raise UnsupportedFormatError("file", f"unknown workflow extension in {filename!r}; use "
                                  ".xml/.dax (Pegasus DAX) or .json (WfCommons), optionally .gz")
 

@@ -1,0 +1,232 @@
+"""Input built to break parsers — JSON nested 100,000 deep, integers of thousands of digits,
+huge offsets, odd file names — is a 4xx naming the field, never a 500; a batch keeps its good
+files; an accepted upload runs under the format it was accepted as."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from typing import Any
+
+import httpx
+import pytest
+
+from app.intake import MAX_FILENAME_BYTES, safe_filename
+from app.routers import jobs
+from app.schemas.jobs import JobOptions
+from app.settings import Settings
+from solvers.errors import InstanceError
+from solvers.routing.io import instance_format, load_json, parse_instance_bytes
+from tests.api.helpers import assert_problem
+from tests.conftest import DATA
+
+#: '[' × 100,000 then ']' × 100,000: valid JSON that Python's json module cannot recurse into.
+DEEP = b"[" * 100_000 + b"]" * 100_000
+#: More digits than Python converts to an int (sys.get_int_max_str_digits() is 4,300).
+LONG_INT = b"9" * 5000
+SQUARE = [[0, 0], [0, 1], [1, 1], [1, 0]]
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+def _wait_final(api: httpx.Client, job_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    job: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        job = api.get(f"/v1/jobs/{job_id}").json()
+        if job["state"] in ("succeeded", "failed", "cancelled"):
+            return job
+        time.sleep(0.2)
+    pytest.fail(f"job {job_id} did not finish within {timeout} s: {job}")
+
+
+# -- the JSON reader -------------------------------------------------------------------------
+def test_load_json_names_the_field_of_each_failure() -> None:
+    with pytest.raises(InstanceError, match="too deeply") as info:
+        load_json(DEEP, "x.json")
+    assert info.value.field == "file"
+    with pytest.raises(InstanceError, match="5000 digits") as info:
+        load_json(b'{"coords": [[0, 1], [2, ' + LONG_INT + b"]]}", "x.json")
+    assert info.value.field == "coords[1][1]"
+    with pytest.raises(InstanceError, match="5000 digits") as info:
+        load_json(b"-" + LONG_INT, "the body", field="body")
+    assert info.value.field == "body"
+    with pytest.raises(InstanceError, match="not valid JSON") as info:
+        load_json(b"{", "x.json")
+    assert info.value.field == "file"
+    assert load_json(b'{"a": [1, 2.5, -3]}', "x.json") == {"a": [1, 2.5, -3]}
+
+
+def test_routing_json_file_too_deep_or_too_long_is_an_instance_error() -> None:
+    with pytest.raises(InstanceError) as info:
+        parse_instance_bytes(DEEP, "deep.json")
+    assert info.value.field == "file"
+    with pytest.raises(InstanceError) as info:
+        parse_instance_bytes(b'{"problem": "tsp", "coords": [[0, 0], [1, ' + LONG_INT
+                             + b"], [2, 2]]}", "long.json")
+    assert info.value.field == "coords[1][1]"
+
+
+# -- JSON bodies -----------------------------------------------------------------------------
+def test_deeply_nested_job_body_is_a_422(api: httpx.Client) -> None:
+    body = assert_problem(api.post("/v1/jobs", content=DEEP, headers=JSON_HEADERS), 422,
+                          field="body")
+    assert "too deeply" in body["detail"]
+
+
+def test_integer_too_long_in_a_job_body_names_its_field(api: httpx.Client) -> None:
+    raw = b'{"problem": "tsp", "seed": ' + LONG_INT + b"}"
+    body = assert_problem(api.post("/v1/jobs", content=raw, headers=JSON_HEADERS), 422,
+                          field="seed")
+    assert "5000 digits" in body["detail"]
+    raw = (b'{"problem": "tsp", "instance": {"coords": [[0, 0], [1, ' + LONG_INT
+           + b'], [2, 2]]}, "solver": "nearest_neighbor"}')
+    assert_problem(api.post("/v1/jobs", content=raw, headers=JSON_HEADERS), 422,
+                   field="instance.coords[1][1]")
+
+
+# -- uploaded files --------------------------------------------------------------------------
+@pytest.mark.parametrize(("path", "fields"), [
+    ("/v1/routing/tsp/solve", {"solver": "nearest_neighbor"}),
+    ("/v1/routing/tsp/compare", {"solvers": "nearest_neighbor"}),
+    ("/v1/jobs", {"solver": "nearest_neighbor"}),
+])
+def test_deeply_nested_json_file_is_a_422(api: httpx.Client, path: str,
+                                          fields: dict[str, str]) -> None:
+    response = api.post(path, files={"file": ("deep.json", DEEP)}, data=fields)
+    body = assert_problem(response, 422, field="file")
+    assert "too deeply" in body["detail"]
+
+
+def test_integer_too_long_in_a_file_names_its_place(api: httpx.Client) -> None:
+    raw = b'{"problem": "tsp", "coords": [[0, 0], [1, ' + LONG_INT + b"], [2, 2]]}"
+    assert_problem(api.post("/v1/routing/tsp/solve", files={"file": ("long.json", raw)},
+                            data={"solver": "nearest_neighbor"}), 422,
+                   field="file.coords[1][1]")
+
+
+def test_a_bad_file_in_a_batch_is_rejected_and_the_others_run(api: httpx.Client) -> None:
+    files = [("files", ("deep.json", DEEP)),
+             ("files", ("eil51.tsp", (DATA / "eil51.tsp").read_bytes()))]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    assert [r["filename"] for r in batch["rejected"]] == ["deep.json"]
+    assert "too deeply" in batch["rejected"][0]["error"]
+    assert [r["filename"] for r in batch["results"]] == ["eil51.tsp"]
+    job = _wait_final(api, batch["results"][0]["job_id"])
+    assert job["state"] == "succeeded", job
+
+
+def test_zip_member_with_corrupt_deflate_data_is_a_422(api: httpx.Client) -> None:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a.tsp", (DATA / "eil51.tsp").read_bytes())
+    data = bytearray(archive.getvalue())
+    data[35:45] = b"\xff" * 10  # the member's deflate stream (after its 30 + 5 byte header)
+    body = assert_problem(api.post("/v1/batches", files=[("files", ("a.zip", bytes(data)))],
+                                   data={"solver": "nearest_neighbor"}), 422, field="files")
+    assert "not a readable archive" in body["detail"]
+
+
+class _FakeStore:
+    def __init__(self) -> None:
+        self.rejected: list[dict[str, Any]] = []
+
+    def batch(self, batch_id: str) -> dict[str, Any]:
+        return {"solver": "nearest_neighbor", "time_limit": 1.0, "created_at": 0.0,
+                "rejected": self.rejected}
+
+    def list(self, **_: Any) -> tuple[list[Any], int]:
+        return [], 0
+
+
+class _FakeService:
+    def __init__(self) -> None:
+        self.store = _FakeStore()
+        self.submitted: list[dict[str, Any]] = []
+
+    def submit_batch(self, inputs: list[dict[str, Any]], solver: str, time_limit: float,
+                     rejected: list[dict[str, Any]]) -> str:
+        self.submitted, self.store.rejected = inputs, rejected
+        return "batch"
+
+
+def test_an_unexpected_error_reading_one_batch_file_rejects_only_that_file(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real = jobs.job_from_upload
+
+    def flaky(upload: Any, settings: Settings) -> Any:
+        if upload.filename == "bad.tsp":
+            raise RuntimeError("a parser bug")
+        return real(upload, settings)
+
+    monkeypatch.setattr(jobs, "job_from_upload", flaky)
+    service = _FakeService()
+    eil51 = (DATA / "eil51.tsp").read_bytes()
+    status = jobs._create_batch([("bad.tsp", eil51), ("eil51.tsp", eil51)],
+                                JobOptions(solver="nearest_neighbor", time_limit=1),
+                                Settings(), service)  # type: ignore[arg-type]
+    assert [r["filename"] for r in status.rejected] == ["bad.tsp"]
+    assert "could not read" in status.rejected[0]["error"]
+    assert [j["filename"] for j in service.submitted] == ["eil51.tsp"]
+
+
+# -- listing ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("offset", [2**63, 2**63 - 1, 10**30])
+def test_offset_past_any_store_is_a_422(api: httpx.Client, offset: int) -> None:
+    assert_problem(api.get("/v1/jobs", params={"offset": offset}), 422, field="offset")
+
+
+def test_large_but_sane_offset_is_an_empty_page(api: httpx.Client) -> None:
+    page = api.get("/v1/jobs", params={"offset": 10**6})
+    assert page.status_code == 200, page.text
+    assert page.json()["jobs"] == []
+
+
+# -- stored file names -----------------------------------------------------------------------
+@pytest.mark.parametrize("name", [
+    "a" * 1000 + ".json", "b" * 300 + ".tsp.gz", "....tsp", "..json", "é" * 150 + ".tsp",
+    "dir/../x.vrp", "eil51.tsp", "X.JSON.GZ",
+])
+def test_safe_filename_keeps_the_format(name: str) -> None:
+    stored = safe_filename(name)
+    assert instance_format(stored) == instance_format(name)
+    assert stored.lower().endswith(".gz") == name.lower().endswith(".gz")
+    assert len(stored.encode()) <= MAX_FILENAME_BYTES
+    assert not stored.startswith(".") and "/" not in stored
+
+
+def test_safe_filename_examples() -> None:
+    assert safe_filename("....tsp") == "instance.tsp"
+    assert safe_filename("eil51.tsp.gz") == "eil51.tsp.gz"
+    assert safe_filename("c:\\data\\my file.vrp") == "my_file.vrp"
+    long = safe_filename("a" * 1000 + ".json")
+    assert long == "a" * (MAX_FILENAME_BYTES - 5) + ".json"
+
+
+@pytest.mark.parametrize("name", ["a" * 1000 + ".json", "....json", "é" * 150 + ".json"])
+def test_job_with_an_odd_file_name_runs_to_the_end(api: httpx.Client, name: str) -> None:
+    """The upload was parsed under its own name: the worker must see the same format (a
+    1000-character name lost its .json to truncation, ....tsp became tsp, and 150 é's made a
+    name longer than the file system takes)."""
+    raw = json.dumps({"problem": "tsp", "coords": SQUARE}).encode()
+    response = api.post("/v1/jobs", files={"file": (name, raw)},
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    job = _wait_final(api, response.json()["id"])
+    assert job["state"] == "succeeded", job
+    assert job["filename"].endswith(".json")
+    assert api.get(f"/v1/jobs/{job['id']}/solution").json()["feasible"]
+
+
+def test_tsp_file_named_only_with_dots_runs_to_the_end(api: httpx.Client) -> None:
+    response = api.post("/v1/jobs", files={"file": ("....tsp", (DATA / "eil51.tsp").read_bytes())},
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    job = _wait_final(api, response.json()["id"])
+    assert job["state"] == "succeeded" and job["filename"] == "instance.tsp", job
+    tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
+    assert tour.status_code == 200 and "TOUR_SECTION" in tour.text

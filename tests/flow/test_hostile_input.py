@@ -1,0 +1,45 @@
+"""Network files built to break the JSON reader — nested 100,000 deep, integers of thousands of
+digits — are InstanceErrors naming where (422s over HTTP), never a RecursionError (a 500)."""
+
+from __future__ import annotations
+
+import gzip
+
+import httpx
+import pytest
+
+from solvers.errors import InstanceError
+from solvers.flow.io import parse_network_bytes
+from tests.api.helpers import assert_problem
+
+SOLVE = "/v1/flow/min-cost"
+COMPARE = "/v1/flow/min-cost/compare"
+DEEP = b"[" * 100_000 + b"]" * 100_000
+LONG_COST = (b'{"nodes": 2, "supplies": [1, -1], "arcs": [{"tail": 1, "head": 2, "cost": '
+             + b"9" * 5000 + b"}]}")
+
+
+@pytest.mark.parametrize("filename", ["deep.json", "deep.json.gz"])
+def test_deeply_nested_json_is_an_instance_error(filename: str) -> None:
+    data = gzip.compress(DEEP) if filename.endswith(".gz") else DEEP
+    with pytest.raises(InstanceError, match="too deeply") as info:
+        parse_network_bytes(data, filename)
+    assert info.value.field == "file"
+
+
+def test_integer_too_long_names_its_place() -> None:
+    with pytest.raises(InstanceError, match="5000 digits") as info:
+        parse_network_bytes(LONG_COST, "long.json")
+    assert info.value.field == "arcs[0].cost"
+
+
+@pytest.mark.parametrize("path", [SOLVE, COMPARE])
+def test_deeply_nested_json_upload_is_a_422(api: httpx.Client, path: str) -> None:
+    body = assert_problem(api.post(path, files={"file": ("deep.json", DEEP)}), 422,
+                          field="file")
+    assert "too deeply" in body["detail"]
+
+
+def test_integer_too_long_in_an_upload_names_its_place(api: httpx.Client) -> None:
+    assert_problem(api.post(SOLVE, files={"file": ("long.json", LONG_COST)}), 422,
+                   field="file.arcs[0].cost")
