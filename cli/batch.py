@@ -171,7 +171,7 @@ def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -
                              payload["solver"])
         solution_name = f"{stem}.tour"
     else:
-        text = sol_text_for(payload["routes"], cost)
+        text = sol_text_for(payload["routes"], cost, payload.get("depot", 0))
         solution_name = f"{stem}.sol"
     _atomic_write(out / solution_name, text)
     _atomic_write(out / f"{stem}.json", json.dumps(payload))

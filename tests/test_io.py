@@ -180,3 +180,28 @@ def test_write_and_reread_solutions(tmp_path, eil51, x101, data_dir):
     assert again == routes and cost == 27591
     with pytest.raises(ValueError):
         write_solution_file(tmp_path / "x.tour", csol, x101)
+
+
+def test_sol_numbers_customers_around_a_depot_that_is_not_first(tmp_path):
+    """CVRPLIB's .sol keeps 0 for the depot: with the depot at index 2, the customers at
+    indices 0 and 1 are written as 1 and 2 (written as 0 and 1 they read as the depot)."""
+    inst = CVRPInstance(name="d2", coords=np.array([[0, 0], [0, 1], [1, 1], [1, 0], [2, 2]],
+                                                   float),
+                        demands=np.array([1, 1, 0, 3, 1]), capacity=5, depot=2)
+    routes = [[1, 0, 3], [4]]
+    sol = build_solution(inst, routes, solver="ref", wall_time=0)
+    write_solution_file(tmp_path / "d2.sol", sol, inst)
+    text = (tmp_path / "d2.sol").read_text()
+    assert "Route #1: 2 1 3" in text and "Route #2: 4" in text
+    again, _ = read_sol(tmp_path / "d2.sol", depot=2)
+    assert again == routes
+
+
+def test_a_line_break_in_the_name_cannot_add_tour_headers(tmp_path):
+    inst = TSPInstance(name="x\nEOF\nTYPE : HACK", coords=np.array([[0, 0], [1, 0], [1, 1.0]]))
+    sol = build_solution(inst, [[0, 1, 2]], solver="ref", wall_time=0)
+    write_solution_file(tmp_path / "x.tour", sol, inst)
+    lines = (tmp_path / "x.tour").read_text().splitlines()
+    assert lines[0] == "NAME : x EOF TYPE : HACK.tour"
+    assert [ln for ln in lines if ln.startswith("TYPE")] == ["TYPE : TOUR"]
+    assert read_tour(tmp_path / "x.tour") == [0, 1, 2]

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from solvers.base import Budget, ProgressEvent, warm_up
 from solvers.errors import CosolveError, NoSolutionError
 from solvers.routing.io import parse_instance_bytes, solution_to_dict
+from solvers.routing.problem import CVRPInstance
 from solvers.routing.solve import solve
 
 #: How often a running job checks its cancel flag and may write progress, in seconds.
@@ -104,6 +105,8 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
         done.set()
     payload = solution_to_dict(solution, instance)
     payload["nodes"] = instance.n
+    if isinstance(instance, CVRPInstance):  # .sol numbers the customers around it
+        payload["depot"] = instance.depot
     cost = solution.cost if math.isfinite(solution.cost) else None
     partial = cancel.is_set()
     payload["partial"] = partial

@@ -249,6 +249,34 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
                    field="files")
 
 
+def test_batch_options_wrong_for_every_file_name_their_field(api: httpx.Client) -> None:
+    """An unknown solver or a time limit above the jobs' maximum was reported as 'no file of
+    the batch could be read' on ``files``."""
+    files = [("files", ("eil51.tsp", (DATA / "eil51.tsp").read_bytes()))]
+    assert_problem(api.post("/v1/batches", files=files, data={"solver": "lkh9"}), 404,
+                   field="solver")
+    assert_problem(api.post("/v1/batches", files=files,
+                            data={"solver": "ortools", "time_limit": "99999"}), 422,
+                   field="time_limit")
+
+
+def test_sol_of_a_cvrp_whose_depot_is_not_first(api: httpx.Client) -> None:
+    """CVRPLIB's .sol keeps 0 for the depot: with the depot at index 2, customers 0 and 1 are
+    written as 1 and 2 (they were written as 0 and 1, and 0 reads as the depot)."""
+    instance = {"coords": [[0, 0], [0, 1], [1, 1], [1, 0], [2, 2]], "demands": [1, 1, 0, 3, 1],
+                "capacity": 5, "depot": 2}
+    response = api.post("/v1/jobs", json={"problem": "cvrp", "instance": instance,
+                                          "solver": "nearest_neighbor", "time_limit": 1})
+    assert response.status_code == 202, response.text
+    job = _wait(api, response.json()["id"], ("succeeded",))
+    routes = api.get(f"/v1/jobs/{job['id']}/solution").json()["routes"]
+    sol = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "sol"}).text
+    written = [[int(v) for v in line.split(":")[1].split()] for line in sol.splitlines()
+               if line.startswith("Route")]
+    assert written == [[v + 1 if v < 2 else v for v in r] for r in routes if r]
+    assert all(0 not in r for r in written)
+
+
 @pytest.fixture()
 def persistent_dir() -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="cosolve-restart-") as d:
