@@ -23,10 +23,11 @@ from training.reld import CONFIRM_SEED, VALIDATION_N
 
 
 def compare(problem: str, a: Path, b: Path, count: int = CONFIRM_COUNT,
-            device: str = "cpu") -> dict[str, float]:
+            device: str = "cpu", seed: int = CONFIRM_SEED) -> dict[str, float]:
     """B's mean per-instance change against A (%), its 95% bootstrap interval, and on how
-    many instances B is better or worse."""
-    data = confirmation_data(problem, CONFIRM_SEED, count, VALIDATION_N)
+    many instances B is better or worse. ``seed``: another seed gives instances the gate
+    has not seen (the gate's own set is part of how B was chosen)."""
+    data = confirmation_data(problem, seed, count, VALIDATION_N)
     la = best_lengths(load_checkpoint(a, device)[0], problem, data, device)["spread"]
     lb = best_lengths(load_checkpoint(b, device)[0], problem, data, device)["spread"]
     change = 100 * (lb / la - 1)
@@ -44,12 +45,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("b", type=Path)
     parser.add_argument("--count", type=int, default=CONFIRM_COUNT)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=CONFIRM_SEED,
+                        help="instance seed (default: the confirmation gate's own set)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    r = compare(args.problem, args.a, args.b, args.count)
+    r = compare(args.problem, args.a, args.b, args.count, seed=args.seed)
     print(f"{args.b.name} against {args.a.name} on {r['count']} fresh {args.problem.upper()} "
-          f"instances: {r['change_percent']:+.3f}% [{r['low']:+.3f}, {r['high']:+.3f}] "
-          f"(better on {r['better']}, worse on {r['worse']})")
+          f"instances (seed {args.seed}): {r['change_percent']:+.3f}% "
+          f"[{r['low']:+.3f}, {r['high']:+.3f}] (better on {r['better']}, worse on {r['worse']})")
 
 
 if __name__ == "__main__":
