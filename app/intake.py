@@ -100,24 +100,45 @@ INSTANCE_BODY = ("an instance object",
                  "the instance (.tsp, .vrp, .vrptw or .json, optionally .gz)")
 
 
-def body_format(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> BodyFormat:
-    """JSON or multipart, from the Content-Type; anything else is a 415. ``accepts`` names
-    the JSON object and the file the endpoint takes."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _format_of(media_type: str) -> BodyFormat | None:
     if media_type == "application/json" or (
         media_type.startswith("application/") and media_type.endswith("+json")
     ):
         return BodyFormat.JSON
     if media_type == "multipart/form-data":
         return BodyFormat.MULTIPART
-    raise ApiError(
-        415,
-        f"Content-Type {media_type or '(none)'} is not accepted here. Send application/json "
-        f"({accepts[0]}) or multipart/form-data (a 'file' part holding {accepts[1]}, and form "
-        "fields for the options).",
-        kind="unsupported-media-type",
-        headers={"Accept-Post": "application/json, multipart/form-data"},
-    )
+    return None
+
+
+def _unsupported(media_type: str, send: str, accept: str) -> ApiError:
+    return ApiError(415, f"Content-Type {media_type or '(none)'} is not accepted here. Send "
+                    f"{send}.", kind="unsupported-media-type", field="content-type",
+                    headers={"Accept-Post": accept})
+
+
+def body_format(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> BodyFormat:
+    """JSON or multipart, from the Content-Type; anything else is a 415. ``accepts`` names
+    the JSON object and the file the endpoint takes."""
+    media_type = _media_type(request)
+    found = _format_of(media_type)
+    if found is None:
+        raise _unsupported(media_type, f"application/json ({accepts[0]}) or multipart/form-data "
+                           f"(a 'file' part holding {accepts[1]}, and form fields for the "
+                           "options)", "application/json, multipart/form-data")
+    return found
+
+
+def require_format(request: Request, expected: BodyFormat, send: str) -> None:
+    """A 415 unless the body is ``expected``, for endpoints that take only one of the two;
+    ``send`` says what to send instead."""
+    media_type = _media_type(request)
+    if _format_of(media_type) is not expected:
+        raise _unsupported(media_type, send, "application/json" if expected is BodyFormat.JSON
+                           else "multipart/form-data")
 
 
 @asynccontextmanager

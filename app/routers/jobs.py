@@ -35,6 +35,7 @@ from app.intake import (
     job_from_json,
     job_from_upload,
     read_upload,
+    require_format,
     safe_filename,
     single_values,
     validate_fields,
@@ -314,9 +315,9 @@ async def submit_batch(request: Request, settings: SettingsDep,
                        service: ServiceDep) -> BatchStatus:
     """Many instance files as one batch of jobs; files that cannot be read are listed as
     rejected with the reason, the others run."""
-    if body_format(request) is not BodyFormat.MULTIPART:
-        raise ApiError(415, "a batch is multipart/form-data with one or more 'files' parts",
-                       kind="unsupported-media-type")
+    require_format(request, BodyFormat.MULTIPART, "multipart/form-data: one or more 'files' "
+                   "parts (instance files or .zip/.tar archives of them) and form fields for "
+                   "the options")
     uploads: list[tuple[str, bytes]] = []
     fields: dict[str, list[str]] = {}
     async with form_parts(request, max_files=settings.max_batch_files, max_fields=16,

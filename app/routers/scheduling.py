@@ -28,7 +28,14 @@ from starlette.datastructures import UploadFile
 
 from app.concurrency import run_while_connected
 from app.errors import ApiError, instance_problem, invalid_request, problem_responses
-from app.intake import BodyFormat, body_format, form_parts, validate_fields, validate_json
+from app.intake import (
+    BodyFormat,
+    body_format,
+    form_parts,
+    require_format,
+    validate_fields,
+    validate_json,
+)
 from app.schemas.scheduling import (
     MAX_TEMPLATES,
     AssignmentOut,
@@ -355,8 +362,7 @@ def _get(session_id: str) -> _Live:
 
 
 def _json_body(request: Request) -> None:
-    if body_format(request, ("a JSON object", "nothing: send JSON")) is not BodyFormat.JSON:
-        raise ApiError(415, "send application/json", kind="unsupported-media-type")
+    require_format(request, BodyFormat.JSON, "application/json")
 
 
 def _state(session_id: str, live: _Live) -> SessionState:

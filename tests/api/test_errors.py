@@ -381,7 +381,22 @@ def test_small_limits_still_solve(strict_api: httpx.Client) -> None:
 def test_unsupported_content_type(api: httpx.Client, content_type: str | None) -> None:
     headers = {"content-type": content_type} if content_type else {}
     response = api.post("/v1/routing/tsp/solve", content=b"coords=1,2", headers=headers)
-    assert_problem(response, 415)
+    assert_problem(response, 415, field="content-type")
+
+
+def test_unsupported_content_type_says_what_each_endpoint_takes(api: httpx.Client) -> None:
+    """A batch takes only multipart and a session only JSON: their 415s said what the
+    routing endpoints take ('an instance object', "a 'file' part holding nothing")."""
+    plain = {"content-type": "text/plain"}
+    body = assert_problem(api.post("/v1/batches", content=b"x", headers=plain), 415,
+                          field="content-type")
+    assert "'files' parts" in body["detail"] and "instance object" not in body["detail"]
+    assert "multipart/form-data" in body["detail"]
+    sid = api.post("/v1/scheduling/sessions", json={"pool": "2x2"}).json()["id"]
+    body = assert_problem(api.post(f"/v1/scheduling/sessions/{sid}/events", content=b"x",
+                                   headers=plain), 415, field="content-type")
+    assert body["detail"].endswith("Send application/json.")
+    assert api.delete(f"/v1/scheduling/sessions/{sid}").status_code == 204
 
 
 def test_unknown_route(api: httpx.Client) -> None:
