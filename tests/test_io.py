@@ -205,3 +205,17 @@ def test_a_line_break_in_the_name_cannot_add_tour_headers(tmp_path):
     assert lines[0] == "NAME : x EOF TYPE : HACK.tour"
     assert [ln for ln in lines if ln.startswith("TYPE")] == ["TYPE : TOUR"]
     assert read_tour(tmp_path / "x.tour") == [0, 1, 2]
+
+
+@pytest.mark.parametrize("vehicles, expected", [("3", 3), ("3.0", 3), ("2.7", None),
+                                                ("0", None), ("two", None)])
+def test_vehicles_must_be_a_whole_number(vehicles, expected):
+    text = (f"NAME : v\nTYPE : CVRP\nDIMENSION : 3\nVEHICLES : {vehicles}\nCAPACITY : 5\n"
+            "EDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n1 0 0\n2 3 0\n3 3 4\n"
+            "DEMAND_SECTION\n1 0\n2 1\n3 1\nDEPOT_SECTION\n1\n-1\nEOF\n").encode()
+    if expected is None:  # 2.7 was read as 2 vehicles
+        with pytest.raises(InstanceError) as exc:
+            parse_instance_bytes(text, "v.vrp")
+        assert exc.value.field == "VEHICLES"
+    else:
+        assert parse_instance_bytes(text, "v.vrp").max_vehicles == expected

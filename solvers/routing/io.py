@@ -281,12 +281,11 @@ def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
             raise InstanceError("DEMAND_SECTION", "a CVRP file needs a DEMAND_SECTION")
         if "capacity" not in data:
             raise InstanceError("CAPACITY", "a CVRP file needs a CAPACITY")
-        vehicles = data.get("vehicles")
         return CVRPInstance(
             demands=data["demand"],
             capacity=data["capacity"],
             depot=depot,
-            max_vehicles=int(vehicles) if vehicles is not None else None,
+            max_vehicles=_vehicles(data),
             **common,
         )
     raise UnsupportedFormatError(
@@ -312,6 +311,21 @@ def _scale(data: dict[str, Any], ewt: str) -> int:
             f"{', '.join(SCALABLE_EDGE_WEIGHT_TYPES)}, not {ewt}"
         )
     return int(scale)
+
+
+def _vehicles(data: dict[str, Any]) -> int | None:
+    """The file's VEHICLES as a whole number (``2.7`` was read as 2 vehicles)."""
+    vehicles = data.get("vehicles")
+    if vehicles is None:
+        return None
+    try:
+        value = float(vehicles)
+    except (TypeError, ValueError):
+        raise InstanceError("VEHICLES", f"must be a whole number, got {vehicles!r}") from None
+    if not value.is_integer() or value < 1:
+        raise InstanceError("VEHICLES", f"must be a whole number of at least 1, got "
+                            f"{vehicles!r}")
+    return int(value)
 
 
 def _single_depot(data: dict[str, Any], n: int | None) -> int:
@@ -340,12 +354,11 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
     service = np.asarray(service, dtype=np.float64) if service is not None else None
     if service is not None and service.ndim == 2 and service.shape[1] == 1:
         service = service[:, 0]
-    vehicles = data.get("vehicles")
     return CVRPTWInstance(
         demands=data["demand"],
         capacity=data["capacity"],
         depot=_single_depot(data, n),
-        max_vehicles=int(vehicles) if vehicles is not None else None,
+        max_vehicles=_vehicles(data),
         time_windows=windows * scale,
         service_times=service * scale if service is not None else None,
         scale=scale,
