@@ -41,7 +41,7 @@ from app.schemas.routing import (
     TSPSolveRequest,
 )
 from app.settings import Settings
-from solvers.base import get_solver, get_spec
+from solvers.base import all_specs, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.io import instance_from_dict, load_json, parse_instance_bytes
 from solvers.routing.problem import Instance
@@ -82,6 +82,7 @@ class SolveTask:
     solver: str
     time_limit: float
     seed: int
+    max_solutions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -195,9 +196,10 @@ def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveT
     request = validate_json(_SOLVE_REQUESTS[problem], raw)
     time_limit = request_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")
+    _check_solution_budget(request.solver, request.max_solutions)
     instance = instance_from_json(request.instance, problem)
     _check_sync_size(instance, settings, "instance")
-    return SolveTask(instance, request.solver, time_limit, request.seed)
+    return SolveTask(instance, request.solver, time_limit, request.seed, request.max_solutions)
 
 
 def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> SolveTask:
@@ -205,9 +207,10 @@ def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> 
     options = validate_fields(SolveOptions, single_values(upload.fields))
     time_limit = request_time_limit(options.time_limit, settings)
     check_solver_name(options.solver, problem, "solver")
+    _check_solution_budget(options.solver, options.max_solutions)
     instance = _instance_from_upload(upload, problem, settings)
     _check_sync_size(instance, settings, "file")
-    return SolveTask(instance, options.solver, time_limit, options.seed)
+    return SolveTask(instance, options.solver, time_limit, options.seed, options.max_solutions)
 
 
 def compare_task_from_json(raw: bytes, problem: str, settings: Settings) -> CompareTask:
@@ -296,6 +299,15 @@ def check_solver_list(names: list[str], problem: str, settings: Settings) -> Non
                                   f" and solvers[{i}])", field=f"solvers[{i}]")
         first_seen[name] = i
         check_solver_name(name, problem, f"solvers[{i}]")
+
+
+def _check_solution_budget(solver: str, max_solutions: int | None) -> None:
+    """A budget in solutions only for a solver that counts its solutions (after the name
+    check, so the solver exists)."""
+    if max_solutions is not None and not get_spec(solver).solution_budget:
+        takes = [s.name for s in all_specs() if s.solution_budget]
+        raise invalid_request(f"solver {solver!r} takes a time limit only; max_solutions is for "
+                              f"{', '.join(takes)}", field="max_solutions")
 
 
 def check_solver_name(name: str, problem: str, field: str) -> None:

@@ -238,9 +238,24 @@ def solve(
     svg: Annotated[
         Path | None, typer.Option(help="Write a drawing of the solution to this .svg file.")
     ] = None,
+    max_solutions: Annotated[
+        int | None, typer.Option(help="A budget in solutions, for solvers that take one "
+                                 "(polynet): stop after decoding this many, or at the time "
+                                 "limit if that comes first.")
+    ] = None,
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
     budget = _check_budget(time_limit, seed)
+    if max_solutions is not None:
+        if max_solutions < 1:
+            fail(f"--max-solutions: must be at least 1, got {max_solutions}")
+        try:
+            takes = get_spec(solver).solution_budget
+        except UnknownSolverError as exc:
+            fail(f"--solver: {exc}")
+        if not takes:
+            fail(f"--max-solutions: solver {solver!r} takes a time limit only")
+        budget = Budget(time_limit=time_limit, seed=seed, max_solutions=max_solutions)
     _check_reference(reference)
     instance = load_or_fail(file, load_instance)
     _check_out_path(out, instance)

@@ -26,16 +26,21 @@ from solvers.errors import (
 
 @dataclass(frozen=True)
 class Budget:
-    """What a solver may spend: a wall-clock limit, a seed, a device and a cancel flag."""
+    """What a solver may spend: a wall-clock limit, a seed, a device and a cancel flag; and,
+    for solvers that take one (``SolverSpec.solution_budget``), a number of solutions to
+    decode, whichever of it and the time limit is reached first."""
 
     time_limit: float = 10.0
     seed: int = 0
     device: str = "cpu"
     cancel: threading.Event | None = None
+    max_solutions: int | None = None
 
     def __post_init__(self) -> None:
         if not self.time_limit > 0:
             raise ValueError("time_limit must be positive")
+        if self.max_solutions is not None and self.max_solutions < 1:
+            raise ValueError("max_solutions must be at least 1")
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
@@ -104,6 +109,8 @@ class SolverSpec:
     availability: Callable[[], str | None] = field(default=lambda: None)
     #: Seconds the solver needs, for (problem, nodes), before it can honour a time limit.
     min_time_limit: Callable[[str, int], float] = field(default=lambda problem, nodes: 0.0)
+    #: Whether it honours ``Budget.max_solutions`` (a budget in decoded solutions).
+    solution_budget: bool = False
 
     def unavailable_reason(self) -> str | None:
         """None when the solver can run here, else a sentence saying why not and what to do."""

@@ -149,6 +149,17 @@ def test_compare_ortools_and_nearest_neighbor() -> None:
     assert all(row["gap_to_reference"] >= 0 for row in rows.values())
 
 
+def test_solve_with_a_budget_in_solutions() -> None:
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "polynet", "--time-limit", "30",
+                  "--max-solutions", "32", "--json")
+    assert result.exit_code == 0, result.stderr
+    stats = json.loads(result.stdout)["solution"]["stats"]
+    assert stats["solutions"] == 32 and stats["max_solutions"] == 32
+    refused = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools",
+                   "--max-solutions", "32")
+    assert refused.exit_code == 2 and "--max-solutions" in refused.stderr
+
+
 def test_compare_draws_each_solution_into_the_svg_folder(tmp_path: Path) -> None:
     result = _run("compare", str(DATA / "X-n101-k25.vrp"), "--solvers",
                   "nearest_neighbor,ortools", "--time-limit", "0.5", "--svg", str(tmp_path),

@@ -77,7 +77,8 @@ async def _read_task(
 
 # -- solve ---------------------------------------------------------------------------------
 def _solve_response(task: SolveTask, cancel: threading.Event) -> dict[str, Any]:
-    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel)
+    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel,
+                    max_solutions=task.max_solutions)
     solution = solve(task.instance, task.solver, budget)
     body = solution_to_dict(solution, task.instance)
     body.update(

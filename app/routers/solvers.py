@@ -31,6 +31,7 @@ def list_solvers(problem: str | None = None) -> SolverList:
                 description=s.description,
                 max_nodes=dict(s.max_nodes),
                 needs_weights=s.needs_weights,
+                solution_budget=s.solution_budget,
                 available=(reason := s.unavailable_reason()) is None,
                 unavailable_reason=reason,
             )

@@ -109,6 +109,12 @@ class SolveOptions(_Strict):
         "server's max_time_limit).",
     )
     seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Random seed.")
+    max_solutions: int | None = Field(
+        default=None, ge=1, le=10_000_000,
+        description="A budget in solutions, for solvers that take one (polynet): stop after "
+        "decoding this many (greedy and sampled, no reconstruction phase), or at the time "
+        "limit if that comes first.",
+    )
 
 
 class TSPSolveRequest(SolveOptions):

@@ -15,6 +15,8 @@ class SolverInfo(BaseModel):
     description: str
     max_nodes: dict[str, int] = Field(description="Largest instance per problem, in nodes.")
     needs_weights: bool = Field(description="Whether it needs a trained checkpoint.")
+    solution_budget: bool = Field(
+        default=False, description="Whether it takes max_solutions (a budget in solutions).")
     available: bool
     unavailable_reason: str | None = Field(
         default=None, description="Why it cannot run here and what to do, when unavailable."

@@ -113,8 +113,10 @@ def tsp_starts(n: int, count: int, device: str | torch.device) -> torch.Tensor:
 class PolyNetSolver(ReLDSolver):
     """ReLD's solver with PolyNet's checkpoints and search.
 
-    ``max_solutions`` optionally caps the number of decoded solutions (a sampling budget, as
-    PolyNet's paper compares methods); the time limit always holds."""
+    ``max_solutions`` (or ``Budget.max_solutions``) optionally caps the number of decoded
+    solutions (a sampling budget, as PolyNet's paper compares methods): the search stops
+    there, without the reconstruction phase (which decodes more); the time limit always
+    holds."""
 
     name = "polynet"
     problems = PROBLEMS
@@ -131,7 +133,8 @@ class PolyNetSolver(ReLDSolver):
 
     def search(self, model: Any, instance: Instance, budget: Budget, clock: Clock,
                progress: ProgressCallback, device: str) -> tuple[list[list[int]], dict[str, Any]]:
-        return _search(model, instance, budget, clock, progress, device, self.max_solutions,
+        limit = self.max_solutions if self.max_solutions is not None else budget.max_solutions
+        return _search(model, instance, budget, clock, progress, device, limit,
                        self.fill_share)
 
 
@@ -196,7 +199,9 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     if tw is not None:
         coords = tw.coords
     # the last part of the time goes to the model's reconstruction of its best solution
-    reserve = RECONSTRUCT_SHARE[instance.problem] * clock.remaining
+    # (none under a solution budget: it would decode more)
+    reconstruct = max_solutions is None
+    reserve = RECONSTRUCT_SHARE[instance.problem] * clock.remaining if reconstruct else 0.0
 
     def left() -> float:
         return max(0.0, clock.remaining - reserve)
@@ -206,7 +211,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     sample_size = m * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
-    inserted = None if cvrp else insertion_start(n, left(), coords, budget.seed)
+    inserted = (None if cvrp or not reconstruct
+                else insertion_start(n, left(), coords, budget.seed))
     if inserted is not None:
         best_seq, best_len, _ = inserted
         best_excess, best_info = 0, {"start": "random insertion"}
@@ -333,7 +339,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None
     rebuilt: dict[str, Any] = {}
-    if not cvrp:
+    if not cvrp and reconstruct:
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
                                                        clock.remaining, budget.seed,
                                                        strategies=strategy_bits(K, device=device),
@@ -350,16 +356,18 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         if repair is not None and repair["routes"] is not None:
             best_len *= instance.cost(repair["routes"]) / max(instance.cost(routes), 1e-12)
             routes = repair["routes"]
-        before = instance.cost(routes)
-        routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
-                                             budget.seed, device=device,
-                                             strategies=strategy_bits(K, device=device),
-                                             progress=progress, solver="polynet",
-                                             slowdown=max(scale, sample_scale))
-        best_len *= instance.cost(routes) / before if before > 0 else 1.0
+        if reconstruct:
+            before = instance.cost(routes)
+            routes, rebuilt = reconstruct_routes(model, instance, routes, clock,
+                                                 clock.remaining, budget.seed, device=device,
+                                                 strategies=strategy_bits(K, device=device),
+                                                 progress=progress, solver="polynet",
+                                                 slowdown=max(scale, sample_scale))
+            best_len *= instance.cost(routes) / before if before > 0 else 1.0
     else:
         routes = [[int(v) for v in best_seq]]
     stats = {"strategies": K, "strategies_per_pass": m, "symmetries_per_pass": together,
+             "max_solutions": max_solutions,
              "passes": passes,
              "solutions": solutions, "sampled": sampled, "sampling_passes": sampling_passes,
              "largest_sampling_round": largest_round,

@@ -253,5 +253,6 @@ register(
         needs_weights=True,
         kind="neural",
         availability=_polynet_availability,
+        solution_budget=True,
     )
 )

@@ -41,6 +41,28 @@ def test_cvrp_file_solve_with_polynet(api: httpx.Client, data_dir: Path) -> None
     assert body["cost"] < 1.5 * OPTIMA["X-n101-k25"]
 
 
+def test_a_budget_in_solutions(api: httpx.Client, data_dir: Path) -> None:
+    """max_solutions: PolyNet stops after that many decoded solutions (no reconstruction),
+    long before a generous time limit; a solver without a solution budget refuses it."""
+    data = (data_dir / "X-n101-k25.vrp").read_bytes()
+    response = api.post("/v1/routing/cvrp/solve", files={"file": ("X-n101-k25.vrp", data)},
+                        data={"solver": "polynet", "time_limit": "30", "max_solutions": "256"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feasible"] and body["stats"]["solutions"] == 256
+    assert body["stats"]["max_solutions"] == 256 and "reconstruction" not in body["stats"]
+    assert body["wall_time"] < 15
+    coords = [[0, 0], [3, 0], [3, 4], [0, 4]]
+    refused = api.post("/v1/routing/tsp/solve", json={
+        "instance": {"coords": coords}, "solver": "ortools", "max_solutions": 10})
+    assert refused.status_code == 422 and refused.json()["field"] == "max_solutions"
+    zero = api.post("/v1/routing/tsp/solve", json={
+        "instance": {"coords": coords}, "solver": "polynet", "max_solutions": 0})
+    assert zero.status_code == 422 and zero.json()["field"] == "max_solutions"
+    listed = {s["name"]: s for s in api.get("/v1/solvers").json()["solvers"]}
+    assert listed["polynet"]["solution_budget"] and not listed["ortools"]["solution_budget"]
+
+
 def test_polynet_is_listed_with_its_problems(api: httpx.Client) -> None:
     response = api.get("/v1/solvers")
     assert response.status_code == 200, response.text
