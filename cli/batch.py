@@ -40,7 +40,7 @@ from app.jobs.executors import Executor, make_executor
 from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
 from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
 from cli.display import format_cost
-from solvers.base import get_solver, get_spec
+from solvers.base import MAX_SEED, get_solver, get_spec
 from solvers.errors import CosolveError, UnknownSolverError
 from solvers.routing.io import parse_instance_bytes, sol_text_for, tour_text_for
 
@@ -179,21 +179,25 @@ def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -
 
 
 # -- preparing ---------------------------------------------------------------------------
+#: More worker processes than this is a typo, not a plan.
+MAX_WORKERS = 1024
+
+
 def _check_options(solver: str, time_limit: float, seed: int, workers: int | None,
                    executor: str, ray_address: str | None) -> int:
     """Every option mistake is exit 2 naming the option, before any file is read."""
     if not (math.isfinite(time_limit) and time_limit > 0):
         fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if not 0 <= seed <= MAX_SEED:
+        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     if executor not in ("local", "ray"):
         fail(f"--executor: must be 'local' or 'ray', got {executor!r}")
     if ray_address is not None and executor != "ray":
         fail("--ray-address: only used with --executor ray")
     if workers is None:
         workers = max(1, (os.cpu_count() or 2) - 1)
-    elif workers < 1:
-        fail(f"--workers: must be at least 1, got {workers}")
+    elif not 1 <= workers <= MAX_WORKERS:
+        fail(f"--workers: must be in [1, {MAX_WORKERS}], got {workers}")
     try:
         spec = get_spec(solver)
     except UnknownSolverError as exc:

@@ -30,7 +30,7 @@ from cli.common import (
     stdout_console,
 )
 from cli.display import SolveProgress, format_cost
-from solvers.base import Budget, get_solver, get_spec, specs_for
+from solvers.base import MAX_SEED, Budget, get_solver, get_spec, specs_for
 from solvers.errors import (
     CosolveError,
     InstanceError,
@@ -48,6 +48,7 @@ from solvers.flow.io import (
 from solvers.flow.options import FlowOptions
 from solvers.flow.problem import Certificate, FlowNetwork, FlowSolution, check_flow
 from solvers.flow.solve import PROBLEM, compare, device_problem, solve
+from solvers.routing.io import read_file_bytes
 
 app = typer.Typer(
     name="flow",
@@ -71,8 +72,8 @@ def _print_json(obj: Any) -> None:
 def _budget(time_limit: float, seed: int, device: str) -> Budget:
     if not (math.isfinite(time_limit) and time_limit > 0):
         fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if not 0 <= seed <= MAX_SEED:
+        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     problem = device_problem(device)
     if problem is not None:
         fail(f"--device: {problem}")
@@ -103,6 +104,8 @@ def _check_out(out: Path | None) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         fail(f"--out: folder {parent} does not exist")
+    if out.is_dir():
+        fail(f"--out: {out} is a folder; name a file")
 
 
 def _solver_failed(name: str, exc: Exception, file: Path) -> NoReturn:
@@ -297,9 +300,14 @@ def check_command(
     """Check a DIMACS solution against a network: balance, capacities, and the stated cost."""
     net = load_or_fail(file, load_network, "network")
     try:
-        text = solution.read_text()
+        text = read_file_bytes(solution).decode("utf-8")
+    except InstanceError as exc:
+        fail(f"SOLUTION: {exc.message}")
     except OSError as exc:
         fail(f"SOLUTION: cannot read {solution}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        fail(f"SOLUTION: {solution} is not a text file of DIMACS solution lines ('s COST', "
+             "'f FROM TO FLOW'); gzipped and binary files are not read here")
     try:
         claimed, flow = parse_dimacs_solution(text, net)
     except InstanceError as exc:

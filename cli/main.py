@@ -36,7 +36,7 @@ from cli.display import (
 )
 from cli.flow import app as flow_app
 from cli.schedule import app as schedule_app
-from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for, warm_up
+from solvers.base import MAX_SEED, Budget, all_specs, get_solver, get_spec, specs_for, warm_up
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -89,8 +89,8 @@ def _print_json(obj: Any) -> None:
 def _check_budget(time_limit: float, seed: int) -> Budget:
     if not (math.isfinite(time_limit) and time_limit > 0):
         fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if not 0 <= seed <= MAX_SEED:
+        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     return Budget(time_limit=time_limit, seed=seed)
 
 
@@ -116,6 +116,8 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         fail(f"--out: folder {parent} does not exist")
+    if out.is_dir():
+        fail(f"--out: {out} is a folder; name a file")
 
 
 def _check_svg_file(svg: Path | None) -> None:
@@ -127,6 +129,8 @@ def _check_svg_file(svg: Path | None) -> None:
     parent = svg.parent if str(svg.parent) else Path(".")
     if not parent.is_dir():
         fail(f"--svg: folder {parent} does not exist")
+    if svg.is_dir():
+        fail(f"--svg: {svg} is a folder; name a file")
 
 
 def _write_svg(path: Path, instance: Instance, solution: Solution, option: str) -> None:
@@ -240,8 +244,9 @@ def solve(
     ] = None,
     max_solutions: Annotated[
         int | None, typer.Option(help="A budget in solutions, for solvers that take one "
-                                 "(polynet): stop after decoding this many, or at the time "
-                                 "limit if that comes first.")
+                                 "(polynet): stop after decoding this many (rounded up to a "
+                                 "whole pass over the symmetries decoded together, at most 7 "
+                                 "more), or at the time limit if that comes first.")
     ] = None,
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""

@@ -21,6 +21,7 @@ import typer
 from rich.table import Table
 
 from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from solvers.base import MAX_SEED
 from solvers.errors import InstanceError
 from solvers.scheduling.registry import POLICIES, policy_names, run_policies
 from solvers.scheduling.render import gantt_svg
@@ -50,8 +51,11 @@ def _names(text: str, option: str) -> list[str]:
 
 
 def _rates(text: str) -> tuple[float, ...]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]  # in order, repeats kept
+    if not parts:
+        fail("--rate: give at least one value")
     try:
-        rates = tuple(float(r) for r in _names(text, "--rate"))
+        rates = tuple(float(r) for r in parts)
     except ValueError:
         fail(f"--rate: {text!r} is not a comma-separated list of numbers (workflows per hour)")
     lo, hi = RATE_RANGE
@@ -114,8 +118,8 @@ def simulate_command(
     """Run every policy on the same seeded stream and report mean flowtime and more."""
     if workflows_count < 1:
         fail(f"--workflows-count: must be at least 1, got {workflows_count}")
-    if seed < 0:
-        fail(f"--seed: must be a non-negative integer, got {seed}")
+    if not 0 <= seed <= MAX_SEED:
+        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     names = _names(policies, "--policies")
     for n in names:
         if n not in POLICIES:
@@ -135,7 +139,10 @@ def simulate_command(
             row.update(r.result.summary())
             if gantt is not None:
                 path = gantt / f"gantt_{r.name}.svg"
-                path.write_text(gantt_svg(r.result, vm_pool))
+                try:
+                    path.write_text(gantt_svg(r.result, vm_pool))
+                except OSError as exc:
+                    fail(f"--gantt: cannot write {path}: {exc.strerror or exc}")
                 row["gantt"] = str(path)
         rows.append(row)
     ok = [r for r in rows if r.get("mean_flowtime") is not None]

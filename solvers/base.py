@@ -23,6 +23,9 @@ from solvers.errors import (
     UnknownSolverError,
 )
 
+#: The largest seed a caller may give (the API's and the CLI's bound; some solvers take a C int).
+MAX_SEED = 2**31 - 1
+
 
 @dataclass(frozen=True)
 class Budget:

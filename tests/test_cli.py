@@ -313,3 +313,42 @@ def test_time_limit_below_a_solvers_start_up_is_bad_input(tmp_path):
                                       "--time-limit", "1"])
     assert result.exit_code == 2
     assert "--time-limit" in result.output
+
+
+def test_input_mistakes_found_before_any_solving(tmp_path: Path) -> None:
+    """A seed past the C int some solvers take (a pyvrp TypeError, rc 1), a device file (read
+    forever), and an --out or --svg that is a folder (found only after the time limit)."""
+    seed = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor", "--seed",
+                str(2**32))
+    assert seed.exit_code == 2 and "--seed" in seed.stderr
+    device = _run("solve", "/dev/zero", "--solver", "nearest_neighbor")
+    assert device.exit_code == 2 and "not a regular file" in device.stderr
+    (tmp_path / "x.json").mkdir()
+    (tmp_path / "x.svg").mkdir()
+    for option, path in (("--out", "x.json"), ("--svg", "x.svg")):
+        result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit",
+                      "30", option, str(tmp_path / path))
+        assert result.exit_code == 2 and "is a folder" in result.stderr
+
+
+def test_one_solver_crashing_keeps_the_other_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare caught only the domain's errors: any other exception in one solver (a pyvrp
+    TypeError) lost the whole table."""
+    import solvers.routing.solve as solve_module
+    from solvers.base import Budget
+
+    real = solve_module.solve
+
+    def flaky(instance, name, budget, progress=None):  # type: ignore[no-untyped-def]
+        if name == "ortools":
+            raise TypeError("incompatible constructor arguments")
+        return real(instance, name, budget, progress) if progress else real(instance, name,
+                                                                            budget)
+
+    monkeypatch.setattr(solve_module, "solve", flaky)
+    inst = load_instance(DATA / "eil51.tsp")
+    comparison = solve_module.compare(inst, ["ortools", "nearest_neighbor"],
+                                      Budget(time_limit=0.5))
+    rows = {r.solver: r for r in comparison.rows}
+    assert "TypeError" in rows["ortools"].error and rows["nearest_neighbor"].feasible
+    assert comparison.best_solver == "nearest_neighbor"

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from solvers.base import MAX_SEED
+
 Distance = Literal["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT"]
 
 
@@ -27,7 +29,6 @@ def _reject_bool(value: Any) -> Any:
 Int64 = Annotated[int, BeforeValidator(_reject_bool), Field(ge=-(2**63), le=2**63 - 1)]
 
 #: Seeds are passed to solvers that take a 32-bit signed seed.
-MAX_SEED = 2**31 - 1
 
 
 class _Strict(BaseModel):
@@ -112,7 +113,8 @@ class SolveOptions(_Strict):
     max_solutions: int | None = Field(
         default=None, ge=1, le=10_000_000,
         description="A budget in solutions, for solvers that take one (polynet): stop after "
-        "decoding this many (greedy and sampled, no reconstruction phase), or at the time "
+        "decoding this many (greedy and sampled, no reconstruction phase; rounded up to a "
+        "whole pass over the symmetries decoded together, at most 7 more), or at the time "
         "limit if that comes first.",
     )
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from solvers.errors import InstanceError, InstanceTooLargeError, UnsupportedFormatError
 from solvers.flow.problem import FlowNetwork, FlowSolution
-from solvers.routing.io import DEFAULT_MAX_TEXT_BYTES, decode_bytes, load_json
+from solvers.routing.io import DEFAULT_MAX_TEXT_BYTES, decode_bytes, load_json, read_file_bytes
 
 DIMACS_EXTENSIONS = (".min", ".dimacs", ".inp", ".net")
 SOLUTION_EXTENSIONS = (".sol", ".txt", ".json")
@@ -52,7 +52,8 @@ def load_network(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES,
                  max_nodes: int = MAX_NODES) -> FlowNetwork:
     """Read a network file (.min/.json, optionally .gz)."""
     p = Path(path)
-    return parse_network_bytes(p.read_bytes(), p.name, max_bytes=max_bytes, max_nodes=max_nodes)
+    return parse_network_bytes(read_file_bytes(p, max_bytes), p.name, max_bytes=max_bytes,
+                               max_nodes=max_nodes)
 
 
 def parse_network_bytes(data: bytes, filename: str,
@@ -352,7 +353,12 @@ def parse_dimacs_solution(text: str, net: FlowNetwork) -> tuple[int | None, np.n
                                                                 strict=True))
             if u not in index or v not in index:
                 raise InstanceError(f"line {lineno}", f"unknown node {u if u not in index else v}")
+            if abs(x) >= 2**62:  # as for capacities: beyond int64 once summed
+                raise InstanceError(f"line {lineno}", f"FLOW {x} is out of range")
             per_pair[(index[u], index[v])] += x
+            if abs(per_pair[(index[u], index[v])]) >= 2**62:
+                raise InstanceError(f"line {lineno}", f"the flow {u}→{v} adds up past the "
+                                    "int64 range")
             pair_lines.setdefault((index[u], index[v]), lineno)
         else:
             raise InstanceError(f"line {lineno}", "expected 's COST' or 'f FROM TO FLOW'")

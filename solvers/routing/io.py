@@ -90,10 +90,22 @@ def instance_format(filename: str) -> str:
 
 
 # -- reading -----------------------------------------------------------------------------
+def read_file_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> bytes:
+    """A regular file's bytes, refused before reading when it is not one (``/dev/zero``, a
+    FIFO: reading would never end) or is larger than ``max_bytes``."""
+    path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():  # callers name folders
+        raise InstanceError("file", f"{path} is not a regular file")
+    if path.is_file() and path.stat().st_size > max_bytes:
+        raise InstanceError("file", f"{path} holds {path.stat().st_size:,} bytes; at most "
+                            f"{max_bytes:,} are read")
+    return path.read_bytes()
+
+
 def load_instance(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> Instance:
     """Read a .tsp, .vrp, .vrptw or .json instance file (plain or .gz)."""
     path = Path(path)
-    return parse_instance_bytes(path.read_bytes(), path.name, max_bytes=max_bytes)
+    return parse_instance_bytes(read_file_bytes(path, max_bytes), path.name, max_bytes=max_bytes)
 
 
 def parse_instance_bytes(

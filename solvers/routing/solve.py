@@ -77,6 +77,10 @@ def compare(
             rows.append(ComparisonRow(name, solve(instance, name, budget, progress)))
         except CosolveError as exc:
             rows.append(ComparisonRow(name, None, error=str(exc)))
+        except Exception as exc:  # one solver's crash must not lose the other rows
+            first_line = (str(exc).splitlines() or [""])[0]
+            rows.append(ComparisonRow(name, None, error=f"failed unexpectedly: "
+                                      f"{type(exc).__name__}: {first_line}"))
         if budget.cancelled():
             break
     feasible = [r for r in rows if r.feasible and r.cost is not None]

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import InstanceError, UnsupportedFormatError
-from solvers.routing.io import load_json
+from solvers.routing.io import load_json, read_file_bytes
 
 #: DAX runtime × SIZE_FACTOR = work in vCPU-seconds (GOODRL multiplies by 16).
 SIZE_FACTOR = 16.0
@@ -374,7 +374,7 @@ def parse_workflow_bytes(data: bytes, filename: str, max_bytes: int = 64 << 20) 
 def load_workflow(path: str | Path) -> Workflow:
     """Read one workflow file."""
     p = Path(path)
-    return parse_workflow_bytes(p.read_bytes(), p.name)
+    return parse_workflow_bytes(read_file_bytes(p, 64 << 20), p.name)
 
 
 def load_workflows(paths: Iterable[str | Path]) -> list[Workflow]:

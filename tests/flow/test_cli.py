@@ -183,3 +183,17 @@ def test_readme_flow_examples_name_files_that_exist() -> None:
     assert len(paths) >= 5
     for path in paths:
         assert (root / path).is_file(), path
+
+
+def test_check_refuses_binary_and_out_of_range_solutions(tmp_path: Path) -> None:
+    """A binary file and a flow past int64 were tracebacks (UnicodeDecodeError,
+    OverflowError)."""
+    network = netgen_path("netgen_8_08a")
+    binary = tmp_path / "bin.sol"
+    binary.write_bytes(bytes(range(256)))
+    result = _run("check", str(network), str(binary))
+    assert result.exit_code == 2 and "not a text file" in result.stderr
+    huge = tmp_path / "huge.sol"
+    huge.write_text("f 1 2 4611686018427387904\n")
+    result = _run("check", str(network), str(huge))
+    assert result.exit_code == 2 and "out of range" in result.stderr

@@ -95,3 +95,16 @@ def test_policies_listing() -> None:
     names = {p["name"] for p in json.loads(result.stdout)}
     assert {"goodrl", "heft", "eft", "peft", "est", "eft_stale", "peft_stale"} <= names
     assert (WORKFLOWS / "HEFT_paper.xml").exists()
+
+
+def test_rates_keep_their_order_and_repeats(tmp_path: Path) -> None:
+    """5.4,9,5.4 ran as [5.4, 9] (repeats dropped like a list of names); an unwritable
+    --gantt target is a clear error, not a traceback."""
+    result = _run("simulate", "--workflows-count", "6", "--policies", "heft", "--rate",
+                  "5.4,9,5.4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["rates"] == [5.4, 9.0, 5.4]
+    (tmp_path / "gantt_heft.svg").mkdir()  # the file to write is a folder
+    blocked = _run("simulate", "--workflows-count", "3", "--policies", "heft",
+                   "--gantt", str(tmp_path))
+    assert blocked.exit_code == 2 and "--gantt: cannot write" in blocked.stderr
