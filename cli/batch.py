@@ -11,6 +11,7 @@ failure) solve only the files still missing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -41,8 +42,13 @@ from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobSto
 from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
 from cli.display import format_cost
 from solvers.base import MAX_SEED, get_solver, get_spec
-from solvers.errors import CosolveError, UnknownSolverError
-from solvers.routing.io import parse_instance_bytes, sol_text_for, tour_text_for
+from solvers.errors import CosolveError, InstanceError, UnknownSolverError
+from solvers.routing.io import (
+    parse_instance_bytes,
+    read_file_bytes,
+    sol_text_for,
+    tour_text_for,
+)
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
 
@@ -77,6 +83,8 @@ class BatchRow:
     error: str | None = None
     job_id: str | None = None
     outputs: list[str] = field(default_factory=list)
+    #: The input file's sha256: a rerun skips the file only while it is unchanged.
+    input_sha256: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -232,9 +240,12 @@ def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
     return files, ignored
 
 
-def batch_settings(solver: str, time_limit: float, seed: int) -> dict[str, Any]:
-    """What a solution in OUT was solved with (written into ``<stem>.json`` as ``batch``)."""
-    return {"solver": solver, "time_limit": time_limit, "seed": seed}
+def batch_settings(solver: str, time_limit: float, seed: int,
+                   input_sha256: str | None) -> dict[str, Any]:
+    """What a solution in OUT was solved with, and from which input (written into
+    ``<stem>.json`` as ``batch``): a rerun skips the file only when all of it still holds."""
+    return {"solver": solver, "time_limit": time_limit, "seed": seed,
+            "input_sha256": input_sha256}
 
 
 def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
@@ -256,7 +267,16 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
                          f"(both are named {stem}); rename one of them")
             continue
         owners[stem] = path.name
-        done = read_done(out, stem, batch_settings(solver, time_limit, seed))
+        try:
+            data = read_file_bytes(path)
+        except InstanceError as exc:
+            row.error = exc.message
+            continue
+        except OSError as exc:
+            row.error = f"cannot read the file: {exc.strerror or exc}"
+            continue
+        row.input_sha256 = hashlib.sha256(data).hexdigest()
+        done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256))
         if done is not None:
             row.state = ALREADY_SOLVED
             row.problem = done.get("problem")
@@ -268,7 +288,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
                            f"{stem}.json"]
             continue
         try:
-            instance = parse_instance_bytes(path.read_bytes(), path.name)
+            instance = parse_instance_bytes(data, path.name)
             row.problem, row.nodes = instance.problem, instance.n
             get_solver(solver, problem=instance.problem, nodes=instance.n,
                        time_limit=time_limit)
@@ -343,7 +363,7 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path) -> None:
     row.wall_time = payload.get("wall_time", row.wall_time)
     if row.feasible is False:
         row.error = "infeasible: " + "; ".join(payload.get("violations") or ["(no reason)"])
-    payload["batch"] = batch_settings(job.solver, job.time_limit, job.seed)
+    payload["batch"] = batch_settings(job.solver, job.time_limit, job.seed, row.input_sha256)
     try:
         row.outputs = write_outputs(out, row.stem, job.problem, payload)
     except OSError as exc:
@@ -612,7 +632,8 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
             "executor": executor,
             "interrupted": not completed,
             "totals": summary,
-            "rows": [{k: v for k, v in asdict(r).items() if k != "stem"} for r in rows],
+            "rows": [{k: v for k, v in asdict(r).items() if k not in ("stem", "input_sha256")}
+                     for r in rows],
         }), indent=2))
     else:
         stdout_console().print(summary_table(rows, title, summary))

@@ -8,6 +8,7 @@ solver does not matter, so the module runs in well under a minute on two cores.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 import signal
@@ -156,6 +157,22 @@ def test_a_missing_or_infeasible_solution_is_solved_again(
     assert json.loads((out / "berlin52.json").read_text())["feasible"] is True
 
 
+def test_a_changed_input_file_is_solved_again(
+        first_run: tuple[Any, Path, Path], tmp_path: Path) -> None:
+    """A rerun skipped a file whose solution was in OUT even after the file itself had been
+    replaced by another instance (same name): the old cost came back as 'already solved'."""
+    _, folder, first_out = first_run
+    changed, out = tmp_path / "in", tmp_path / "out"
+    shutil.copytree(folder, changed)
+    shutil.copytree(first_out, out)
+    (changed / "eil51.tsp").write_bytes((DATA / "berlin52.tsp").read_bytes())
+    result = _run(str(changed), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "1", "--out", str(out), "--json")
+    rows = {r["file"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"]["state"] == "succeeded" and rows["eil51.tsp"]["nodes"] == 52
+    assert rows["berlin52.tsp"]["state"] == "already_solved"
+
+
 def test_a_solution_from_other_settings_is_solved_again(
         first_run: tuple[Any, Path, Path], tmp_path: Path) -> None:
     """A rerun with another solver, time limit or seed must not report the earlier run's
@@ -166,7 +183,9 @@ def test_a_solution_from_other_settings_is_solved_again(
     for stem in ("eil51", "berlin52"):
         shutil.copy(first_out / f"{stem}.json", out / f"{stem}.json")
     saved = json.loads((out / "eil51.json").read_text())
-    assert saved["batch"] == {"solver": "nearest_neighbor", "time_limit": 1.0, "seed": 0}
+    assert saved["batch"] == {"solver": "nearest_neighbor", "time_limit": 1.0, "seed": 0,
+                              "input_sha256": hashlib.sha256(
+                                  (folder / "eil51.tsp").read_bytes()).hexdigest()}
     result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "2",
                   "--workers", "1", "--out", str(out), "--json")
     rows = {r["file"]: r["state"] for r in json.loads(result.stdout)["rows"]}
