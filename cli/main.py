@@ -394,8 +394,15 @@ def serve(
     if importlib.util.find_spec("app.main") is None:
         fail("the HTTP API module app.main is missing from this installation",
               EXIT_SOLVER_FAILED)
+    import socket
+
     import uvicorn
 
+    try:  # a busy port or an unknown host is the caller's to fix: say so, exit 2
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        fail(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}")
     uvicorn.run("app.main:app", host=host, port=port)
 
 

@@ -352,3 +352,14 @@ def test_one_solver_crashing_keeps_the_other_rows(monkeypatch: pytest.MonkeyPatc
     rows = {r.solver: r for r in comparison.rows}
     assert "TypeError" in rows["ortools"].error and rows["nearest_neighbor"].feasible
     assert comparison.best_solver == "nearest_neighbor"
+
+
+def test_serve_on_a_busy_port_is_a_clear_input_error() -> None:
+    """uvicorn's own exit code 3 and log line became exit 2 naming --host/--port."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-c", "from cli.main import app; app()", "serve",
+                               "--port", str(port)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in proc.stderr
