@@ -266,7 +266,6 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             row.error = (f"its outputs would overwrite those of {owners[stem]} "
                          f"(both are named {stem}); rename one of them")
             continue
-        owners[stem] = path.name
         try:
             data = read_file_bytes(path)
         except InstanceError as exc:
@@ -278,6 +277,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
         row.input_sha256 = hashlib.sha256(data).hexdigest()
         done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256))
         if done is not None:
+            owners[stem] = path.name
             row.state = ALREADY_SOLVED
             row.problem = done.get("problem")
             row.nodes = done.get("nodes")
@@ -298,7 +298,8 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             row.error = f"cannot read the file: {exc.strerror or exc}"
         except Exception as exc:  # a malformed file must not stop the other files
             row.error = f"could not read the instance: {type(exc).__name__}: {exc}"
-        else:
+        else:  # only a file that will have outputs claims its stem (a bad one does not)
+            owners[stem] = path.name
             row.state = QUEUED
             pending.append(_Pending(row, path))
     return rows, pending

@@ -209,6 +209,19 @@ def test_two_files_with_the_same_stem_do_not_overwrite_each_other(tmp_path: Path
     assert "eil51.tsp" in rows["eil51.tsp.gz"]["error"]
 
 
+def test_an_unreadable_file_does_not_take_the_name_of_a_good_one(tmp_path: Path) -> None:
+    """berlin52.json.gz (not gzip) came first and claimed the outputs 'berlin52', so the good
+    berlin52.tsp was rejected as a name clash; a file that will have no outputs claims none."""
+    folder = _instances(tmp_path / "in", ("berlin52.tsp",), junk=False)
+    (folder / "berlin52.json.gz").write_bytes(b"not gzip")
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "1", "--out", str(tmp_path / "out"), "--json")
+    rows = {r["file"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["berlin52.tsp"]["state"] == "succeeded"
+    assert rows["berlin52.json.gz"]["state"] == "rejected"
+    assert "overwrite" not in rows["berlin52.json.gz"]["error"]
+
+
 # -- real solvers and executors -----------------------------------------------------------
 def test_ortools_solves_a_folder_of_one(tmp_path: Path) -> None:
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
