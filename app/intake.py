@@ -404,8 +404,7 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
     try:
         get_spec(solver)
     except UnknownSolverError as exc:
-        raise ApiError(404, f"{exc}. GET /v1/solvers lists them.", kind="unknown-solver",
-                       title="Unknown solver", field="solver") from None
+        raise domain_problem(exc) from None  # the 404 on ``solver`` a solve answers
     _job_time_limit(time_limit, settings)
 
 

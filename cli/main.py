@@ -8,6 +8,7 @@ get one for unexpected solver errors.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import importlib.util
 import json
@@ -260,7 +261,7 @@ def solve(
             fail(f"--solver: {exc}")
         if not takes:
             fail(f"--max-solutions: solver {solver!r} takes a time limit only")
-        budget = Budget(time_limit=time_limit, seed=seed, max_solutions=max_solutions)
+        budget = dataclasses.replace(budget, max_solutions=max_solutions)
     _check_reference(reference)
     instance = load_or_fail(file, load_instance)
     _check_out_path(out, instance)
