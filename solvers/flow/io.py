@@ -353,12 +353,11 @@ def parse_dimacs_solution(text: str, net: FlowNetwork) -> tuple[int | None, np.n
                                                                 strict=True))
             if u not in index or v not in index:
                 raise InstanceError(f"line {lineno}", f"unknown node {u if u not in index else v}")
-            if abs(x) >= 2**62:  # as for capacities: beyond int64 once summed
-                raise InstanceError(f"line {lineno}", f"FLOW {x} is out of range")
-            per_pair[(index[u], index[v])] += x
-            if abs(per_pair[(index[u], index[v])]) >= 2**62:
-                raise InstanceError(f"line {lineno}", f"the flow {u}→{v} adds up past the "
-                                    "int64 range")
+            total = per_pair[(index[u], index[v])] + x
+            if abs(total) >= 2**62:  # as for capacities; the flows of an arc are added up
+                raise InstanceError(f"line {lineno}", f"FLOW {u}→{v} is out of range "
+                                    f"({x} on this line)")
+            per_pair[(index[u], index[v])] = total
             pair_lines.setdefault((index[u], index[v]), lineno)
         else:
             raise InstanceError(f"line {lineno}", "expected 's COST' or 'f FROM TO FLOW'")
