@@ -408,12 +408,17 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
     _job_time_limit(time_limit, settings)
 
 
-def _check_job_solver(solver: str, instance: Instance, time_limit: float) -> None:
+def _check_job_solver(solver: str, instance: Instance, time_limit: float,
+                      source: str = "instance") -> None:
     """Everything about the solver that can be known before running it: exists, solves this
-    problem, available here, handles this size within this time limit."""
+    problem, available here, handles this size within this time limit, reads what the
+    instance gives (coordinates or only a matrix; a fault there names ``source``)."""
     check_solver_name(solver, instance.problem, "solver")
     try:
-        get_solver(solver, problem=instance.problem, nodes=instance.n, time_limit=time_limit)
+        get_solver(solver, problem=instance.problem, nodes=instance.n, time_limit=time_limit,
+                   has_coordinates=instance.coords is not None)
+    except InstanceError as exc:
+        raise instance_problem(exc, source) from None
     except CosolveError as exc:
         raise domain_problem(exc) from None
 
@@ -447,7 +452,7 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
     if options.problem is not None and options.problem != instance.problem:
         raise invalid_request(f"{upload.filename} holds a {instance.problem.upper()} instance, "
                               f"not {options.problem.upper()}", field="problem")
-    _check_job_solver(options.solver, instance, time_limit)
+    _check_job_solver(options.solver, instance, time_limit, "file")
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
                     safe_filename(upload.filename), upload.data, instance.n)
 

@@ -291,7 +291,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             instance = parse_instance_bytes(data, path.name)
             row.problem, row.nodes = instance.problem, instance.n
             get_solver(solver, problem=instance.problem, nodes=instance.n,
-                       time_limit=time_limit)
+                       time_limit=time_limit, has_coordinates=instance.coords is not None)
         except CosolveError as exc:
             row.error = str(exc)
         except OSError as exc:

@@ -145,13 +145,16 @@ def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
     """Unknown names, wrong problems, oversized instances and a time limit below the
     solver's start-up are input mistakes (exit 2)."""
     try:
-        get_solver(name, problem=instance.problem, nodes=instance.n, time_limit=time_limit)
+        get_solver(name, problem=instance.problem, nodes=instance.n, time_limit=time_limit,
+                   has_coordinates=instance.coords is not None)
     except UnknownSolverError as exc:
         fail(f"--solver: {exc}")
     except (ProblemMismatchError, InstanceTooLargeError) as exc:
         fail(f"--solver: {exc}")
     except BudgetTooSmallError as exc:
         fail(f"--time-limit: {exc}")
+    except InstanceError as exc:  # e.g. a distance matrix for a solver that reads coordinates
+        fail(f"solver {name!r} cannot take this instance: {exc}")
     except CosolveError as exc:  # e.g. SolverUnavailableError: the environment, not the input
         fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
 
@@ -217,6 +220,8 @@ def list_solvers(
                 "kind": s.kind,
                 "max_nodes": s.max_nodes,
                 "needs_weights": s.needs_weights,
+                "solution_budget": s.solution_budget,
+                "needs_coordinates": s.needs_coordinates,
                 "available": s.unavailable_reason() is None,
                 "unavailable_reason": s.unavailable_reason(),
                 "description": s.description,

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
+    InstanceError,
     InstanceTooLargeError,
     ProblemMismatchError,
     SolverUnavailableError,
@@ -114,6 +115,9 @@ class SolverSpec:
     min_time_limit: Callable[[str, int], float] = field(default=lambda problem, nodes: 0.0)
     #: Whether it honours ``Budget.max_solutions`` (a budget in decoded solutions).
     solution_budget: bool = False
+    #: Whether it reads node coordinates (neural encoders, neighbour lists), so that an
+    #: instance given only as a distance matrix is refused before it is queued.
+    needs_coordinates: bool = False
 
     def unavailable_reason(self) -> str | None:
         """None when the solver can run here, else a sentence saying why not and what to do."""
@@ -178,15 +182,24 @@ def get_solver(
     problem: str | None = None,
     nodes: int | None = None,
     time_limit: float | None = None,
+    has_coordinates: bool | None = None,
 ) -> Solver:
-    """Look a solver up, check it can run this problem at this size within this time limit,
-    and build it once."""
+    """Look a solver up, check it can run this problem at this size within this time limit
+    (and, when ``has_coordinates`` is given, on an instance with or without coordinates), and
+    build it once. Every check is made here so that a job or a batch file the solver cannot
+    take is refused when it is submitted, not when it runs."""
     spec = get_spec(name)
     if problem is not None and problem not in spec.problems:
         raise ProblemMismatchError(name, problem, list(spec.problems))
     reason = spec.unavailable_reason()
     if reason is not None:
         raise SolverUnavailableError(name, reason)
+    if has_coordinates is False and spec.needs_coordinates:
+        others = [s.name for s in all_specs() if not s.needs_coordinates
+                  and (problem is None or problem in s.problems) and s.available]
+        raise InstanceError("coords", f"the {name} solver needs node coordinates; this "
+                            "instance has only a distance matrix"
+                            + (f" (these solvers take one: {', '.join(others)})" if others else ""))
     if problem is not None and nodes is not None:
         limit = spec.max_nodes.get(problem)
         if limit is not None and nodes > limit:

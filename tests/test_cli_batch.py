@@ -222,6 +222,20 @@ def test_an_unreadable_file_does_not_take_the_name_of_a_good_one(tmp_path: Path)
     assert "overwrite" not in rows["berlin52.json.gz"]["error"]
 
 
+def test_a_matrix_for_a_solver_that_reads_coordinates_is_rejected_up_front(
+        tmp_path: Path) -> None:
+    """It used to be queued and fail when it ran; `cosolve solve` refused it at once."""
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    (folder / "m.json").write_text(json.dumps(
+        {"problem": "tsp", "distance_matrix": [[0, 1, 2], [1, 0, 1], [2, 1, 0]]}))
+    result = _run(str(folder), "--solver", "ils", "--time-limit", "1", "--workers", "1",
+                  "--out", str(tmp_path / "out"), "--json")
+    rows = {r["file"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"]["state"] == "succeeded"
+    assert rows["m.json"]["state"] == "rejected"
+    assert "needs node coordinates" in rows["m.json"]["error"]
+
+
 # -- real solvers and executors -----------------------------------------------------------
 def test_ortools_solves_a_folder_of_one(tmp_path: Path) -> None:
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)

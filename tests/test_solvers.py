@@ -10,6 +10,7 @@ import pytest
 
 from solvers.base import Budget, ProgressEvent, all_specs, get_solver, specs_for
 from solvers.errors import (
+    InstanceError,
     InstanceTooLargeError,
     ProblemMismatchError,
     UnknownSolverError,
@@ -204,3 +205,28 @@ def test_compare_table(x101):
     nn = rows["nearest_neighbor"]
     assert nn.gap_to_reference == pytest.approx(gap_percent(nn.cost, OPTIMA["X-n101-k25"]))
     assert nn.gap_to_reference > rows["pyvrp"].gap_to_reference
+
+
+def test_needs_coordinates_says_what_each_solver_does_with_a_matrix():
+    """The flag refuses a matrix-only instance when a job or batch file is submitted (it used
+    to be queued and fail when it ran), so it must say what the solver itself does."""
+    m = np.array([[0, 3, 4, 2, 7], [3, 0, 4, 6, 3], [4, 4, 0, 5, 8], [2, 6, 5, 0, 6],
+                  [7, 3, 8, 6, 0]], dtype=float)
+    for spec in specs_for("tsp"):
+        if not spec.available:
+            continue
+        try:
+            solution = get_solver(spec.name).solve(TSPInstance(distance_matrix=m),
+                                                   Budget(time_limit=0.5))
+        except InstanceError as exc:
+            assert exc.field == "coords", (spec.name, exc)
+            assert spec.needs_coordinates, f"{spec.name} refuses a matrix but does not say so"
+            with pytest.raises(InstanceError) as refused:
+                get_solver(spec.name, problem="tsp", nodes=5, has_coordinates=False)
+            assert refused.value.field == "coords"
+            assert "ortools" in refused.value.message  # says which solvers take a matrix
+            get_solver(spec.name, problem="tsp", nodes=5, has_coordinates=True)
+        else:
+            assert not spec.needs_coordinates, f"{spec.name} takes a matrix but refuses one"
+            assert sorted(solution.routes[0]) == list(range(5))
+            get_solver(spec.name, problem="tsp", nodes=5, has_coordinates=False)

@@ -32,6 +32,7 @@ def list_solvers(problem: str | None = None) -> SolverList:
                 max_nodes=dict(s.max_nodes),
                 needs_weights=s.needs_weights,
                 solution_budget=s.solution_budget,
+                needs_coordinates=s.needs_coordinates,
                 available=(reason := s.unavailable_reason()) is None,
                 unavailable_reason=reason,
             )

@@ -17,6 +17,9 @@ class SolverInfo(BaseModel):
     needs_weights: bool = Field(description="Whether it needs a trained checkpoint.")
     solution_budget: bool = Field(
         default=False, description="Whether it takes max_solutions (a budget in solutions).")
+    needs_coordinates: bool = Field(
+        default=False, description="Whether it needs node coordinates (an instance given only "
+        "as a distance matrix is refused with a 422 on coords).")
     available: bool
     unavailable_reason: str | None = Field(
         default=None, description="Why it cannot run here and what to do, when unavailable."

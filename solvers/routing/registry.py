@@ -100,6 +100,7 @@ register(
             "time limit. No matrix, so up to 2M nodes. The classical part of `sil_ls` on its "
             "own: the benchmarks put it beside SIL so the neural part's share shows."
         ),
+        needs_coordinates=True,
         factory=_ils_solver,
         max_nodes={"tsp": 2_000_000},
     )
@@ -150,6 +151,7 @@ register(
             "on CVRP). TSPs of 400 nodes or more start from random insertion and give all the "
             "time to reconstruction."
         ),
+        needs_coordinates=True,
         factory=_reld_solver,
         max_nodes={"tsp": 10_000, "cvrp": 10_000},
         min_time_limit=_neural_min_time_limit,
@@ -191,6 +193,7 @@ register(
             "angle-sorted giant tour), cluster second (optimal capacity split). Neural only "
             "(no classical local search)."
         ),
+        needs_coordinates=True,
         factory=_sil_solver,
         max_nodes={"tsp": 200_000, "cvrp": 200_000},
         needs_weights=True,
@@ -209,6 +212,7 @@ register(
             "long again of `ils` kicks. Benchmarks report it apart from `sil` (neural only) "
             "and `ils` (classical only) so each part's gain shows."
         ),
+        needs_coordinates=True,
         factory=_sil_ls_solver,
         max_nodes={"tsp": 200_000, "cvrp": 200_000},
         needs_weights=True,
@@ -247,6 +251,7 @@ register(
             "embedding, the clock in the context, masks for windows and capacity (warm "
             "start from the CVRP weights)."
         ),
+        needs_coordinates=True,
         factory=_polynet_solver,
         max_nodes={"tsp": 10_000, "cvrp": 10_000, "cvrptw": 2_000},
         min_time_limit=_neural_min_time_limit,

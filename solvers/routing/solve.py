@@ -20,7 +20,8 @@ def solve(
 ) -> Solution:
     """Solve with a registered solver after checking it supports this problem and size."""
     impl = get_solver(solver, problem=instance.problem, nodes=instance.n,
-                      time_limit=budget.time_limit)
+                      time_limit=budget.time_limit,
+                      has_coordinates=instance.coords is not None)
     return impl.solve(instance, budget, progress)
 
 

@@ -190,6 +190,13 @@ def test_bad_job_submissions(api: httpx.Client, tmp_path: Path) -> None:
         "coords": [[0, 0], [1, "x"], [2, 2]]}}), 422)
     assert_problem(api.post("/v1/jobs", content=b"x", headers={"content-type": "text/plain"}),
                    415)
+    # a solver that reads coordinates, on a matrix: refused at once (was queued, then failed)
+    matrix = [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
+    assert_problem(api.post("/v1/jobs", json={"problem": "tsp", "solver": "ils", "instance": {
+        "distance_matrix": matrix}}), 422, field="instance.coords")
+    assert_problem(api.post("/v1/jobs", data={"solver": "reld"}, files={"file": (
+        "m.json", json.dumps({"problem": "tsp", "distance_matrix": matrix}))}), 422,
+        field="file.coords")
     assert_problem(api.get("/v1/jobs/doesnotexist"), 404, field="job_id")
     assert_problem(api.get("/v1/jobs/doesnotexist/solution"), 404, field="job_id")
     assert_problem(api.delete("/v1/jobs/doesnotexist"), 404, field="job_id")
