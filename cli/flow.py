@@ -42,6 +42,7 @@ from solvers.flow.io import (
     SOLUTION_EXTENSIONS,
     load_network,
     parse_dimacs_solution,
+    parse_json_solution,
     solution_to_dict,
     write_solution_file,
 )
@@ -294,10 +295,11 @@ def compare_command(
 @app.command("check")
 def check_command(
     file: Annotated[Path, NETWORK_ARGUMENT],
-    solution: Annotated[Path, typer.Argument(metavar="SOLUTION",
-                                             help="DIMACS solution lines (s, f).")],
+    solution: Annotated[Path, typer.Argument(
+        metavar="SOLUTION", help="DIMACS solution lines (s, f), or the .json that "
+        "`flow solve --out` writes.")],
 ) -> None:
-    """Check a DIMACS solution against a network: balance, capacities, and the stated cost."""
+    """Check a solution against a network: balance, capacities, and the stated cost."""
     net = load_or_fail(file, load_network, "network")
     try:
         text = read_file_bytes(solution).decode("utf-8")
@@ -307,9 +309,12 @@ def check_command(
         fail(f"SOLUTION: cannot read {solution}: {exc.strerror or exc}")
     except UnicodeDecodeError:
         fail(f"SOLUTION: {solution} is not a text file of DIMACS solution lines ('s COST', "
-             "'f FROM TO FLOW'); gzipped and binary files are not read here")
+             "'f FROM TO FLOW') or JSON; gzipped and binary files are not read here")
     try:
-        claimed, flow = parse_dimacs_solution(text, net)
+        if solution.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+            claimed, flow = parse_json_solution(text, net)
+        else:
+            claimed, flow = parse_dimacs_solution(text, net)
     except InstanceError as exc:
         fail(f"{solution}: {exc.field}: {exc.message}")
     cost, violations = check_flow(net, flow)

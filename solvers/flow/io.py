@@ -329,6 +329,34 @@ def solution_dimacs_text(solution: FlowSolution, net: FlowNetwork) -> str:
     return "\n".join(out) + "\n"
 
 
+def parse_json_solution(text: str, net: FlowNetwork) -> tuple[int | None, np.ndarray]:
+    """(the stated cost, per-arc flows) from a solution in the JSON that ``flow solve --out
+    x.json`` and the API write: ``flow`` holds one integer per arc, in the network's order."""
+    doc = load_json(text, "the solution", field="file")
+    if not isinstance(doc, dict) or "flow" not in doc:
+        raise InstanceError("file", "expected a JSON object with 'flow': one amount per arc "
+                            "in the network's arc order (what `cosolve flow solve --out "
+                            "x.json` writes)")
+    flow = doc["flow"]
+    if flow is None:
+        raise InstanceError("flow", f"the solution holds no flow (status "
+                            f"{doc.get('status', 'unknown')!r}); there is nothing to check")
+    if not isinstance(flow, list) or len(flow) != net.m:
+        got = f"{len(flow)} values" if isinstance(flow, list) else type(flow).__name__
+        raise InstanceError("flow", f"expected a list of {net.m} amounts, one per arc of the "
+                            f"network, got {got}; is it a solution of another network?")
+    for i, x in enumerate(flow):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or (
+                isinstance(x, float) and not x.is_integer()):
+            raise InstanceError(f"flow[{i}]", f"expected an integer amount, got {x!r}")
+        if abs(x) >= 2**62:  # as for capacities
+            raise InstanceError(f"flow[{i}]", f"{x} is out of range")
+    cost = doc.get("cost")
+    claimed = int(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and (
+        math.isfinite(cost) and float(cost).is_integer()) else None
+    return claimed, np.asarray([int(x) for x in flow], dtype=np.int64)
+
+
 def parse_dimacs_solution(text: str, net: FlowNetwork) -> tuple[int | None, np.ndarray]:
     """(the ``s`` cost, per-arc flows) from DIMACS solution lines.
 

@@ -57,6 +57,32 @@ def test_solve_json_network_to_json(tmp_path: Path) -> None:
         assert body["flow"] == HAND_CHECKED["lower_bound"][2]
 
 
+def test_check_reads_the_json_that_solve_writes(tmp_path: Path) -> None:
+    """`flow check` read DIMACS lines only, so the .json that `flow solve --out` writes was
+    refused with "expected 's COST' or 'f FROM TO FLOW'"."""
+    network = tmp_path / "net.json"
+    network.write_text(json.dumps(HAND_CHECKED["lower_bound"][0]))
+    out = tmp_path / "flow.json"
+    assert _run("solve", str(network), "--solver", "networkx_simplex", "--out",
+                str(out)).exit_code == 0
+    checked = _run("check", str(network), str(out))
+    assert checked.exit_code == 0, checked.stderr
+    assert f"cost {HAND_CHECKED['lower_bound'][1]}" in checked.stdout
+    body = json.loads(out.read_text())
+    body["cost"] += 1
+    out.write_text(json.dumps(body))
+    stated = _run("check", str(network), str(out))
+    assert stated.exit_code == 1 and "the file states cost" in stated.stderr
+    body["flow"] = body["flow"][:-1]
+    out.write_text(json.dumps(body))
+    short = _run("check", str(network), str(out))
+    assert short.exit_code == 2 and "flow:" in short.stderr and "one per arc" in short.stderr
+    body["flow"] = [0.5] * len(HAND_CHECKED["lower_bound"][2])
+    out.write_text(json.dumps(body))
+    fractional = _run("check", str(network), str(out))
+    assert fractional.exit_code == 2 and "flow[0]" in fractional.stderr
+
+
 def test_compare_agrees(tmp_path: Path) -> None:
     network = tmp_path / "net.json"
     network.write_text(json.dumps(HAND_CHECKED["transport"][0]))
