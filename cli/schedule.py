@@ -93,6 +93,11 @@ def _pool(text: str) -> VMPool:
         fail(f"{exc.field}: {exc.message}")
 
 
+#: The longest stream the CLI runs in one go (50 times the API's cap: minutes per policy at
+#: the simulator's 3,000-5,000 workflows a second, and memory for every workflow's record).
+MAX_CLI_WORKFLOWS = 1_000_000
+
+
 @app.command("simulate")
 def simulate_command(
     workflows: Annotated[str | None, typer.Option(
@@ -116,8 +121,9 @@ def simulate_command(
         False,
 ) -> None:
     """Run every policy on the same seeded stream and report mean flowtime and more."""
-    if workflows_count < 1:
-        fail(f"--workflows-count: must be at least 1, got {workflows_count}")
+    if not 1 <= workflows_count <= MAX_CLI_WORKFLOWS:
+        fail(f"--workflows-count: must be in [1, {MAX_CLI_WORKFLOWS:,}], got {workflows_count}"
+             " (a larger study is several seeded runs)")
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     names = _names(policies, "--policies")

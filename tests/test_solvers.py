@@ -207,6 +207,12 @@ def test_compare_table(x101):
     assert nn.gap_to_reference > rows["pyvrp"].gap_to_reference
 
 
+def test_a_gap_that_overflows_is_unknown_not_infinite():
+    assert gap_percent(110.0, 100.0) == pytest.approx(10.0)
+    assert gap_percent(426.0, 1e-320) is None  # the CLI printed an infinite gap
+    assert gap_percent(426.0, 0.0) is None and gap_percent(float("inf"), 1.0) is None
+
+
 def test_needs_coordinates_says_what_each_solver_does_with_a_matrix():
     """The flag refuses a matrix-only instance when a job or batch file is submitted (it used
     to be queued and fail when it ran), so it must say what the solver itself does."""

@@ -26,10 +26,12 @@ def solve(
 
 
 def gap_percent(cost: float, reference: float | None) -> float | None:
-    """(cost − reference) / reference in percent; None when either side is unknown."""
+    """(cost − reference) / reference in percent; None when either side is unknown, or when
+    the ratio overflows (a reference such as 1e-320 gave an infinite gap)."""
     if reference is None or not math.isfinite(cost) or reference == 0:
         return None
-    return 100.0 * (cost - reference) / reference
+    gap = 100.0 * (cost - reference) / reference
+    return gap if math.isfinite(gap) else None
 
 
 @dataclass

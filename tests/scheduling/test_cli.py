@@ -67,6 +67,7 @@ def test_bad_input_exits_2_naming_the_option(tmp_path: Path) -> None:
         (["--rate", "5.4,1e-320"], "--rate"),
         (["--pool", "8,1e308"], "--pool"),
         (["--workflows-count", "0"], "--workflows-count"),
+        (["--workflows-count", "100000000000"], "--workflows-count"),
         (["--workflows", str(tmp_path / "none.xml")], "--workflows"),
         (["--shapes", "ligo"], "--shapes"),
     ]
