@@ -43,12 +43,14 @@ from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
 from cli.display import format_cost
 from solvers.base import MAX_SEED, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
+from solvers.routing.check import check_solution
 from solvers.routing.io import (
     parse_instance_bytes,
     read_file_bytes,
     sol_text_for,
     tour_text_for,
 )
+from solvers.routing.problem import Instance
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
 
@@ -166,24 +168,53 @@ def read_done(out: Path, stem: str, settings: dict[str, Any]) -> dict[str, Any] 
     return payload
 
 
+def solution_file(stem: str, problem: str, payload: dict[str, Any]) -> tuple[str, str]:
+    """(name, text) of the solution file for a saved payload: ``<stem>.tour`` for a TSP,
+    ``<stem>.sol`` (CVRPLIB) for CVRP and CVRPTW."""
+    cost = payload.get("cost")
+    cost = float("nan") if cost is None else float(cost)
+    if problem == "tsp":
+        labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
+        return f"{stem}.tour", tour_text_for(payload["instance"], labels, cost,
+                                             payload["distance"], payload["solver"])
+    return f"{stem}.sol", sol_text_for(payload["routes"], cost, payload.get("depot", 0))
+
+
 def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -> list[str]:
     """Write ``<stem>.tour`` (TSP) or ``<stem>.sol`` (CVRP), then ``<stem>.json``.
 
     The JSON goes last because its presence is what marks the file done for a re-run.
     """
-    cost = payload.get("cost")
-    cost = float("nan") if cost is None else float(cost)
-    if problem == "tsp":
-        labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
-        text = tour_text_for(payload["instance"], labels, cost, payload["distance"],
-                             payload["solver"])
-        solution_name = f"{stem}.tour"
-    else:
-        text = sol_text_for(payload["routes"], cost, payload.get("depot", 0))
-        solution_name = f"{stem}.sol"
+    solution_name, text = solution_file(stem, problem, payload)
     _atomic_write(out / solution_name, text)
     _atomic_write(out / f"{stem}.json", json.dumps(payload))
     return [solution_name, f"{stem}.json"]
+
+
+def recheck_done(data: bytes, filename: str, out: Path, stem: str,
+                 payload: dict[str, Any]) -> Instance | None:
+    """A saved solution is reported again only after the independent checker passes its
+    routes on the input as it is now and its cost is recomputed to the saved one (an edited
+    ``<stem>.json`` is solved again). A missing or edited ``.tour``/``.sol`` is written again
+    from the checked routes. The instance when all holds, else None."""
+    try:
+        instance = parse_instance_bytes(data, filename)
+        routes = [[int(v) for v in r] for r in payload["routes"]]
+        if payload.get("problem") != instance.problem or check_solution(instance, routes):
+            return None
+        cost = instance.cost(routes)
+        if not math.isclose(cost, float(payload["cost"]), rel_tol=1e-9, abs_tol=1e-9):
+            return None
+        name, text = solution_file(stem, instance.problem, payload)
+        try:
+            current = (out / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if current != text:
+            _atomic_write(out / name, text)
+    except Exception:  # whatever is wrong with what a previous run left, solve again
+        return None
+    return instance
 
 
 # -- preparing ---------------------------------------------------------------------------
@@ -276,7 +307,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             continue
         row.input_sha256 = hashlib.sha256(data).hexdigest()
         done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256))
-        if done is not None:
+        if done is not None and recheck_done(data, path.name, out, stem, done) is not None:
             owners[stem] = path.name
             row.state = ALREADY_SOLVED
             row.problem = done.get("problem")

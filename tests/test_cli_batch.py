@@ -173,6 +173,34 @@ def test_a_changed_input_file_is_solved_again(
     assert rows["berlin52.tsp"]["state"] == "already_solved"
 
 
+def test_a_saved_solution_is_checked_again_before_it_is_reported(
+        first_run: tuple[Any, Path, Path], tmp_path: Path) -> None:
+    """A rerun reported whatever OUT held under the same settings and input: an edited
+    <stem>.json came back 'already solved' with its edited routes and cost unchecked."""
+    _, folder, first_out = first_run
+    out = tmp_path / "out"
+    shutil.copytree(first_out, out)
+    edited = json.loads((out / "eil51.json").read_text())
+    edited["routes"][0][1], edited["routes"][0][2] = edited["routes"][0][2], \
+        edited["routes"][0][1]  # a different tour, cost left as it was
+    (out / "eil51.json").write_text(json.dumps(edited))
+    twice = json.loads((out / "berlin52.json").read_text())
+    twice["routes"][0][1] = twice["routes"][0][2]  # a node visited twice, one never
+    (out / "berlin52.json").write_text(json.dumps(twice))
+    (out / "X-n101-k25.sol").unlink()  # a lost solution file is written again, not solved
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "1", "--out", str(out), "--json")
+    rows = {r["file"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"]["state"] == rows["berlin52.tsp"]["state"] == "succeeded"
+    assert rows["X-n101-k25.vrp"]["state"] == "already_solved"
+    routes, cost = read_sol(out / "X-n101-k25.sol")
+    saved = json.loads((out / "X-n101-k25.json").read_text())
+    assert routes == saved["routes"] and cost == pytest.approx(saved["cost"])
+    saved_tour = json.loads((out / "eil51.json").read_text())["routes"][0]
+    assert read_tour(out / "eil51.tour") == saved_tour
+    assert load_instance(DATA / "eil51.tsp").tour_cost(saved_tour) == rows["eil51.tsp"]["cost"]
+
+
 def test_a_solution_from_other_settings_is_solved_again(
         first_run: tuple[Any, Path, Path], tmp_path: Path) -> None:
     """A rerun with another solver, time limit or seed must not report the earlier run's
