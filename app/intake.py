@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from app.errors import (
     invalid_request,
     validation_problem,
 )
+from app.jobs.store import safe_filename
 from app.schemas.jobs import CVRPJobRequest, CVRPTWJobRequest, JobUpload, TSPJobRequest
 from app.schemas.routing import (
     CompareOptions,
@@ -465,23 +465,3 @@ def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instanc
     )
 
 
-#: The longest stored file name, in UTF-8 bytes (the store writes ``input-<name>``, and file
-#: systems take 255 bytes per name).
-MAX_FILENAME_BYTES = 200
-#: A name's extension (``.json``), with the one before it when the last is ``.gz``.
-_SUFFIX = re.compile(r"(?:\.[A-Za-z0-9]{1,16})?\.gz$|\.[A-Za-z0-9]{1,16}$", re.IGNORECASE)
-
-
-def safe_filename(name: str) -> str:
-    """The file's base name with anything unusual replaced, keeping its extensions: the
-    stored name must tell the worker the same format as the name the upload was parsed under,
-    so a long name loses the end of its stem, never its extension (``.tsp.gz``), and leading
-    dots (``....tsp``) go but the extension's own dot stays."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in base)
-    match = _SUFFIX.search(cleaned)
-    suffix = match.group(0) if match else ""
-    stem = cleaned[: len(cleaned) - len(suffix)].lstrip(".") or "instance"
-    room = MAX_FILENAME_BYTES - len(suffix.encode())
-    stem = stem.encode()[:room].decode("utf-8", "ignore") or "instance"
-    return stem + suffix

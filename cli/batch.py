@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
@@ -138,7 +139,9 @@ def _other_files(count: int) -> str:
 
 def _atomic_write(path: Path, text: str) -> None:
     """Temp file + rename, so an interrupted run never leaves half a solution behind."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # a short name of its own: ".<name>.<pid>.tmp" passed the file system's 255 bytes for a
+    # long file name whose outputs themselves fit
+    tmp = path.with_name(f".cosolve-{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -218,6 +221,8 @@ def recheck_done(data: bytes, filename: str, out: Path, stem: str,
 
 
 # -- preparing ---------------------------------------------------------------------------
+#: The longest file name most file systems take, in bytes.
+MAX_NAME_BYTES = 255
 #: More worker processes than this is a typo, not a plan.
 MAX_WORKERS = 1024
 
@@ -296,6 +301,10 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
         if stem in owners:
             row.error = (f"its outputs would overwrite those of {owners[stem]} "
                          f"(both are named {stem}); rename one of them")
+            continue
+        if len(f"{stem}.json".encode()) > MAX_NAME_BYTES:
+            row.error = (f"the name of its outputs ({stem}.json) would be longer than the "
+                         f"{MAX_NAME_BYTES} bytes a file name may have; shorten the file name")
             continue
         try:
             data = read_file_bytes(path)

@@ -264,6 +264,24 @@ def test_a_matrix_for_a_solver_that_reads_coordinates_is_rejected_up_front(
     assert "needs node coordinates" in rows["m.json"]["error"]
 
 
+def test_long_file_names(tmp_path: Path) -> None:
+    """A 250-character name failed with a traceback (the job store's input-<name> and the
+    outputs' temporary files passed 255 bytes); a name whose outputs cannot fit is
+    rejected with the reason, and the other files are solved."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    fits, too_long = "a" * 250 + ".tsp", "b" * 251 + ".tsp"
+    for name in (fits, too_long):
+        shutil.copy(DATA / "eil51.tsp", folder / name)
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "1", "--out", str(tmp_path / "out"), "--json")
+    rows = {r["file"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows[fits]["state"] == "succeeded", rows[fits]
+    assert read_tour(tmp_path / "out" / ("a" * 250 + ".tour"))
+    assert rows[too_long]["state"] == "rejected"
+    assert "shorten the file name" in rows[too_long]["error"]
+
+
 # -- real solvers and executors -----------------------------------------------------------
 def test_ortools_solves_a_folder_of_one(tmp_path: Path) -> None:
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)

@@ -9,8 +9,10 @@ number, so a worker orphaned by a crash can never overwrite a newer attempt.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -26,6 +28,32 @@ QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = (
 )
 ACTIVE_STATES = (QUEUED, RUNNING)
 FINAL_STATES = (SUCCEEDED, FAILED, CANCELLED)
+
+#: The longest stored file name, in UTF-8 bytes (the store writes ``input-<name>``, and file
+#: systems take 255 bytes per name).
+MAX_FILENAME_BYTES = 200
+#: A name's extension (``.json``), with the one before it when the last is ``.gz``.
+_SUFFIX = re.compile(r"(?:\.[A-Za-z0-9]{1,16})?\.gz$|\.[A-Za-z0-9]{1,16}$", re.IGNORECASE)
+
+
+def safe_filename(name: str) -> str:
+    """The file's base name with anything unusual replaced, keeping its extensions: the
+    stored name must tell the worker the same format as the name the upload was parsed under,
+    so a long name loses the end of its stem, never its extension (``.tsp.gz``), and leading
+    dots (``....tsp``) go but the extension's own dot stays. A shortened stem ends in 8 hex
+    digits of the whole name's hash, so two long names that share their first 200 bytes
+    stay two names (a batch rejected the second as a duplicate)."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in base)
+    match = _SUFFIX.search(cleaned)
+    suffix = match.group(0) if match else ""
+    stem = cleaned[: len(cleaned) - len(suffix)].lstrip(".") or "instance"
+    room = MAX_FILENAME_BYTES - len(suffix.encode())
+    if len(stem.encode()) > room:
+        tag = "-" + hashlib.sha256(base.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        stem = stem.encode()[:room - len(tag)].decode("utf-8", "ignore") + tag
+    return (stem or "instance") + suffix
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -185,7 +213,10 @@ class JobStore:
         nodes: int,
         batch_id: str | None = None,
     ) -> JobRecord:
-        """Persist the input (fsynced) and a queued row; only then is the job accepted."""
+        """Persist the input (fsynced) and a queued row; only then is the job accepted. The
+        name is made safe to store (``safe_filename``) whoever calls: the CLI's batch passed
+        a 250-character file name straight through and the write failed."""
+        filename = safe_filename(filename)
         job_id = uuid.uuid4().hex
         folder = self.job_dir(job_id)
         folder.mkdir(parents=True)

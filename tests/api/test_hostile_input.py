@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.intake import MAX_FILENAME_BYTES, safe_filename
+from app.jobs.store import MAX_FILENAME_BYTES, safe_filename
 from app.routers import jobs
 from app.schemas.jobs import JobOptions
 from app.settings import Settings
@@ -204,7 +204,11 @@ def test_safe_filename_examples() -> None:
     assert safe_filename("eil51.tsp.gz") == "eil51.tsp.gz"
     assert safe_filename("c:\\data\\my file.vrp") == "my_file.vrp"
     long = safe_filename("a" * 1000 + ".json")
-    assert long == "a" * (MAX_FILENAME_BYTES - 5) + ".json"
+    assert long.startswith("a" * (MAX_FILENAME_BYTES - 5 - 9)) and long.endswith(".json")
+    assert len(long) == MAX_FILENAME_BYTES
+    # two long names that differ only past the cut stay apart (a batch took them as one)
+    assert safe_filename("a" * 1000 + "1.json") != safe_filename("a" * 1000 + "2.json")
+    assert safe_filename("a" * 190 + ".json") == "a" * 190 + ".json"  # short enough: as is
 
 
 @pytest.mark.parametrize("name", ["a" * 1000 + ".json", "....json", "é" * 150 + ".json"])
