@@ -435,14 +435,19 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
                     ids.append(wid)
                 else:
                     got = live.session.task_finished(ev.workflow_id, ev.task_id, ev.time)
-            except InstanceError as exc:
+            except (InstanceError, ApiError) as exc:
+                # The earlier events stay applied: the problem carries what they answered, or
+                # the client would never learn of tasks it must now run.
+                applied = {"applied": i, "workflow_ids": ids,
+                           "assignments": [a.to_dict() for a in out]}
+                if isinstance(exc, ApiError):
+                    exc.extra.update(applied)
+                    raise
                 raise ApiError(422, f"{where}.{exc.field}: {exc.message} ({i} earlier events "
-                               "of this request were applied)", kind="invalid-event",
+                               "of this request were applied; their assignments are in "
+                               "'assignments')", kind="invalid-event",
                                title="Invalid event", field=f"{where}.{exc.field}",
-                               extra={"applied": i}) from None
-            except ApiError as exc:
-                exc.extra["applied"] = i
-                raise
+                               extra=applied) from None
             out.extend(got)
         now = live.session.state.now
     return EventsResponse(now=now, workflow_ids=ids,
@@ -456,7 +461,7 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
                  "Events are applied in order; times never decrease. The answer lists the "
                  "task → VM assignments to carry out. If an event is invalid, the earlier "
                  "ones of the request stay applied and the problem says how many "
-                 "(`applied`)."),
+                 "(`applied`), with their `workflow_ids` and `assignments`."),
              responses=problem_responses(404, 415, 422),
              openapi_extra=_body(EventsRequest))
 async def session_events(session_id: str, request: Request) -> EventsResponse:

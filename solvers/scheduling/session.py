@@ -55,12 +55,18 @@ class Session:
         self.events = 0
         self.decisions = 0
 
-    def _advance(self, t: float, field: str) -> None:
+    def _check_time(self, t: float, field: str) -> None:
         if not math.isfinite(t) or t < 0:
             raise InstanceError(field, f"must be a finite time ≥ 0, got {t}")
         if t < self.state.now:
             raise InstanceError(field, f"time {t:g} is before the session's current time "
                                 f"{self.state.now:g}; report events in time order")
+
+    def _advance(self, t: float, field: str) -> None:
+        """Move the clock to ``t``; callers check the whole event first, so that a refused
+        event changes nothing (a refused arrival used to move the clock, and the next
+        correct finish was then refused as being in the past)."""
+        self._check_time(t, field)
         self.state.advance(t)
         # A VM whose task is overdue (not reported finished yet) is busy until at least now.
         st = self.state
@@ -84,14 +90,21 @@ class Session:
 
     def workflow_arrived(self, workflow: Workflow, time: float, workflow_id: str | None = None,
                          field: str = "time") -> tuple[str, list[Assignment]]:
-        """Add a workflow; its root tasks are assigned at once."""
-        self._advance(time, field)
+        """Add a workflow; its root tasks are assigned at once. Without an id it gets the
+        first ``wfN`` not in use (a client may have chosen ``wf2`` itself)."""
+        self._check_time(time, field)
         if len(self.state.active) >= MAX_ACTIVE_WORKFLOWS:
             raise InstanceError("workflow", f"the session already holds {MAX_ACTIVE_WORKFLOWS} "
                                 "unfinished workflows; report finished tasks first")
-        wid = workflow_id or f"wf{len(self.runs) + 1}"
-        if wid in self.runs:
-            raise InstanceError("workflow_id", f"workflow id {wid!r} is already in use")
+        if workflow_id is not None and workflow_id in self.runs:
+            raise InstanceError("workflow_id", f"workflow id {workflow_id!r} is already in use")
+        wid = workflow_id
+        if wid is None:
+            k = len(self.runs) + 1
+            while f"wf{k}" in self.runs:
+                k += 1
+            wid = f"wf{k}"
+        self._advance(time, field)
         run = Run(len(self.runs), workflow, self.state.now, wid)
         self.runs[wid] = run
         self.events += 1

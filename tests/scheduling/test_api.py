@@ -199,6 +199,42 @@ def test_a_finish_reported_out_of_fifo_order_leaves_the_running_task_alone(
     assert api.delete(url).status_code == 204
 
 
+def test_a_refused_event_changes_nothing_and_a_partial_request_says_what_it_applied(
+        api: httpx.Client) -> None:
+    """A refused arrival (its id already in use) moved the session's clock, so the next
+    correct finish was refused as being in the past; a request refused part-way dropped the
+    assignments its applied events had made; a generated id could clash with a chosen one."""
+    sid = api.post(SESSIONS, json={"pool": "2x2", "policy": "heft"}).json()["id"]
+    url = f"{SESSIONS}/{sid}"
+    one = {"tasks": [{"id": "a", "runtime": 2}]}
+    two = {"tasks": [{"id": "a", "runtime": 2}, {"id": "b", "runtime": 3, "parents": ["a"]}]}
+    ok = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "w1", "workflow": one}]})
+    assert ok.status_code == 200, ok.text
+    assert_problem(api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 100, "workflow_id": "w1", "workflow": one}]}),
+        422, "events[0].workflow_id")
+    assert api.get(url).json()["now"] == 0
+    finished = api.post(f"{url}/events", json={"events": [
+        {"type": "task_finished", "time": 2, "workflow_id": "w1", "task_id": "a"}]})
+    assert finished.status_code == 200, finished.text
+    body = assert_problem(api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 3, "workflow": two},
+        {"type": "task_finished", "time": 4, "workflow_id": "w1", "task_id": "nope"}]}),
+        422, "events[1].task_id")
+    assert body["applied"] == 1 and len(body["workflow_ids"]) == 1
+    assert [(a["workflow"], a["task"]) for a in body["assignments"]] == [
+        (body["workflow_ids"][0], "a")]
+    # the client chose "wf3" itself; the next generated id skips it
+    named = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 5, "workflow_id": "wf4", "workflow": one},
+        {"type": "workflow_arrived", "time": 5, "workflow": one}]})
+    assert named.status_code == 200, named.text
+    ids = named.json()["workflow_ids"]
+    assert ids[0] == "wf4" and ids[1] not in ("wf4", "w1", body["workflow_ids"][0])
+    assert api.delete(url).status_code == 204
+
+
 def test_heft_paper_upload(api: httpx.Client) -> None:
     path = WORKFLOWS / "HEFT_paper.xml"
     r = api.post(SIMULATE, files=[("file", (path.name, path.read_bytes()))],
