@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -363,3 +364,55 @@ def test_serve_on_a_busy_port_is_a_clear_input_error() -> None:
         proc = subprocess.run([sys.executable, "-c", "from cli.main import app; app()", "serve",
                                "--port", str(port)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+
+
+def test_serve_stops_promptly_while_a_client_follows_a_job(tmp_path: Path) -> None:
+    """Ctrl-C waited for the followed job to end (uvicorn waits for open responses, and an
+    events stream stays open until its job is final): 15 s for a 15 s job, an hour for an
+    hour's. The wait is now bounded (GRACEFUL_SHUTDOWN_S); the job resumes on restart."""
+    import os
+    import signal
+    import socket
+    import threading
+    import time
+
+    import httpx
+
+    from cli.main import GRACEFUL_SHUTDOWN_S
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
+    env["COSOLVE_DATA_DIR"] = str(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "from cli.main import app; app()", "serve",
+                             "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        job = httpx.post(f"{url}/v1/jobs", json={
+            "problem": "tsp", "solver": "ortools", "time_limit": 60,
+            "instance": {"coords": [[i % 7, i // 7] for i in range(40)]}}, timeout=30).json()
+
+        def follow() -> None:
+            with suppress(httpx.HTTPError), httpx.stream(
+                    "GET", f"{url}/v1/jobs/{job['id']}/events", timeout=120) as stream:
+                for _ in stream.iter_lines():
+                    pass
+
+        threading.Thread(target=follow, daemon=True).start()
+        time.sleep(2)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=45)
+        assert time.monotonic() - started < GRACEFUL_SHUTDOWN_S + 15
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -95,4 +95,4 @@ class JobService:
         return batch_id
 
     def cancel(self, job_id: str) -> JobRecord | None:
-        return self.store.request_cancel(job_id)
+        return self.store.request_cancel(job_id, ttl_s=self.settings.result_ttl_s)

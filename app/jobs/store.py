@@ -316,15 +316,18 @@ class JobStore:
             )
         return self.active_jobs()
 
-    def request_cancel(self, job_id: str) -> JobRecord | None:
-        """Flag a job for cancellation; a queued job is cancelled at once."""
+    def request_cancel(self, job_id: str, ttl_s: float | None = None) -> JobRecord | None:
+        """Flag a job for cancellation; a queued job is cancelled at once, and expires
+        ``ttl_s`` later like any finished job (without it, such jobs were never purged)."""
         now = time.time()
         with self._conn() as c:
             c.execute("UPDATE jobs SET cancel_requested=1, updated_at=? WHERE id=? AND "
                       "state IN (?, ?)", (now, job_id, *ACTIVE_STATES))
-            c.execute("UPDATE jobs SET state=?, finished_at=?, message=?, updated_at=? "
+            c.execute("UPDATE jobs SET state=?, finished_at=?, message=?, updated_at=?, "
+                      "expires_at=CASE WHEN ? IS NULL THEN NULL ELSE ? + ? END "
                       "WHERE id=? AND state=?",
-                      (CANCELLED, now, "cancelled before it started", now, job_id, QUEUED))
+                      (CANCELLED, now, "cancelled before it started", now, ttl_s, now, ttl_s,
+                       job_id, QUEUED))
         return self.get(job_id)
 
     def set_expiry(self, job_id: str, ttl_s: float) -> None:

@@ -305,8 +305,10 @@ def _expand(filename: str, data: bytes, max_bytes: int) -> list[tuple[str, bytes
         # corrupt compressed data (zlib, lzma), an unsupported zip method, an encrypted member
         raise invalid_request(f"{filename} is not a readable archive: {exc}",
                               field="files") from None
+    # hidden files and macOS's resource forks (__MACOSX/._a.tsp) are not instances
     return [(name, blob) for name, blob in members
-            if not name.rsplit("/", 1)[-1].startswith(".")]
+            if not name.rsplit("/", 1)[-1].startswith(".")
+            and not name.startswith("__MACOSX/")]
 
 
 @router.post("/batches", status_code=202, response_model=BatchStatus, openapi_extra=_BATCH_BODY,
@@ -339,6 +341,11 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, setting
     files: list[tuple[str, bytes]] = []
     for filename, data in uploads:
         files += _expand(filename, data, settings.max_decompressed_bytes)
+    if not files:
+        raise invalid_request(
+            "the upload holds no files to solve: its archives are empty or hold only hidden "
+            "files (names starting with '.', __MACOSX/); send .tsp, .vrp, .vrptw or .json "
+            "files, optionally gzipped, or a .zip/.tar of them", field="files")
     if len(files) > settings.max_batch_files:
         raise invalid_request(f"{len(files)} files; a batch holds at most "
                               f"{settings.max_batch_files}", field="files")

@@ -254,6 +254,14 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     assert_problem(api.get("/v1/batches/nope"), 404, field="batch_id")
     assert_problem(api.post("/v1/batches", files=[("files", ("x.zip", b"not a zip"))]), 422,
                    field="files")
+    hidden = io.BytesIO()
+    with zipfile.ZipFile(hidden, "w") as zf:  # a macOS zip's resource fork, a dot file
+        zf.writestr("__MACOSX/._a.tsp", b"\x00\x05\x16\x07")
+        zf.writestr("__MACOSX/b.tsp", b"\x00")
+        zf.writestr(".hidden.tsp", (DATA / "eil51.tsp").read_bytes())
+    body = assert_problem(api.post("/v1/batches", files=[("files", ("x.zip", hidden.getvalue()))]),
+                          422, field="files")
+    assert "no files to solve" in body["detail"]  # was "no file of the batch could be read: "
 
 
 def test_batch_options_wrong_for_every_file_name_their_field(api: httpx.Client) -> None:

@@ -82,7 +82,12 @@ def test_cancel_before_start_and_expiry(tmp_path: Path) -> None:
     run_stored_job(str(tmp_path), other.id, other.attempt, ttl_s=0.0)
     assert store.purge_expired(now=time.time() + 1) == 1
     assert store.get(other.id) is None and not store.job_dir(other.id).exists()
-    assert store.get(job.id) is not None  # cancelled before it ran: no expiry set
+    assert store.get(job.id) is not None  # cancelled before it ran, without a ttl: kept
+    # with the server's ttl it expires like any finished job (it never did)
+    queued = _job(store)
+    assert store.request_cancel(queued.id, ttl_s=0.0).state == CANCELLED
+    assert store.purge_expired(now=time.time() + 1) == 1
+    assert store.get(queued.id) is None and not store.job_dir(queued.id).exists()
 
 
 class _Sink:
