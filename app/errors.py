@@ -254,12 +254,14 @@ def domain_problem(error: CosolveError) -> ApiError:
                         extra={"needed": error.needed})
     if isinstance(error, NoSolutionError):
         message = str(error)
-        if "more time" not in message:
+        if not error.more_time_helps:
+            pass
+        elif "more time" not in message:
             message += "; give it more time (a larger time_limit)"
         elif "(a larger time_limit)" not in message:
             message += " (a larger time_limit)"
         return ApiError(422, message, kind="no-solution", title="No solution found",
-                        field="time_limit")
+                        field=error.field)
     return ApiError(422, str(error), kind="unprocessable", title="Cannot process the request")
 
 

@@ -78,4 +78,12 @@ class ProblemMismatchError(CosolveError):
 
 
 class NoSolutionError(CosolveError):
-    """A solver ran but produced no solution within its budget."""
+    """A solver ran but produced no solution within its budget. ``field`` is the input to
+    change (the time limit unless said otherwise), and ``more_time_helps`` says whether
+    advising a larger time limit makes sense (not when the search ended on its own)."""
+
+    def __init__(self, message: str, field: str = "time_limit",
+                 more_time_helps: bool = True) -> None:
+        super().__init__(message)
+        self.field = field
+        self.more_time_helps = more_time_helps

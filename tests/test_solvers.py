@@ -236,3 +236,27 @@ def test_needs_coordinates_says_what_each_solver_does_with_a_matrix():
             assert not spec.needs_coordinates, f"{spec.name} takes a matrix but refuses one"
             assert sorted(solution.routes[0]) == list(range(5))
             get_solver(spec.name, problem="tsp", nodes=5, has_coordinates=False)
+
+
+def test_ortools_offers_enough_vehicles_when_customers_do_not_pack():
+    """⌈Σd/Q⌉ = 7 here but every customer needs its own vehicle: OR-Tools was offered 9 and
+    timed out whatever the time limit (pyvrp and nearest_neighbor solved it)."""
+    xy = np.random.default_rng(1).random((12, 2))
+    inst = CVRPInstance(coords=xy, demands=[0] + [6] * 11, capacity=10)
+    solution = solve(inst, "ortools", Budget(time_limit=1.0))
+    assert solution.feasible and len(solution.routes) == 11
+
+
+def test_a_search_that_ends_without_a_solution_does_not_ask_for_more_time():
+    """Three customers of 6 with capacity 10 and two vehicles have no solution: OR-Tools'
+    ROUTING_FAIL and sil's split said 'give it more time' (sil's as a Python tuple)."""
+    from solvers.errors import NoSolutionError
+
+    inst = CVRPInstance(coords=[[0, 0], [1, 0], [0, 1], [-1, 0]], demands=[0, 6, 6, 6],
+                        capacity=10, max_vehicles=2)
+    for name in ("ortools", "sil"):
+        with pytest.raises(NoSolutionError) as exc:
+            solve(inst, name, Budget(time_limit=1.0))
+        assert not exc.value.more_time_helps and exc.value.field == "max_vehicles", name
+        assert "(" not in str(exc.value)[:2] and "more time" not in str(exc.value).replace(
+            "more time is unlikely", ""), str(exc.value)

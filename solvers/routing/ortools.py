@@ -160,6 +160,20 @@ class _Progress:
                                         "searching (OR-Tools integer cost, rescaled)"))
 
 
+def first_fit_vehicles(instance: CVRPInstance) -> int:
+    """Vehicles that first-fit decreasing packs the demands into: a count that is feasible
+    for capacity (within 11/9 of the fewest plus one)."""
+    demands = np.delete(np.asarray(instance.demands, dtype=np.int64), instance.depot)
+    remaining = np.empty(0, dtype=np.int64)
+    for d in np.sort(demands)[::-1]:
+        fits = np.flatnonzero(remaining >= d)
+        if fits.size:
+            remaining[fits[0]] -= d
+        else:
+            remaining = np.append(remaining, instance.capacity - d)
+    return int(remaining.size)
+
+
 class ORToolsSolver:
     """OR-Tools routing: PATH_CHEAPEST_ARC (or our nearest neighbour) + guided local search."""
 
@@ -243,6 +257,14 @@ class ORToolsSolver:
         search_time = clock.elapsed - build_time
         status_name = _status_name(routing.status())
         if assignment is None:
+            if status_name == "ROUTING_FAIL":  # the search ended on its own, not on time
+                capped = getattr(instance, "max_vehicles", None) is not None
+                raise NoSolutionError(
+                    f"OR-Tools' search ended without a solution (status {status_name}), so "
+                    "more time is unlikely to help"
+                    + ("; the fleet (max_vehicles) may be too small for these demands"
+                       if capped else "; try pyvrp"),
+                    field="max_vehicles" if capped else "solver", more_time_helps=False)
             raise NoSolutionError(
                 f"OR-Tools found no solution within {budget.time_limit:g} s "
                 f"(status {status_name}); give it more time"
@@ -320,10 +342,12 @@ class ORToolsSolver:
             return 1
         if instance.max_vehicles is not None:
             return instance.fleet_cap()
-        # Enough vehicles to be feasible with slack, as in our measured baseline settings.
-        v = math.ceil(1.1 * instance.min_vehicles()) + 1
-        if initial is not None:
-            v = max(v, len(initial))
+        # Enough vehicles to be feasible with slack, as in our measured baseline settings,
+        # and never fewer than a packing that fits: ⌈Σd/Q⌉ is a lower bound, not enough when
+        # customers do not pack (11 customers of demand 6, capacity 10: 11 routes, 9 offered,
+        # and OR-Tools timed out whatever the time limit).
+        packed = len(initial) if initial is not None else first_fit_vehicles(instance)
+        v = max(math.ceil(1.1 * instance.min_vehicles()) + 1, packed)
         return min(v, instance.fleet_cap())
 
     @staticmethod

@@ -117,8 +117,9 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
     cap = instance.fleet_cap()
     if len(routes) > cap:
         raise NoSolutionError(
-            solver.name, f"the split start needs {len(routes)} vehicles but max_vehicles is "
-            f"{cap}; try the pyvrp or ortools solver")
+            f"{solver.name}'s split start needs {len(routes)} vehicles but max_vehicles is "
+            f"{cap}; try the pyvrp or ortools solver", field="max_vehicles",
+            more_time_helps=False)
     cost = _euclid_cost(xy, depot, routes)
     stats["start_length"] = cost
     progress(ProgressEvent(solver.name, clock.elapsed, 0, instance.cost(routes), "start"))
