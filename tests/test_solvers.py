@@ -260,3 +260,12 @@ def test_a_search_that_ends_without_a_solution_does_not_ask_for_more_time():
         assert not exc.value.more_time_helps and exc.value.field == "max_vehicles", name
         assert "(" not in str(exc.value)[:2] and "more time" not in str(exc.value).replace(
             "more time is unlikely", ""), str(exc.value)
+
+
+def test_a_matrix_with_a_nonzero_diagonal_is_solved_by_every_matrix_solver():
+    """PyVRP refuses such a matrix: the API answered 500. No route uses the diagonal."""
+    m = np.array([[5, 1, 2], [1, 5, 1], [2, 1, 5]], dtype=float)
+    for name in ("ortools", "pyvrp", "nearest_neighbor"):
+        assert solve(TSPInstance(distance_matrix=m), name, Budget(time_limit=0.5)).cost == 4
+        cvrp = CVRPInstance(distance_matrix=m, demands=[0, 1, 1], capacity=2)
+        assert solve(cvrp, name, Budget(time_limit=0.5)).cost == 4

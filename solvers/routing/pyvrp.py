@@ -260,6 +260,9 @@ def _integer_matrix(instance: Instance, order: np.ndarray, scale: float,
                                        instance.distance)
         out[start:start + rows.size] = (np.ceil(part * scale) if round_up
                                         else np.floor(part * scale + 0.5))
+    # PyVRP refuses a matrix whose diagonal is not zero (a 500 for a user's matrix); no
+    # route uses it, so zeroing it changes nothing
+    np.fill_diagonal(out, 0)
     return out
 
 
