@@ -269,3 +269,39 @@ def test_a_matrix_with_a_nonzero_diagonal_is_solved_by_every_matrix_solver():
         assert solve(TSPInstance(distance_matrix=m), name, Budget(time_limit=0.5)).cost == 4
         cvrp = CVRPInstance(distance_matrix=m, demands=[0, 1, 1], capacity=2)
         assert solve(cvrp, name, Budget(time_limit=0.5)).cost == 4
+
+
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_neural_solvers_keep_capacities_exact_however_large(solver):
+    """Capacity 1e8+1 with demands of half of it plus one: float32 loads let two customers
+    share a vehicle (1 over capacity, feasible=False) on a plainly solvable instance."""
+    xy = np.random.default_rng(1).random((12, 2))
+    inst = CVRPInstance(coords=xy, demands=[0] + [50_000_001] * 10 + [100_000_001],
+                        capacity=100_000_001)
+    solution = solve(inst, solver, Budget(time_limit=1.0))
+    assert solution.feasible, solution.violations
+    assert len(solution.routes) == 11
+
+
+def test_the_demand_grid_is_exact_at_a_full_vehicle_and_never_rounds_down():
+    from solvers.routing.env import DEMAND_GRID, model_demands
+
+    fractions, tolerance_capacity = model_demands(np.array([0, 3, 100_000_001, 50_000_001]),
+                                                  100_000_001)
+    assert tolerance_capacity == DEMAND_GRID and fractions[0] == 0 and fractions[2] == 1.0
+    assert fractions[1] >= 3 / 100_000_001 and 2 * fractions[3] > 1.0
+    small, cap = model_demands(np.array([0, 1, 2]), 3)
+    assert cap == 3 and small.tolist() == [0, 1 / 3, 2 / 3]  # small capacities stay exact
+
+
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_neural_solvers_see_points_far_from_the_origin(solver):
+    """Points 1e9 from the origin and about 1 apart collapsed into one when cast to float32
+    before normalizing: both returned the identity tour (10.85 against 3.79)."""
+    rng = np.random.default_rng(3)
+    xy = 1e9 + rng.random((30, 2))
+    inst = TSPInstance(coords=xy, distance="exact")
+    neural = solve(inst, solver, Budget(time_limit=1.0)).cost
+    shifted = solve(TSPInstance(coords=xy - 1e9, distance="exact"), solver,
+                    Budget(time_limit=1.0)).cost
+    assert neural == pytest.approx(shifted, rel=0.02)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import torch
 
 from models.reld import DecoderCache
@@ -40,6 +41,33 @@ def normalize_coords(coords: torch.Tensor) -> torch.Tensor:
     low = coords.min(dim=1, keepdim=True).values
     span = (coords.max(dim=1, keepdim=True).values - low).amax(dim=-1, keepdim=True)
     return (coords - low) / span.clamp_min(1e-12)
+
+
+#: Capacities up to this are shown to the model as exact fractions ``demand / capacity``,
+#: with a mask tolerance of half a unit. Above it float32 loads drift by more than that
+#: (capacity 1e8: routes 1 over capacity), so demands go on a grid of ``DEMAND_GRID`` per
+#: vehicle, rounded up: a multiple of 2**-20 adds up exactly in float32, and rounding up can
+#: only forbid a fit within about 1e-4 of a full vehicle, never allow an overload.
+EXACT_CAPACITY = 2**16
+DEMAND_GRID = 2**20
+
+
+def model_demands(demands: np.ndarray, capacity: int) -> tuple[np.ndarray, float]:
+    """(each demand as a fraction of the vehicle, the capacity whose half unit is the mask's
+    tolerance), as ``rollout_cvrp`` takes them."""
+    if capacity <= EXACT_CAPACITY:
+        return np.asarray(demands, dtype=np.float64) / capacity, float(capacity)
+    # integer arithmetic: a demand equal to the capacity must stay exactly one vehicle
+    cells = [-(-int(d) * DEMAND_GRID // int(capacity)) for d in np.asarray(demands).tolist()]
+    return np.asarray(cells, dtype=np.float64) / DEMAND_GRID, float(DEMAND_GRID)
+
+
+def normalized_coords(xy: np.ndarray, device: str | torch.device = "cpu") -> torch.Tensor:
+    """``normalize_coords`` of one instance's coordinates, done in float64 before the cast to
+    the model's float32: points 1e9 from the origin and 1 apart collapsed into one when cast
+    first."""
+    return normalize_coords(torch.as_tensor(np.asarray(xy, dtype=np.float64))[None]).to(
+        device=device, dtype=torch.float32)
 
 
 @dataclass

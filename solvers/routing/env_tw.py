@@ -29,6 +29,7 @@ from solvers.routing.env import (
     Rollout,
     _choose,
     _tolerance,
+    model_demands,
     normalize_coords,
 )
 from solvers.routing.problem import CVRPTWInstance
@@ -73,9 +74,10 @@ def tw_batch(instances: Sequence[CVRPTWInstance], device: str | torch.device = "
             idx = np.concatenate(([inst.depot], np.delete(np.arange(inst.n), inst.depot)))
         xy = torch.as_tensor(inst.coords[idx], dtype=torch.float64)
         span = float((xy.max(0).values - xy.min(0).values).max().clamp_min(1e-12))
-        coords.append(normalize_coords(xy[None].float())[0])
-        demand.append(inst.demands[idx] / inst.capacity)
-        caps.append(float(inst.capacity))
+        coords.append(normalize_coords(xy[None]).float()[0])
+        fractions, mask_capacity = model_demands(inst.demands[idx], inst.capacity)
+        demand.append(fractions)
+        caps.append(mask_capacity)
         tw = inst.time_windows[idx] / span
         s = inst.service_times[idx] / span
         windows.append(tw)

@@ -39,7 +39,8 @@ from solvers.routing.env import (
     Decode,
     augment,
     cvrp_routes,
-    normalize_coords,
+    model_demands,
+    normalized_coords,
     rollout_cvrp,
     rollout_tsp,
 )
@@ -185,17 +186,16 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     cvrp = isinstance(instance, CVRPInstance)
     tw = tw_batch([instance], device) if isinstance(instance, CVRPTWInstance) else None
     fleet = instance.max_vehicles if cvrp else None  # type: ignore[union-attr]
-    coords = normalize_coords(torch.as_tensor(instance.coords, dtype=torch.float32,
-                                              device=device)[None])
+    coords = normalized_coords(instance.coords, device)
     order = np.arange(n)
     demand = capacity = None
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         order = np.concatenate(([instance.depot], np.delete(np.arange(n), instance.depot)))
         coords = coords[:, torch.as_tensor(order, device=device)]
-        demand = torch.as_tensor(instance.demands[order] / instance.capacity,
-                                 dtype=torch.float32, device=device)[None]
-        capacity = torch.tensor([float(instance.capacity)], device=device)
+        fractions, mask_capacity = model_demands(instance.demands[order], instance.capacity)
+        demand = torch.as_tensor(fractions, dtype=torch.float32, device=device)[None]
+        capacity = torch.tensor([mask_capacity], device=device)
     if tw is not None:
         coords = tw.coords
     # the last part of the time goes to the model's reconstruction of its best solution

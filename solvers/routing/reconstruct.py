@@ -44,7 +44,14 @@ import torch
 
 from solvers.base import Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.routing.check import check_cvrptw
-from solvers.routing.env import augment, cvrp_routes, normalize_coords, rollout_cvrp, rollout_path
+from solvers.routing.env import (
+    augment,
+    cvrp_routes,
+    model_demands,
+    normalize_coords,
+    rollout_cvrp,
+    rollout_path,
+)
 from solvers.routing.env_tw import TWBatch, rollout_cvrptw
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance
 
@@ -240,7 +247,7 @@ def _group_batch(instance: CVRPInstance, groups: list[list[int]], nodes: list[np
         low = real.min(0)
         span = max(float((real.max(0) - low).max()), 1e-12)
         coords[g] = (xy - low) / span
-        demand[g, :len(idx)] = instance.demands[idx] / instance.capacity
+        demand[g, :len(idx)] = model_demands(instance.demands[idx], instance.capacity)[0]
         pad[g, len(idx):] = True
         if tw:
             assert isinstance(instance, CVRPTWInstance) and matrix is not None
@@ -251,7 +258,8 @@ def _group_batch(instance: CVRPInstance, groups: list[list[int]], nodes: list[np
     t = torch.as_tensor
     xy_t = t(coords, dtype=torch.float32, device=device)
     dem_t = t(demand, dtype=torch.float32, device=device)
-    cap_t = torch.full((G,), float(instance.capacity), device=device)
+    cap_t = torch.full((G,), model_demands(instance.demands[:1], instance.capacity)[1],
+                       device=device)
     pad_t = t(pad, device=device)
     data = None
     if tw:

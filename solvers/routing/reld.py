@@ -39,7 +39,9 @@ from solvers.routing.construct import random_insertion_tour
 from solvers.routing.env import (
     augment,
     cvrp_routes,
+    model_demands,
     normalize_coords,
+    normalized_coords,
     rollout_cvrp,
     rollout_tsp,
 )
@@ -289,8 +291,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
             progress: ProgressCallback, device: str) -> tuple[list[list[int]], dict[str, Any]]:
     n = instance.n
     cvrp = isinstance(instance, CVRPInstance)
-    coords = normalize_coords(torch.as_tensor(instance.coords, dtype=torch.float32,
-                                              device=device)[None])
+    coords = normalized_coords(instance.coords, device)
     order = np.arange(n)
     demand = None
     if cvrp:
@@ -298,9 +299,9 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         # The model expects the depot at node 0.
         order = np.concatenate(([instance.depot], np.delete(np.arange(n), instance.depot)))
         coords = coords[:, torch.as_tensor(order, device=device)]
-        demand = torch.as_tensor(instance.demands[order] / instance.capacity,
-                                 dtype=torch.float32, device=device)[None]
-        capacity = torch.tensor([float(instance.capacity)], device=device)
+        fractions, mask_capacity = model_demands(instance.demands[order], instance.capacity)
+        demand = torch.as_tensor(fractions, dtype=torch.float32, device=device)[None]
+        capacity = torch.tensor([mask_capacity], device=device)
     all_starts = min(MAX_STARTS, n - 1 if cvrp else n)
     steps = decode_steps(instance)
     tsp_order = spread_starts(n, all_starts) if not cvrp else []
