@@ -305,3 +305,16 @@ def test_neural_solvers_see_points_far_from_the_origin(solver):
     shifted = solve(TSPInstance(coords=xy - 1e9, distance="exact"), solver,
                     Budget(time_limit=1.0)).cost
     assert neural == pytest.approx(shifted, rel=0.02)
+
+
+def test_pyvrp_leaves_its_start_on_small_float_cvrps():
+    """With float distances scaled to about 10^6 per edge, PyVRP's default penalty bound
+    (10^5 per unit of excess load) kept every improving move overloaded: it returned its
+    nearest-neighbour start (58 on 12 collinear customers, where 52 is optimal)."""
+    line = CVRPInstance(coords=[[i, 0] for i in range(12)], demands=[0] + [3] * 11,
+                        capacity=10)
+    assert solve(line, "pyvrp", Budget(time_limit=0.5)).cost == pytest.approx(52.0)
+    xy = np.random.default_rng(1).random((12, 2))
+    scattered = CVRPInstance(coords=xy, demands=[0] + [3] * 11, capacity=10)
+    pyvrp_cost = solve(scattered, "pyvrp", Budget(time_limit=0.5)).cost
+    assert pyvrp_cost <= solve(scattered, "ortools", Budget(time_limit=0.5)).cost + 1e-9

@@ -176,15 +176,17 @@ class PyVRPSolver:
 
 
 def load_penalty_params(instance: Instance, data: Any) -> Any:
-    """PyVRP's penalty parameters, with the penalty bound raised where a unit of excess load
-    could not outweigh a typical detour.
+    """PyVRP's penalty parameters, with the penalty bound scaled to the distances.
 
-    Float distances are scaled so the longest edge is about 10^6, and PyVRP bounds its
-    penalty per unit of excess load at 10^5: with few, far-apart customers and small loads
-    (the README's five-node CVRP) every improving move stayed overloaded, the search never
-    left its nearest-neighbour start and returned it, 22% above the optimum. The bound becomes
-    4 × the median nearest-neighbour distance per median positive demand when that is larger
-    (uniform CVRP100 and CVRPLIB files stay below 10^5: their default search is unchanged)."""
+    PyVRP bounds its penalty per unit of excess load at 10^5, a figure made for CVRPLIB's
+    distances (edges up to about 10^3). Float distances are scaled so the longest edge is
+    about 10^6, where that bound can be too low for an overload ever to cost more than the
+    detour it saves: the search never left its nearest-neighbour start (the README's
+    five-node CVRP 22% above the optimum; 12 collinear customers 58 against 52; a random
+    12-node CVRP 3% above OR-Tools). The bound is now 100 longest edges per smallest positive
+    demand when that is larger. Measured at 2 s: neutral on uniform CVRP100 (24 instances,
+    +0.08% mean, better on 10, worse on 10), on the six Solomon files (identical costs) and
+    on X-n101-k25 (bound 1.4·10^5 there, the same cost)."""
     import pyvrp
 
     default = pyvrp.PenaltyParams()
@@ -193,14 +195,8 @@ def load_penalty_params(instance: Instance, data: Any) -> Any:
     demands = instance.demands[instance.demands > 0]
     if demands.size == 0:
         return default
-    dist = np.asarray(data.distance_matrix(0))
-    nearest = np.empty(instance.n, dtype=np.float64)
-    block = max(1, 2_000_000 // instance.n)
-    for start in range(0, instance.n, block):
-        rows = dist[start:start + block].astype(np.float64)
-        rows[np.arange(rows.shape[0]), np.arange(start, start + rows.shape[0])] = np.inf
-        nearest[start:start + rows.shape[0]] = rows.min(axis=1)
-    bound = 4 * float(np.median(nearest)) / float(np.median(demands))
+    longest = float(np.asarray(data.distance_matrix(0)).max())
+    bound = 100 * longest / float(demands.min())
     if not math.isfinite(bound) or bound <= default.max_penalty:
         return default
     return pyvrp.PenaltyParams(max_penalty=bound)
