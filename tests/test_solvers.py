@@ -318,3 +318,23 @@ def test_pyvrp_leaves_its_start_on_small_float_cvrps():
     scattered = CVRPInstance(coords=xy, demands=[0] + [3] * 11, capacity=10)
     pyvrp_cost = solve(scattered, "pyvrp", Budget(time_limit=0.5)).cost
     assert pyvrp_cost <= solve(scattered, "ortools", Budget(time_limit=0.5)).cost + 1e-9
+
+
+def test_a_coordinate_solver_warns_when_the_matrix_is_another_geometry():
+    """Given coordinates and a matrix, reld, polynet, ils and sil search on the coordinates
+    while the cost is the matrix's: on an unrelated matrix they optimized another objective
+    without a word (42.78 against 20.87)."""
+    rng = np.random.default_rng(0)
+    xy = rng.random((12, 2)) * 10
+    euclid = np.hypot(*(xy[:, None] - xy[None]).transpose(2, 0, 1))
+    other = rng.random((12, 12)) * 10
+    np.fill_diagonal(other, 0)
+    warned = solve(TSPInstance(coords=xy, distance_matrix=other), "ils", Budget(time_limit=0.3))
+    assert "another objective" in warned.stats["warning"]
+    assert warned.stats["coordinates_mismatch"] > 0.3
+    rounded = solve(TSPInstance(coords=xy, distance_matrix=np.round(euclid * 100)), "ils",
+                    Budget(time_limit=0.3))
+    assert "warning" not in rounded.stats  # the same geometry in other units
+    matrix_solver = solve(TSPInstance(coords=xy, distance_matrix=other), "ortools",
+                          Budget(time_limit=0.3))
+    assert "warning" not in matrix_solver.stats

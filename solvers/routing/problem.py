@@ -115,6 +115,25 @@ class RoutingInstance:
         self.node_ids = _validate_ids(node_ids, n)
         self._tree: Any = None
 
+    def coordinates_mismatch(self, samples: int = 100_000) -> float | None:
+        """How far an explicit matrix is from its coordinates' straight-line distances, at
+        the best scale: mean |m − c·e| / mean m over sampled pairs (0 when the matrix is
+        Euclidean, a few 0.1% when rounded). None unless both are given. Solvers that read
+        only the coordinates would optimize another objective when it is large."""
+        if self.matrix is None or self.coords is None:
+            return None
+        rng = np.random.default_rng(0)
+        a = rng.integers(0, self.n, samples)
+        b = rng.integers(0, self.n, samples)
+        keep = a != b
+        a, b = a[keep], b[keep]
+        m = self.matrix[a, b].astype(np.float64)
+        e = coordinate_distance(self.coords[a], self.coords[b], "exact")
+        if m.size == 0 or float(m.mean()) <= 0:
+            return None if m.size == 0 else float(e.mean() > 0)
+        c = float((m * e).sum() / max(float((e * e).sum()), 1e-300))  # least squares
+        return float(np.abs(m - c * e).mean() / m.mean())
+
     # -- distances -----------------------------------------------------------------------
     def edge_lengths(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Length of each edge a[k] -> b[k] under the instance's convention."""

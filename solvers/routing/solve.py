@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from solvers.base import Budget, ProgressCallback, get_solver, no_progress
+from solvers.base import Budget, ProgressCallback, get_solver, get_spec, no_progress
 from solvers.errors import CosolveError
 from solvers.routing.problem import Instance, Solution
 
@@ -22,7 +22,24 @@ def solve(
     impl = get_solver(solver, problem=instance.problem, nodes=instance.n,
                       time_limit=budget.time_limit,
                       has_coordinates=instance.coords is not None)
-    return impl.solve(instance, budget, progress)
+    solution = impl.solve(instance, budget, progress)
+    if get_spec(solver).needs_coordinates:
+        mismatch = instance.coordinates_mismatch()
+        if mismatch is not None and mismatch > MISMATCH_WARNING:
+            # its cost is the matrix's, but it searched on the coordinates' geometry
+            solution.stats["warning"] = (
+                f"{solver} reads only the coordinates, and this instance's distance_matrix "
+                f"differs from their straight-line distances by {100 * mismatch:.0f}% on "
+                "average: it optimized another objective (the cost shown is the matrix's). "
+                "ortools, pyvrp and nearest_neighbor use the matrix.")
+            solution.stats["coordinates_mismatch"] = round(mismatch, 4)
+    return solution
+
+
+#: Above this mean relative difference between an explicit matrix and the coordinates'
+#: straight-line distances (at the best scale), a solver that reads only the coordinates
+#: says so in its solution: rounding and a unit change stay far below it.
+MISMATCH_WARNING = 0.05
 
 
 def gap_percent(cost: float, reference: float | None) -> float | None:
