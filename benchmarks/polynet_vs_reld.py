@@ -1,12 +1,12 @@
 """PolyNet against ReLD at equal wall time, on more instances than benchmarks.polynet runs.
 
 The question of issue 8 ("better than ReLD at equal time") comes down to differences of a
-tenth of a percent, which 32 instances cannot separate from the instance draw. This runs the
-two solvers alone (no OR-Tools, no CVRPTW: ReLD does not model windows) on the first
-``--count`` instances of ``benchmarks.reld``'s uniform TSP100 and CVRP100 sets (seed
-20260101, the same instances and cached PyVRP references as benchmarks/polynet.py), at each
+tenth of a percent, which 32 instances cannot separate from the instance draw. This runs
+PolyNet and one opponent alone on the first ``--count`` instances of each set, at each
 ``--limits`` time limit, order rotated per instance, and reports the paired difference with a
-95% bootstrap interval.
+95% bootstrap interval. TSP100 and CVRP100: ReLD, on ``benchmarks.reld``'s uniform sets (seed
+20260101, the instances and cached PyVRP references of benchmarks/polynet.py). CVRPTW100:
+OR-Tools, as ReLD does not model windows, on benchmarks/polynet.py's generated instances.
 
     python -m benchmarks.polynet_vs_reld --count 128 --limits 4
         # → benchmarks/results/polynet_vs_reld.md
@@ -21,11 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.polynet import RESULTS, _gap_cells, _paired, _wins, run_all
+from benchmarks.cvrptw import RANDOM_SEED_BASE
+from benchmarks.polynet import RESULTS, _gap_cells, _paired, _wins, run_all, tw_references
 from benchmarks.reld import SEED, references, uniform
 from benchmarks.routing import machine_info
+from training.instances import cvrptw_instance
 
-SOLVERS = ["polynet", "reld"]
+SOLVERS = ["polynet", "reld"]  # whose weights the report lists
+OPPONENT = {"tsp": "reld", "cvrp": "reld", "cvrptw": "ortools"}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -34,7 +37,7 @@ def _weights_lines() -> list[str]:
     return [f"- Weights `{e['file']}`: {e['training_steps']} steps, {e['cpu_minutes']} CPU "
             f"min; validation gap {e['validation']['gap_percent']}%"
             for e in manifest.get("checkpoints", [])
-            if e.get("solver") in SOLVERS and e.get("problem") in ("tsp", "cvrp")]
+            if e.get("solver") in SOLVERS]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--count: the sets hold 128 instances; give 2 to 128")
     limits = [float(v) for v in args.limits.split(",") if v]
     problems = [p for p in args.problems.split(",") if p]
-    if not limits or any(p not in ("tsp", "cvrp") for p in problems):
-        parser.error("--limits: at least one; --problems: tsp and/or cvrp")
+    if not limits or any(p not in OPPONENT for p in problems):
+        parser.error("--limits: at least one; --problems: any of tsp, cvrp, cvrptw")
     started = datetime.now(UTC).isoformat(timespec="seconds")
     info = machine_info()
     lines = ["# PolyNet against ReLD at equal time", "",
@@ -63,25 +66,32 @@ def main(argv: list[str] | None = None) -> int:
              f"{SEED}); reference PyVRP at 2 s (TSP) / 4 s (CVRP), cached; solver seed 0; "
              "the two solvers one after the other, order rotated per instance.",
              *_weights_lines(), "",
-             "Cost difference: polynet's cost minus reld's, in % of reld's, mean over the "
-             "instances with a 95% bootstrap interval (negative: polynet better).", "",
-             "| set | time limit (s) | polynet gap % | reld gap % | polynet vs reld w/t/l "
-             "| polynet − reld % [95% CI] |", "|---|---:|---:|---:|---:|---:|"]
+             "Cost difference: polynet's cost minus the opponent's, in % of the opponent's, "
+             "mean over the instances both solved feasibly, with a 95% bootstrap interval "
+             "(negative: polynet better). Gaps are to PyVRP (TSP 2 s, CVRP and CVRPTW 4 s).",
+             "", "| set | opponent | time limit (s) | polynet gap % | opponent gap % "
+             "| polynet vs opponent w/t/l | polynet − opponent % [95% CI] |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     records: dict[str, Any] = {}
     for problem in problems:
-        full = uniform(problem, 100, 128, SEED)
-        sets, refs = full[:args.count], references(problem, full, SEED)[:args.count]
+        other = OPPONENT[problem]
+        if problem == "cvrptw":
+            sets = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101) for k in range(args.count)]
+            refs = tw_references(sets)
+        else:
+            full = uniform(problem, 100, 128, SEED)
+            sets, refs = full[:args.count], references(problem, full, SEED)[:args.count]
         for limit in limits:
             print(f"{problem}100 at {limit:g} s ...", file=sys.stderr, flush=True)
-            rows = run_all(sets, SOLVERS, limit)
+            rows = run_all(sets, ["polynet", other], limit)
             records[f"{problem}@{limit:g}"] = {
                 s: [{k: v for k, v in r.items() if k != "stats"} for r in rows[s]]
-                for s in SOLVERS}
-            gaps = {s: _gap_cells(rows[s], refs)[1] for s in SOLVERS}
-            lines.append(f"| {problem.upper()}100 ×{args.count} | {limit:g} | "
-                         f"{gaps['polynet']} | {gaps['reld']} | "
-                         f"{_wins(rows['polynet'], rows['reld'])} | "
-                         f"{_paired(rows['polynet'], rows['reld'])} |")
+                for s in rows}
+            gaps = {s: _gap_cells(rows[s], refs)[1] for s in rows}
+            lines.append(f"| {problem.upper()}100 ×{args.count} | {other} | {limit:g} | "
+                         f"{gaps['polynet']} | {gaps[other]} | "
+                         f"{_wins(rows['polynet'], rows[other])} | "
+                         f"{_paired(rows['polynet'], rows[other])} |")
             print(lines[-1], file=sys.stderr, flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
