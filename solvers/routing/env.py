@@ -52,14 +52,20 @@ EXACT_CAPACITY = 2**16
 DEMAND_GRID = 2**20
 
 
+def mask_capacity(capacity: int) -> float:
+    """The capacity ``rollout_cvrp`` is given for ``capacity``: its half unit is the mask's
+    tolerance (the grid's, above ``EXACT_CAPACITY``)."""
+    return float(capacity) if capacity <= EXACT_CAPACITY else float(DEMAND_GRID)
+
+
 def model_demands(demands: np.ndarray, capacity: int) -> tuple[np.ndarray, float]:
-    """(each demand as a fraction of the vehicle, the capacity whose half unit is the mask's
-    tolerance), as ``rollout_cvrp`` takes them."""
+    """(each demand as a fraction of the vehicle, ``mask_capacity(capacity)``), as
+    ``rollout_cvrp`` takes them."""
     if capacity <= EXACT_CAPACITY:
-        return np.asarray(demands, dtype=np.float64) / capacity, float(capacity)
+        return np.asarray(demands, dtype=np.float64) / capacity, mask_capacity(capacity)
     # integer arithmetic: a demand equal to the capacity must stay exactly one vehicle
     cells = [-(-int(d) * DEMAND_GRID // int(capacity)) for d in np.asarray(demands).tolist()]
-    return np.asarray(cells, dtype=np.float64) / DEMAND_GRID, float(DEMAND_GRID)
+    return np.asarray(cells, dtype=np.float64) / DEMAND_GRID, mask_capacity(capacity)
 
 
 def normalized_coords(xy: np.ndarray, device: str | torch.device = "cpu") -> torch.Tensor:

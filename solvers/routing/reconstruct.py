@@ -47,6 +47,7 @@ from solvers.routing.check import check_cvrptw
 from solvers.routing.env import (
     augment,
     cvrp_routes,
+    mask_capacity,
     model_demands,
     normalize_coords,
     rollout_cvrp,
@@ -258,8 +259,7 @@ def _group_batch(instance: CVRPInstance, groups: list[list[int]], nodes: list[np
     t = torch.as_tensor
     xy_t = t(coords, dtype=torch.float32, device=device)
     dem_t = t(demand, dtype=torch.float32, device=device)
-    cap_t = torch.full((G,), model_demands(instance.demands[:1], instance.capacity)[1],
-                       device=device)
+    cap_t = torch.full((G,), mask_capacity(instance.capacity), device=device)
     pad_t = t(pad, device=device)
     data = None
     if tw:
