@@ -51,7 +51,6 @@ from solvers.routing.io import (
     sol_text_for,
     tour_text_for,
 )
-from solvers.routing.problem import Instance
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
 
@@ -195,19 +194,19 @@ def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -
 
 
 def recheck_done(data: bytes, filename: str, out: Path, stem: str,
-                 payload: dict[str, Any]) -> Instance | None:
+                 payload: dict[str, Any]) -> bool:
     """A saved solution is reported again only after the independent checker passes its
     routes on the input as it is now and its cost is recomputed to the saved one (an edited
     ``<stem>.json`` is solved again). A missing or edited ``.tour``/``.sol`` is written again
-    from the checked routes. The instance when all holds, else None."""
+    from the checked routes. True when all holds."""
     try:
         instance = parse_instance_bytes(data, filename)
         routes = [[int(v) for v in r] for r in payload["routes"]]
         if payload.get("problem") != instance.problem or check_solution(instance, routes):
-            return None
+            return False
         cost = instance.cost(routes)
         if not math.isclose(cost, float(payload["cost"]), rel_tol=1e-9, abs_tol=1e-9):
-            return None
+            return False
         name, text = solution_file(stem, instance.problem, payload)
         try:
             current = (out / name).read_text(encoding="utf-8")
@@ -216,8 +215,8 @@ def recheck_done(data: bytes, filename: str, out: Path, stem: str,
         if current != text:
             _atomic_write(out / name, text)
     except Exception:  # whatever is wrong with what a previous run left, solve again
-        return None
-    return instance
+        return False
+    return True
 
 
 # -- preparing ---------------------------------------------------------------------------
@@ -316,7 +315,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             continue
         row.input_sha256 = hashlib.sha256(data).hexdigest()
         done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256))
-        if done is not None and recheck_done(data, path.name, out, stem, done) is not None:
+        if done is not None and recheck_done(data, path.name, out, stem, done):
             owners[stem] = path.name
             row.state = ALREADY_SOLVED
             row.problem = done.get("problem")
