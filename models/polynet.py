@@ -96,6 +96,30 @@ class PolyNetModel(ReLDModel):
         assert not unexpected and all(k.startswith("poly.") for k in missing), missing
         return model.to(next(parent.parameters()).device)
 
+    def single_strategy(self, strategy: int) -> PolyNetModel:
+        """A one-strategy copy (K=1) that decodes exactly as strategy ``strategy`` does here.
+
+        With z fixed, W₁·[g; z] + b₁ = W₁ᵍ·g + (b₁ + W₁ᶻ·z): the strategy folds into the
+        block's bias, leaving a plain residual layer on the query. This is the
+        single-strategy model of PolyNet's ablation: the ``reld`` solver's CVRPTW model starts
+        from it (ReLD itself has no time windows)."""
+        K = self.config.strategies
+        if not 0 <= strategy < K:
+            raise ValueError(f"strategy {strategy} is not in 0..{K - 1}")
+        config = replace(self.config, strategies=1)
+        single = type(self)(config).to(next(self.parameters()).device)
+        state = {k: v.clone() for k, v in self.state_dict().items()}
+        d = self.config.dim
+        first = state["poly.0.weight"]
+        z = strategy_bits(K, device=first.device)[strategy]
+        state["poly.0.bias"] = state["poly.0.bias"] + first[:, d:] @ z
+        weight = torch.zeros(first.shape[0], d + config.bits, dtype=first.dtype,
+                             device=first.device)
+        weight[:, :d] = first[:, :d]
+        state["poly.0.weight"] = weight
+        single.load_state_dict(state)
+        return single.train(self.training)
+
     def encode(self, coords: torch.Tensor, demand: torch.Tensor | None = None,
                times: torch.Tensor | None = None,
                pad: torch.Tensor | None = None) -> DecoderCache:

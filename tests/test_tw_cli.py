@@ -48,5 +48,5 @@ def test_bad_window_and_wrong_solver_are_input_errors(tmp_path):
     result = runner.invoke(app, ["solve", str(bad), "--solver", "ortools"])
     assert result.exit_code == 2 and "time_windows[1]" in result.stderr, result.stderr
     result = runner.invoke(app, ["solve", str(SOLOMON / "C101.100.10.vrptw"), "--solver",
-                                 "reld", "--time-limit", "1"])
+                                 "sil", "--time-limit", "1"])
     assert result.exit_code == 2 and "--solver" in result.stderr, result.stderr

@@ -47,9 +47,10 @@ def c101() -> CVRPTWInstance:
 def test_registry_says_who_solves_cvrptw():
     names = {s.name for s in specs_for("cvrptw")}
     assert {"ortools", "pyvrp", "nearest_neighbor"} <= names
-    assert "reld" not in names  # trained without windows: refused, not silently wrong
+    assert {"reld", "polynet"} <= names
+    assert "sil" not in names  # trained without windows: refused, not silently wrong
     with pytest.raises(ProblemMismatchError):
-        solve(load_instance(C101), "reld", Budget(time_limit=1))
+        solve(load_instance(C101), "sil", Budget(time_limit=1))
 
 
 @pytest.mark.parametrize(("solver", "path", "best", "within"),
@@ -231,6 +232,15 @@ def test_route_elimination_leaves_what_cannot_merge():
     routes = [[1], [2], [3]]
     assert eliminate_routes(inst, routes, 2, time.perf_counter() + 1.0) == routes
     assert eliminate_routes(inst, [[3], [1, 2]], 2, time.perf_counter() + 1.0) == [[3], [1, 2]]
+
+
+def test_reld_solves_cvrptw_with_its_one_strategy_model():
+    """ReLD has no windows of its own: the reld solver's CVRPTW model is PolyNet's reduced to
+    one strategy, searched from distinct forced first customers."""
+    sol = solve(load_instance(C101), "reld", Budget(time_limit=1.5, seed=0))
+    assert sol.feasible and sol.solver == "reld" and sol.stats["strategies"] == 1
+    assert sol.stats["strategies_per_pass"] > 1  # starts, not one trajectory per strategy
+    assert sol.cost < 1.05 * C101_BEST and sol.wall_time < 2.0
 
 
 def test_polynet_mends_r101s_fleet_and_keeps_time_to_reconstruct():

@@ -80,13 +80,15 @@ PROBLEMS = ("tsp", "cvrp", "cvrptw")
 TW_REFERENCE = ("pyvrp", 2.0)
 
 
-def checkpoint_path(problem: str) -> Path:
-    return WEIGHTS / f"polynet_{problem}.pt"
+def checkpoint_path(problem: str, single: bool = False) -> Path:
+    """The shipped checkpoint; ``single``: the one-strategy CVRPTW model of the ``reld``
+    solver (see ``--single``)."""
+    return WEIGHTS / (f"reld_{problem}.pt" if single else f"polynet_{problem}.pt")
 
 
-def shipped_gap(problem: str, description: str) -> float | None:
+def shipped_gap(problem: str, description: str, single: bool = False) -> float | None:
     """The validation gap recorded for the shipped checkpoint on the set ``description``."""
-    return recorded_gap(checkpoint_path(problem), description)
+    return recorded_gap(checkpoint_path(problem, single), description)
 
 
 def load_checkpoint(path: Path, device: str = "cpu") -> tuple[PolyNetModel, dict[str, Any]]:
@@ -98,20 +100,23 @@ def load_checkpoint(path: Path, device: str = "cpu") -> tuple[PolyNetModel, dict
 
 
 def update_manifest(problem: str, sha: str, model: PolyNetModel, state: TrainState,
-                    validation: dict[str, Any], parent: str) -> None:
+                    validation: dict[str, Any], parent: str, single: bool = False) -> None:
     """Replace this checkpoint's MANIFEST.json entry, keeping every other entry."""
-    manifest.replace_entry(manifest_entry(problem, sha, model, state, validation, parent),
-                           MANIFEST)
+    manifest.replace_entry(manifest_entry(problem, sha, model, state, validation, parent,
+                                          single), MANIFEST)
 
 
 def manifest_entry(problem: str, sha: str, model: PolyNetModel, state: TrainState,
-                   validation: dict[str, Any], parent: str) -> dict[str, Any]:
+                   validation: dict[str, Any], parent: str,
+                   single: bool = False) -> dict[str, Any]:
+    name = ("ReLD for CVRPTW: the single-strategy PolyNet decoder (one strategy folded into "
+            "a fixed residual layer on the query)" if single else "PolyNet on ReLD")
     return {
-        "file": checkpoint_path(problem).name,
+        "file": checkpoint_path(problem, single).name,
         "sha256": sha,
-        "solver": "polynet",
+        "solver": "reld" if single else "polynet",
         "problem": problem,
-        "architecture": {"model": "PolyNet on ReLD", **model.config.to_dict()},
+        "architecture": {"model": name, **model.config.to_dict()},
         "warm_start": parent,
         "training_steps": state.steps,
         "phases": state.phases,
@@ -122,6 +127,8 @@ def manifest_entry(problem: str, sha: str, model: PolyNetModel, state: TrainStat
 
 
 # -- validation: the solver's greedy pass, one symmetry -------------------------------------
+#: Greedy trajectories per validation instance for a model with fewer strategies than this.
+GREEDY_TRAJECTORIES = 128
 SOLOMON_VALIDATION_COUNT = 36  # six per family
 
 
@@ -194,8 +201,10 @@ def greedy_lengths(model: PolyNetModel, problem: str, coords: torch.Tensor,
     spread nodes (else all at node 0); CVRP strategies also take the K most likely first
     customers (else each picks its own)."""
     B, N, _ = coords.shape
-    K = model.config.strategies
-    z = strategy_bits(K, device=coords.device)
+    # a one-strategy model (the ``reld`` solver's CVRPTW) decodes as many trajectories as
+    # PolyNet, so the two gaps compare
+    K = max(model.config.strategies, GREEDY_TRAJECTORIES)
+    z = strategy_bits(model.config.strategies, K, device=coords.device)
     if problem == "tsp":
         start = tsp_starts(N, K, coords.device) if spread else torch.zeros(
             K, dtype=torch.long, device=coords.device)
@@ -318,6 +327,32 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
     return loss, stats
 
 
+def pomo_loss(model: PolyNetModel, batch: int, trajectories: int, sizes: tuple[int, int],
+              rng: np.random.Generator, device: str, solomon_share: float = 0.0,
+              ) -> tuple[torch.Tensor, dict[str, float]]:
+    """POMO REINFORCE on CVRPTW for the one-strategy model (``--single``; best-of-K has no
+    signal with K=1): ``trajectories`` samples per instance from the depot, each weighted
+    by its length minus their mean (the shared baseline ReLD trains with); batches drawn as
+    in ``poly_loss``."""
+    n = int(rng.integers(sizes[0], sizes[1] + 1))
+    if solomon_share and rng.random() < solomon_share:
+        tw = tw_batch([solomon_like_cvrptw(rng, n) for _ in range(batch)], device)
+    else:
+        tw = tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
+    z = strategy_bits(model.config.strategies, trajectories, device=device)
+    with torch.no_grad():
+        sampled = rollout_cvrptw(model, tw, trajectories, decode="sample", strategy=z)
+    seqs = torch.cat([torch.zeros(batch, trajectories, 1, dtype=torch.long, device=device),
+                      sampled.actions], dim=-1)
+    log_p = sequence_log_prob(model, encode_tw(model, tw), replay_cvrptw(tw, seqs), strategy=z)
+    lengths = sampled.lengths.float()
+    advantage = lengths - lengths.mean(dim=1, keepdim=True)
+    loss = (advantage * log_p).mean()
+    stats = {"best": float(lengths.min(dim=1).values.mean()), "mean": float(lengths.mean()),
+             "winners": 1.0}
+    return loss, stats
+
+
 TWLabels = dict[int, list[tuple[CVRPTWInstance, list[list[int]]]]]
 
 
@@ -393,10 +428,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     device = args.device
     torch.manual_seed(args.seed)
     np_rng = np.random.default_rng(args.seed)
-    out = Path(args.out) if args.out else checkpoint_path(args.problem)
+    shipped = checkpoint_path(args.problem, args.single)
+    out = Path(args.out) if args.out else shipped
     shortened = args.val_count < VALIDATION_COUNT and (args.problem != "cvrptw"
                                                       or args.val_set == "uniform")
-    if shortened and out == checkpoint_path(args.problem):
+    if shortened and out == shipped:
         # the shipped gap and its manifest entry are on the whole validation set (only the
         # uniform sets are ever shortened)
         raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
@@ -405,10 +441,12 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     # The latest state (resumed first) lives in var/checkpoints/ for the shipped checkpoint,
     # beside the checkpoint for an experiment.
     latest = (REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
-              if out == checkpoint_path(args.problem) else out.with_suffix(".last.pt"))
+              if out == shipped else out.with_suffix(".last.pt"))
     claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
     # CVRPTW has no ReLD parent of its own: it starts from the CVRP one (time columns zero).
+    # The one-strategy model (--single) starts as one strategy of the PolyNet CVRPTW model.
     parent = Path(args.parent) if args.parent else WEIGHTS / (
+        "polynet_cvrptw.pt" if args.single else
         "reld_cvrp.pt" if args.problem == "cvrptw" else f"reld_{args.problem}.pt")
     # On a fresh clone there is no latest state: continue from the shipped checkpoint, so every
     # minute of training adds to it (as training.reld does).
@@ -419,6 +457,15 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         np_rng = np.random.default_rng([args.seed, state.steps])
         print(f"resuming {source}: {state.steps} steps, {state.cpu_minutes:.1f} CPU min, "
               f"{state.gpu_minutes:.1f} GPU min, best gap {state.best_gap}", flush=True)
+    elif args.single:
+        polynet, polynet_ckpt = load_checkpoint(parent, device)
+        model = polynet.single_strategy(args.collapse_strategy)
+        # the lineage's training so far is the PolyNet model's: its steps and minutes count
+        lineage = TrainState(**polynet_ckpt["train"])
+        ckpt, state = {}, TrainState(steps=lineage.steps, cpu_minutes=lineage.cpu_minutes,
+                                     gpu_minutes=lineage.gpu_minutes,
+                                     phases=dict(lineage.phases or {}))
+        print(f"warm start from strategy {args.collapse_strategy} of {parent}", flush=True)
     else:
         reld, _ = load_reld(parent, device)
         model = PolyNetModel.from_reld(reld, args.strategies, args.poly_hidden, args.problem)
@@ -455,8 +502,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         state.best_gap = None
     reference = str(val["reference"])
     to_beat = None
-    if out == checkpoint_path(args.problem) and out.exists():
-        to_beat = shipped_gap(args.problem, description)
+    if out == shipped and out.exists():
+        to_beat = shipped_gap(args.problem, description, args.single)
         if to_beat is None:  # validated on another set: measure it on this one first
             to_beat = validate(load_checkpoint(out, device)[0], args.problem, val,
                                device)["spread"]
@@ -483,7 +530,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 "cvrp": "greedy, one solution per strategy (K={k}) with distinct forced first "
                         "customers, no augmentation"}
     decoding["cvrptw"] = decoding["cvrp"]
-    decoding = decoding[args.problem].format(k=args.strategies)
+    decoding = decoding[args.problem].format(k=model.config.strategies)
+    if args.single:
+        decoding = (f"greedy, {GREEDY_TRAJECTORIES} trajectories of the one strategy with "
+                    "distinct forced first customers, no augmentation")
 
     def evaluate() -> None:
         nonlocal last_eval, to_beat
@@ -526,7 +576,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             if to_beat is not None:
                 to_beat = gap
             sha = save_checkpoint(out, model, None, state, {"validation_set": description})
-            if out == checkpoint_path(args.problem):
+            if out == shipped:
                 parts = {k[len("spread_"):]: round(v, 3) for k, v in gaps.items()
                          if k.startswith("spread_")}
                 update_manifest(args.problem, sha, model, state, {
@@ -536,12 +586,16 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                     "reference": reference, **confirmation,
                     "last_run": (f"--phase {args.phase} --lr {args.lr:g} --poly-lr "
                                  f"{args.poly_lr:g}" + (" --reparent" if args.reparent else "")
+                                 + (f" --single --trajectories {args.trajectories}"
+                                    if args.single else "")
                                  + (f" --solomon-share {args.solomon_share:g}"
                                     if args.solomon_share else "")
                                  + (" (ReLD parent frozen: only the strategy block learns)"
                                     if args.lr == 0 else ""))},
-                    parent.name + (" (CVRP parent, time-feature columns zero)"
-                                   if args.problem == "cvrptw" else ""))
+                    parent.name + (
+                        f" (strategy {args.collapse_strategy}, folded)" if args.single
+                        else " (CVRP parent, time-feature columns zero)"
+                        if args.problem == "cvrptw" else ""), args.single)
 
     labels = (load_tw_labels([Path(p) for p in args.labels.split(",")])
               if args.labels else None)
@@ -556,6 +610,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 loss, stats = tw_imitation_loss(model, args.batch, args.variants,
                                                 (args.min_n, args.max_n), np_rng, device,
                                                 labels)
+            elif args.phase == "pomo":
+                loss, stats = pomo_loss(model, args.batch, args.trajectories,
+                                        (args.min_n, args.max_n), np_rng, device,
+                                        args.solomon_share)
             else:
                 loss, stats = poly_loss(model, args.problem, args.batch,
                                         (args.min_n, args.max_n), np_rng, device,
@@ -581,8 +639,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--strategies", type=int, default=128)
     parser.add_argument("--poly-hidden", type=int, default=256)
-    parser.add_argument("--phase", choices=["best_of_k", "imitation"], default="best_of_k",
-                        help="imitation: CVRPTW bootstrap on expert routes (see --labels)")
+    parser.add_argument("--phase", choices=["best_of_k", "imitation", "pomo"],
+                        default=None,
+                        help="imitation: CVRPTW bootstrap on expert routes (see --labels); "
+                        "pomo: the one-strategy model's REINFORCE (default with --single; "
+                        "else best_of_k)")
+    parser.add_argument("--single", action="store_true",
+                        help="CVRPTW: train the reld solver's model (weights/reld_cvrptw.pt), "
+                        "one strategy of the PolyNet CVRPTW model (--collapse-strategy) "
+                        "trained on by POMO")
+    parser.add_argument("--collapse-strategy", type=int, default=1,
+                        help="--single, first run: the PolyNet strategy it starts from")
+    parser.add_argument("--trajectories", type=int, default=16,
+                        help="samples per instance (pomo)")
     parser.add_argument("--labels",
                         help="expert CVRPTW labels for the imitation phase: .npz files from "
                         "training.instances cvrptw / cvrptw-solomon, comma-separated (default: "
@@ -591,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="route orders per instance (imitation)")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--solomon-share", type=float, default=0.0,
-                        help="CVRPTW best-of-K: share of batches drawn like Solomon's six "
+                        help="CVRPTW best-of-K or pomo: share of batches drawn like Solomon's six "
                         "families (wide type-2 windows, clusters) instead of random_cvrptw")
     parser.add_argument("--min-n", type=int, default=60)
     parser.add_argument("--max-n", type=int, default=100)
@@ -615,14 +684,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the trained strategy block, swap in the current ReLD parent "
                         "(after the parent improved; TSP and CVRP)")
     args = parser.parse_args(argv)
+    if args.phase is None:
+        args.phase = "pomo" if args.single else "best_of_k"
+    if args.single and args.problem != "cvrptw":
+        parser.error("--single trains the reld solver's CVRPTW model (TSP and CVRP have "
+                     "training.reld)")
+    if (args.phase == "pomo") != args.single:
+        parser.error("--phase pomo goes with --single (a one-strategy model), and only with it")
+    if args.single and args.reparent:
+        parser.error("--reparent is for TSP and CVRP PolyNets")
     if args.reparent and (args.problem == "cvrptw" or args.fresh):
         parser.error("--reparent needs a trained TSP or CVRP PolyNet (CVRPTW's parent has "
                      "other input columns; --fresh has no strategy block to keep)")
     if args.phase == "imitation" and args.problem != "cvrptw":
         parser.error("--phase imitation is the CVRPTW bootstrap (TSP and CVRP start from ReLD)")
-    if args.solomon_share and (args.problem != "cvrptw" or args.phase != "best_of_k"
+    if args.solomon_share and (args.problem != "cvrptw" or args.phase == "imitation"
                                or not 0 <= args.solomon_share <= 1):
-        parser.error("--solomon-share is a share in [0, 1] of CVRPTW best-of-K batches")
+        parser.error("--solomon-share is a share in [0, 1] of CVRPTW best-of-K or pomo batches")
     torch.set_num_threads(args.threads)
     print(json.dumps(train(args)))
     return 0

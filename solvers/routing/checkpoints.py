@@ -18,7 +18,8 @@ class CheckpointCache:
     """``get(problem, device)`` returns the loaded model, loading it at most once."""
 
     def __init__(self, solver: str, path_for: Callable[[str], Path],
-                 load: Callable[[Path, str], Any], train_command: str) -> None:
+                 load: Callable[[Path, str], Any],
+                 train_command: str | Callable[[str], str]) -> None:
         self.solver = solver
         self.path_for = path_for
         self.load = load
@@ -32,9 +33,11 @@ class CheckpointCache:
             if key not in self._models:
                 path = self.path_for(problem)
                 if not path.exists():
+                    command = (self.train_command(problem) if callable(self.train_command)
+                               else f"{self.train_command} {problem}")
                     raise SolverUnavailableError(
                         self.solver, f"weights/{path.name} is missing; train it with "
-                        f"`{self.train_command} {problem}`")
+                        f"`{command}`")
                 model = self.load(path, device)
                 model.eval()
                 self._models[key] = model

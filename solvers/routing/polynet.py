@@ -180,7 +180,10 @@ def _repair(instance: Instance, seq: list[int] | None, order: np.ndarray, clock:
 def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Clock,
             progress: ProgressCallback, device: str,
             max_solutions: int | None,
-            fill_share: float = FILL_SHARE) -> tuple[list[list[int]], dict[str, Any]]:
+            fill_share: float = FILL_SHARE, trajectories: int | None = None,
+            solver: str = "polynet") -> tuple[list[list[int]], dict[str, Any]]:
+    """The search above; ``trajectories``: greedy trajectories per pass when not one per
+    strategy (the ``reld`` solver's one-strategy CVRPTW model: its start count)."""
     n = instance.n
     K = model.config.strategies
     cvrp = isinstance(instance, CVRPInstance)
@@ -207,7 +210,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         return max(0.0, clock.remaining - reserve)
 
     steps = decode_steps(instance)
-    m, together = plan(n, K, left(), steps)
+    m, together = plan(n, trajectories or K, left(), steps)
     sample_size = m * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
     best_len, best_seq, best_info, best_excess = math.inf, None, {}, math.inf
@@ -335,7 +338,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             small = 2 * count < largest_round
             sample_scale = max(sample_scale, measured) if small else measured
             largest_round = max(largest_round, count)
-        progress(ProgressEvent("polynet", clock.elapsed, passes, None,
+        progress(ProgressEvent(solver, clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None
     rebuilt: dict[str, Any] = {}
@@ -343,7 +346,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
                                                        clock.remaining, budget.seed,
                                                        strategies=strategy_bits(K, device=device),
-                                                       progress=progress, solver="polynet",
+                                                       progress=progress, solver=solver,
                                                        slowdown=max(scale, sample_scale))
     if cvrp:
         assert isinstance(instance, CVRPInstance)
@@ -361,7 +364,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             routes, rebuilt = reconstruct_routes(model, instance, routes, clock,
                                                  clock.remaining, budget.seed, device=device,
                                                  strategies=strategy_bits(K, device=device),
-                                                 progress=progress, solver="polynet",
+                                                 progress=progress, solver=solver,
                                                  slowdown=max(scale, sample_scale))
             best_len *= instance.cost(routes) / before if before > 0 else 1.0
     else:

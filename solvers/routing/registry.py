@@ -141,7 +141,7 @@ register(
     SolverSpec(
         name="reld",
         family="routing",
-        problems=("tsp", "cvrp"),
+        problems=("tsp", "cvrp", "cvrptw"),
         description=(
             "ReLD (ICLR 2025): attention encoder + light decoder with identity mapping and a "
             "feed-forward layer, trained by us (weights/MANIFEST.json has the validation gap). "
@@ -149,11 +149,14 @@ register(
             "the model re-solves parts of its best solution (stretches of the tour, groups of "
             "neighbouring routes: neural local reconstruction, 30% of the time on the TSP, 50% "
             "on CVRP). TSPs of 400 nodes or more start from random insertion and give all the "
-            "time to reconstruction."
+            "time to reconstruction. CVRPTW (which ReLD's paper does not treat): PolyNet's "
+            "CVRPTW model reduced to one strategy, then trained by POMO; the same search as "
+            "polynet with 100 forced first customers in place of strategies (PolyNet's "
+            "single-strategy ablation)."
         ),
         needs_coordinates=True,
         factory=_reld_solver,
-        max_nodes={"tsp": 10_000, "cvrp": 10_000},
+        max_nodes={"tsp": 10_000, "cvrp": 10_000, "cvrptw": 2_000},
         min_time_limit=_neural_min_time_limit,
         needs_weights=True,
         kind="neural",

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from models.polynet import PolyNetConfig, PolyNetModel
 from models.reld import ReLDConfig, ReLDModel
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
@@ -45,7 +46,13 @@ from solvers.routing.env import (
     rollout_cvrp,
     rollout_tsp,
 )
-from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
+from solvers.routing.problem import (
+    CVRPInstance,
+    CVRPTWInstance,
+    Instance,
+    Solution,
+    build_solution,
+)
 from solvers.routing.reconstruct import path_lengths, reconstruct_routes, reconstruct_tour
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
@@ -76,7 +83,8 @@ MAX_VIEWS = 8
 #: 24 CVRP100 at 1 s: 0.5 -> 16.5788 against 0.3 -> 16.6018 (better on 16, worse on 3) and
 #: 0.15 -> 16.6734; 24 others: 0.7 worse than 0.5 on 17 (16.3059 against 16.1685).
 RECONSTRUCT_SHARE = {"tsp": 0.3, "cvrp": 0.5, "cvrptw": 0.5}
-MAX_NODES = {"tsp": 10_000, "cvrp": 10_000}
+MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 2_000}
+PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: The cost model of a greedy pass (see ``pass_seconds``), fitted on one core of the 2-core
 #: development machine (TSP100: 12 × 8 trajectories 0.28 s, 100 × 8 1.12 s); it sizes the
 #: first pass, the measured time of each greedy pass rescales it for the next.
@@ -92,9 +100,12 @@ def weights_path(problem: str) -> Path:
 def read_checkpoint(path: Path, device: str = "cpu") -> tuple[ReLDModel, dict[str, Any]]:
     """A checkpoint's model and its whole dict (``{"config", "model", "optimizer", "train"}``
     as training.reld writes it). The one reader of the format: serving uses it without
-    importing training/, and training resumes through it."""
+    importing training/, and training resumes through it. The CVRPTW model
+    (``training.polynet --single``) is a one-strategy PolyNet: ReLD has no time windows."""
     ckpt = torch.load(path, map_location=device, weights_only=False)
-    model = ReLDModel(ReLDConfig(**ckpt["config"]))
+    config = ckpt["config"]
+    model = (PolyNetModel(PolyNetConfig(**config)) if "strategies" in config
+             else ReLDModel(ReLDConfig(**config)))
     model.load_state_dict(ckpt["model"])
     return model.to(device), ckpt
 
@@ -105,8 +116,8 @@ def _load(path: Path, device: str) -> ReLDModel:
 
 def availability() -> str | None:
     """None when at least one checkpoint is shipped; else what is missing and how to train."""
-    missing = [p for p in ("tsp", "cvrp") if not weights_path(p).exists()]
-    if len(missing) == 2:
+    missing = [p for p in PROBLEMS if not weights_path(p).exists()]
+    if len(missing) == len(PROBLEMS):
         return ("no trained weights: weights/reld_tsp.pt and weights/reld_cvrp.pt are missing; "
                 "train them with `python -m training.reld tsp|cvrp`")
     return None
@@ -117,8 +128,12 @@ class ReLDSolver:
     reuses this class and swaps the checkpoints and the search."""
 
     name = "reld"
-    problems: tuple[str, ...] = ("tsp", "cvrp")
-    train_command = "python -m training.reld"
+    problems: tuple[str, ...] = PROBLEMS
+
+    @staticmethod
+    def train_command(problem: str) -> str:
+        return ("python -m training.polynet cvrptw --single" if problem == "cvrptw"
+                else f"python -m training.reld {problem}")
 
     def __init__(self) -> None:
         self._cache = CheckpointCache(self.name, self.weights_path, self.load,
@@ -130,6 +145,15 @@ class ReLDSolver:
 
     def search(self, model: Any, instance: Instance, budget: Budget, clock: Clock,
                progress: ProgressCallback, device: str) -> tuple[list[list[int]], dict[str, Any]]:
+        if isinstance(instance, CVRPTWInstance):
+            # Windows, the fleet cap and its repair live in PolyNet's search; with one
+            # strategy it is ReLD's: greedy multi-start (distinct forced first customers) over
+            # the symmetries, then sampling, then reconstruction. (Imported here: polynet
+            # builds on this module.)
+            from solvers.routing.polynet import _search as tw_search
+
+            return tw_search(model, instance, budget, clock, progress, device, None,
+                             trajectories=min(MAX_STARTS, instance.n - 1), solver=self.name)
         return _search(model, instance, budget, clock, progress, device)
 
     def warm_up(self) -> None:

@@ -476,3 +476,69 @@ def test_reparent_keeps_the_strategy_block_and_takes_the_new_parent(tmp_path) ->
     steps = [row.split(",")[1] for row in (tmp_path / "p.curve.csv").read_text().splitlines()]
     # header; first run: start, end; re-parented run: start (same steps), end
     assert len(steps) == 5 and steps[2] == steps[3]
+
+
+# -- the one-strategy CVRPTW model (the reld solver's) -----------------------------------
+def _trained_tw_poly(strategies: int = 8) -> PolyNetModel:
+    torch.manual_seed(1)
+    poly = PolyNetModel.from_reld(_parent("cvrp"), strategies=strategies, problem="cvrptw")
+    for p in (poly.poly[2].weight, poly.poly[0].weight, poly.embed_node.weight):
+        torch.nn.init.normal_(p, std=0.3)
+    return poly.eval()
+
+
+def test_a_folded_strategy_decodes_exactly_as_that_strategy() -> None:
+    poly = _trained_tw_poly()
+    data = tw_batch(_tw_instances(2, 14))
+    seen = set()
+    with torch.no_grad():
+        for m in (0, 5):
+            single = poly.single_strategy(m)
+            assert single.config.strategies == 1 and single.config.bits == 1
+            as_m = rollout_cvrptw(poly, data, 13, track_log_prob=True, multi_start=True,
+                                  strategy=strategy_bits(8, 13)[[m] * 13])
+            alone = rollout_cvrptw(single, data, 13, track_log_prob=True, multi_start=True,
+                                   strategy=strategy_bits(1, 13))
+            assert torch.equal(as_m.actions, alone.actions)
+            assert torch.allclose(as_m.log_prob, alone.log_prob, atol=1e-5)
+            seen.add(tuple(as_m.actions.flatten().tolist()))
+    assert len(seen) == 2  # the two strategies decode differently: the fold kept the one asked
+    with pytest.raises(ValueError, match="strategy 8"):
+        poly.single_strategy(8)
+
+
+def test_pomo_step_weights_every_sample_against_their_mean() -> None:
+    from training.polynet import pomo_loss
+
+    single = _trained_tw_poly().single_strategy(3).train()
+    rng = np.random.default_rng(0)
+    loss, stats = pomo_loss(single, 3, 6, (15, 15), rng, "cpu", solomon_share=0.5)
+    assert torch.isfinite(loss) and stats["best"] <= stats["mean"]
+    loss.backward()
+    grads = {n: p.grad for n, p in single.named_parameters()}
+    assert float(grads["embed_node.weight"].abs().sum()) > 0  # the whole model learns
+    assert float(grads["poly.0.weight"][:, -1].abs().sum()) == 0  # z is always 0
+
+
+def test_single_flag_trains_the_reld_cvrptw_model_and_refuses_other_uses(tmp_path) -> None:
+    from training.polynet import main
+
+    parent = tmp_path / "poly.pt"
+    poly = _trained_tw_poly(4)
+    torch.save({"config": poly.config.to_dict(), "model": poly.state_dict(), "optimizer": None,
+                "train": {"steps": 500, "cpu_minutes": 30.0, "gpu_minutes": 0.0,
+                          "best_gap": None, "phases": {"imitation": 500}}}, parent)
+    out = tmp_path / "single.pt"
+    main(["cvrptw", "--single", "--parent", str(parent), "--collapse-strategy", "2",
+          "--out", str(out), "--minutes", "0.02", "--batch", "2", "--trajectories", "4",
+          "--min-n", "15", "--max-n", "15", "--val-set", "uniform", "--val-count", "2",
+          "--confirm-count", "0", "--eval-minutes", "100"])
+    ckpt = torch.load(out, weights_only=False)
+    assert ckpt["config"]["strategies"] == 1
+    # the lineage's minutes and steps carry over; the new ones count as pomo
+    assert ckpt["train"]["steps"] > 500 and ckpt["train"]["cpu_minutes"] >= 30.0
+    assert ckpt["train"]["phases"]["imitation"] == 500 and ckpt["train"]["phases"]["pomo"] > 0
+    for bad in (["tsp", "--single"], ["cvrptw", "--phase", "pomo"],
+                ["cvrptw", "--single", "--phase", "best_of_k"]):
+        with pytest.raises(SystemExit):
+            main(bad)
