@@ -4,12 +4,16 @@ The question of issue 8 ("better than ReLD at equal time") comes down to differe
 tenth of a percent, which 32 instances cannot separate from the instance draw. This runs
 PolyNet and one opponent alone on the first ``--count`` instances of each set, at each
 ``--limits`` time limit, order rotated per instance, and reports the paired difference with a
-95% bootstrap interval. TSP100 and CVRP100: ReLD, on ``benchmarks.reld``'s uniform sets (seed
-20260101, the instances and cached PyVRP references of benchmarks/polynet.py). CVRPTW100:
-OR-Tools, as ReLD does not model windows, on benchmarks/polynet.py's generated instances.
+95% bootstrap interval. TSP100 and CVRP100 on ``benchmarks.reld``'s uniform sets (seed
+20260101, the instances and cached PyVRP references of benchmarks/polynet.py); CVRPTW100 on
+benchmarks/polynet.py's generated instances. The opponent is ReLD (on CVRPTW, which ReLD does
+not model, the reld solver's one-strategy reduction of PolyNet's model) unless
+``--opponent`` names another solver (OR-Tools for the CVRPTW target).
 
     python -m benchmarks.polynet_vs_reld --count 128 --limits 4
         # → benchmarks/results/polynet_vs_reld.md
+    python -m benchmarks.polynet_vs_reld --problems cvrptw --limits 1,2,4 \
+        --out benchmarks/results/polynet_vs_reld_cvrptw.md
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from benchmarks.routing import machine_info
 from training.instances import cvrptw_instance
 
 SOLVERS = ["polynet", "reld"]  # whose weights the report lists
-OPPONENT = {"tsp": "reld", "cvrp": "reld", "cvrptw": "ortools"}
+PROBLEMS = ("tsp", "cvrp", "cvrptw")
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -45,26 +49,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=128, help="instances per set (≤ 128)")
     parser.add_argument("--limits", default="4", help="time limits in seconds, comma-separated")
     parser.add_argument("--problems", default="tsp,cvrp")
+    parser.add_argument("--opponent", default="reld", help="the solver PolyNet is paired with")
     parser.add_argument("--out", type=Path, default=RESULTS / "polynet_vs_reld.md")
     args = parser.parse_args(argv)
     if not 2 <= args.count <= 128:
         parser.error("--count: the sets hold 128 instances; give 2 to 128")
     limits = [float(v) for v in args.limits.split(",") if v]
     problems = [p for p in args.problems.split(",") if p]
-    if not limits or any(p not in OPPONENT for p in problems):
+    if not limits or any(p not in PROBLEMS for p in problems):
         parser.error("--limits: at least one; --problems: any of tsp, cvrp, cvrptw")
     started = datetime.now(UTC).isoformat(timespec="seconds")
     info = machine_info()
-    lines = ["# PolyNet against ReLD at equal time", "",
+    sets_used = " and ".join(
+        (["benchmarks/reld.py's uniform sets (seed " f"{SEED})"] if set(problems) - {"cvrptw"}
+         else [])
+        + (["benchmarks/polynet.py's generated CVRPTW100 (seeds from "
+            f"{RANDOM_SEED_BASE})"] if "cvrptw" in problems else []))
+    title = "ReLD" if args.opponent == "reld" else args.opponent
+    lines = [f"# PolyNet against {title} at equal time", "",
              f"- Command: `python -m benchmarks.polynet_vs_reld "
              f"{' '.join(argv if argv is not None else sys.argv[1:])}`".rstrip(),
              f"- Started: {started} (UTC)",
              f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
              f"only, torch with 1 thread per solve; load average at start "
              f"{info['load_average_at_start']}",
-             f"- Instances: the first {args.count} of benchmarks/reld.py's uniform sets (seed "
-             f"{SEED}); reference PyVRP at 2 s (TSP) / 4 s (CVRP), cached; solver seed 0; "
-             "the two solvers one after the other, order rotated per instance.",
+             f"- Instances: the first {args.count} of {sets_used}; reference PyVRP at 2 s "
+             "(TSP) / 4 s (CVRP, CVRPTW), cached; solver seed 0; the two solvers one after "
+             "the other, order rotated per instance.",
              *_weights_lines(), "",
              "Cost difference: polynet's cost minus the opponent's, in % of the opponent's, "
              "mean over the instances both solved feasibly, with a 95% bootstrap interval "
@@ -74,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
              "|---|---|---:|---:|---:|---:|---:|"]
     records: dict[str, Any] = {}
     for problem in problems:
-        other = OPPONENT[problem]
+        other = args.opponent
         if problem == "cvrptw":
             sets = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101) for k in range(args.count)]
             refs = tw_references(sets)
