@@ -17,6 +17,14 @@ checkpoint in weights/ (no optimizer state) is replaced only when validation imp
 same fixed 64-instance sets as ReLD (training.reld.validation_set), so the gaps compare.
 
     python -m training.polynet tsp --minutes 60
+
+``--single`` (CVRPTW) trains the ``reld`` solver's CVRPTW model instead, weights/reld_cvrptw.pt:
+ReLD has no time windows, so it is this PolyNet reduced to one strategy
+(``PolyNetModel.single_strategy``: PolyNet's single-strategy ablation), trained on by POMO's
+REINFORCE (``--phase pomo``: every sample weighted against the mean of its instance's), gated
+and resumed like the rest.
+
+    python -m training.polynet cvrptw --single --lr 3e-6 --poly-lr 3e-6 --minutes 60
 """
 
 from __future__ import annotations
