@@ -135,7 +135,7 @@ def manifest_entry(problem: str, sha: str, model: PolyNetModel, state: TrainStat
 
 
 # -- validation: the solver's greedy pass, one symmetry -------------------------------------
-#: Greedy trajectories per validation instance for a model with fewer strategies than this.
+#: Greedy trajectories per validation instance of a one-strategy model (PolyNet's K).
 GREEDY_TRAJECTORIES = 128
 SOLOMON_VALIDATION_COUNT = 36  # six per family
 
@@ -209,9 +209,9 @@ def greedy_lengths(model: PolyNetModel, problem: str, coords: torch.Tensor,
     spread nodes (else all at node 0); CVRP strategies also take the K most likely first
     customers (else each picks its own)."""
     B, N, _ = coords.shape
-    # a one-strategy model (the ``reld`` solver's CVRPTW) decodes as many trajectories as
-    # PolyNet, so the two gaps compare
-    K = max(model.config.strategies, GREEDY_TRAJECTORIES)
+    # the one-strategy model (the ``reld`` solver's CVRPTW) decodes as many trajectories as
+    # the shipped PolyNet, so the two gaps compare; a PolyNet decodes one per strategy
+    K = GREEDY_TRAJECTORIES if model.config.strategies == 1 else model.config.strategies
     z = strategy_bits(model.config.strategies, K, device=coords.device)
     if problem == "tsp":
         start = tsp_starts(N, K, coords.device) if spread else torch.zeros(
