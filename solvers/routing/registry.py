@@ -150,9 +150,8 @@ register(
             "neighbouring routes: neural local reconstruction, 30% of the time on the TSP, 50% "
             "on CVRP). TSPs of 400 nodes or more start from random insertion and give all the "
             "time to reconstruction. CVRPTW (which ReLD's paper does not treat): PolyNet's "
-            "CVRPTW model reduced to one strategy, then trained by POMO; the same search as "
-            "polynet with 100 forced first customers in place of strategies (PolyNet's "
-            "single-strategy ablation)."
+            "CVRPTW model reduced to one strategy (PolyNet's single-strategy ablation), with "
+            "polynet's search and 100 forced first customers in place of strategies."
         ),
         needs_coordinates=True,
         factory=_reld_solver,
