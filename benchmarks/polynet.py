@@ -199,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                   "(benchmarks/cvrptw.py's generator): 100 customers, float Euclidean distances "
                   f"= travel times. Reference: PyVRP at {TW_REFERENCE_LIMIT:g} s (native "
                   "windows). ReLD does not model windows: reld's CVRPTW model is PolyNet's "
-                  "reduced to one strategy, then trained by POMO (PolyNet's single-strategy "
-                  "ablation).", "",
+                  "reduced to one strategy (PolyNet's single-strategy ablation).", "",
                   "| set | solver | time limit (s) | mean cost (feasible) | gap to PyVRP % "
                   "| mean wall (s) | feasible |", "|---|---|---:|---:|---:|---:|---:|"]
         for solver in solvers:
