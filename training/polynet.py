@@ -467,7 +467,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
               f"{state.gpu_minutes:.1f} GPU min, best gap {state.best_gap}", flush=True)
     elif args.single:
         polynet, polynet_ckpt = load_checkpoint(parent, device)
-        model = polynet.single_strategy(args.collapse_strategy)
+        try:
+            model = polynet.single_strategy(args.collapse_strategy)
+        except ValueError as exc:
+            raise SystemExit(f"--collapse-strategy: {exc} ({parent.name} has "
+                             f"{polynet.config.strategies} strategies)") from exc
         # the lineage's training so far is the PolyNet model's: its steps and minutes count
         lineage = TrainState(**polynet_ckpt["train"])
         ckpt, state = {}, TrainState(steps=lineage.steps, cpu_minutes=lineage.cpu_minutes,
@@ -699,6 +703,10 @@ def main(argv: list[str] | None = None) -> int:
                      "training.reld)")
     if (args.phase == "pomo") != args.single:
         parser.error("--phase pomo goes with --single (a one-strategy model), and only with it")
+    if args.single and args.trajectories < 2:
+        parser.error("--trajectories: at least 2 (POMO's baseline is their mean)")
+    if args.single and args.collapse_strategy < 0:
+        parser.error("--collapse-strategy: a strategy index, 0 or more")
     if args.single and args.reparent:
         parser.error("--reparent is for TSP and CVRP PolyNets")
     if args.reparent and (args.problem == "cvrptw" or args.fresh):

@@ -64,8 +64,10 @@ class _Throttle:
     def __init__(self, sink: JobSink) -> None:
         self.sink = sink
         self.last = 0.0
+        self.iterations = 0  # the most any event reported (the final count never drops)
 
     def __call__(self, event: ProgressEvent) -> None:
+        self.iterations = max(self.iterations, event.iterations)
         now = time.monotonic()
         if now - self.last >= POLL_S:
             self.last = now
@@ -92,7 +94,8 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
         sink.progress(ProgressEvent(spec.solver, 0.0, 0, None,
                                     f"solving {instance.n} nodes"))
         budget = Budget(time_limit=spec.time_limit, seed=spec.seed, cancel=cancel)
-        solution = solve(instance, spec.solver, budget, _Throttle(sink))
+        throttle = _Throttle(sink)
+        solution = solve(instance, spec.solver, budget, throttle)
     except NoSolutionError as exc:
         state = "cancelled" if cancel.is_set() else "failed"
         return JobOutcome(state, error=str(exc), message="no solution")
@@ -110,8 +113,12 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
     cost = solution.cost if math.isfinite(solution.cost) else None
     partial = cancel.is_set()
     payload["partial"] = partial
-    iterations = solution.stats.get("iterations", solution.stats.get("solutions_seen", 0))
-    sink.progress(ProgressEvent(spec.solver, solution.wall_time, int(iterations or 0), cost,
+    # the solvers name their count differently (neural ones: passes); never below what
+    # progress already showed
+    stats = solution.stats
+    counted = stats.get("iterations", stats.get("solutions_seen", stats.get("passes", 0)))
+    iterations = max(int(counted or 0), throttle.iterations)
+    sink.progress(ProgressEvent(spec.solver, solution.wall_time, iterations, cost,
                                 "cancelled: best so far kept" if partial else "done"))
     return JobOutcome(
         "cancelled" if partial else "succeeded",

@@ -378,6 +378,12 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
              "winner": best_info, "normalized_length": round(best_len, 6)}
     if tw is not None:
         stats["fill_passes"] = fill_passes
+    if trajectories is not None:
+        # the one-strategy model (reld's CVRPTW): its greedy passes differ by their starts
+        stats = {"starts": m, **{k: v for k, v in stats.items()
+                                 if k not in ("strategies", "strategies_per_pass",
+                                              "max_solutions")}}
+        stats["winner"] = {k: v for k, v in best_info.items() if k != "strategy"}
     if repair is not None:
         stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
     if inserted is not None:

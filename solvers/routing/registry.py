@@ -151,7 +151,8 @@ register(
             "on CVRP). TSPs of 400 nodes or more start from random insertion and give all the "
             "time to reconstruction. CVRPTW (which ReLD's paper does not treat): PolyNet's "
             "CVRPTW model reduced to one strategy (PolyNet's single-strategy ablation), with "
-            "polynet's search and 100 forced first customers in place of strategies."
+            "polynet's search and up to 100 forced first customers (as many as the time "
+            "allows) in place of strategies."
         ),
         needs_coordinates=True,
         factory=_reld_solver,

@@ -118,8 +118,9 @@ def availability() -> str | None:
     """None when at least one checkpoint is shipped; else what is missing and how to train."""
     missing = [p for p in PROBLEMS if not weights_path(p).exists()]
     if len(missing) == len(PROBLEMS):
-        return ("no trained weights: weights/reld_tsp.pt and weights/reld_cvrp.pt are missing; "
-                "train them with `python -m training.reld tsp|cvrp`")
+        return ("no trained weights: weights/reld_tsp.pt, reld_cvrp.pt and reld_cvrptw.pt are "
+                "missing; train them with `python -m training.reld tsp|cvrp` and `python -m "
+                "training.polynet cvrptw --single`")
     return None
 
 

@@ -68,8 +68,8 @@ def integer_times(instance: CVRPTWInstance, scale: float) -> IntegerTimes:
             raise InstanceError(
                 f"time_windows[{i}]", f"[{e:g}, {late:g}] holds no whole step of this "
                 f"solver's integer time ({1 / scale:g} time units), so it cannot serve node "
-                f"{i} on time; widen the window a little, or use polynet or nearest_neighbor, "
-                "which keep exact times")
+                f"{i} on time; widen the window a little, or use polynet, reld or "
+                "nearest_neighbor, which keep exact times")
     return IntegerTimes(scale, windows, service)
 
 
@@ -97,7 +97,8 @@ def check_integer_reachable(instance: CVRPTWInstance, times: IntegerTimes, out: 
             f"time_windows[{i}]", f"customer {i} {what}; {solver} works in whole steps of "
             f"{1 / times.scale:.3g} time units, rounded so that no schedule it accepts is late, "
             f"and in those steps it cannot serve customer {i} on time; widen its window (or the "
-            "depot's) a little, or use polynet or nearest_neighbor, which keep exact times")
+            "depot's) a little, or use polynet, reld or nearest_neighbor, which keep exact "
+            "times")
 
 
 def integer_travel(lengths: np.ndarray, instance: CVRPTWInstance, scale: float) -> np.ndarray:

@@ -115,6 +115,18 @@ def test_execute_reports_progress_and_honours_cancel() -> None:
     assert any(e.best_cost for e in sink.events)
 
 
+def test_the_final_count_never_drops_below_the_progress_shown() -> None:
+    """A neural solver counts passes, not iterations: a finished job once reported 0 after
+    progress had shown 4."""
+    spec = JobSpec("j", "cvrp", "reld", 1.0, 0, "X-n101-k25.vrp")
+    sink = _Sink()
+    outcome = execute(spec, (DATA / "X-n101-k25.vrp").read_bytes(), sink)
+    assert outcome.state == "succeeded"
+    final, before = sink.events[-1], sink.events[:-1]
+    assert final.message == "done" and final.iterations > 0
+    assert final.iterations >= max(e.iterations for e in before)
+
+
 def test_execute_turns_failures_into_outcomes() -> None:
     spec = JobSpec("j", "tsp", "no-such-solver", 1.0, 0, "eil51.tsp")
     outcome = execute(spec, (DATA / "eil51.tsp").read_bytes(), _Sink())

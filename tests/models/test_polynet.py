@@ -539,6 +539,13 @@ def test_single_flag_trains_the_reld_cvrptw_model_and_refuses_other_uses(tmp_pat
     assert ckpt["train"]["steps"] > 500 and ckpt["train"]["cpu_minutes"] >= 30.0
     assert ckpt["train"]["phases"]["imitation"] == 500 and ckpt["train"]["phases"]["pomo"] > 0
     for bad in (["tsp", "--single"], ["cvrptw", "--phase", "pomo"],
-                ["cvrptw", "--single", "--phase", "best_of_k"]):
+                ["cvrptw", "--single", "--phase", "best_of_k"],
+                ["cvrptw", "--single", "--trajectories", "1"],
+                ["cvrptw", "--single", "--collapse-strategy", "-1"]):
         with pytest.raises(SystemExit):
             main(bad)
+    # a strategy the parent does not have: a message, not a traceback
+    with pytest.raises(SystemExit, match=r"--collapse-strategy: strategy 4 is not in 0\.\.3"):
+        main(["cvrptw", "--single", "--parent", str(parent), "--collapse-strategy", "4",
+              "--out", str(tmp_path / "other.pt"), "--minutes", "0", "--val-set", "uniform",
+              "--val-count", "2", "--confirm-count", "0"])
