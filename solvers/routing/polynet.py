@@ -19,6 +19,7 @@ better on 16, worse on none), strategies tiled cyclically, cycling through the s
 with no forced first move (as PolyNet trains). Budgeting and memory follow the ``reld``
 solver: the first pass is sized from a cost estimate, later passes run only while the
 measured speed says they fit, and above 1,000 nodes one symmetry is decoded at a time.
+A CVRPTW solve ends with a classical relocation descent on the final plan (``_polish``).
 
 The solution's stats say which strategy, symmetry and decoding mode found it.
 """
