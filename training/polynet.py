@@ -275,6 +275,16 @@ def _spans(val: dict[str, Any], sl: slice, device: str) -> torch.Tensor:
 
 
 # -- the best-of-K loss -------------------------------------------------------------------
+def _tw_batch(rng: np.random.Generator, n: int, batch: int, device: str,
+              solomon_share: float) -> TWBatch:
+    """A CVRPTW training batch: drawn like Solomon's six families with probability
+    ``solomon_share``, else by ``random_cvrptw`` (no draw at 0: the same stream as before the
+    share existed)."""
+    if solomon_share and rng.random() < solomon_share:
+        return tw_batch([solomon_like_cvrptw(rng, n) for _ in range(batch)], device)
+    return tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
+
+
 def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, int],
               rng: np.random.Generator, device: str, solomon_share: float = 0.0,
               ) -> tuple[torch.Tensor, dict[str, float]]:
@@ -298,10 +308,7 @@ def poly_loss(model: PolyNetModel, problem: str, batch: int, sizes: tuple[int, i
         log_p = sequence_log_prob(model, cache, replay_tsp(coords, tours),
                                   strategy=z[best][:, None])
     elif problem == "cvrptw":
-        if solomon_share and rng.random() < solomon_share:  # no draw at 0: same stream as before
-            tw = tw_batch([solomon_like_cvrptw(rng, n) for _ in range(batch)], device)
-        else:
-            tw = tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
+        tw = _tw_batch(rng, n, batch, device, solomon_share)
         with torch.no_grad():
             sampled = rollout_cvrptw(model, tw, K, decode="sample", strategy=z)
         best = sampled.lengths.argmin(dim=1)
@@ -343,10 +350,7 @@ def pomo_loss(model: PolyNetModel, batch: int, trajectories: int, sizes: tuple[i
     by its length minus their mean (the shared baseline ReLD trains with); batches drawn as
     in ``poly_loss``."""
     n = int(rng.integers(sizes[0], sizes[1] + 1))
-    if solomon_share and rng.random() < solomon_share:
-        tw = tw_batch([solomon_like_cvrptw(rng, n) for _ in range(batch)], device)
-    else:
-        tw = tw_batch([random_cvrptw(rng, n)[0] for _ in range(batch)], device)
+    tw = _tw_batch(rng, n, batch, device, solomon_share)
     z = strategy_bits(model.config.strategies, trajectories, device=device)
     with torch.no_grad():
         sampled = rollout_cvrptw(model, tw, trajectories, decode="sample", strategy=z)
