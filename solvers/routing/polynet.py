@@ -19,7 +19,7 @@ better on 16, worse on none), strategies tiled cyclically, cycling through the s
 with no forced first move (as PolyNet trains). Budgeting and memory follow the ``reld``
 solver: the first pass is sized from a cost estimate, later passes run only while the
 measured speed says they fit, and above 1,000 nodes one symmetry is decoded at a time.
-A CVRPTW solve ends with a classical relocation descent on the final plan (``_polish``).
+A CVRP or CVRPTW solve ends with a classical descent on the final plan (``descent.polish``).
 
 The solution's stats say which strategy, symmetry and decoding mode found it.
 """
@@ -36,6 +36,7 @@ import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
+from solvers.routing.descent import POLISH_SHARE, polish
 from solvers.routing.env import (
     Decode,
     augment,
@@ -178,28 +179,6 @@ def _repair(instance: Instance, seq: list[int] | None, order: np.ndarray, clock:
     return out
 
 
-#: Share of the time left at reconstruction that CVRPTW keeps for the final relocation
-#: descent (``_polish``; about 20 ms on 100 customers).
-POLISH_SHARE = 0.05
-
-
-def _polish(instance: CVRPTWInstance, routes: list[list[int]], clock: Clock) -> dict[str, Any]:
-    """The final CVRPTW solution through ``relocate_descent`` (single customers to cheaper
-    feasible places) in the time left. The model's solutions keep detours that one classical
-    move removes in milliseconds: 24 generated CVRPTW100 after 1 s of polynet, −1.1% (up to
-    −2.5%) in at most 23 ms; Solomon R201 −5.8%, RC201 −2.6% (ad hoc, var/s28/descent.py).
-    Before it, a run that missed the fleet cap got this descent through the fleet repair and
-    one that kept the cap did not, so more time could give a worse plan (R201: 12,127 at
-    0.1 s, 12,819 at 1 s)."""
-    t0 = time.perf_counter()
-    before = instance.cost(routes)
-    polished = relocate_descent(instance, routes, t0 + max(0.0, clock.remaining))
-    after = instance.cost(polished)
-    return {"routes": polished, "factor": after / before if before > 0 else 1.0,
-            "gain_percent": round(100 * (1 - after / before), 4) if before > 0 else 0.0,
-            "seconds": round(time.perf_counter() - t0, 4)}
-
-
 def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Clock,
             progress: ProgressCallback, device: str,
             max_solutions: int | None,
@@ -254,7 +233,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     filling = False  # becomes True when every solution of the greedy passes breaks the fleet
     step = 0
     repair: dict[str, Any] | None = None  # the fleet repair's result, once tried
-    polish: dict[str, Any] | None = None  # CVRPTW: the final relocation descent
+    polished: dict[str, Any] | None = None  # CVRP, CVRPTW: the final classical descent
     while inserted is None:  # an insertion start leaves all the time to reconstruction
         if step == len(schedule):
             schedule.append(("sample", rounds % 8))
@@ -385,8 +364,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             routes = repair["routes"]
         if reconstruct:
             before = instance.cost(routes)
-            # CVRPTW keeps a sliver of the time for the relocation polish below
-            keep = POLISH_SHARE * clock.remaining if tw is not None else 0.0
+            # a sliver of the time is kept for the classical polish below
+            keep = POLISH_SHARE * clock.remaining
             routes, rebuilt = reconstruct_routes(model, instance, routes, clock,
                                                  clock.remaining - keep, budget.seed,
                                                  device=device,
@@ -394,11 +373,9 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                                                  progress=progress, solver=solver,
                                                  slowdown=max(scale, sample_scale))
             best_len *= instance.cost(routes) / before if before > 0 else 1.0
-            if tw is not None:
-                assert isinstance(instance, CVRPTWInstance)
-                polish = _polish(instance, routes, clock)
-                best_len *= polish.pop("factor")
-                routes = polish.pop("routes")
+            polished = polish(instance, routes, time.perf_counter() + clock.remaining)
+            best_len *= polished.pop("factor")
+            routes = polished.pop("routes")
     else:
         routes = [[int(v) for v in best_seq]]
     stats = {"strategies": K, "strategies_per_pass": m, "symmetries_per_pass": together,
@@ -416,8 +393,8 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                                  if k not in ("strategies", "strategies_per_pass",
                                               "max_solutions")}}
         stats["winner"] = {k: v for k, v in best_info.items() if k != "strategy"}
-    if polish is not None:
-        stats["polish"] = polish
+    if polished is not None:
+        stats["polish"] = polished
     if repair is not None:
         stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
     if inserted is not None:

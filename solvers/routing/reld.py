@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
+from solvers.routing.descent import POLISH_SHARE, polish
 from solvers.routing.env import (
     augment,
     cvrp_routes,
@@ -451,10 +453,16 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
         before = instance.cost(routes)
-        routes, rebuilt = reconstruct_routes(model, instance, routes, clock, clock.remaining,
-                                             budget.seed, device=device, progress=progress,
+        # a sliver of the time is kept for the classical polish below
+        keep = POLISH_SHARE * clock.remaining
+        routes, rebuilt = reconstruct_routes(model, instance, routes, clock,
+                                             clock.remaining - keep, budget.seed,
+                                             device=device, progress=progress,
                                              slowdown=max(scale, sample_scale))
         best_len *= instance.cost(routes) / before if before > 0 else 1.0
+        polished = polish(instance, routes, time.perf_counter() + clock.remaining)
+        best_len *= polished.pop("factor")
+        routes = polished.pop("routes")
     else:
         routes = [[int(v) for v in best_seq]]
     stats = {"starts": used, "symmetries_per_pass": together, "views": views_used,
@@ -465,6 +473,8 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
              "normalized_length": round(best_len, 6)}
     if rebuilt:
         stats["reconstruction"] = rebuilt
+    if cvrp:
+        stats["polish"] = polished
     if inserted is not None:
         stats["start"] = inserted[2]
     return routes, stats

@@ -1,0 +1,138 @@
+"""The classical CVRP descent that ends the neural solvers' CVRP plans."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from solvers.base import Budget
+from solvers.routing.descent import cvrp_descent, polish
+from solvers.routing.problem import CVRPInstance
+from solvers.routing.solve import solve
+from training.instances import random_cvrp
+
+
+def _random_plan(inst: CVRPInstance, rng: np.random.Generator) -> list[list[int]]:
+    """A feasible but poor plan: customers in random order, a new route when one is full."""
+    routes: list[list[int]] = [[]]
+    load = 0
+    for c in rng.permutation([i for i in range(inst.n) if i != inst.depot]):
+        q = int(inst.demands[c])
+        if load + q > inst.capacity:
+            routes.append([])
+            load = 0
+        routes[-1].append(int(c))
+        load += q
+    return routes
+
+
+def _valid(inst: CVRPInstance, routes: list[list[int]]) -> bool:
+    seen = sorted(c for r in routes for c in r)
+    loads_ok = all(sum(int(inst.demands[c]) for c in r) <= inst.capacity for r in routes)
+    return seen == [i for i in range(inst.n) if i != inst.depot] and loads_ok
+
+
+def _relocation_gain(inst: CVRPInstance, routes: list[list[int]]) -> float:
+    """The best saving of any single-customer move to any place (brute force, by cost)."""
+    base = inst.cost(routes)
+    best = 0.0
+    for a, route in enumerate(routes):
+        for i, c in enumerate(route):
+            rest = [list(r) for r in routes]
+            del rest[a][i]
+            for b, other in enumerate(rest):
+                if b != a and sum(int(inst.demands[x]) for x in other) + int(
+                        inst.demands[c]) > inst.capacity:
+                    continue
+                for p in range(len(other) + 1):
+                    trial = [list(r) for r in rest]
+                    trial[b].insert(p, c)
+                    best = max(best, base - inst.cost(trial))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_descent_keeps_every_customer_and_capacity_and_only_shortens(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    xy, dem, cap = random_cvrp(rng, 60)
+    depot = seed % 3  # the depot need not be node 0
+    xy[[0, depot]], dem[[0, depot]] = xy[[depot, 0]], dem[[depot, 0]]
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap, depot=depot)
+    plan = _random_plan(inst, rng)
+    out = cvrp_descent(inst, plan, time.perf_counter() + 10.0)
+    assert _valid(inst, out)
+    assert inst.cost(out) < 0.8 * inst.cost(plan)  # a random plan is far from a local optimum
+    assert len(out) <= len(plan)
+    # a local optimum: a second descent finds nothing
+    assert inst.cost(cvrp_descent(inst, out, time.perf_counter() + 10.0)) == pytest.approx(
+        inst.cost(out))
+
+
+def test_with_every_neighbour_no_relocation_is_left_on_an_asymmetric_matrix() -> None:
+    """The moves' deltas are exact for asymmetric distances (no route is reversed): with
+    all other customers as neighbours, brute force finds no relocation that still saves."""
+    rng = np.random.default_rng(7)
+    n = 14
+    xy = rng.random((n, 2))
+    base = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))
+    matrix = base * (1 + rng.random((n, n)))  # asymmetric, with a diagonal the cost ignores
+    dem = np.r_[0, rng.integers(1, 5, n - 1)]
+    inst = CVRPInstance(coords=xy, distance_matrix=matrix, demands=dem, capacity=10)
+    plan = _random_plan(inst, rng)
+    out = cvrp_descent(inst, plan, time.perf_counter() + 10.0, neighbours=n - 1)
+    assert _valid(inst, out) and inst.cost(out) < inst.cost(plan)
+    assert _relocation_gain(inst, out) <= 1e-9
+
+
+def test_swap_and_two_opt_star_find_what_relocation_cannot() -> None:
+    """Two full routes (capacity 3, three customers each), so no customer can change route
+    by relocation: the exchanges between routes reach the brute-force optimum."""
+    left = [(0.1, y) for y in (1, 2, 3)]
+    right = [(0.9, y) for y in (1, 2, 3)]
+    xy = np.array([(0.5, 0.0), *left, *right])
+    inst = CVRPInstance(coords=xy, demands=[0, 1, 1, 1, 1, 1, 1], capacity=3)
+    crossed = [[1, 2, 6], [4, 5, 3]]
+    out = cvrp_descent(inst, crossed, time.perf_counter() + 5.0)
+    best = min(inst.cost([list(p[:3]), list(p[3:])])
+               for p in itertools.permutations(range(1, 7)))
+    assert _valid(inst, out) and inst.cost(crossed) > 1.1 * best
+    assert inst.cost(out) == pytest.approx(best)
+
+
+def test_a_passed_deadline_leaves_the_plan_as_it_is() -> None:
+    rng = np.random.default_rng(3)
+    xy, dem, cap = random_cvrp(rng, 40)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+    plan = _random_plan(inst, rng)
+    assert cvrp_descent(inst, plan, time.perf_counter() - 1.0) == plan
+    out = polish(inst, plan, time.perf_counter() - 1.0)
+    assert out["routes"] == plan and out["factor"] == 1.0
+
+
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_neural_cvrp_plans_end_with_the_descent(solver: str) -> None:
+    rng = np.random.default_rng(11)
+    xy, dem, cap = random_cvrp(rng, 51)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+    sol = solve(inst, solver, Budget(time_limit=1.0, seed=0))
+    assert sol.feasible and sol.wall_time < 1.2
+    stats = sol.stats["polish"]
+    assert stats["gain_percent"] >= 0 and stats["seconds"] < 0.2
+    # nothing is left for the descent to find in the returned plan
+    assert inst.cost(cvrp_descent(inst, sol.routes, time.perf_counter() + 5.0)) == (
+        pytest.approx(sol.cost))
+
+
+def test_permutations_of_a_tiny_instance_reach_the_optimum() -> None:
+    """Four customers, capacity for two: the descent from every split of every order ends at
+    a plan no worse than 2% above the brute-force optimum."""
+    xy = np.array([(0.5, 0.5), (0.1, 0.1), (0.2, 0.1), (0.9, 0.9), (0.8, 0.9)])
+    inst = CVRPInstance(coords=xy, demands=[0, 1, 1, 1, 1], capacity=2)
+    best = min(inst.cost([list(p[:2]), list(p[2:])])
+               for p in itertools.permutations([1, 2, 3, 4]))
+    for p in itertools.permutations([1, 2, 3, 4]):
+        out = cvrp_descent(inst, [list(p[:2]), list(p[2:])], time.perf_counter() + 5.0)
+        assert _valid(inst, out) and inst.cost(out) <= 1.02 * best
