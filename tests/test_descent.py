@@ -136,3 +136,12 @@ def test_permutations_of_a_tiny_instance_reach_the_optimum() -> None:
     for p in itertools.permutations([1, 2, 3, 4]):
         out = cvrp_descent(inst, [list(p[:2]), list(p[2:])], time.perf_counter() + 5.0)
         assert _valid(inst, out) and inst.cost(out) <= 1.02 * best
+
+
+@pytest.mark.parametrize("convention", ["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT"])
+def test_the_descent_costs_edges_as_the_instance_does(convention: str) -> None:
+    from solvers.routing.descent import _matrix
+
+    xy = np.random.default_rng(5).random((200, 2)) * 1000
+    inst = CVRPInstance(coords=xy, demands=[0] + [1] * 199, capacity=10, distance=convention)
+    assert np.array_equal(_matrix(inst), inst.dense_matrix())

@@ -17,8 +17,9 @@ import time
 from typing import Any
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
-from solvers.routing.problem import CVRPInstance, CVRPTWInstance
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, squared_to_distance
 from solvers.routing.timewindows import relocate_descent
 
 #: Neighbours per customer in the granular neighbourhood.
@@ -51,6 +52,10 @@ def polish(instance: CVRPInstance, routes: list[list[int]], deadline: float) -> 
         return {"routes": routes, "factor": 1.0, "gain_percent": 0.0, "seconds": 0.0,
                 "skipped": f"above {MAX_NODES:,} nodes"}
     after = instance.cost(polished)
+    if after > before:
+        # every move saves distance by the descent's own arithmetic; an ulp's difference from
+        # the instance's costing (a rounding convention at .5) must not make a plan worse
+        polished, after = routes, before
     return {"routes": polished, "factor": after / before if before > 0 else 1.0,
             "gain_percent": round(100 * (1 - after / before), 4) if before > 0 else 0.0,
             "seconds": round(time.perf_counter() - t0, 4)}
@@ -65,7 +70,7 @@ def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or n < 3 or time.perf_counter() >= deadline:
         return routes
-    matrix = np.array(instance.dense_matrix(), dtype=np.float64)
+    matrix = _matrix(instance)
     np.fill_diagonal(matrix, 0.0)  # a user's matrix may carry a diagonal; the cost ignores it
     # nested lists index about twice as fast from Python as a numpy matrix (the search is
     # scalar code), but take a while to build: kept to moderate sizes
@@ -90,6 +95,17 @@ def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: floa
                     improved = True
                     break
     return [r for r in state.routes if r]
+
+
+def _matrix(instance: CVRPInstance) -> np.ndarray:
+    """The instance's distances as a dense float64 matrix: its own matrix, or the coordinates'
+    distances through scipy's ``cdist`` (2,000 nodes: 16 ms, where numpy broadcasting took
+    0.14-1.4 s on a busy machine)."""
+    if instance.matrix is not None:
+        return np.array(instance.matrix, dtype=np.float64)
+    assert instance.coords is not None
+    xy = np.asarray(instance.coords, dtype=np.float64)
+    return squared_to_distance(cdist(xy, xy, "sqeuclidean"), instance.distance)
 
 
 class _State:

@@ -43,7 +43,12 @@ def coordinate_distance(
 ) -> np.ndarray:
     """Distances between matching rows of two (m, 2) coordinate arrays under a convention."""
     d = xy_a - xy_b
-    sq = d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]
+    return squared_to_distance(d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1], convention)
+
+
+def squared_to_distance(sq: np.ndarray, convention: str) -> np.ndarray:
+    """Distances under a convention from squared Euclidean distances (so a caller may get
+    those from a faster routine, e.g. scipy's ``cdist``)."""
     if convention == "exact":
         return np.sqrt(sq)
     if convention == "EUC_2D":
