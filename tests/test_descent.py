@@ -145,3 +145,29 @@ def test_the_descent_costs_edges_as_the_instance_does(convention: str) -> None:
     xy = np.random.default_rng(5).random((200, 2)) * 1000
     inst = CVRPInstance(coords=xy, demands=[0] + [1] * 199, capacity=10, distance=convention)
     assert np.array_equal(_matrix(inst), inst.dense_matrix())
+
+
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_a_tight_cvrp_fleet_is_kept(solver: str) -> None:
+    """Found by a QA sweep: reld and polynet ignored max_vehicles on a plain CVRP (6 routes
+    for a fleet of 5 here, where OR-Tools and PyVRP find 5; 27 for 26 on X-n101-k25). The
+    route elimination that mends CVRPTW fleets now mends CVRP ones."""
+    c = np.random.default_rng(21).random((11, 2))
+    inst = CVRPInstance(name="bp", coords=c, demands=[0, 6, 6, 6, 4, 4, 4, 7, 3, 7, 3],
+                        capacity=10, max_vehicles=5)
+    sol = solve(inst, solver, Budget(time_limit=1.0, seed=0))
+    assert sol.feasible and len([r for r in sol.routes if r]) <= 5, sol.stats
+    assert sol.wall_time < 1.2
+
+
+def test_route_elimination_works_without_windows() -> None:
+    from solvers.routing.descent import fleet_repair
+
+    c = np.random.default_rng(21).random((11, 2))
+    inst = CVRPInstance(coords=c, demands=[0, 6, 6, 6, 4, 4, 4, 7, 3, 7, 3], capacity=10,
+                        max_vehicles=5)
+    six = [[1, 4], [2, 5], [3, 6], [7, 8], [9, 10], []]
+    six[5] = [six[3].pop()]  # 8 alone: six routes
+    out = fleet_repair(inst, six, time.perf_counter() + 5.0, seed=0)
+    assert out["routes_before"] == 6 and out["routes"] is not None
+    assert len(out["routes"]) == 5 and _valid(inst, out["routes"])

@@ -12,7 +12,7 @@ import pytest
 
 from solvers.base import Budget, ProgressEvent, specs_for
 from solvers.errors import ProblemMismatchError
-from solvers.routing import polynet
+from solvers.routing import descent
 from solvers.routing.check import check_solution
 from solvers.routing.io import load_instance
 from solvers.routing.problem import CVRPTWInstance
@@ -276,7 +276,7 @@ def test_polynet_keeps_its_time_on_rc101(monkeypatch):
     # largest one measured
     inst = load_instance(RC101)
     with monkeypatch.context() as patched:
-        patched.setattr(polynet, "eliminate_routes", lambda _inst, routes, *a, **k: routes)
+        patched.setattr(descent, "eliminate_routes", lambda _inst, routes, *a, **k: routes)
         sol = solve(inst, "polynet", Budget(time_limit=5.0, seed=0))
     assert not sol.feasible and sol.stats["fill_passes"] > 0
     assert sol.wall_time < 5.4, (sol.wall_time, sol.stats)

@@ -36,7 +36,7 @@ import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
-from solvers.routing.descent import POLISH_SHARE, polish
+from solvers.routing.descent import POLISH_SHARE, REPAIR_SHARE, fleet_repair, polish
 from solvers.routing.env import (
     Decode,
     augment,
@@ -66,7 +66,6 @@ from solvers.routing.reld import (
     pass_seconds,
     plan_passes,
 )
-from solvers.routing.timewindows import eliminate_routes, relocate_descent
 
 PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: Share of CVRPTW trajectories decoded with full vehicles (``rollout_cvrptw(fill=...)``) once
@@ -150,33 +149,13 @@ def plan(n: int, strategies: int, seconds: float,
 
 #: A sampling round holds at most this many times the largest round measured so far.
 GROWTH = 4
-#: Share of the remaining time the fleet repair (route elimination) may take; it stops as
-#: soon as the fleet fits, leaving the rest to reconstruction.
-REPAIR_SHARE = 0.5
-
-
 def _repair(instance: Instance, seq: list[int] | None, order: np.ndarray, clock: Clock,
             seed: int) -> dict[str, Any]:
-    """Route elimination (``timewindows.eliminate_routes``) on a CVRPTW solution that breaks
-    the fleet cap: ``routes`` is the repaired solution when it fits the fleet, else None."""
-    assert isinstance(instance, CVRPTWInstance) and seq is not None
-    fleet = instance.max_vehicles
+    """``descent.fleet_repair`` on a decoded sequence (in the model's node order)."""
+    assert isinstance(instance, CVRPInstance) and seq is not None
     routes = [[int(order[v]) for v in r] for r in cvrp_routes(seq)]
-    routes = [r for r in routes if r]
-    t0 = time.perf_counter()
-    deadline = t0 + REPAIR_SHARE * clock.remaining
-    fixed = eliminate_routes(instance, routes, fleet, deadline, seed)
-    out: dict[str, Any] = {"routes": None, "routes_before": len(routes),
-                           "routes_after": len(fixed)}
-    if len(fixed) <= fleet:
-        # the ejections leave detours: a relocation descent takes them out first
-        repaired = instance.cost(fixed)
-        out["routes"] = relocate_descent(instance, fixed, deadline)
-        out["routes_after"] = len(out["routes"])
-        out["descent_gain_percent"] = round(
-            100 * (1 - instance.cost(out["routes"]) / max(repaired, 1e-12)), 4)
-    out["seconds"] = round(time.perf_counter() - t0, 4)
-    return out
+    deadline = time.perf_counter() + REPAIR_SHARE * clock.remaining
+    return fleet_repair(instance, routes, deadline, seed)
 
 
 def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Clock,
@@ -274,7 +253,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                 # that fails, the time kept for reconstruction goes to passes with full
                 # vehicles (Solomon C201: 17 routes for a fleet of 3 with the time split, 3
                 # without)
-                if tw is not None and repair is None:
+                if repair is None:
                     repair = _repair(instance, best_seq, order, clock, budget.seed)
                     if repair["routes"] is not None:
                         break
@@ -354,8 +333,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
-        if tw is not None and best_excess > 0 and (repair is None
-                                                    or repair["routes"] is None):
+        if best_excess > 0 and (repair is None or repair["routes"] is None):
             # still over the fleet after the fallback passes: the repair once more, on the
             # final best solution, with other random choices (the routes may be the same)
             repair = _repair(instance, best_seq, order, clock, budget.seed + 1)

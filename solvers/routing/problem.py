@@ -156,8 +156,13 @@ class RoutingInstance:
         if self.n > limit:
             raise MemoryError(f"refusing to build a dense {self.n}×{self.n} matrix")
         assert self.coords is not None
-        c = self.coords
-        return coordinate_distance(c[:, None, :], c[None, :, :], self.distance)
+        from scipy.spatial.distance import cdist
+
+        # the same squares as coordinate_distance, an order of magnitude faster than numpy
+        # broadcasting (2,000 nodes: 16 ms against 0.14-1.4 s on a busy machine; a test
+        # holds the two equal under every convention)
+        c = np.asarray(self.coords, dtype=np.float64)
+        return squared_to_distance(cdist(c, c, "sqeuclidean"), self.distance)
 
     def nearest_neighbours(self, k: int) -> np.ndarray:
         """(n, k) indices of each node's k nearest other nodes, without a dense matrix."""

@@ -38,7 +38,7 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
-from solvers.routing.descent import POLISH_SHARE, polish
+from solvers.routing.descent import POLISH_SHARE, REPAIR_SHARE, fleet_repair, polish
 from solvers.routing.env import (
     augment,
     cvrp_routes,
@@ -356,7 +356,9 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     starts, together = plan_passes(n, all_starts, left(), steps)
     sample_size = starts * together  # the unit of a sampling round's size
     generator = torch.Generator(device=device).manual_seed(budget.seed)
-    best_len, best_seq = math.inf, None
+    best_len, best_seq, best_excess = math.inf, None, 0
+    # a fleet cap (CVRP): fewer routes beyond it first (none beats any), then length
+    fleet = instance.max_vehicles if isinstance(instance, CVRPInstance) else None
     inserted = None if cvrp else insertion_start(n, left(), coords, budget.seed)
     if inserted is not None:
         best_seq, best_len, _ = inserted
@@ -423,9 +425,16 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         flat = result.lengths.reshape(-1)
         if mode == "greedy" and view_factor != 1.0:
             flat = flat * view_factor  # back to the base view's units
+        excess = 0
+        if fleet is not None:
+            routes_used = ((result.actions[..., :-1] != 0)
+                           & (result.actions[..., 1:] == 0)).sum(-1).reshape(-1)
+            over_by = (routes_used - fleet).clamp_min(0)
+            excess = int(over_by.min())
+            flat = torch.where(over_by == excess, flat, torch.full_like(flat, math.inf))
         i = int(flat.argmin())
-        if float(flat[i]) < best_len:
-            best_len = float(flat[i])
+        if best_seq is None or (excess, float(flat[i])) < (best_excess, best_len):
+            best_len, best_excess = float(flat[i]), excess
             b, mm = divmod(i, result.lengths.shape[1])
             best_seq = result.actions[b, mm].tolist()
         passes += 1
@@ -452,6 +461,15 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
+        repair = None
+        if best_excess > 0:
+            # every decoded plan breaks the fleet cap, which reconstruction never mends
+            repair = fleet_repair(instance, routes,
+                                  time.perf_counter() + REPAIR_SHARE * clock.remaining,
+                                  budget.seed)
+            if repair["routes"] is not None:
+                best_len *= instance.cost(repair["routes"]) / max(instance.cost(routes), 1e-12)
+                routes = repair["routes"]
         before = instance.cost(routes)
         # a sliver of the time is kept for the classical polish below
         keep = POLISH_SHARE * clock.remaining
@@ -475,6 +493,8 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         stats["reconstruction"] = rebuilt
     if cvrp:
         stats["polish"] = polished
+        if repair is not None:
+            stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
     if inserted is not None:
         stats["start"] = inserted[2]
     return routes, stats

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import InstanceError, NoSolutionError
-from solvers.routing.problem import CVRPTWInstance
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance
 
 #: Scale for float times when the distances themselves are integers (e.g. EUC_2D with windows
 #: given to a tenth): three decimals survive.
@@ -192,21 +192,27 @@ ATTEMPT_POPS = (2, 20)
 class _Schedules:
     """Feasible insertion places in one route in O(1) each: the begin times along the route
     and, backwards, the latest begin at each stop that keeps every later window and the
-    return by the horizon (the checker's rules, ``_route_ok``)."""
+    return by the horizon (the checker's rules, ``_route_ok``). A plain CVRP has no windows:
+    every place that keeps the capacity is feasible, so the same route elimination and
+    relocation serve its fleet cap."""
 
-    def __init__(self, instance: CVRPTWInstance) -> None:
+    def __init__(self, instance: CVRPInstance) -> None:
         n = instance.n
-        idx = np.arange(n)
-        self.matrix = instance.edge_lengths(np.repeat(idx, n), np.tile(idx, n)).reshape(n, n)
+        self.matrix = np.array(instance.dense_matrix(), dtype=np.float64)
+        np.fill_diagonal(self.matrix, 0.0)  # a user's matrix may have one; costs ignore it
         # nested lists index about twice as fast from Python as a numpy matrix (the search
         # is scalar code); kept to moderate sizes for memory
         self.d: Any = self.matrix.tolist() if n <= 1_000 else self.matrix
         self.depot = instance.depot
-        self.start, self.end = (float(t) for t in instance.horizon)
-        self.tol = float(instance.time_tolerance())
-        self.earliest = instance.earliest.astype(float).tolist()
-        self.latest = instance.latest.astype(float).tolist()
-        self.service = instance.service_times.astype(float).tolist()
+        if isinstance(instance, CVRPTWInstance):
+            self.start, self.end = (float(t) for t in instance.horizon)
+            self.tol = float(instance.time_tolerance())
+            self.earliest = instance.earliest.astype(float).tolist()
+            self.latest = instance.latest.astype(float).tolist()
+            self.service = instance.service_times.astype(float).tolist()
+        else:
+            self.start, self.end, self.tol = 0.0, math.inf, 0.0
+            self.earliest, self.latest, self.service = [0.0] * n, [math.inf] * n, [0.0] * n
         self.demands = [int(q) for q in instance.demands]
         self.capacity = int(instance.capacity)
 
@@ -241,7 +247,7 @@ class _Schedules:
         return out
 
 
-def eliminate_routes(instance: CVRPTWInstance, routes: list[list[int]], max_routes: int,
+def eliminate_routes(instance: CVRPInstance, routes: list[list[int]], max_routes: int,
                      deadline: float, seed: int = 0) -> list[list[int]]:
     """Fleet repair: while there are more routes than ``max_routes``, empty one route into an
     ejection pool and put its customers back into the others, after Nagata and Bräysy's
@@ -346,7 +352,7 @@ def eliminate_routes(instance: CVRPTWInstance, routes: list[list[int]], max_rout
     return routes
 
 
-def relocate_descent(instance: CVRPTWInstance, routes: list[list[int]],
+def relocate_descent(instance: CVRPInstance, routes: list[list[int]],
                      deadline: float) -> list[list[int]]:
     """Move single customers to cheaper places that keep capacity and windows (in any route,
     their own included) until no move saves distance or the deadline passes.
