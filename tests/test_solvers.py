@@ -338,3 +338,17 @@ def test_a_coordinate_solver_warns_when_the_matrix_is_another_geometry():
     matrix_solver = solve(TSPInstance(coords=xy, distance_matrix=other), "ortools",
                           Budget(time_limit=0.3))
     assert "warning" not in matrix_solver.stats
+
+
+def test_ortools_refuses_a_time_limit_its_first_solution_cannot_keep() -> None:
+    """QA sweep: a 2,000-node TSP asked for 0.1 s ran 0.95 s and then found nothing (the
+    dense model and the first solution cannot be interrupted); it is now refused at once."""
+    from solvers.base import get_solver
+    from solvers.errors import BudgetTooSmallError
+
+    with pytest.raises(BudgetTooSmallError, match="at least 1 s"):
+        get_solver("ortools", problem="tsp", nodes=2_000, time_limit=0.1,
+                   has_coordinates=True)
+    get_solver("ortools", problem="tsp", nodes=2_000, time_limit=1.0, has_coordinates=True)
+    get_solver("ortools", problem="tsp", nodes=100, time_limit=0.05, has_coordinates=True)
+    get_solver("ortools", problem="tsp", nodes=5_000, time_limit=0.5, has_coordinates=True)

@@ -39,13 +39,17 @@ register(
             "Google OR-Tools routing: PATH_CHEAPEST_ARC first solution (nearest neighbour above "
             f"{_ortools.NATIVE_FIRST_SOLUTION_LIMIT} nodes) + guided local search until the "
             "time limit. Dense matrix up to "
-            f"{_ortools.DENSE_LIMIT} nodes, a distance callback above. CVRPTW: a time "
+            f"{_ortools.DENSE_LIMIT} nodes, a distance callback above; up to "
+            f"{_ortools.NATIVE_FIRST_SOLUTION_LIMIT} nodes its first solution cannot be "
+            "interrupted, so it asks for a time limit of at least 2.5e-7·N² s (1 s at 2K "
+            "nodes). CVRPTW: a time "
             "dimension (waiting as slack) and droppable customers, so a tight fleet still "
             "yields a solution (infeasible if any customer is left out)."
         ),
         factory=_ortools_solver,
         max_nodes=dict(_ortools.MAX_NODES),
         availability=lambda: _needs_package("ortools", "ortools"),
+        min_time_limit=_ortools.min_time_limit,
     )
 )
 register(
