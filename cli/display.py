@@ -132,7 +132,7 @@ class SolveProgress:
             self._progress.stop_task(task_id)
 
 
-def solvers_table(specs: list[SolverSpec]) -> Table:
+def solvers_table(specs: list[SolverSpec], problem: str | None = None) -> Table:
     table = Table(title="Registered solvers", title_justify="left")
     table.add_column("name", style="bold", no_wrap=True,
                      min_width=max((len(s.name) for s in specs), default=4))
@@ -141,7 +141,7 @@ def solvers_table(specs: list[SolverSpec]) -> Table:
     table.add_column("max nodes")
     table.add_column("available / reason")
     for spec in specs:
-        reason = spec.unavailable_reason()
+        reason = spec.unavailable_reason(problem)
         table.add_row(
             spec.name,
             ", ".join(spec.problems),

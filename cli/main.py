@@ -199,7 +199,8 @@ def main(
 @app.command("solvers")
 def list_solvers(
     problem: Annotated[
-        str | None, typer.Option(help="Only solvers for this problem (tsp, cvrp, cvrptw).")
+        str | None, typer.Option(help="Only solvers for this problem (tsp, cvrp, cvrptw, "
+                                 "mincostflow).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
@@ -210,7 +211,8 @@ def list_solvers(
         known = sorted({p for s in all_specs() for p in s.problems})
         if problem.lower() not in known:
             fail(f"--problem: unknown problem {problem!r}; known problems: {', '.join(known)}")
-        specs = specs_for(problem.lower())
+        problem = problem.lower()
+        specs = specs_for(problem)
     if as_json:
         _print_json([
             {
@@ -222,14 +224,14 @@ def list_solvers(
                 "needs_weights": s.needs_weights,
                 "solution_budget": s.solution_budget,
                 "needs_coordinates": s.needs_coordinates,
-                "available": s.unavailable_reason() is None,
-                "unavailable_reason": s.unavailable_reason(),
+                "available": s.unavailable_reason(problem) is None,
+                "unavailable_reason": s.unavailable_reason(problem),
                 "description": s.description,
             }
             for s in specs
         ])
         return
-    stdout_console().print(solvers_table(specs))
+    stdout_console().print(solvers_table(specs, problem))
 
 
 @app.command("solve")

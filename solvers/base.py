@@ -111,6 +111,9 @@ class SolverSpec:
     needs_weights: bool = False
     kind: str = "classical"
     availability: Callable[[], str | None] = field(default=lambda: None)
+    #: Why one problem cannot run here although the solver can (a neural solver's missing
+    #: checkpoint for that problem), or None.
+    problem_availability: Callable[[str], str | None] = field(default=lambda problem: None)
     #: Seconds the solver needs, for (problem, nodes), before it can honour a time limit.
     min_time_limit: Callable[[str, int], float] = field(default=lambda problem, nodes: 0.0)
     #: Whether it honours ``Budget.max_solutions`` (a budget in decoded solutions).
@@ -119,9 +122,13 @@ class SolverSpec:
     #: instance given only as a distance matrix is refused before it is queued.
     needs_coordinates: bool = False
 
-    def unavailable_reason(self) -> str | None:
-        """None when the solver can run here, else a sentence saying why not and what to do."""
-        return self.availability()
+    def unavailable_reason(self, problem: str | None = None) -> str | None:
+        """None when the solver can run here (on ``problem``, when given), else a sentence
+        saying why not and what to do."""
+        reason = self.availability()
+        if reason is None and problem is not None and problem in self.problems:
+            reason = self.problem_availability(problem)
+        return reason
 
     @property
     def available(self) -> bool:
@@ -191,7 +198,7 @@ def get_solver(
     spec = get_spec(name)
     if problem is not None and problem not in spec.problems:
         raise ProblemMismatchError(name, problem, list(spec.problems))
-    reason = spec.unavailable_reason()
+    reason = spec.unavailable_reason(problem)
     if reason is not None:
         raise SolverUnavailableError(name, reason)
     if has_coordinates is False and spec.needs_coordinates:

@@ -33,7 +33,7 @@ def list_solvers(problem: str | None = None) -> SolverList:
                 needs_weights=s.needs_weights,
                 solution_budget=s.solution_budget,
                 needs_coordinates=s.needs_coordinates,
-                available=(reason := s.unavailable_reason()) is None,
+                available=(reason := s.unavailable_reason(problem)) is None,
                 unavailable_reason=reason,
             )
             for s in specs

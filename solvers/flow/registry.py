@@ -43,8 +43,10 @@ register(
         family="flow",
         problems=PROBLEMS,
         description=(
-            "networkx network_simplex (pure Python, exact): an independent oracle, 20–100× "
-            "slower than OR-Tools. Cannot be interrupted, hence the size cap."
+            "networkx network_simplex (pure Python, exact): an independent oracle, about "
+            "10–20× slower than OR-Tools (8–22× on the benchmark's networks). Cannot be "
+            "interrupted, hence the size cap, and a time limit below 3e-8·nodes·arcs s is "
+            "refused."
         ),
         factory=_baselines.NetworkXFlowSolver,
         max_nodes={"mincostflow": 50_000},

@@ -14,6 +14,11 @@ from typing import Any
 from solvers.errors import SolverUnavailableError
 
 
+def missing_checkpoint(path: Path, command: str) -> str:
+    """What a user reads when a checkpoint is not there: the file and how to train it."""
+    return f"weights/{path.name} is missing; train it with `{command}`"
+
+
 class CheckpointCache:
     """``get(problem, device)`` returns the loaded model, loading it at most once."""
 
@@ -35,9 +40,7 @@ class CheckpointCache:
                 if not path.exists():
                     command = (self.train_command(problem) if callable(self.train_command)
                                else f"{self.train_command} {problem}")
-                    raise SolverUnavailableError(
-                        self.solver, f"weights/{path.name} is missing; train it with "
-                        f"`{command}`")
+                    raise SolverUnavailableError(self.solver, missing_checkpoint(path, command))
                 model = self.load(path, device)
                 model.eval()
                 self._models[key] = model

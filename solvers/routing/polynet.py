@@ -36,6 +36,7 @@ import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
+from solvers.routing.checkpoints import missing_checkpoint
 from solvers.routing.descent import POLISH_SHARE, REPAIR_SHARE, fleet_repair, polish
 from solvers.routing.env import (
     Decode,
@@ -91,6 +92,13 @@ def availability() -> str | None:
                                                    for p in PROBLEMS)
             + " are missing; train them with `python -m training.polynet tsp|cvrp` (warm "
             "start from weights/reld_<problem>.pt)")
+
+
+def problem_availability(problem: str) -> str | None:
+    """None when ``problem``'s checkpoint is shipped, else which file and how to train it."""
+    path = weights_path(problem)
+    return (None if path.exists()
+            else missing_checkpoint(path, f"{PolyNetSolver.train_command} {problem}"))
 
 
 def load_model(path: Path, device: str = "cpu") -> PolyNetModel:

@@ -141,6 +141,12 @@ def _reld_availability() -> str | None:
     return _needs_package("torch", "torch") or availability()
 
 
+def _reld_problem_availability(problem: str) -> str | None:
+    from solvers.routing.reld import problem_availability
+
+    return problem_availability(problem)
+
+
 register(
     SolverSpec(
         name="reld",
@@ -156,7 +162,9 @@ register(
             "time to reconstruction. CVRPTW (which ReLD's paper does not treat): PolyNet's "
             "CVRPTW model reduced to one strategy (PolyNet's single-strategy ablation), with "
             "polynet's search and up to 100 forced first customers (as many as the time "
-            "allows) in place of strategies."
+            "allows) in place of strategies. CVRP and CVRPTW plans end with a classical "
+            "descent (relocate, swap, 2-opt*; relocation with windows), and a fleet cap is "
+            "kept by route elimination."
         ),
         needs_coordinates=True,
         factory=_reld_solver,
@@ -165,6 +173,7 @@ register(
         needs_weights=True,
         kind="neural",
         availability=_reld_availability,
+        problem_availability=_reld_problem_availability,
     )
 )
 
@@ -195,8 +204,9 @@ register(
         description=(
             "SIL (ICLR 2025): linear-attention Transformer (candidates attend through a few "
             "representative tokens), trained by Self-Improved Training. Parallel local "
-            "reconstruction of random-length segments from a random-insertion start until "
-            "the time limit; up to 200K nodes. CVRP: route first (the TSP model rebuilds the "
+            "reconstruction of random-length segments until the time limit, from the model's "
+            "own greedy k-nearest tour (random insertion when that does not fit a quarter of "
+            "the time limit); up to 200K nodes. CVRP: route first (the TSP model rebuilds the "
             "angle-sorted giant tour), cluster second (optimal capacity split). Neural only "
             "(no classical local search)."
         ),
@@ -241,6 +251,12 @@ def _polynet_availability() -> str | None:
     return _needs_package("torch", "torch") or availability()
 
 
+def _polynet_problem_availability(problem: str) -> str | None:
+    from solvers.routing.polynet import problem_availability
+
+    return problem_availability(problem)
+
+
 register(
     SolverSpec(
         name="polynet",
@@ -256,7 +272,8 @@ register(
             "TSPs of 400 nodes or more start from random insertion). "
             "CVRPTW: time features in the node "
             "embedding, the clock in the context, masks for windows and capacity (warm "
-            "start from the CVRP weights)."
+            "start from the CVRP weights). CVRP and CVRPTW plans end with a classical "
+            "descent, and a fleet cap is kept by route elimination."
         ),
         needs_coordinates=True,
         factory=_polynet_solver,
@@ -265,6 +282,7 @@ register(
         needs_weights=True,
         kind="neural",
         availability=_polynet_availability,
+        problem_availability=_polynet_problem_availability,
         solution_budget=True,
     )
 )

@@ -36,7 +36,7 @@ from models.polynet import PolyNetConfig, PolyNetModel
 from models.reld import ReLDConfig, ReLDModel
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
-from solvers.routing.checkpoints import CheckpointCache
+from solvers.routing.checkpoints import CheckpointCache, missing_checkpoint
 from solvers.routing.construct import random_insertion_tour
 from solvers.routing.descent import POLISH_SHARE, REPAIR_SHARE, fleet_repair, polish
 from solvers.routing.env import (
@@ -124,6 +124,13 @@ def availability() -> str | None:
                 "missing; train them with `python -m training.reld tsp|cvrp` and `python -m "
                 "training.polynet cvrptw --single`")
     return None
+
+
+def problem_availability(problem: str) -> str | None:
+    """None when ``problem``'s checkpoint is shipped, else which file and how to train it
+    (so a job for it is refused when submitted, not when it runs)."""
+    path = weights_path(problem)
+    return None if path.exists() else missing_checkpoint(path, ReLDSolver.train_command(problem))
 
 
 class ReLDSolver:

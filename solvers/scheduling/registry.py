@@ -35,7 +35,9 @@ for _name in (*CORRECT_HEURISTICS, *STALE_HEURISTICS):
     POLICIES[_name] = PolicySpec(_name, "heuristic" if _name in CORRECT_HEURISTICS
                                  else "heuristic-stale", _cls.description, _cls)
 GOODRL_DESCRIPTION = ("GOODRL (ICLR 2025): graph-attention actor over task-specific graphs, "
-                      "trained offline (imitation + PPO) and online (PPO with gradient control).")
+                      "trained by imitation of heft_slack (the shipped weights; offline and "
+                      "online PPO are in training.goodrl but found nothing better, see "
+                      "MANIFEST.json).")
 
 
 def _goodrl_policy() -> Policy:

@@ -111,3 +111,24 @@ def test_unexpected_error_is_a_500_problem_without_traceback() -> None:
     with TestClient(app, raise_server_exceptions=False) as client:
         body = assert_problem(client.get("/crash"), 500)
     assert "secret" not in body["detail"] and "Traceback" not in body["detail"]
+
+
+def test_a_problem_without_its_checkpoint_is_refused_when_submitted(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA walk-through: with weights/reld_tsp.pt gone, reld stayed 'available', a TSP job
+    was accepted (202) and then failed. Availability is now also per problem."""
+    name = _register(monkeypatch, base.SolverSpec(
+        name="tsp_weights_missing", family="routing", problems=("tsp", "cvrp"),
+        description="stands for a neural solver whose TSP checkpoint is absent",
+        factory=NearestNeighbourSolver, needs_weights=True, kind="neural",
+        problem_availability=lambda p: "weights/demo_tsp.pt is missing" if p == "tsp" else None))
+    job = client.post("/v1/jobs", json={"problem": "tsp", "instance": {"coords": SQUARE},
+                                        "solver": name, "time_limit": 1})
+    assert "demo_tsp.pt" in assert_problem(job, 503, field="solver")["detail"]
+    by_problem = {p: {s["name"]: s for s in client.get(f"/v1/solvers?problem={p}").json()[
+        "solvers"]}[name] for p in ("tsp", "cvrp")}
+    assert by_problem["tsp"]["available"] is False
+    assert "demo_tsp.pt" in by_problem["tsp"]["unavailable_reason"]
+    assert by_problem["cvrp"]["available"] is True
+    ok = client.post("/v1/routing/cvrp/solve", json={"instance": SMALL_CVRP, "solver": name})
+    assert ok.status_code == 200, ok.text

@@ -409,3 +409,18 @@ def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
     written = torch.load(out, weights_only=False)["model"]
     reference = torch.load(weights_path("tsp"), weights_only=False)["model"]
     assert all(torch.equal(written[k], reference[k]) for k in reference)
+
+
+def test_a_missing_checkpoint_makes_only_its_problem_unavailable(tmp_path, monkeypatch) -> None:
+    from solvers.base import get_solver, get_spec
+    from solvers.errors import SolverUnavailableError
+    from solvers.routing import reld
+
+    real = reld.weights_path
+    monkeypatch.setattr(reld, "weights_path",
+                        lambda p: tmp_path / "reld_tsp.pt" if p == "tsp" else real(p))
+    reason = get_spec("reld").unavailable_reason("tsp")
+    assert reason is not None and "python -m training.reld tsp" in reason
+    assert get_spec("reld").unavailable_reason("cvrp") is None
+    with pytest.raises(SolverUnavailableError, match=r"reld_tsp\.pt is missing"):
+        get_solver("reld", problem="tsp", nodes=10, time_limit=1.0)
