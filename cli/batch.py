@@ -178,7 +178,8 @@ def solution_file(stem: str, problem: str, payload: dict[str, Any]) -> tuple[str
     if problem == "tsp":
         labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
         return f"{stem}.tour", tour_text_for(payload["instance"], labels, cost,
-                                             payload["distance"], payload["solver"])
+                                             payload["distance"], payload["solver"],
+                                             indices=payload["routes"][0])
     return f"{stem}.sol", sol_text_for(payload["routes"], cost, payload.get("depot", 0))
 
 

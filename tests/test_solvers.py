@@ -211,6 +211,9 @@ def test_a_gap_that_overflows_is_unknown_not_infinite():
     assert gap_percent(110.0, 100.0) == pytest.approx(10.0)
     assert gap_percent(426.0, 1e-320) is None  # the CLI printed an infinite gap
     assert gap_percent(426.0, 0.0) is None and gap_percent(float("inf"), 1.0) is None
+    # QA sweep: both null in a compare, though each is a plain number
+    assert gap_percent(0.0, 0.0) == 0.0  # every point identical: the best row's gap
+    assert gap_percent(5.0, 1e308) == pytest.approx(-100.0)  # 100·(cost − ref) overflowed
 
 
 def test_needs_coordinates_says_what_each_solver_does_with_a_matrix():

@@ -18,6 +18,7 @@ import zipfile
 import zlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
@@ -226,7 +227,8 @@ def job_solution(job_id: str, service: ServiceDep,
                                   field="format")
         labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
         text = tour_text_for(payload["instance"], labels, payload["cost"],
-                             payload["distance"], payload["solver"])
+                             payload["distance"], payload["solver"],
+                             indices=payload["routes"][0])
     else:
         if job.problem == "tsp":
             # CVRPLIB's format: 0 would read as the depot, and a tour has none
@@ -235,7 +237,18 @@ def job_solution(job_id: str, service: ServiceDep,
         text = sol_text_for(payload["routes"], payload["cost"], payload.get("depot", 0))
     stem = job.filename.split(".")[0] or "solution"
     return PlainTextResponse(text, headers={
-        "Content-Disposition": f'attachment; filename="{stem}.{format}"'})
+        "Content-Disposition": content_disposition(f"{stem}.{format}")})
+
+
+def content_disposition(filename: str) -> str:
+    """An attachment header for any file name: HTTP headers are Latin-1, so a name such as
+    ``日本.tour`` goes in RFC 5987's ``filename*`` with an ASCII fallback beside it (it was a
+    500 before)."""
+    fallback = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_"
+                       for ch in filename)
+    if fallback == filename:
+        return f'attachment; filename="{filename}"'
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 # -- cancel --------------------------------------------------------------------------------

@@ -492,15 +492,25 @@ def tour_text(solution: Solution, instance: Instance) -> str:
     tour = np.asarray(solution.tour, dtype=np.int64)
     labels = instance.node_ids[tour] if instance.node_ids is not None else tour + 1
     return tour_text_for(instance.name, labels.tolist(), solution.cost, solution.distance,
-                         solution.solver)
+                         solution.solver, indices=tour.tolist())
 
 
-def tour_text_for(name: str, labels: list[int], cost: float, distance: str, solver: str) -> str:
-    """The TOUR file of a tour already given as file labels (1-based numbers or ids)."""
+def tour_text_for(name: str, labels: list[int], cost: float, distance: str, solver: str,
+                  indices: list[int] | None = None) -> str:
+    """The TOUR file of a tour given as file labels (1-based numbers or ids). TSPLIB's
+    TOUR_SECTION holds node numbers 1..n and ends at -1, so labels that are not such a
+    permutation (a JSON instance's own ids: 0, negatives, -1 itself) are written as the
+    1-based ``indices`` (0-based positions in the instance) and the comment says so."""
     name = " ".join(str(name).split())  # a line break in a name would start a new header
+    note = ""
+    if sorted(int(v) for v in labels) != list(range(1, len(labels) + 1)):
+        if indices is None:
+            raise ValueError("a TSPLIB tour needs node numbers 1..n; give the indices")
+        labels = [int(v) + 1 for v in indices]
+        note = "; nodes numbered 1..n in instance order (the instance's ids are not)"
     lines = [
         f"NAME : {name}.tour",
-        f"COMMENT : cost {_fmt_cost(cost)} ({distance}) by {solver}",
+        f"COMMENT : cost {_fmt_cost(cost)} ({distance}) by {solver}{note}",
         "TYPE : TOUR",
         f"DIMENSION : {len(labels)}",
         "TOUR_SECTION",

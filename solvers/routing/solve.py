@@ -43,11 +43,17 @@ MISMATCH_WARNING = 0.05
 
 
 def gap_percent(cost: float, reference: float | None) -> float | None:
-    """(cost − reference) / reference in percent; None when either side is unknown, or when
-    the ratio overflows (a reference such as 1e-320 gave an infinite gap)."""
-    if reference is None or not math.isfinite(cost) or reference == 0:
+    """(cost − reference) / reference in percent; 0 when they are equal (all points
+    identical: both 0); None when either side is unknown, or when the ratio overflows (a
+    reference such as 1e-320 gave an infinite gap). Computed as cost/reference − 1, so a
+    reference of 1e308 gives −100 rather than overflowing in the difference."""
+    if reference is None or not math.isfinite(cost):
         return None
-    gap = 100.0 * (cost - reference) / reference
+    if cost == reference:
+        return 0.0
+    if reference == 0:
+        return None
+    gap = 100.0 * (cost / reference - 1.0)
     return gap if math.isfinite(gap) else None
 
 

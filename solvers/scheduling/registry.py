@@ -124,6 +124,8 @@ def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals
     done = [r.result.mean_flowtime for r in rows if r.result is not None]
     best = min(done) if done else None
     for r in rows:
-        if r.result is not None and best:
-            r.gap_to_best = 100.0 * (r.result.mean_flowtime - best) / best
+        if r.result is not None and best is not None:
+            # all flowtimes 0 (every task of runtime 0): the best rows are 0 % from the best
+            r.gap_to_best = (0.0 if r.result.mean_flowtime == best
+                             else 100.0 * (r.result.mean_flowtime - best) / best)
     return rows

@@ -340,3 +340,27 @@ def test_ray_executor_runs_the_same_job() -> None:
         job = _wait(api, job_id, ("succeeded",), timeout=90)
         assert job["feasible"] and job["progress"]["best_cost"] == job["cost"]
         assert api.get(f"/v1/jobs/{job_id}/solution").json()["feasible"]
+
+
+def test_solution_files_for_any_name_and_any_ids(api: httpx.Client) -> None:
+    """QA sweep: a non-Latin-1 upload name made the solution download a 500 (the header),
+    and a JSON instance's own ids (here -1, TSPLIB's end marker) went into TOUR_SECTION."""
+    from solvers.routing.io import read_tour
+
+    text = (DATA / "eil51.tsp").read_bytes()
+    job = api.post("/v1/jobs", files={"file": ("日本.tsp", text)},
+                   data={"solver": "nearest_neighbor", "time_limit": "0.5"}).json()
+    _wait(api, job["id"], ("succeeded",))
+    tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
+    assert tour.status_code == 200, tour.text
+    disposition = tour.headers["content-disposition"]
+    assert "filename*=UTF-8''%E6%97%A5%E6%9C%AC.tour" in disposition
+    response = api.post("/v1/jobs", json={
+        "problem": "tsp", "instance": {"coords": [[0, 0], [1, 0], [1, 1], [0, 1]],
+                                       "ids": [5, -1, 7, 8]},
+        "solver": "nearest_neighbor", "time_limit": 0.2})
+    job = _wait(api, response.json()["id"], ("succeeded",))
+    body = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"}).text
+    path = Path(tempfile.mkdtemp()) / "ids.tour"
+    path.write_text(body)
+    assert sorted(read_tour(path)) == [0, 1, 2, 3] and "instance order" in body
