@@ -152,7 +152,9 @@ def _check_work(templates: list[Workflow], options: SimulateOptions, settings: S
     if total > MAX_TOTAL_TASKS:
         raise _too_many_tasks(total, source)
     decisions = options.workflows_count * total / len(templates)
-    seconds = estimated_seconds(options.policies, decisions, total / len(templates))
+    edges = sum(len(p) for w in templates for p in w.parents)
+    seconds = estimated_seconds(options.policies, decisions, total / len(templates),
+                                edges / len(templates))
     if seconds > settings.max_time_limit:
         raise ApiError(413, f"simulating {options.workflows_count} workflows (about "
                        f"{decisions:,.0f} decisions) with these policies would take about "
@@ -339,10 +341,16 @@ async def simulate_policies(request: Request, settings: SettingsDep) -> Simulate
 
 
 # -- sessions ---------------------------------------------------------------------------------
+#: Longest a session's events request may take by the policies' cost model: the caller
+#: waits on it live (QA sweep: three 2,000-task workflows under goodrl took 60 s).
+SESSION_REQUEST_SECONDS = 30.0
+
+
 @dataclass(eq=False)
 class _Live:
     session: Session
     pool: str
+    policy: str
     lock: threading.Lock = field(default_factory=threading.Lock)
     touched: float = field(default_factory=time.monotonic)
 
@@ -395,7 +403,7 @@ async def create_session(request: Request, response: Response) -> SessionState:
             raise ApiError(429, f"{MAX_SESSIONS} sessions are open; DELETE finished ones",
                            kind="too-many-sessions", title="Too many sessions")
         sid = uuid.uuid4().hex
-        live = _Live(Session(pool, policy, body.seed), pool.label)
+        live = _Live(Session(pool, policy, body.seed), pool.label, body.policy)
         _sessions[sid] = live
     response.headers["Location"] = f"{request.url.path}/{sid}"
     return _state(sid, live)
@@ -422,6 +430,20 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
                        f"may bring {MAX_TOTAL_TASKS}: send the events in several requests",
                        kind="instance-too-large", title="Too many tasks", field="events",
                        extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
+    # (tasks, dependencies) of each arrival; a generated shape has a few parents a task
+    sizes = [(len(ev.workflow.tasks), sum(len(t.parents or []) for t in ev.workflow.tasks))
+             if ev.workflow is not None else (ev.tasks, 4 * ev.tasks)
+             for ev in body.events if isinstance(ev, WorkflowArrived)]
+    seconds = sum(estimated_seconds([live.policy], n, n, e) for n, e in sizes)
+    if seconds > SESSION_REQUEST_SECONDS:
+        # a live session answers while its caller waits, holding the session's lock
+        raise ApiError(413, f"deciding the arriving workflows' {total} tasks with "
+                       f"{live.policy} would take about {seconds:,.0f} s; one request of a "
+                       f"session may take {SESSION_REQUEST_SECONDS:g} s: send the arrivals in "
+                       "several requests, or use a faster policy",
+                       kind="session-work-too-large", title="Too much work for one request",
+                       field="events", extra={"estimated_seconds": round(seconds, 1),
+                                              "limit": SESSION_REQUEST_SECONDS})
     out: list[Assignment] = []
     ids: list[str] = []
     with live.lock:

@@ -73,22 +73,28 @@ def get_policy(name: str) -> Policy:
     return spec.factory()
 
 
-#: Rough seconds per decision, fixed part and part per task of the workflow (the actor reads
-#: the task's whole workflow graph), to refuse runs that cannot finish in a request's time.
-#: GOODRL on one loaded core of the 2-core machine, 3 generated workflows: 1.5 ms a decision
-#: at 100 tasks, 2.7 ms at 500, 7.7 ms at 2,000; the heuristics 8 to 17 µs.
-SECONDS_PER_DECISION = {"goodrl": (1.2e-3, 3.3e-6)}
-HEURISTIC_SECONDS_PER_DECISION = (2e-5, 1e-8)
+#: Rough seconds per decision: a fixed part, a part per task and a part per dependency of the
+#: workflow (the actor reads the task's whole workflow graph), to refuse runs that cannot
+#: finish in a request's time. GOODRL on one loaded core of the 2-core machine, 3 generated
+#: workflows: 1.5 ms a decision at 100 tasks, 2.7 ms at 500, 7.7 ms at 2,000; on dense DAGs
+#: (every task a child of all before it) 11 ms at 200 tasks and 19,900 edges, 25 ms at 300
+#: and 44,850, where a 300-task chain takes 1.2 ms (a QA sweep's 630-task DAG with 198,000
+#: edges passed the estimate without the edges and ran for 5 minutes). The heuristics 8 to
+#: 17 µs.
+SECONDS_PER_DECISION = {"goodrl": (1.2e-3, 3.3e-6, 1e-6)}
+HEURISTIC_SECONDS_PER_DECISION = (2e-5, 1e-8, 1e-8)
 
 
-def estimated_seconds(names: list[str], decisions: float, tasks_per_workflow: float = 30.0
-                      ) -> float:
+def estimated_seconds(names: list[str], decisions: float, tasks_per_workflow: float = 30.0,
+                      edges_per_workflow: float = 0.0) -> float:
     """What running ``names`` on a stream of ``decisions`` task assignments should take, for
-    workflows of ``tasks_per_workflow`` tasks on average."""
+    workflows of ``tasks_per_workflow`` tasks and ``edges_per_workflow`` dependencies on
+    average."""
     total = 0.0
     for name in names:
-        fixed, per_task = SECONDS_PER_DECISION.get(name, HEURISTIC_SECONDS_PER_DECISION)
-        total += fixed + per_task * tasks_per_workflow
+        fixed, per_task, per_edge = SECONDS_PER_DECISION.get(
+            name, HEURISTIC_SECONDS_PER_DECISION)
+        total += fixed + per_task * tasks_per_workflow + per_edge * edges_per_workflow
     return total * decisions
 
 

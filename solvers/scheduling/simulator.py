@@ -318,6 +318,11 @@ class SimResult:
 _ARRIVE, _FINISH = 0, 1
 
 
+def _stop(deadline: float | None, cancel: Callable[[], bool] | None) -> bool:
+    return ((deadline is not None and time.perf_counter() > deadline)
+            or (cancel is not None and cancel()))
+
+
 def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, policy: Policy,
              seed: int = 0, *, record: bool = False, measure_latency: bool = False,
              on_decision: Callable[[ClusterState, Run, int, int], None] | None = None,
@@ -377,10 +382,13 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
             heapq.heappush(heap, (finish, seq, _FINISH, run, task))
             seq += 1
             decisions += 1
+            # checked per decision as well: one GOODRL decision on a dense DAG can take
+            # seconds, and a burst of ready tasks is decided within one event (QA sweep: a
+            # request ran 5 minutes past its client's timeout)
+            if (decisions & 15) == 0 and _stop(deadline, cancel):
+                raise TimeoutError("the simulation ran out of time")
         loops += 1
-        if (loops & 1023) == 0 and (
-                (deadline is not None and time.perf_counter() > deadline)
-                or (cancel is not None and cancel())):
+        if (loops & 1023) == 0 and _stop(deadline, cancel):
             raise TimeoutError("the simulation ran out of time")
     flow = np.array([r.flowtime for r in sorted(state.completed, key=lambda r: r.uid)])
     makespan = max((r.done_at for r in state.completed), default=0.0)

@@ -275,3 +275,24 @@ def test_session_with_the_slack_rule(api: httpx.Client) -> None:
     assert api.delete(url).status_code == 204
     rows = {p["name"]: p for p in api.get("/v1/scheduling/policies").json()}
     assert rows["heft_slack"]["kind"] == "heuristic" and rows["heft_slack"]["available"]
+
+
+def test_work_a_request_cannot_finish_is_refused_up_front(api: httpx.Client) -> None:
+    """QA sweep: three 2,000-task arrivals under goodrl held a session for 60 s, and a
+    630-task DAG with 198,000 edges passed simulate's estimate (which counted no edges) and
+    ran for minutes. Both are now 413s naming the field, before any work."""
+    sid = api.post(SESSIONS, json={"policy": "goodrl"}).json()["id"]
+    try:
+        arrivals = [{"type": "workflow_arrived", "time": 1, "shape": "sipht", "tasks": 2000}
+                    for _ in range(3)]
+        body = assert_problem(api.post(f"{SESSIONS}/{sid}/events", json={"events": arrivals}),
+                              413, field="events")
+        assert body["estimated_seconds"] > body["limit"]
+        assert api.get(f"{SESSIONS}/{sid}").json()["workflows"] == []  # nothing applied
+    finally:
+        api.delete(f"{SESSIONS}/{sid}")
+    dense = [{"id": f"t{i}", "runtime": 1, "parents": [f"t{k}" for k in range(i)]}
+             for i in range(630)]
+    response = api.post(SIMULATE, json={"workflows": [{"tasks": dense}], "workflows_count": 3,
+                                        "policies": ["goodrl"]})
+    assert_problem(response, 413, field="workflows_count")

@@ -145,3 +145,22 @@ def test_ten_thousand_workflows_fast(classic: list[Workflow]) -> None:
 
 def test_size_factor_is_goodrls() -> None:
     assert SIZE_FACTOR == 16.0
+
+
+def test_a_deadline_stops_a_burst_of_slow_decisions() -> None:
+    """The deadline was read once per 1,024 events; a burst of ready tasks is decided within
+    one event, and a GOODRL decision on a dense DAG takes a good part of a second (QA sweep:
+    a request ran 5 minutes past its client). It is now read every 16 decisions too."""
+    import time
+
+    wide = workflow_from_dict({"tasks": [{"id": f"t{i}", "runtime": 1} for i in range(400)]})
+
+    class Slow(EFT):
+        def choose(self, state, run, task):  # type: ignore[no-untyped-def]
+            time.sleep(0.005)
+            return super().choose(state, run, task)
+
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        simulate([wide], parse_pool("6x4"), Arrivals(1), Slow(), deadline=t0 + 0.2)
+    assert time.perf_counter() - t0 < 0.5  # 400 decisions would take 2 s
