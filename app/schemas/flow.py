@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.routing import MAX_SEED, Int64
+from app.schemas.routing import MAX_SEED, Int64, Number
 
 DEFAULT_FLOW_SOLVER = "ortools_mcf"
 ALL_FLOW_SOLVERS = ["ortools_mcf", "networkx_simplex", "oft_sinkhorn"]
@@ -59,12 +59,12 @@ class FlowOptionsIn(_Strict):
     solver: str = Field(default=DEFAULT_FLOW_SOLVER, min_length=1, max_length=100,
                         description="ortools_mcf, networkx_simplex or oft_sinkhorn "
                         "(GET /v1/solvers?problem=mincostflow).")
-    time_limit: float | None = Field(
+    time_limit: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds the solver may run (server default when omitted). The exact "
         "solvers cannot be interrupted; oft_sinkhorn iterates for up to 80% of it.")
     seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Random seed.")
-    tolerance: float = Field(
+    tolerance: Number = Field(
         default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False,
         description="Relative optimality gap the answer may keep, certified by a dual bound. "
         "0 (default) asks for a proven optimum; oft_sinkhorn then finishes to optimality.")
@@ -131,12 +131,12 @@ class FlowCompareOptionsIn(_Strict):
     solvers: list[str] = Field(default_factory=lambda: list(ALL_FLOW_SOLVERS), min_length=1,
                                description="Solver names, each at most once (default: all "
                                "three).")
-    time_limit: float | None = Field(
+    time_limit: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds per solver; all solvers together must fit the server's "
         "max_time_limit.")
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
-    tolerance: float = Field(default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False)
+    tolerance: Number = Field(default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False)
 
 
 class FlowCompareRequest(FlowCompareOptionsIn):

@@ -10,6 +10,7 @@ from app.schemas.routing import (
     MAX_SEED,
     CVRPInstanceIn,
     CVRPTWInstanceIn,
+    Number,
     TSPInstanceIn,
     _Strict,
 )
@@ -21,7 +22,7 @@ class JobOptions(_Strict):
     """Solver and budget of a job; the same fields arrive as form fields with an upload."""
 
     solver: str = Field(default="ortools", min_length=1, max_length=100)
-    time_limit: float | None = Field(
+    time_limit: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds the solver may run (server default when omitted; capped by the "
         "server's max_job_time_limit).",

@@ -25,6 +25,16 @@ def _reject_bool(value: Any) -> Any:
     return value
 
 
+def _reject_bool_number(value: Any) -> Any:
+    # JSON true/false would otherwise pass as 1.0/0.0 ("time_limit": true ran for 1 s)
+    if isinstance(value, bool):
+        raise PydanticCustomError("float_type", "Input should be a number, not true or false")
+    return value
+
+
+#: A JSON number (an integer or a float), never true or false.
+Number = Annotated[float, BeforeValidator(_reject_bool_number)]
+
 #: A JSON integer that fits numpy's int64, so the domain's arrays cannot overflow.
 Int64 = Annotated[int, BeforeValidator(_reject_bool), Field(ge=-(2**63), le=2**63 - 1)]
 
@@ -40,10 +50,10 @@ class _Strict(BaseModel):
 # -- instances ---------------------------------------------------------------------------
 class _RoutingInstanceIn(_Strict):
     name: str | None = Field(default=None, max_length=256, description="A label for the result.")
-    coords: list[tuple[float, float]] | None = Field(
+    coords: list[tuple[Number, Number]] | None = Field(
         default=None, description="[x, y] per node. Give coords, a distance_matrix, or both."
     )
-    distance_matrix: list[list[float]] | None = Field(
+    distance_matrix: list[list[Number]] | None = Field(
         default=None,
         description="Square matrix of non-negative distances (may be asymmetric). When given, "
         "costs use it and coords only serve drawings.",
@@ -88,10 +98,10 @@ class CVRPTWInstanceIn(CVRPInstanceIn):
     problem: Literal["cvrptw"] | None = Field(  # type: ignore[assignment]
         default=None, description="Optional: the path says."
     )
-    time_windows: list[tuple[float, float]] = Field(
+    time_windows: list[tuple[Number, Number]] = Field(
         description="[earliest, latest] start of service per node; the depot's is the horizon."
     )
-    service_times: list[float] | float | None = Field(
+    service_times: list[Number] | Number | None = Field(
         default=None,
         description="Service time per node (0 at the depot), or one number for every "
         "customer. Default: 0.",
@@ -104,7 +114,7 @@ class SolveOptions(_Strict):
 
     solver: str = Field(default="ortools", min_length=1, max_length=100,
                         description="A solver name from GET /v1/solvers.")
-    time_limit: float | None = Field(
+    time_limit: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds the solver may run (server default when omitted; capped by the "
         "server's max_time_limit).",
@@ -181,13 +191,13 @@ class CompareOptions(_Strict):
     """Several solvers on the same instance and budget, one after another."""
 
     solvers: list[str] = Field(min_length=1, description="Solver names, each at most once.")
-    time_limit: float | None = Field(
+    time_limit: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds per solver; all solvers together must fit the server's "
         "max_time_limit.",
     )
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
-    reference: float | None = Field(
+    reference: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="A known cost (e.g. the optimum) to report gaps against.",
     )

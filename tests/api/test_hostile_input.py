@@ -234,3 +234,20 @@ def test_tsp_file_named_only_with_dots_runs_to_the_end(api: httpx.Client) -> Non
     assert job["state"] == "succeeded" and job["filename"] == "instance.tsp", job
     tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
     assert tour.status_code == 200 and "TOUR_SECTION" in tour.text
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/v1/routing/tsp/solve", {"instance": {"coords": SQUARE}, "time_limit": True},
+     "time_limit"),
+    ("/v1/routing/tsp/solve", {"instance": {"coords": [[True, False], *SQUARE[1:]]}},
+     "instance.coords[0][0]"),
+    ("/v1/jobs", {"problem": "tsp", "instance": {"coords": SQUARE}, "time_limit": True},
+     "time_limit"),
+    ("/v1/flow/min-cost", {"network": {"nodes": 2, "supplies": [1, -1],
+                                       "arcs": [{"tail": 1, "head": 2, "cost": 1}]},
+                           "tolerance": False}, "tolerance"),
+])
+def test_true_and_false_are_not_numbers(api: httpx.Client, path: str, body: dict[str, Any],
+                                        field: str) -> None:
+    """QA sweep: "time_limit": true ran for 1 s, and [true, false] was a point."""
+    assert_problem(api.post(path, json=body), 422, field=field)
