@@ -219,3 +219,25 @@ def test_vehicles_must_be_a_whole_number(vehicles, expected):
         assert exc.value.field == "VEHICLES"
     else:
         assert parse_instance_bytes(text, "v.vrp").max_vehicles == expected
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("NAME : x\nTYPE : TSP\nDIMENSION : abc\nEDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n"
+     "1 0 0\n2 1 1\n3 2 0\nEOF\n", "DIMENSION"),
+    ("NAME : x\nTYPE : CVRPTW\nDIMENSION : 3\nCAPACITY : 10\nEDGE_WEIGHT_TYPE : EUC_2D\n"
+     "NODE_COORD_SECTION\n1 0 0\n2 1 1\n3 2 0\nDEMAND_SECTION\n1 0\n2 1\n3 1\n"
+     "TIME_WINDOW_SECTION\n1 0 100\n2 912\n3 0 100\nDEPOT_SECTION\n1\n-1\nEOF\n",
+     "TIME_WINDOW_SECTION"),
+    ("NAME : x\nTYPE : TSP\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : EUC_2D\nSCALE : 1e308\n"
+     "NODE_COORD_SECTION\n1 0 0\n2 1 1\n3 2 0\nEOF\n", "SCALE"),
+])
+def test_malformed_headers_and_rows_name_their_field(text: str, field: str) -> None:
+    """QA sweep: these named `file` (with int() or numpy messages) or the coordinates."""
+    with pytest.raises(InstanceError) as exc:
+        parse_instance_bytes(text.encode(), "x.vrptw" if "CVRPTW" in text else "x.tsp")
+    assert exc.value.field == field
+
+
+def test_a_depot_demand_is_reported_as_such_before_the_capacity() -> None:
+    with pytest.raises(InstanceError, match="the depot's demand must be 0"):
+        CVRPInstance(coords=[[0, 0], [1, 1]], demands=[5, 1], capacity=2)

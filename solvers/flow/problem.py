@@ -79,7 +79,8 @@ def _as_int_array(
         bad = ~np.isfinite(raw) | (raw != np.round(raw))
         if bad.any():
             k = int(np.argmax(bad))
-            raise InstanceError(item_field(k), f"{name} must be an integer, got {raw[k]!r}")
+            raise InstanceError(item_field(k),
+                                f"{name} must be an integer, got {float(raw[k])!r}")
         huge = np.abs(raw) > bound  # before the cast: int64 would wrap 1e300
         if huge.any():
             k = int(np.argmax(huge))

@@ -195,7 +195,16 @@ def _header(text: str) -> dict[str, str]:
     return head
 
 
+#: Largest SCALE accepted: LKH-3's Solomon files use 10; 1e308 made every coordinate
+#: infinite, and the error named the coordinates instead of SCALE.
+MAX_SCALE = 1_000_000
+
+
 def _check_supported(head: dict[str, str]) -> None:
+    dim = head.get("DIMENSION")
+    if dim is not None and not (dim.isdigit() and int(dim) >= 1):
+        # vrplib's own int() failure read "invalid literal for int()" under "file"
+        raise InstanceError("DIMENSION", f"must be a positive integer, got {dim!r}")
     ewt = head.get("EDGE_WEIGHT_TYPE", "").upper()
     if not ewt:
         raise InstanceError("file", "not a TSPLIB/CVRPLIB file: no EDGE_WEIGHT_TYPE line")
@@ -317,6 +326,8 @@ def _scale(data: dict[str, Any], ewt: str) -> int:
         raise InstanceError("SCALE", f"must be a positive integer, got {raw!r}") from None
     if not scale.is_integer() or scale < 1:
         raise InstanceError("SCALE", f"must be a positive integer, got {raw!r}")
+    if scale > MAX_SCALE:
+        raise InstanceError("SCALE", f"must be at most {MAX_SCALE:,}, got {raw!r}")
     if scale != 1 and ewt not in SCALABLE_EDGE_WEIGHT_TYPES:
         raise UnsupportedFormatError(
             "SCALE", f"SCALE is supported with EDGE_WEIGHT_TYPE "
@@ -361,7 +372,14 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
                          ("time_window", "TIME_WINDOW_SECTION")):
         if key not in data:
             raise InstanceError(section, f"a CVRPTW file needs a {section}")
-    windows = np.asarray(data["time_window"], dtype=np.float64)
+    try:
+        windows = np.asarray(data["time_window"], dtype=np.float64)
+    except ValueError:  # rows of different lengths (numpy: "inhomogeneous shape")
+        raise InstanceError("TIME_WINDOW_SECTION", "every row needs a node id and two times "
+                            "(earliest, latest)") from None
+    if windows.ndim != 2 or windows.shape[1] != 2:
+        raise InstanceError("TIME_WINDOW_SECTION", "every row needs a node id and two times "
+                            "(earliest, latest)")
     service = data.get("service_time")
     service = np.asarray(service, dtype=np.float64) if service is not None else None
     if service is not None and service.ndim == 2 and service.shape[1] == 1:

@@ -625,6 +625,9 @@ def _validate_demands(demands: Any, n: int, depot: int, capacity: int) -> np.nda
         raise InstanceError("demands", "must be a list of integers") from None
     if raw.ndim != 1 or raw.shape[0] != n:
         raise InstanceError("demands", f"needs one demand per node ({n}), got shape {raw.shape}")
+    if np.isfinite(raw[depot]) and raw[depot] != 0:
+        # before the capacity check, which a depot demand above the capacity also fails
+        raise InstanceError(f"demands[{depot}]", "the depot's demand must be 0")
     checks = [
         (~np.isfinite(raw), "must be a finite integer"),
         (raw < 0, "must not be negative"),
