@@ -237,7 +237,8 @@ def _compare_task(options: CompareOptions, problem: str, settings: Settings,
                   load_instance: Callable[[], Instance], source: str) -> CompareTask:
     names = options.solvers
     check_solver_list(names, problem, settings)
-    time_limit = request_time_limit(options.time_limit, settings, runs=len(names))
+    time_limit = request_time_limit(options.time_limit, settings, runs=len(names),
+                                    cli="cosolve compare")
     instance = load_instance()
     _check_sync_size(instance, settings, source)
     return CompareTask(instance, list(names), time_limit, options.seed, options.reference,
@@ -282,7 +283,10 @@ def request_time_limit(requested: float | None, settings: Settings, runs: int = 
         else:
             detail = (f"{runs} solvers × {limit:g} s = {limit * runs:g} s is above the "
                       f"{settings.max_time_limit:g} s one request may run; lower time_limit")
-        raise invalid_request(detail + f"; for longer runs use the CLI ({cli})",
+        jobs = ("submit a job (POST /v1/jobs, up to "
+                f"{settings.max_job_time_limit:g} s) or " if runs == 1 and "flow" not in cli
+                else "")
+        raise invalid_request(detail + f"; for longer runs {jobs}use the CLI ({cli})",
                               field="time_limit")
     return limit
 

@@ -69,6 +69,7 @@ class BodySizeLimitMiddleware:
             path=scope.get("path", ""),
             kind="body-too-large",
             title="Request body too large",
+            field="body",
             extra={"limit": self.max_body_bytes},
         )
         await send(

@@ -23,7 +23,7 @@ from rich.table import Table
 from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
 from solvers.base import MAX_SEED
 from solvers.errors import InstanceError
-from solvers.scheduling.registry import POLICIES, policy_names, run_policies
+from solvers.scheduling.registry import DEFAULT_POLICIES, POLICIES, policy_names, run_policies
 from solvers.scheduling.render import gantt_svg
 from solvers.scheduling.simulator import RATE_RANGE, Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
@@ -109,7 +109,7 @@ def simulate_command(
                                       "'5.4,9' changes it mid-stream.")] = "5.4",
     workflows_count: Annotated[int, typer.Option(help="Workflows in the stream.")] = 1000,
     policies: Annotated[str, typer.Option(help="Comma-separated policy names.")] =
-        "goodrl,heft,eft,peft,est,eft_stale",
+        ",".join(DEFAULT_POLICIES),
     seed: Annotated[int, typer.Option(help="Seeds arrivals, workflow types, ties.")] = 0,
     shapes: Annotated[str, typer.Option(help="Generated shapes when --workflows is not "
                                         "given.")] = ",".join(GENERATORS),
