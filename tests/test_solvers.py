@@ -355,3 +355,32 @@ def test_ortools_refuses_a_time_limit_its_first_solution_cannot_keep() -> None:
     get_solver("ortools", problem="tsp", nodes=2_000, time_limit=1.0, has_coordinates=True)
     get_solver("ortools", problem="tsp", nodes=100, time_limit=0.05, has_coordinates=True)
     get_solver("ortools", problem="tsp", nodes=5_000, time_limit=0.5, has_coordinates=True)
+
+
+def test_solve_warms_a_solver_up_once_before_its_first_clock() -> None:
+    """QA sweep: the library's first ils call at 0.3 s took 4.4 s (numba compiling inside
+    the time limit); the server and the CLI warmed up, ``solve`` did not."""
+    from solvers.base import SolverSpec, register, unregister
+    from solvers.routing.construct import nearest_neighbour_tour as tour_of
+
+    calls: list[float] = []
+
+    class Cold:
+        def warm_up(self) -> None:
+            calls.append(time.perf_counter())
+
+        def solve(self, instance, budget, progress):  # type: ignore[no-untyped-def]
+            from solvers.routing.problem import build_solution
+
+            return build_solution(instance, [list(tour_of(instance))],
+                                  solver="cold-for-test", wall_time=0.0)
+
+    register(SolverSpec(name="cold-for-test", family="routing", problems=("tsp",),
+                        description="counts its warm-ups", factory=Cold))
+    try:
+        inst = TSPInstance(coords=np.random.default_rng(0).random((10, 2)))
+        for _ in range(3):
+            assert solve(inst, "cold-for-test", Budget(time_limit=0.1)).feasible
+        assert len(calls) == 1
+    finally:
+        unregister("cold-for-test")
