@@ -339,6 +339,9 @@ async def submit_batch(request: Request, settings: SettingsDep,
                           file_field="files") as form:
         for name, value in form.multi_items():
             if isinstance(value, UploadFile):
+                if name != "files":  # as solve and jobs refuse a misnamed part
+                    raise invalid_request(f"unexpected file part {name!r}; send the instances "
+                                          "as parts named 'files'", field=name)
                 uploads.append((value.filename or "unnamed", await value.read()))
             else:
                 fields.setdefault(name, []).append(value)

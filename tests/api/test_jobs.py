@@ -364,3 +364,11 @@ def test_solution_files_for_any_name_and_any_ids(api: httpx.Client) -> None:
     path = Path(tempfile.mkdtemp()) / "ids.tour"
     path.write_text(body)
     assert sorted(read_tour(path)) == [0, 1, 2, 3] and "instance order" in body
+
+
+def test_a_batch_file_part_must_be_named_files(api: httpx.Client) -> None:
+    """QA sweep: /v1/batches took file parts under any name; solve and jobs refuse them."""
+    text = (DATA / "eil51.tsp").read_bytes()
+    response = api.post("/v1/batches", files={"other": ("eil51.tsp", text)},
+                        data={"solver": "nearest_neighbor", "time_limit": "0.2"})
+    assert "'files'" in assert_problem(response, 422, field="other")["detail"]
