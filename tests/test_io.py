@@ -241,3 +241,11 @@ def test_malformed_headers_and_rows_name_their_field(text: str, field: str) -> N
 def test_a_depot_demand_is_reported_as_such_before_the_capacity() -> None:
     with pytest.raises(InstanceError, match="the depot's demand must be 0"):
         CVRPInstance(coords=[[0, 0], [1, 1]], demands=[5, 1], capacity=2)
+
+
+def test_a_json_file_keeps_the_api_name_cap() -> None:
+    """QA sweep: a body's name is capped at 256 characters, an uploaded .json's was not."""
+    text = json.dumps({"name": "x" * 1000, "coords": [[0, 0], [1, 1], [2, 0]]}).encode()
+    with pytest.raises(InstanceError) as exc:
+        parse_instance_bytes(text, "a.json")
+    assert exc.value.field == "name"

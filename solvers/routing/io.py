@@ -396,6 +396,17 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
     )
 
 
+#: Longest instance name a file may carry, as the API's JSON bodies (``name``, 256).
+MAX_NAME_LENGTH = 256
+
+
+def _name(raw: Any, default: str) -> str:
+    name = str(raw or default)
+    if len(name) > MAX_NAME_LENGTH:
+        raise InstanceError("name", f"at most {MAX_NAME_LENGTH} characters, got {len(name)}")
+    return name
+
+
 def instance_from_dict(obj: dict[str, Any], default_name: str = "instance") -> Instance:
     """Our JSON form: ``{"problem": "tsp"|"cvrp"|"cvrptw", "coords" | "distance_matrix", ...}``;
     a CVRPTW adds ``time_windows`` ([earliest, latest] per node) and ``service_times`` (per
@@ -419,7 +430,7 @@ def instance_from_dict(obj: dict[str, Any], default_name: str = "instance") -> I
     if unknown:
         raise InstanceError(unknown[0], f"unknown field for a {problem.upper()} instance")
     common = dict(
-        name=str(obj.get("name") or default_name),
+        name=_name(obj.get("name"), default_name),
         coords=obj.get("coords"),
         distance_matrix=obj.get("distance_matrix"),
         distance=obj.get("distance"),
