@@ -1,13 +1,13 @@
 """What the final classical polish earns the neural solvers, at equal wall time.
 
-``reld`` and ``polynet`` end every CVRP and CVRPTW plan with a classical descent
-(``solvers/routing/descent.py``: relocate, swap and 2-opt* for CVRP; the windows-keeping
-relocation for CVRPTW). This runs each solver as shipped and with the polish patched out (its
-time going back to the reconstruction, as before the polish existed), one after the other,
-order rotated per instance, and reports the paired cost difference with a 95% bootstrap
-interval, so the README can say which part of a result is the model's and which the
-classical moves'. CVRP100 on ``benchmarks.reld``'s uniform set (seed 20260101), CVRPTW100 on
-benchmarks/polynet.py's generated instances.
+``reld`` and ``polynet`` end every plan with a classical descent
+(``solvers/routing/descent.py``: 2-opt + Or-opt for the TSP; relocate, swap and 2-opt* for
+CVRP; the windows-keeping relocation for CVRPTW). This runs each solver as shipped and with
+the polish patched out (its time going back to the reconstruction, as before the polish
+existed), one after the other, order rotated per instance, and reports the paired cost
+difference with a 95% bootstrap interval, so the README can say which part of a result is
+the model's and which the classical moves'. TSP100 and CVRP100 on ``benchmarks.reld``'s
+uniform sets (seed 20260101), CVRPTW100 on benchmarks/polynet.py's generated instances.
 
     python -m benchmarks.polish --count 64 --limits 1
         # → benchmarks/results/polish.md
@@ -36,24 +36,38 @@ from solvers.routing.solve import solve
 from training.instances import cvrptw_instance
 
 SOLVERS = ("polynet", "reld")
-PROBLEMS = ("cvrp", "cvrptw")
+PROBLEMS = ("tsp", "cvrp", "cvrptw")
 
 
 def _unpolished(instance: Any, routes: list[list[int]], deadline: float) -> dict[str, Any]:
     return {"routes": routes, "factor": 1.0, "gain_percent": 0.0, "seconds": 0.0}
 
 
+def _unpolished_tour(instance: Any, tour: list[int], deadline: float) -> dict[str, Any]:
+    return {"tour": tour, "factor": 1.0, "gain_percent": 0.0, "seconds": 0.0}
+
+
+def _no_keep(n: int, remaining: float) -> float:
+    return 0.0
+
+
+_PATCHED = {"polish": _unpolished, "POLISH_SHARE": 0.0, "polish_tour": _unpolished_tour,
+            "tour_polish_keep": _no_keep}
+
+
 @contextlib.contextmanager
 def polish_off() -> Iterator[None]:
     """The solvers without the final descent and without the time kept for it."""
-    saved = [(m, m.polish, m.POLISH_SHARE) for m in (reld_module, polynet_module)]
+    saved = [(m, {k: getattr(m, k) for k in _PATCHED}) for m in (reld_module, polynet_module)]
     try:
-        for module, _, _ in saved:
-            module.polish, module.POLISH_SHARE = _unpolished, 0.0  # type: ignore[assignment]
+        for module, _ in saved:
+            for k, v in _PATCHED.items():
+                setattr(module, k, v)
         yield
     finally:
-        for module, function, share in saved:
-            module.polish, module.POLISH_SHARE = function, share  # type: ignore[assignment]
+        for module, originals in saved:
+            for k, v in originals.items():
+                setattr(module, k, v)
 
 
 def run_pair(instances: list[Any], solver: str, limit: float) -> dict[str, list[dict[str, Any]]]:
@@ -87,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if not limits or any(v <= 0 for v in limits):
         parser.error("--limits: one or more positive numbers")
     if not problems or any(p not in PROBLEMS for p in problems):
-        parser.error("--problems: any of cvrp, cvrptw")
+        parser.error("--problems: any of tsp, cvrp, cvrptw")
     if not solvers or any(s not in SOLVERS for s in solvers):
         parser.error("--solvers: any of polynet, reld")
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -99,10 +113,11 @@ def main(argv: list[str] | None = None) -> int:
              f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
              f"only, torch with 1 thread per solve; load average at start "
              f"{info['load_average_at_start']}",
-             f"- Instances: the first {args.count} of benchmarks/reld.py's uniform CVRP100 "
-             f"(seed {SEED}) and of benchmarks/polynet.py's generated CVRPTW100 (seeds from "
-             f"{RANDOM_SEED_BASE}); reference PyVRP at 4 s, cached; solver seed 0; with and "
-             "without the polish one after the other, order rotated per instance.",
+             f"- Instances: the first {args.count} of benchmarks/reld.py's uniform TSP100 "
+             f"and CVRP100 (seed {SEED}) and of benchmarks/polynet.py's generated CVRPTW100 "
+             f"(seeds from {RANDOM_SEED_BASE}); reference PyVRP at 2 s (TSP) / 4 s, cached; "
+             "solver seed 0; with and without the polish one after the other, order rotated "
+             "per instance.",
              "",
              "Cost difference: the shipped solver's cost minus its cost without the polish "
              "(whose time then goes to the reconstruction), in % of the latter, mean over the "

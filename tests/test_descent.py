@@ -102,14 +102,17 @@ def test_swap_and_two_opt_star_find_what_relocation_cannot() -> None:
     assert inst.cost(out) == pytest.approx(best)
 
 
-def test_a_passed_deadline_leaves_the_plan_as_it_is() -> None:
+def test_a_passed_deadline_stops_the_descent_but_not_the_polish() -> None:
+    """The descent itself stops at its deadline; the solvers' polish still gets
+    MIN_POLISH_SECONDS when a reconstruction round overran the time kept for it (a CI run's
+    plan came back unpolished)."""
     rng = np.random.default_rng(3)
     xy, dem, cap = random_cvrp(rng, 40)
     inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
     plan = _random_plan(inst, rng)
     assert cvrp_descent(inst, plan, time.perf_counter() - 1.0) == plan
     out = polish(inst, plan, time.perf_counter() - 1.0)
-    assert out["routes"] == plan and out["factor"] == 1.0
+    assert out["factor"] < 0.9 and out["seconds"] < 0.1
 
 
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
@@ -171,3 +174,34 @@ def test_route_elimination_works_without_windows() -> None:
     out = fleet_repair(inst, six, time.perf_counter() + 5.0, seed=0)
     assert out["routes_before"] == 6 and out["routes"] is not None
     assert len(out["routes"]) == 5 and _valid(inst, out["routes"])
+
+
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_neural_tsp_tours_end_with_two_opt(solver: str) -> None:
+    """A 600-node TSP starts from random insertion and the neural reconstruction; 2-opt +
+    Or-opt then takes out what the reconstruction's stretches left (about 2% at 1,000
+    nodes), and the tour stays a tour."""
+    from solvers.routing.descent import polish_tour
+    from solvers.routing.problem import TSPInstance
+
+    inst = TSPInstance(coords=np.random.default_rng(600).random((600, 2)))
+    sol = solve(inst, solver, Budget(time_limit=2.0, seed=0))
+    assert sol.feasible and sorted(sol.routes[0]) == list(range(600))
+    stats = sol.stats["polish"]
+    assert stats["gain_percent"] > 0 and stats["seconds"] < 0.1 and sol.wall_time < 2.2
+    again = polish_tour(inst, sol.routes[0], time.perf_counter() + 1.0)
+    assert again["factor"] == pytest.approx(1.0)  # a 2-opt + Or-opt local optimum already
+
+
+def test_the_tour_polish_never_worsens_the_instances_own_cost() -> None:
+    """Moves are judged on Euclidean lengths; on a matrix that disagrees the tour is kept."""
+    from solvers.routing.descent import polish_tour
+    from solvers.routing.problem import TSPInstance
+
+    rng = np.random.default_rng(9)
+    xy = rng.random((30, 2))
+    matrix = rng.random((30, 30)) * 10  # unrelated to the coordinates
+    inst = TSPInstance(coords=xy, distance_matrix=matrix)
+    tour = list(range(30))
+    out = polish_tour(inst, tour, time.perf_counter() + 1.0)
+    assert inst.tour_cost(out["tour"]) <= inst.tour_cost(tour) and out["factor"] <= 1.0

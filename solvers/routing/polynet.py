@@ -37,7 +37,14 @@ import torch
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.routing.checkpoints import missing_checkpoint
-from solvers.routing.descent import POLISH_SHARE, REPAIR_SHARE, fleet_repair, polish
+from solvers.routing.descent import (
+    POLISH_SHARE,
+    REPAIR_SHARE,
+    fleet_repair,
+    polish,
+    polish_tour,
+    tour_polish_keep,
+)
 from solvers.routing.env import (
     Decode,
     augment,
@@ -52,6 +59,7 @@ from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
     Instance,
+    TSPInstance,
 )
 from solvers.routing.reconstruct import reconstruct_routes, reconstruct_tour
 from solvers.routing.reld import (
@@ -334,10 +342,16 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
     rebuilt: dict[str, Any] = {}
     if not cvrp and reconstruct:
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
-                                                       clock.remaining, budget.seed,
+                                                       clock.remaining - tour_polish_keep(
+                                                           n, clock.remaining),
+                                                       budget.seed,
                                                        strategies=strategy_bits(K, device=device),
                                                        progress=progress, solver=solver,
                                                        slowdown=max(scale, sample_scale))
+        assert isinstance(instance, TSPInstance)
+        polished = polish_tour(instance, best_seq, time.perf_counter() + clock.remaining)
+        best_len *= polished.pop("factor")
+        best_seq = polished.pop("tour")
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]

@@ -38,7 +38,14 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache, missing_checkpoint
 from solvers.routing.construct import random_insertion_tour
-from solvers.routing.descent import POLISH_SHARE, REPAIR_SHARE, fleet_repair, polish
+from solvers.routing.descent import (
+    POLISH_SHARE,
+    REPAIR_SHARE,
+    fleet_repair,
+    polish,
+    polish_tour,
+    tour_polish_keep,
+)
 from solvers.routing.env import (
     augment,
     cvrp_routes,
@@ -48,11 +55,13 @@ from solvers.routing.env import (
     rollout_cvrp,
     rollout_tsp,
 )
+from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
     Instance,
     Solution,
+    TSPInstance,
     build_solution,
 )
 from solvers.routing.reconstruct import path_lengths, reconstruct_routes, reconstruct_tour
@@ -167,10 +176,13 @@ class ReLDSolver:
         return _search(model, instance, budget, clock, progress, device)
 
     def warm_up(self) -> None:
-        """Load every shipped checkpoint now, so no request pays for it."""
+        """Load every shipped checkpoint and compile the TSP polish's numba kernels now, so no
+        request pays for them."""
         for problem in self.problems:
             if self.weights_path(problem).exists():
                 self.model(problem, "cpu")
+        xy = np.random.default_rng(0).random((40, 2))
+        two_opt(xy, np.arange(40))
 
     def model(self, problem: str, device: str) -> Any:
         return self._cache.get(problem, device)
@@ -460,11 +472,17 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
     assert best_seq is not None
     rebuilt: dict[str, Any] = {}
+    polished: dict[str, Any] = {}
     if not cvrp:
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
-                                                       clock.remaining, budget.seed,
-                                                       progress=progress,
+                                                       clock.remaining - tour_polish_keep(
+                                                           n, clock.remaining),
+                                                       budget.seed, progress=progress,
                                                        slowdown=max(scale, sample_scale))
+        assert isinstance(instance, TSPInstance)
+        polished = polish_tour(instance, best_seq, time.perf_counter() + clock.remaining)
+        best_len *= polished.pop("factor")
+        best_seq = polished.pop("tour")
     if cvrp:
         assert isinstance(instance, CVRPInstance)
         routes = [[int(order[v]) for v in r] for r in cvrp_routes(best_seq)]
@@ -498,10 +516,9 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
              "normalized_length": round(best_len, 6)}
     if rebuilt:
         stats["reconstruction"] = rebuilt
-    if cvrp:
-        stats["polish"] = polished
-        if repair is not None:
-            stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
+    stats["polish"] = polished
+    if cvrp and repair is not None:
+        stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
     if inserted is not None:
         stats["start"] = inserted[2]
     return routes, stats
