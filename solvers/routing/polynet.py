@@ -19,7 +19,8 @@ better on 16, worse on none), strategies tiled cyclically, cycling through the s
 with no forced first move (as PolyNet trains). Budgeting and memory follow the ``reld``
 solver: the first pass is sized from a cost estimate, later passes run only while the
 measured speed says they fit, and above 1,000 nodes one symmetry is decoded at a time.
-A CVRP or CVRPTW solve ends with a classical descent on the final plan (``descent.polish``).
+Every solve ends with a classical descent on the final plan (``descent``: 2-opt + Or-opt for
+the TSP, ``polish`` for CVRP and CVRPTW); a fleet cap is kept by route elimination.
 
 The solution's stats say which strategy, symmetry and decoding mode found it.
 """
@@ -165,6 +166,8 @@ def plan(n: int, strategies: int, seconds: float,
 
 #: A sampling round holds at most this many times the largest round measured so far.
 GROWTH = 4
+
+
 def _repair(instance: Instance, seq: list[int] | None, order: np.ndarray, clock: Clock,
             seed: int) -> dict[str, Any]:
     """``descent.fleet_repair`` on a decoded sequence (in the model's node order)."""

@@ -18,7 +18,9 @@ or one whose single greedy trajectory would not fit the time, starts instead fro
 insertion and gives all the time to the reconstruction (``insertion_start``: the model,
 trained on 100 nodes, builds worse tours than that at 400 and more). Memory stays near the
 size of one pass: symmetries run one at a time above 1,000 nodes, and the encoder's attention
-uses PyTorch's fused kernel, which never materializes the N×N matrix.
+uses PyTorch's fused kernel, which never materializes the N×N matrix. Every plan ends with a
+classical descent (``descent``: 2-opt + Or-opt for the TSP, relocate/swap/2-opt* for CVRP),
+and a CVRP fleet cap is kept by route elimination (``descent.fleet_repair``).
 """
 
 from __future__ import annotations
