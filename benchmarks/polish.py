@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=64, help="instances per set (≤ 128)")
     parser.add_argument("--limits", default="1", help="time limits in seconds, comma-separated")
-    parser.add_argument("--problems", default="cvrp,cvrptw")
+    parser.add_argument("--problems", default="tsp,cvrp,cvrptw")
     parser.add_argument("--solvers", default="polynet,reld")
     parser.add_argument("--out", type=Path, default=RESULTS / "polish.md")
     args = parser.parse_args(argv)
