@@ -401,7 +401,11 @@ MAX_NAME_LENGTH = 256
 
 
 def _name(raw: Any, default: str) -> str:
-    name = str(raw or default)
+    """The file's own ``name`` (capped), else ``default`` (from the upload's file name, which
+    the job store already shortens; a long file name is not the user's mistake)."""
+    if not raw:
+        return default
+    name = str(raw)
     if len(name) > MAX_NAME_LENGTH:
         raise InstanceError("name", f"at most {MAX_NAME_LENGTH} characters, got {len(name)}")
     return name
