@@ -9,6 +9,7 @@ units (the service recomputes the real cost with the instance's own convention).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -310,6 +311,21 @@ def _tolerance(capacity: torch.Tensor | None, batch: int, like: torch.Tensor) ->
     if capacity is None:
         return torch.full((batch,), 1e-6, dtype=like.dtype, device=like.device)
     return 0.5 / capacity.to(device=like.device, dtype=like.dtype).reshape(batch)
+
+
+def fewest_over_fleet(actions: torch.Tensor, lengths: torch.Tensor,
+                      fleet: int | None) -> tuple[torch.Tensor, int]:
+    """Flattened ``lengths`` with every trajectory that uses more routes beyond ``fleet`` than
+    the fewest any uses set to inf, and that fewest excess: under a fleet cap, fewer routes
+    beyond it come first (none beats any), then length. ``actions``: (..., steps), the depot
+    as 0, so a route ends where a customer is followed by 0."""
+    flat = lengths.reshape(-1)
+    if fleet is None:
+        return flat, 0
+    routes_used = ((actions[..., :-1] != 0) & (actions[..., 1:] == 0)).sum(-1).reshape(-1)
+    over_by = (routes_used - fleet).clamp_min(0)
+    excess = int(over_by.min())
+    return torch.where(over_by == excess, flat, torch.full_like(flat, math.inf)), excess
 
 
 def cvrp_routes(sequence: list[int]) -> list[list[int]]:

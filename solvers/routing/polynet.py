@@ -50,6 +50,7 @@ from solvers.routing.env import (
     Decode,
     augment,
     cvrp_routes,
+    fewest_over_fleet,
     model_demands,
     normalized_coords,
     rollout_cvrp,
@@ -306,15 +307,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             result = rollout_tsp(model, aug, start[None].expand(k, count),
                                  decode=mode, generator=generator,
                                  strategy=z)
-        flat = result.lengths.reshape(-1)
-        excess = 0
-        if fleet is not None:
-            # A fleet cap: fewer routes beyond it first (none beats any), then length.
-            routes_used = ((result.actions[..., :-1] != 0)
-                           & (result.actions[..., 1:] == 0)).sum(-1).reshape(-1)
-            over_by = (routes_used - fleet).clamp_min(0)
-            excess = int(over_by.min())
-            flat = torch.where(over_by == excess, flat, torch.full_like(flat, math.inf))
+        flat, excess = fewest_over_fleet(result.actions, result.lengths, fleet)
         i = int(flat.argmin())
         if (excess, float(flat[i])) < (best_excess, best_len):
             best_len, best_excess = float(flat[i]), excess

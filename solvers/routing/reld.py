@@ -51,6 +51,7 @@ from solvers.routing.descent import (
 from solvers.routing.env import (
     augment,
     cvrp_routes,
+    fewest_over_fleet,
     model_demands,
     normalize_coords,
     normalized_coords,
@@ -443,16 +444,9 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                 start = torch.randint(0, n, (m,), generator=generator, device=device)
             result = rollout_tsp(model, aug, start[None].expand(aug.shape[0], m), decode=mode,
                                  generator=generator)
-        flat = result.lengths.reshape(-1)
+        flat, excess = fewest_over_fleet(result.actions, result.lengths, fleet)
         if mode == "greedy" and view_factor != 1.0:
             flat = flat * view_factor  # back to the base view's units
-        excess = 0
-        if fleet is not None:
-            routes_used = ((result.actions[..., :-1] != 0)
-                           & (result.actions[..., 1:] == 0)).sum(-1).reshape(-1)
-            over_by = (routes_used - fleet).clamp_min(0)
-            excess = int(over_by.min())
-            flat = torch.where(over_by == excess, flat, torch.full_like(flat, math.inf))
         i = int(flat.argmin())
         if best_seq is None or (excess, float(flat[i])) < (best_excess, best_len):
             best_len, best_excess = float(flat[i]), excess
