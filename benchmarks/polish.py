@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -28,12 +27,12 @@ from typing import Any
 import solvers.routing.polynet as polynet_module
 import solvers.routing.reld as reld_module
 from benchmarks.cvrptw import RANDOM_SEED_BASE
-from benchmarks.polynet import RESULTS, _gap_cells, _paired, _wins, tw_references
-from benchmarks.reld import SEED, references, uniform
+from benchmarks.polynet import RESULTS, _gap_cells, _paired, _wins
+from benchmarks.polynet_vs_reld import instance_set, write_report
+from benchmarks.reld import SEED
 from benchmarks.routing import machine_info
 from solvers.base import Budget
 from solvers.routing.solve import solve
-from training.instances import cvrptw_instance
 
 SOLVERS = ("polynet", "reld")
 PROBLEMS = ("tsp", "cvrp", "cvrptw")
@@ -128,12 +127,7 @@ def main(argv: list[str] | None = None) -> int:
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     records: dict[str, Any] = {}
     for problem in problems:
-        if problem == "cvrptw":
-            sets = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101) for k in range(args.count)]
-            refs = tw_references(sets)
-        else:
-            full = uniform(problem, 100, 128, SEED)
-            sets, refs = full[:args.count], references(problem, full, SEED)[:args.count]
+        sets, refs = instance_set(problem, args.count)
         for limit in limits:
             for solver in solvers:
                 print(f"{solver} {problem}100 at {limit:g} s ...", file=sys.stderr, flush=True)
@@ -147,12 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"{_wins(rows['on'], rows['off'])} | "
                              f"{_paired(rows['on'], rows['off'])} | {timing} |")
                 print(lines[-1], file=sys.stderr, flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    args.out.with_suffix(".json").write_text(json.dumps(
-        {"started": started, "machine": info, "count": args.count, "limits": limits,
-         "records": records}, indent=1))
-    print("\n".join(lines))
+    write_report(args.out, lines, {"started": started, "machine": info, "count": args.count,
+                                   "limits": limits, "records": records})
     return 0
 
 

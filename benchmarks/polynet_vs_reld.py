@@ -36,6 +36,25 @@ PROBLEMS = ("tsp", "cvrp", "cvrptw")
 REPO = Path(__file__).resolve().parents[1]
 
 
+def instance_set(problem: str, count: int) -> tuple[list[Any], list[float]]:
+    """The first ``count`` instances of a problem's 100-node benchmark set and their cached
+    PyVRP references: benchmarks.reld's uniform TSP/CVRP sets, benchmarks/polynet.py's
+    generated CVRPTW100."""
+    if problem == "cvrptw":
+        sets = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101) for k in range(count)]
+        return sets, tw_references(sets)
+    full = uniform(problem, 100, 128, SEED)
+    return full[:count], references(problem, full, SEED)[:count]
+
+
+def write_report(out: Path, lines: list[str], payload: dict[str, Any]) -> None:
+    """The markdown table to ``out``, the raw records beside it as .json, the table to stdout."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
+    print("\n".join(lines))
+
+
 def _weights_lines() -> list[str]:
     manifest = json.loads((REPO / "weights" / "MANIFEST.json").read_text())
     return [f"- Weights `{e['file']}`: {e['training_steps']} steps, {e['cpu_minutes']} CPU "
@@ -86,12 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     records: dict[str, Any] = {}
     for problem in problems:
         other = args.opponent
-        if problem == "cvrptw":
-            sets = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101) for k in range(args.count)]
-            refs = tw_references(sets)
-        else:
-            full = uniform(problem, 100, 128, SEED)
-            sets, refs = full[:args.count], references(problem, full, SEED)[:args.count]
+        sets, refs = instance_set(problem, args.count)
         for limit in limits:
             print(f"{problem}100 at {limit:g} s ...", file=sys.stderr, flush=True)
             rows = run_all(sets, ["polynet", other], limit)
@@ -104,12 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                          f"{_wins(rows['polynet'], rows[other])} | "
                          f"{_paired(rows['polynet'], rows[other])} |")
             print(lines[-1], file=sys.stderr, flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    args.out.with_suffix(".json").write_text(json.dumps(
-        {"started": started, "machine": info, "count": args.count, "limits": limits,
-         "records": records}, indent=1))
-    print("\n".join(lines))
+    write_report(args.out, lines, {"started": started, "machine": info, "count": args.count,
+                                   "limits": limits, "records": records})
     return 0
 
 
