@@ -143,11 +143,20 @@ def test_permutations_of_a_tiny_instance_reach_the_optimum() -> None:
 
 @pytest.mark.parametrize("convention", ["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT"])
 def test_the_descent_costs_edges_as_the_instance_does(convention: str) -> None:
-    from solvers.routing.descent import _matrix
+    """The numba kernels compute distances on demand; they must be the instance's own, to
+    the bit, on every pair (route ends, ids from n up, stand for the depot)."""
+    from solvers.routing.descent import _d, _distance_data
 
     xy = np.random.default_rng(5).random((200, 2)) * 1000
+    xy[7] = xy[3]  # a duplicate point: distance 0 under every convention
     inst = CVRPInstance(coords=xy, demands=[0] + [1] * 199, capacity=10, distance=convention)
-    assert np.array_equal(_matrix(inst), inst.dense_matrix())
+    coords, mat, conv, _ = _distance_data(inst)
+    dense = inst.dense_matrix()
+    n = inst.n
+    got = np.array([[_d(a, b, coords, mat, conv, n, 0) for b in range(n)] for a in range(n)])
+    np.fill_diagonal(dense, 0.0)
+    assert np.array_equal(got, dense)
+    assert _d(n + 3, 5, coords, mat, conv, n, 0) == dense[0, 5]
 
 
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
@@ -205,3 +214,21 @@ def test_the_tour_polish_never_worsens_the_instances_own_cost() -> None:
     tour = list(range(30))
     out = polish_tour(inst, tour, time.perf_counter() + 1.0)
     assert inst.tour_cost(out["tour"]) <= inst.tour_cost(tour) and out["factor"] <= 1.0
+
+
+def test_the_polish_runs_on_large_cvrps_without_a_matrix() -> None:
+    """The descent once kept a dense matrix and skipped plans above 2,000 nodes; its numba
+    kernels now compute distances on demand, so a 20,000-node plan is polished too."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    xy = rng.random((n, 2)) * 1000
+    dem = rng.integers(1, 10, n)
+    dem[0] = 0
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=100)
+    plan = _random_plan(inst, rng)
+    t0 = time.perf_counter()
+    out = polish(inst, plan, t0 + 1.0)
+    assert time.perf_counter() - t0 < 3.0  # the deadline holds (neighbour lists included)
+    assert "skipped" not in out and out["gain_percent"] > 5.0, out["gain_percent"]
+    assert _valid(inst, out["routes"])
+    assert inst.cost(out["routes"]) == pytest.approx(inst.cost(plan) * out["factor"])

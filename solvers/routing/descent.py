@@ -17,10 +17,12 @@ plan meet a fleet cap, which the neural decoding does not aim for.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
@@ -28,9 +30,6 @@ from solvers.routing.timewindows import eliminate_routes, relocate_descent
 
 #: Neighbours per customer in the granular neighbourhood.
 NEIGHBOURS = 20
-#: Above this many nodes the descent is not run: it keeps a dense distance matrix (as the
-#: CVRPTW descent does), 32 MB at 2,000 nodes.
-MAX_NODES = 2_000
 #: The polish runs at least this long even when the time kept for it is gone (a
 #: reconstruction round that overran): 100-customer plans converge in 10-30 ms.
 MIN_POLISH_SECONDS = 0.01
@@ -84,11 +83,8 @@ def polish(instance: CVRPInstance, routes: list[list[int]], deadline: float) -> 
     before = instance.cost(routes)
     if isinstance(instance, CVRPTWInstance):
         polished = relocate_descent(instance, routes, deadline)
-    elif instance.n <= MAX_NODES:
-        polished = cvrp_descent(instance, routes, deadline)
     else:
-        return {"routes": routes, "factor": 1.0, "gain_percent": 0.0, "seconds": 0.0,
-                "skipped": f"above {MAX_NODES:,} nodes"}
+        polished = cvrp_descent(instance, routes, deadline)
     after = instance.cost(polished)
     if after > before:
         # every move saves distance by the descent's own arithmetic; an ulp's difference from
@@ -133,146 +129,285 @@ def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: floa
 def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                  neighbours: int = NEIGHBOURS) -> list[list[int]]:
     """``routes`` improved by relocate, swap and 2-opt* moves until a local optimum or
-    ``deadline`` (``time.perf_counter()``); each returned route keeps the capacity."""
+    ``deadline`` (``time.perf_counter()``); each returned route keeps the capacity.
+
+    The moves run in numba over linked routes with distances computed on demand from the
+    coordinates under the instance's convention (or read from its matrix), so no N×N matrix
+    is built and the descent scales to the largest CVRPs the service takes."""
     n = instance.n
     depot = instance.depot
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or n < 3 or time.perf_counter() >= deadline:
         return routes
-    matrix = _matrix(instance)
-    np.fill_diagonal(matrix, 0.0)  # a user's matrix may carry a diagonal; the cost ignores it
-    # nested lists index about twice as fast from Python as a numpy matrix (the search is
-    # scalar code), but take a while to build: kept to moderate sizes
-    d: Any = matrix.tolist() if n <= 1_000 else matrix
-    near = instance.nearest_neighbours(min(neighbours, n - 1)).tolist()
-    demand = [int(q) for q in instance.demands]
+    xy, mat, conv, eps = _distance_data(instance)
+    near = np.ascontiguousarray(instance.nearest_neighbours(min(neighbours, n - 1)),
+                                dtype=np.int64)
+    demand = np.asarray(instance.demands, dtype=np.int64)
     cap = int(instance.capacity)
-    eps = 1e-9 * max(1.0, float(np.max(matrix)))
-    state = _State(routes, demand, n)
+    count = len(routes)
+    size = n + 2 * count
+    succ = np.full(size, -1, dtype=np.int64)
+    pred = np.full(size, -1, dtype=np.int64)
+    for r, route in enumerate(routes):
+        chain = np.array([n + r, *route, n + count + r], dtype=np.int64)
+        succ[chain[:-1]] = chain[1:]
+        pred[chain[1:]] = chain[:-1]
+    route_of = np.full(size, -1, dtype=np.int64)
+    cum = np.zeros(size, dtype=np.int64)
+    load = np.zeros(count, dtype=np.int64)
+    for r in range(count):
+        _refresh(r, succ, route_of, cum, load, demand, n, count)
+    chunk = max(1, _EVALUATIONS_PER_CALL // max(1, near.shape[1]))
     improved = True
     while improved and time.perf_counter() < deadline:
         improved = False
-        for c in range(n):
-            if c == depot or time.perf_counter() >= deadline:
-                continue
-            for v in near[c]:
+        c = 0
+        while c < n and time.perf_counter() < deadline:
+            c, moves = _sweep(c, chunk, succ, pred, route_of, cum, load, demand, cap, near,
+                              xy, mat, conv, n, depot, count, eps)
+            improved = improved or moves > 0
+    out: list[list[int]] = []
+    for r in range(count):
+        route: list[int] = []
+        v = int(succ[n + r])
+        while v < n:
+            route.append(v)
+            v = int(succ[v])
+        if route:
+            out.append(route)
+    return out
+
+
+#: Move evaluations per call into the numba sweep between two looks at the clock (about a
+#: millisecond).
+_EVALUATIONS_PER_CALL = 20_000
+_CONVENTIONS = {"exact": 0, "EUC_2D": 1, "CEIL_2D": 2, "FLOOR_2D": 3, "ATT": 4}
+
+
+def _distance_data(instance: CVRPInstance) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """(coordinates, matrix, convention code, tolerance) for the numba kernels: a matrix
+    instance passes its matrix (code -1), a coordinate one its coordinates and convention.
+    The tolerance keeps rounding noise from counting as a saving."""
+    if instance.matrix is not None:
+        mat = np.ascontiguousarray(instance.matrix, dtype=np.float64)
+        finite = mat[np.isfinite(mat)]
+        scale = float(np.max(np.abs(finite))) if finite.size else 1.0
+        return np.zeros((1, 2)), mat, -1, 1e-9 * max(1.0, scale)
+    assert instance.coords is not None
+    xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
+    span = float(np.hypot(*(xy.max(axis=0) - xy.min(axis=0))))
+    return xy, np.zeros((1, 1)), _CONVENTIONS[instance.distance], 1e-9 * max(1.0, span)
+
+
+@njit(cache=True, inline="always")
+def _d(a: int, b: int, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
+       depot: int) -> float:
+    """The distance a -> b under the instance's convention (as ``squared_to_distance``);
+    ids from n up are route ends standing for the depot; a node to itself is 0."""
+    if a >= n:
+        a = depot
+    if b >= n:
+        b = depot
+    if a == b:
+        return 0.0
+    if conv < 0:
+        return mat[a, b]
+    dx = xy[a, 0] - xy[b, 0]
+    dy = xy[a, 1] - xy[b, 1]
+    sq = dx * dx + dy * dy
+    if conv == 0:
+        return math.sqrt(sq)
+    if conv == 1:
+        return math.floor(math.sqrt(sq) + 0.5)
+    if conv == 2:
+        return math.ceil(math.sqrt(sq))
+    if conv == 3:
+        return math.floor(math.sqrt(sq))
+    r = math.sqrt(sq / 10.0)
+    t = math.floor(r + 0.5)
+    return t + 1.0 if t < r else t
+
+
+@njit(cache=True)
+def _refresh(r: int, succ: np.ndarray, route_of: np.ndarray, cum: np.ndarray,
+             load: np.ndarray, demand: np.ndarray, n: int, count: int) -> None:
+    """Route r's membership and running loads, walked from its start (id n + r) to its end
+    (id n + count + r)."""
+    v = n + r
+    route_of[v] = r
+    cum[v] = 0
+    total = 0
+    v = succ[v]
+    while v < n:
+        total += demand[v]
+        route_of[v] = r
+        cum[v] = total
+        v = succ[v]
+    route_of[v] = r
+    cum[v] = total
+    load[r] = total
+
+
+@njit(cache=True)
+def _sweep(first: int, customers: int, succ: np.ndarray, pred: np.ndarray,
+           route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, demand: np.ndarray,
+           cap: int, near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
+           depot: int, count: int, eps: float) -> tuple[int, int]:
+    """Customers first .. first + customers − 1: for each, the first of relocate, swap and
+    2-opt* with one of its neighbours that saves distance is made. Returns the next customer
+    and the number of moves made."""
+    moves = 0
+    c = first
+    stop = min(n, first + customers)
+    while c < stop:
+        if c != depot and route_of[c] >= 0:
+            for t in range(near.shape[1]):
+                v = near[c, t]
                 if v == depot:
                     continue
-                if (_relocate(state, d, depot, cap, eps, c, v)
-                        or _swap(state, d, depot, cap, eps, c, v)
-                        or _two_opt_star(state, d, depot, cap, eps, c, v)):
-                    improved = True
+                if v == c or route_of[v] < 0:
+                    continue
+                if (_relocate(c, v, succ, pred, route_of, cum, load, demand, cap, xy, mat,
+                              conv, n, depot, count, eps)
+                        or _swap(c, v, succ, pred, route_of, cum, load, demand, cap, xy, mat,
+                                 conv, n, depot, count, eps)
+                        or _two_opt_star(c, v, succ, pred, route_of, cum, load, demand, cap,
+                                         xy, mat, conv, n, depot, count, eps)):
+                    moves += 1
                     break
-    return [r for r in state.routes if r]
+        c += 1
+    return c, moves
 
 
-def _matrix(instance: CVRPInstance) -> np.ndarray:
-    """The instance's distances as a dense float64 matrix of its own (the diagonal is zeroed
-    in it)."""
-    return np.array(instance.dense_matrix(), dtype=np.float64)
-
-
-class _State:
-    """Routes with each customer's route and position, and each route's load."""
-
-    def __init__(self, routes: list[list[int]], demand: list[int], n: int) -> None:
-        self.routes = routes
-        self.demand = demand
-        self.route_of = [-1] * n
-        self.pos = [-1] * n
-        self.load = [0] * len(routes)
-        for k in range(len(routes)):
-            self.refresh(k)
-
-    def refresh(self, k: int) -> None:
-        route = self.routes[k]
-        for i, c in enumerate(route):
-            self.route_of[c] = k
-            self.pos[c] = i
-        self.load[k] = sum(self.demand[c] for c in route)
-
-
-def _neighbours_in_route(route: list[int], i: int, depot: int) -> tuple[int, int]:
-    return (route[i - 1] if i else depot), (route[i + 1] if i + 1 < len(route) else depot)
-
-
-def _relocate(s: _State, d: Any, depot: int, cap: int, eps: float, c: int, v: int) -> bool:
-    """Move c next to v (just after it, or just before it)."""
-    a, b = s.route_of[c], s.route_of[v]
-    if a != b and s.load[b] + s.demand[c] > cap:
+@njit(cache=True)
+def _relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+              cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
+              xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
+              eps: float) -> bool:
+    """Move c next to v (just after it, or just before it), whichever saves more."""
+    a = route_of[c]
+    b = route_of[v]
+    if a != b and load[b] + demand[c] > cap:
         return False
-    ra, rb = s.routes[a], s.routes[b]
-    i = s.pos[c]
-    p, q = _neighbours_in_route(ra, i, depot)
-    removal = d[p][c] + d[c][q] - d[p][q]
-    j = s.pos[v]
-    vp, vq = _neighbours_in_route(rb, j, depot)
-    # after v: v -> c -> vq; before v: vp -> c -> v
-    best, where = None, -1
-    for add, at in ((d[v][c] + d[c][vq] - d[v][vq], j + 1), (d[vp][c] + d[c][v] - d[vp][v], j)):
-        if a == b and (at == i or at == i + 1):
-            continue  # c's own place
-        if add < removal - eps and (best is None or add < best):
-            best, where = add, at
-    if best is None:
+    p = pred[c]
+    q = succ[c]
+    removal = (_d(p, c, xy, mat, conv, n, depot) + _d(c, q, xy, mat, conv, n, depot)
+               - _d(p, q, xy, mat, conv, n, depot))
+    best = removal - eps
+    bx = -1
+    by = -1
+    if v != p:  # after v (v == p is c's own place)
+        x = v
+        y = succ[v]
+        add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
+               - _d(x, y, xy, mat, conv, n, depot))
+        if add < best:
+            best, bx, by = add, x, y
+    x = pred[v]
+    if x != c:  # before v (v == q is c's own place)
+        y = v
+        add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
+               - _d(x, y, xy, mat, conv, n, depot))
+        if add < best:
+            best, bx, by = add, x, y
+    if bx < 0:
         return False
-    if a == b:
-        # c's neighbours in its own route: the formula above holds when the removal and the
-        # insertion do not share an edge, which the two skipped places exclude
-        del ra[i]
-        ra.insert(where - 1 if where > i else where, c)
-        s.refresh(a)
-    else:
-        del ra[i]
-        rb.insert(where, c)
-        s.refresh(a)
-        s.refresh(b)
+    succ[p] = q
+    pred[q] = p
+    succ[bx] = c
+    pred[c] = bx
+    succ[c] = by
+    pred[by] = c
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    if b != a:
+        _refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
 
 
-def _swap(s: _State, d: Any, depot: int, cap: int, eps: float, c: int, v: int) -> bool:
+@njit(cache=True)
+def _swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+          cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int, xy: np.ndarray,
+          mat: np.ndarray, conv: int, n: int, depot: int, count: int, eps: float) -> bool:
     """Exchange c and v between two routes."""
-    a, b = s.route_of[c], s.route_of[v]
+    a = route_of[c]
+    b = route_of[v]
     if a == b:
         return False
-    dc, dv = s.demand[c], s.demand[v]
-    if s.load[a] - dc + dv > cap or s.load[b] - dv + dc > cap:
+    dc = demand[c]
+    dv = demand[v]
+    if load[a] - dc + dv > cap or load[b] - dv + dc > cap:
         return False
-    ra, rb = s.routes[a], s.routes[b]
-    i, j = s.pos[c], s.pos[v]
-    p, q = _neighbours_in_route(ra, i, depot)
-    vp, vq = _neighbours_in_route(rb, j, depot)
-    delta = (d[p][v] + d[v][q] - d[p][c] - d[c][q]
-             + d[vp][c] + d[c][vq] - d[vp][v] - d[v][vq])
+    p = pred[c]
+    q = succ[c]
+    vp = pred[v]
+    vq = succ[v]
+    delta = (_d(p, v, xy, mat, conv, n, depot) + _d(v, q, xy, mat, conv, n, depot)
+             - _d(p, c, xy, mat, conv, n, depot) - _d(c, q, xy, mat, conv, n, depot)
+             + _d(vp, c, xy, mat, conv, n, depot) + _d(c, vq, xy, mat, conv, n, depot)
+             - _d(vp, v, xy, mat, conv, n, depot) - _d(v, vq, xy, mat, conv, n, depot))
     if delta >= -eps:
         return False
-    ra[i], rb[j] = v, c
-    s.refresh(a)
-    s.refresh(b)
+    succ[p] = v
+    pred[v] = p
+    succ[v] = q
+    pred[q] = v
+    succ[vp] = c
+    pred[c] = vp
+    succ[c] = vq
+    pred[vq] = c
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    _refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
 
 
-def _two_opt_star(s: _State, d: Any, depot: int, cap: int, eps: float, c: int, v: int) -> bool:
+@njit(cache=True)
+def _two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+                  cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
+                  xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
+                  eps: float) -> bool:
     """Join c's route up to c with v's route from v on, and v's head with c's tail (the edge
     c -> v enters the plan); orientation is kept, so the move is exact for asymmetric
     distances."""
-    a, b = s.route_of[c], s.route_of[v]
+    a = route_of[c]
+    b = route_of[v]
     if a == b:
         return False
-    ra, rb = s.routes[a], s.routes[b]
-    i, j = s.pos[c], s.pos[v]
-    head_a = sum(s.demand[x] for x in ra[:i + 1])
-    head_b = sum(s.demand[x] for x in rb[:j])
-    if head_a + s.load[b] - head_b > cap or head_b + s.load[a] - head_a > cap:
+    vp = pred[v]
+    head_a = cum[c]
+    head_b = cum[vp]
+    if head_a + load[b] - head_b > cap or head_b + load[a] - head_a > cap:
         return False
-    q = ra[i + 1] if i + 1 < len(ra) else depot  # c's successor
-    vp = rb[j - 1] if j else depot  # v's predecessor
-    delta = d[c][v] + d[vp][q] - d[c][q] - d[vp][v]
+    q = succ[c]
+    delta = (_d(c, v, xy, mat, conv, n, depot) + _d(vp, q, xy, mat, conv, n, depot)
+             - _d(c, q, xy, mat, conv, n, depot) - _d(vp, v, xy, mat, conv, n, depot))
     if delta >= -eps:
         return False
-    new_a = ra[:i + 1] + rb[j:]
-    new_b = rb[:j] + ra[i + 1:]
-    s.routes[a], s.routes[b] = new_a, new_b
-    s.refresh(a)
-    s.refresh(b)
+    end_a = n + count + a
+    end_b = n + count + b
+    last_a = pred[end_a]
+    last_b = pred[end_b]
+    succ[c] = v
+    pred[v] = c
+    succ[last_b] = end_a
+    pred[end_a] = last_b
+    if q != end_a:
+        succ[vp] = q
+        pred[q] = vp
+        succ[last_a] = end_b
+        pred[end_b] = last_a
+    else:
+        succ[vp] = end_b
+        pred[end_b] = vp
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    _refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
+
+
+def warm_up() -> None:
+    """Compile the descent's kernels (numba caches them on disk) before a solver's clock
+    starts."""
+    rng = np.random.default_rng(0)
+    coords = rng.random((12, 2))
+    inst = CVRPInstance(coords=coords, demands=[0] + [1] * 11, capacity=4)
+    cvrp_descent(inst, [list(range(1, 12))[k:k + 4] for k in range(0, 11, 4)],
+                 time.perf_counter() + 60.0)

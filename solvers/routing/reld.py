@@ -48,6 +48,7 @@ from solvers.routing.descent import (
     polish_tour,
     tour_polish_keep,
 )
+from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.env import (
     augment,
     cvrp_routes,
@@ -179,13 +180,14 @@ class ReLDSolver:
         return _search(model, instance, budget, clock, progress, device)
 
     def warm_up(self) -> None:
-        """Load every shipped checkpoint and compile the TSP polish's numba kernels now, so no
+        """Load every shipped checkpoint and compile the polish's numba kernels now, so no
         request pays for them."""
         for problem in self.problems:
             if self.weights_path(problem).exists():
                 self.model(problem, "cpu")
         xy = np.random.default_rng(0).random((40, 2))
         two_opt(xy, np.arange(40))
+        descent_warm_up()
 
     def model(self, problem: str, device: str) -> Any:
         return self._cache.get(problem, device)
