@@ -7,7 +7,10 @@ Rounds alternate between two moves, both with the TSP model:
   into routes; the result is kept only if it is shorter;
 * inside routes: disjoint segments of every route (depot fixed at both ends) are rebuilt and
   kept one by one where shorter; loads do not change.
-Every capacity holds by construction and the solution never gets worse.
+Every capacity holds by construction and the solution never gets worse. ``sil_ls`` adds
+classical moves to the start and to every round's result: 2-opt + Or-opt inside each route,
+then the granular relocate / swap / 2-opt* descent between routes (``descent.cvrp_descent``,
+the neural solvers' polish).
 
 This is not the paper's CVRP head (a second model that decides depot returns while
 decoding): here depot returns are decided exactly by the split, and one trained model serves
@@ -25,11 +28,15 @@ import torch
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.errors import NoSolutionError
 from solvers.routing.construct import split_giant_tour
+from solvers.routing.descent import cvrp_descent
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance
 
 if TYPE_CHECKING:
     from solvers.routing.sil import SILSolver
+
+#: Share of the time left after the start that ``sil_ls`` may give the first descent.
+START_DESCENT_SHARE = 0.5
 
 
 def _euclid_cost(xy: np.ndarray, depot: int, routes: list[list[int]]) -> float:
@@ -113,7 +120,10 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
     stats.update(max_segment=solver.max_segment, model="sil_tsp (route first, cluster second)")
     routes = _split(instance, tour)
     if solver.polish:
-        routes = polish_routes(xy, depot, routes)
+        # the descent from a split start may take long on the largest plans (100K nodes:
+        # about 15 s from nearest neighbour): at most half the time, the rest to the rounds
+        routes = cvrp_descent(instance, polish_routes(xy, depot, routes),
+                              time.perf_counter() + START_DESCENT_SHARE * clock.remaining)
     cap = instance.fleet_cap()
     if len(routes) > cap:
         raise NoSolutionError(
@@ -148,7 +158,8 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 candidate, _ = route_round(model, xy, coords, depot, routes, w, rng,
                                            t0 + clock.remaining)
             if solver.polish:
-                candidate = polish_routes(xy, depot, candidate)
+                candidate = cvrp_descent(instance, polish_routes(xy, depot, candidate),
+                                         t0 + clock.remaining)
             new_cost = _euclid_cost(xy, depot, candidate)
             if new_cost < cost - 1e-9 and len(candidate) <= cap:
                 routes, cost = candidate, new_cost

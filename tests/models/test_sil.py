@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -203,6 +205,21 @@ def test_cvrp_reconstruction_is_feasible_and_no_worse_than_its_start() -> None:
     sol = get_solver("sil", "cvrp", inst.n, 4.0).solve(inst, Budget(time_limit=4.0, seed=0))
     assert sol.feasible, sol.violations
     assert sol.cost <= sol.stats["start_length"] + 1e-6
+
+
+def test_sil_ls_cvrp_plans_end_at_a_local_optimum_of_the_route_moves() -> None:
+    """sil_ls runs the granular relocate / swap / 2-opt* descent between routes after every
+    round (before, only 2-opt inside routes: Leuven1 at 60 s 6.2% above its best-known,
+    3.4% with it): nothing is left for a further descent to find, and it beats sil."""
+    from solvers.routing.descent import cvrp_descent
+
+    inst = _cvrp(1000, 6, capacity=100)
+    plain = get_solver("sil", "cvrp", inst.n, 3.0).solve(inst, Budget(time_limit=3.0, seed=0))
+    sol = get_solver("sil_ls", "cvrp", inst.n, 3.0).solve(inst, Budget(time_limit=3.0, seed=0))
+    assert sol.feasible and sol.wall_time < 3.0 * 1.15
+    again = cvrp_descent(inst, sol.routes, time.perf_counter() + 5.0)
+    assert inst.cost(again) == pytest.approx(sol.cost, rel=1e-9)
+    assert sol.cost < 0.97 * plain.cost
 
 
 def test_route_rounds_keep_loads_and_never_lengthen_routes() -> None:
