@@ -68,12 +68,14 @@ class Session:
         correct finish was then refused as being in the past)."""
         self._check_time(t, field)
         self.state.advance(t)
-        # A VM whose task is overdue (not reported finished yet) is busy until at least now.
+        # A VM whose queue was projected to be done but is not (no finish reported yet): its
+        # first task is overdue and runs on until at least now, and the tasks behind it
+        # (which cannot have started) are projected again from now. Only moving the VM's free
+        # time to now forgot them: a new task was projected to start before them.
         st = self.state
         for m, queue in enumerate(st.vm_queue):
             if queue and st.vm_free[m] < t:
-                st._fold(m)
-                st.vm_free[m] = t
+                self._requeue(m, head_running=True)
 
     def _dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
         order = getattr(self.policy, "order", None)

@@ -199,6 +199,31 @@ def test_a_finish_reported_out_of_fifo_order_leaves_the_running_task_alone(
     assert api.delete(url).status_code == 204
 
 
+def test_an_overdue_vm_keeps_the_tasks_queued_behind_its_running_one(
+        api: httpx.Client) -> None:
+    """Found by a QA sweep: three tasks queued on one VM, none reported finished when a new
+    workflow arrives after all three were projected to end. The session used to move the
+    VM's free time to now and forget the two waiting tasks, so the new task was projected to
+    start before them (and the policy saw a busy VM as free)."""
+    sid = api.post(SESSIONS, json={"pool": "1x1", "policy": "heft"}).json()["id"]
+    url = f"{SESSIONS}/{sid}"
+    three = {"tasks": [{"id": x, "runtime": 1} for x in "abc"]}
+    out = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "w1", "workflow": three}]})
+    dur = out.json()["assignments"][0]["expected_finish"]  # one task's runtime on the VM
+    late = 10 * dur
+    out = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": late, "workflow_id": "w2",
+         "workflow": {"tasks": [{"id": "d", "runtime": 1}]}}]}).json()
+    (d,) = out["assignments"]
+    # a runs on until at least now; b and c wait behind it; d waits behind them
+    assert d["expected_start"] == pytest.approx(late + 2 * dur)
+    vm = api.get(url).json()["vms"][0]
+    assert vm["queue"] == ["w1/a", "w1/b", "w1/c", "w2/d"]
+    assert vm["free_at"] == pytest.approx(late + 3 * dur)
+    assert api.delete(url).status_code == 204
+
+
 def test_a_refused_event_changes_nothing_and_a_partial_request_says_what_it_applied(
         api: httpx.Client) -> None:
     """A refused arrival (its id already in use) moved the session's clock, so the next
