@@ -367,7 +367,9 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, setting
                               f"{settings.max_batch_files}", field="files")
     accepted: list[JobInput] = []
     rejected: list[dict[str, Any]] = []
-    first_of: dict[str, str] = {}  # a result is named by the file's base name
+    # a result is named by the file's base name; only a file that reads claims its name (as
+    # the CLI's batch does), so an unreadable old/s.tsp does not block a good new/s.tsp
+    first_of: dict[str, str] = {}
     for filename, data in files:
         base = safe_filename(filename)
         if base in first_of:
@@ -376,13 +378,13 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, setting
                 f"another file of the batch has the name {base} ({first_of[base]}); results "
                 "are named by the file's name, so rename one")})
             continue
-        first_of[base] = filename
         fields = {"solver": options.solver, "seed": str(options.seed)}
         if options.time_limit is not None:
             fields["time_limit"] = str(options.time_limit)
         try:
             accepted.append(job_from_upload(
                 Upload(filename, data, {k: [v] for k, v in fields.items()}), settings))
+            first_of[base] = filename
         except (ApiError, CosolveError) as exc:
             detail = exc.detail if isinstance(exc, ApiError) else str(exc)
             rejected.append({"filename": filename, "error": detail})

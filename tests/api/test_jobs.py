@@ -228,6 +228,10 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
         zf.writestr("broken.tsp", b"NAME: b\nTYPE: TSP\nEDGE_WEIGHT_TYPE: GEO\n")
         # same base name as a file beside the archive: its result could not be told apart
         zf.writestr("again/eil51.tsp", (DATA / "eil51.tsp").read_bytes())
+        # an unreadable file does not claim its name: the good one of that name runs (QA)
+        zf.writestr("old/square.tsp", b"broken")
+        zf.writestr("new/square.tsp", b"NAME: s\nTYPE: TSP\nDIMENSION: 4\nEDGE_WEIGHT_TYPE: "
+                    b"EUC_2D\nNODE_COORD_SECTION\n1 0 0\n2 1 0\n3 1 1\n4 0 1\nEOF\n")
     files = [("files", ("eil51.tsp", (DATA / "eil51.tsp").read_bytes())),
              ("files", ("X-n101-k25.vrp", (DATA / "X-n101-k25.vrp").read_bytes())),
              ("files", ("more.zip", archive.getvalue()))]
@@ -235,8 +239,9 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
                         data={"solver": "nearest_neighbor", "time_limit": "1"})
     assert response.status_code == 202, response.text
     batch = response.json()
-    assert batch["summary"]["files"] == 3
-    assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp", "again/eil51.tsp"]
+    assert batch["summary"]["files"] == 4
+    assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp", "again/eil51.tsp",
+                                                           "old/square.tsp"]
     assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
     assert "same name" not in batch["rejected"][0]["error"]
     assert "has the name eil51.tsp (eil51.tsp)" in batch["rejected"][1]["error"]
@@ -244,8 +249,9 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     while not batch["done"] and time.monotonic() < deadline:
         time.sleep(0.3)
         batch = api.get(f"/v1/batches/{batch['id']}").json()
-    assert batch["done"] and batch["summary"]["succeeded"] == 3
+    assert batch["done"] and batch["summary"]["succeeded"] == 4
     costs = {r["filename"]: r["cost"] for r in batch["results"]}
+    assert costs["square.tsp"] == pytest.approx(4.0)
     assert costs["eil51.tsp"] >= OPTIMA["eil51"] and costs["berlin52.tsp"] >= OPTIMA["berlin52"]
     assert batch["summary"]["total_cost"] == pytest.approx(sum(costs.values()))
     table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"})
