@@ -114,6 +114,8 @@ def simulate_command(
     shapes: Annotated[str, typer.Option(help="Generated shapes when --workflows is not "
                                         "given.")] = ",".join(GENERATORS),
     tasks: Annotated[int, typer.Option(help="Tasks per generated workflow.")] = 30,
+    template_seed: Annotated[int, typer.Option(
+        help="Seeds the generated workflows' runtime noise (the API's generator.seed).")] = 0,
     latency: Annotated[bool, typer.Option(help="Measure the time of each decision.")] = False,
     gantt: Annotated[Path | None, typer.Option(
         help="Write a Gantt chart SVG per policy into this folder.")] = None,
@@ -126,6 +128,8 @@ def simulate_command(
              " (a larger study is several seeded runs)")
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
+    if not 0 <= template_seed <= MAX_SEED:
+        fail(f"--template-seed: must be an integer in [0, {MAX_SEED}], got {template_seed}")
     names = _names(policies, "--policies")
     for n in names:
         if n not in POLICIES:
@@ -134,7 +138,8 @@ def simulate_command(
     rates = _rates(rate)
     if gantt is not None and not gantt.is_dir():
         fail(f"--gantt: folder {gantt} does not exist")
-    templates = _templates(workflows, shapes, tasks, seed)
+    # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
+    templates = _templates(workflows, shapes, tasks, template_seed)
     runs = run_policies(templates, vm_pool, Arrivals(workflows_count, rates), names, seed,
                         record=gantt is not None, measure_latency=latency)
     rows: list[dict[str, Any]] = []
