@@ -317,7 +317,8 @@ def _check_magnitudes(net: FlowNetwork) -> None:
     bound = uncapacitated_bound(net.supplies, net.capacities[net.capacitated],
                                 net.node_capacities[net.node_capacitated], net.lower)
     cmax = int(np.abs(net.costs).max()) if net.m else 0
-    if cmax * bound >= INT64_SAFE or cmax * (net.n + 2) * 2 >= INT64_SAFE:
+    if (bound >= INT64_SAFE or cmax * bound >= INT64_SAFE
+            or cmax * (net.n + 2) * 2 >= INT64_SAFE):
         raise InstanceError("arcs", f"costs up to {cmax} times flows up to {bound} could exceed "
                             "64-bit integers; scale the costs or the amounts down")
 
@@ -330,8 +331,18 @@ def uncapacitated_bound(supplies: np.ndarray, capacities: np.ndarray,
     supply-to-demand paths (total ``Σ b⁺`` plus what lower bounds shift) and negative cycles,
     each through a capacitated arc, so no arc carries more than this sum.
     """
-    return int(supplies[supplies > 0].sum()) + int(capacities.sum()) + \
-        int(node_capacities.sum()) + int(lower.sum()) + 1
+    return (exact_sum(supplies[supplies > 0]) + exact_sum(capacities)
+            + exact_sum(node_capacities) + exact_sum(lower) + 1)
+
+
+def exact_sum(a: np.ndarray) -> int:
+    """Σ a as an exact Python int: numpy's int64 sum wraps silently (9.3M arcs of capacity
+    10¹² once summed to a negative bound and a feasible network was reported infeasible)."""
+    if len(a) == 0:
+        return 0
+    if float(np.abs(a).astype(np.float64).sum()) < INT64_SAFE:
+        return int(a.astype(np.int64).sum())
+    return int(sum(int(v) for v in a))
 
 
 # -- the core network the solvers see -------------------------------------------------------------

@@ -137,3 +137,21 @@ def test_label_correcting_finds_shortest_paths_and_negative_cycles() -> None:
     cyc = label_correct(3, np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([1, 1, -3]),
                         np.zeros(3, dtype=np.int64))
     assert cyc.status == "negative_cycle"
+
+
+def test_the_uncapacitated_bound_is_summed_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a QA sweep: numpy's int64 sum wrapped (9.3M arcs of capacity 10¹²), the bound
+    came out negative, slipped past the overflow guard and a feasible network was reported
+    infeasible. The sum is exact now, and a bound past the safe limit is refused (shown with
+    the limit lowered, which 9.3M arcs would take to reach)."""
+    import solvers.flow.problem as problem
+
+    caps = np.full(4, 2**61, dtype=np.int64)  # int64 sum: 2⁶³ wraps to −2⁶³
+    none = np.zeros(0, dtype=np.int64)
+    assert problem.uncapacitated_bound(np.array([1, -1]), caps, none, none) == 2**63 + 2
+    monkeypatch.setattr(problem, "INT64_SAFE", 2 * 10**12)
+    with pytest.raises(InstanceError) as err:
+        network_from_dict({"nodes": [1, 2, 3], "supplies": [1, 0, -1], "arcs": [
+            *({"tail": 1, "head": 2, "cost": 0, "capacity": 10**12} for _ in range(3)),
+            {"tail": 2, "head": 3, "cost": 0}]})
+    assert err.value.field == "arcs" and "64-bit" in err.value.message

@@ -146,6 +146,17 @@ def test_unbounded_cost_is_refused() -> None:
     assert exc.value.field == "arcs" and "unbounded" in exc.value.message
 
 
+@pytest.mark.parametrize("solver", ["ortools_mcf", "networkx_simplex", "oft_sinkhorn"])
+def test_an_infeasible_network_with_a_negative_free_cycle_is_infeasible(solver: str) -> None:
+    """Found by a QA sweep: no path from 1 to 2, and a free negative cycle 3-4 elsewhere. No
+    flow exists, so "unbounded" was false: the answer is infeasible, with its cut."""
+    net = network_from_dict({"nodes": [1, 2, 3, 4], "supplies": [1, -1, 0, 0], "arcs": [
+        {"tail": 3, "head": 4, "cost": -1}, {"tail": 4, "head": 3, "cost": -1}]})
+    sol = solve(net, solver, Budget(time_limit=5))
+    assert sol.status == "infeasible" and sol.cut is not None and sol.cut.nodes == [1]
+    assert compare(net, [solver], Budget(time_limit=5)).infeasible
+
+
 def test_batched_iterations_equal_single_ones() -> None:
     """A batch runs B independent problems: fixed iteration counts give identical flows."""
     cores = [netgen_style(seed, 50, 300).core() for seed in range(3)]
