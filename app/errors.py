@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
@@ -151,6 +152,10 @@ _LOCATION_ROOTS = {"body", "query", "path", "header", "cookie"}
 UNION_TAGS: set[str] = set()
 
 
+#: Characters no field name has but pydantic's labels of union branches do.
+_UNION_BRANCH = re.compile(r"[\[\]()<>, ]")
+
+
 def field_from_loc(loc: Iterable[int | str], prefix: str | None = None) -> str | None:
     """A pydantic ``loc`` as a readable path: ('body', 'instance', 'demands', 3) becomes
     ``instance.demands[3]``. FastAPI's location root (body, query, ...) and the tag of a
@@ -163,6 +168,10 @@ def field_from_loc(loc: Iterable[int | str], prefix: str | None = None) -> str |
         if isinstance(part, int):
             text += f"[{part}]"
         elif part in UNION_TAGS and i > 0 and isinstance(parts[i - 1], int):
+            continue
+        elif _UNION_BRANCH.search(part):
+            # a plain union's branch label (``list[function-after[...]]``, with a function's
+            # address in it): not a field, and different on every run
             continue
         else:
             text += f".{part}" if text else str(part)

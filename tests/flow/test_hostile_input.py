@@ -43,3 +43,15 @@ def test_deeply_nested_json_upload_is_a_422(api: httpx.Client, path: str) -> Non
 def test_integer_too_long_in_an_upload_names_its_place(api: httpx.Client) -> None:
     assert_problem(api.post(SOLVE, files={"file": ("long.json", LONG_COST)}), 422,
                    field="file.arcs[0].cost")
+
+
+@pytest.mark.parametrize(("nodes", "field"), [([1, 2.5], "network.nodes[1]"),
+                                              ("abc", "network.nodes"),
+                                              ([1, None], "network.nodes[1]")])
+def test_a_bad_node_list_names_its_place_not_a_union_branch(api: httpx.Client, nodes: object,
+                                                            field: str) -> None:
+    """Found by a QA sweep: ``nodes`` is a list or a count, and pydantic's labels of those
+    union branches (with a function's memory address in them) ended up in the field."""
+    body = assert_problem(api.post(SOLVE, json={"network": {
+        "nodes": nodes, "supplies": [1, -1], "arcs": []}}), 422, field=field)
+    assert "function" not in body["detail"]
