@@ -32,11 +32,30 @@ def _reject_bool_number(value: Any) -> Any:
     return value
 
 
-#: A JSON number (an integer or a float), never true or false.
+def _reject_text_number(value: Any) -> Any:
+    # instance data is numbers: "1" in a JSON body was read as 1 where the same instance as a
+    # .json upload or to the CLI was refused (a QA sweep found the two disagreeing)
+    if isinstance(value, str):
+        raise PydanticCustomError("float_type", "Input should be a number, not text")
+    return _reject_bool_number(value)
+
+
+def _reject_text_int(value: Any) -> Any:
+    if isinstance(value, str):
+        raise PydanticCustomError("int_type", "Input should be an integer, not text")
+    return _reject_bool(value)
+
+
+#: A JSON number (an integer or a float), never true or false; options only (a multipart
+#: form sends its fields as text, so "0.5" is read as 0.5).
 Number = Annotated[float, BeforeValidator(_reject_bool_number)]
 
-#: A JSON integer that fits numpy's int64, so the domain's arrays cannot overflow.
-Int64 = Annotated[int, BeforeValidator(_reject_bool), Field(ge=-(2**63), le=2**63 - 1)]
+#: A number of an instance's or a network's data: never text, true or false.
+DataNumber = Annotated[float, BeforeValidator(_reject_text_number)]
+
+#: An integer of an instance's or a network's data, never text, true or false, that fits
+#: numpy's int64, so the domain's arrays cannot overflow.
+Int64 = Annotated[int, BeforeValidator(_reject_text_int), Field(ge=-(2**63), le=2**63 - 1)]
 
 #: Seeds are passed to solvers that take a 32-bit signed seed.
 
@@ -50,10 +69,10 @@ class _Strict(BaseModel):
 # -- instances ---------------------------------------------------------------------------
 class _RoutingInstanceIn(_Strict):
     name: str | None = Field(default=None, max_length=256, description="A label for the result.")
-    coords: list[tuple[Number, Number]] | None = Field(
+    coords: list[tuple[DataNumber, DataNumber]] | None = Field(
         default=None, description="[x, y] per node. Give coords, a distance_matrix, or both."
     )
-    distance_matrix: list[list[Number]] | None = Field(
+    distance_matrix: list[list[DataNumber]] | None = Field(
         default=None,
         description="Square matrix of non-negative distances (may be asymmetric). When given, "
         "costs use it and coords only serve drawings.",
@@ -98,10 +117,10 @@ class CVRPTWInstanceIn(CVRPInstanceIn):
     problem: Literal["cvrptw"] | None = Field(  # type: ignore[assignment]
         default=None, description="Optional: the path says."
     )
-    time_windows: list[tuple[Number, Number]] = Field(
+    time_windows: list[tuple[DataNumber, DataNumber]] = Field(
         description="[earliest, latest] start of service per node; the depot's is the horizon."
     )
-    service_times: list[Number] | Number | None = Field(
+    service_times: list[DataNumber] | DataNumber | None = Field(
         default=None,
         description="Service time per node (0 at the depot), or one number for every "
         "customer. Default: 0.",

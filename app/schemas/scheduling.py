@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.errors import UNION_TAGS
-from app.schemas.routing import MAX_SEED, Number
+from app.schemas.routing import MAX_SEED, DataNumber, Number
 
 #: Caps that keep every request small and finite (413/422 above them).
 MAX_TEMPLATES = 32
@@ -35,7 +35,7 @@ class TaskIn(_Strict):
     """One task: an id, its reference runtime in seconds, and the ids of its parents."""
 
     id: str = Field(min_length=1, max_length=200)
-    runtime: Number = Field(description="Seconds on the reference machine (≥ 0); the work is "
+    runtime: DataNumber = Field(description="Seconds on the reference machine (≥ 0); the work is "
                            "runtime × 16 vCPU-seconds, as in GOODRL.")
     parents: list[str] = Field(default_factory=list, max_length=MAX_TEMPLATE_TASKS)
 
@@ -164,7 +164,7 @@ class WorkflowArrived(_Strict):
     """A workflow arrived at ``time`` (seconds on the caller's clock, never decreasing)."""
 
     type: Literal["workflow_arrived"]
-    time: Number = Field(ge=0, le=1e12, allow_inf_nan=False)
+    time: DataNumber = Field(ge=0, le=1e12, allow_inf_nan=False)
     workflow_id: str | None = Field(default=None, min_length=1, max_length=200,
                                     description="Your id for it; default wf1, wf2, …")
     workflow: WorkflowIn | None = None
@@ -178,7 +178,7 @@ class TaskFinished(_Strict):
     """A task finished at ``time``."""
 
     type: Literal["task_finished"]
-    time: Number = Field(ge=0, le=1e12, allow_inf_nan=False)
+    time: DataNumber = Field(ge=0, le=1e12, allow_inf_nan=False)
     workflow_id: str = Field(min_length=1, max_length=200)
     task_id: str = Field(min_length=1, max_length=200)
 

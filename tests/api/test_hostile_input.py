@@ -251,3 +251,23 @@ def test_true_and_false_are_not_numbers(api: httpx.Client, path: str, body: dict
                                         field: str) -> None:
     """QA sweep: "time_limit": true ran for 1 s, and [true, false] was a point."""
     assert_problem(api.post(path, json=body), 422, field=field)
+
+
+@pytest.mark.parametrize(("url", "body", "field"), [
+    ("/v1/routing/cvrp/solve", {"instance": {"coords": [[0, 0], [1, 0], [0, 1]],
+                                             "demands": [0, "1", 1], "capacity": 5}},
+     "instance.demands[1]"),
+    ("/v1/routing/tsp/solve", {"instance": {"coords": [[0, 0], ["1", 0], [0, 1]]}},
+     "instance.coords[1][0]"),
+    ("/v1/flow/min-cost", {"network": {"nodes": [1, 2], "supplies": ["1", -1], "arcs": [
+        {"tail": 1, "head": 2, "cost": 1}]}}, "network.supplies[0]"),
+    ("/v1/scheduling/simulate", {"workflows": [{"tasks": [{"id": "a", "runtime": "2"}]}],
+                                 "workflows_count": 1}, "workflows[0].tasks[0].runtime"),
+])
+def test_numbers_written_as_text_in_instance_data_are_refused(
+        api: httpx.Client, url: str, body: dict[str, Any], field: str) -> None:
+    """Found by a QA sweep: a JSON body's "1" was read as 1 where the same data as a .json
+    upload or to the CLI was refused. Data are numbers now everywhere (options such as
+    time_limit still read text: multipart forms send nothing else)."""
+    body = assert_problem(api.post(url, json={**body, "time_limit": "1"}), 422, field=field)
+    assert "not text" in body["detail"]
