@@ -36,6 +36,12 @@ class Settings(BaseSettings):
         gt=0,
         description="Largest instance solved inside a request; larger ones go through jobs.",
     )
+    max_sync_arcs: int = Field(
+        default=1_000_000,
+        gt=0,
+        description="Most arcs of a min-cost-flow network solved inside a request (reading "
+        "takes about 250 MB and 3 s per million); larger ones with the CLI.",
+    )
     max_time_limit: float = Field(
         default=300.0,
         gt=0,

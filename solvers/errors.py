@@ -27,10 +27,11 @@ class UnsupportedFormatError(InstanceError):
 class InstanceTooLargeError(CosolveError):
     """The instance is larger than a solver (or the request path) can handle."""
 
-    def __init__(self, message: str, nodes: int, limit: int) -> None:
+    def __init__(self, message: str, nodes: int, limit: int, unit: str = "nodes") -> None:
         super().__init__(message)
-        self.nodes = nodes
+        self.nodes = nodes  # the count that is too large, of ``unit`` (nodes, or a flow's arcs)
         self.limit = limit
+        self.unit = unit
 
 
 class BudgetTooSmallError(CosolveError, ValueError):

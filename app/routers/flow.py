@@ -87,7 +87,7 @@ def _network(build: Callable[[int], FlowNetwork], source: str,
     try:
         return build(settings.max_sync_nodes)
     except InstanceTooLargeError as exc:
-        _too_large(exc.nodes, settings, source)
+        _too_large(exc, settings, source)
     except InstanceError as exc:
         if source == "file" and exc.field.startswith("line "):
             line = int(exc.field.split()[1])
@@ -99,13 +99,12 @@ def _network(build: Callable[[int], FlowNetwork], source: str,
                                source) from None
 
 
-def _too_large(nodes: int, settings: Settings, source: str) -> NoReturn:
+def _too_large(exc: InstanceTooLargeError, settings: Settings, source: str) -> NoReturn:
     raise ApiError(
-        413, f"the network has {nodes} nodes; requests solve at most "
-        f"{settings.max_sync_nodes} nodes while you wait. Solve it with the CLI "
-        "(cosolve flow solve).", kind="instance-too-large",
-        title="Instance too large for in-request solving", field=source,
-        extra={"nodes": nodes, "limit": settings.max_sync_nodes})
+        413, f"the network has {exc.nodes} {exc.unit}; requests solve at most {exc.limit} "
+        f"{exc.unit} while you wait. Solve it with the CLI (cosolve flow solve).",
+        kind="instance-too-large", title="Instance too large for in-request solving",
+        field=source, extra={exc.unit: exc.nodes, "limit": exc.limit})
 
 
 def _task(options: FlowOptionsIn | FlowCompareOptionsIn, names: list[str],
@@ -129,7 +128,8 @@ def solve_task_from_json(raw: bytes, settings: Settings) -> FlowTask:
     request = validate_json(FlowSolveRequest, raw)
     return _task(request, [request.solver],
                  lambda limit: network_from_dict(_network_dict(request.network),
-                                                 max_nodes=limit), "network",
+                                                 max_nodes=limit,
+                                                 max_arcs=settings.max_sync_arcs), "network",
                  settings, compare_fields=False)
 
 
@@ -139,7 +139,8 @@ def solve_task_from_upload(filename: str, data: bytes, fields: dict[str, list[st
     return _task(options, [options.solver],
                  lambda limit: parse_network_bytes(data, filename,
                                                   max_bytes=settings.max_decompressed_bytes,
-                                                  max_nodes=limit),
+                                                  max_nodes=limit,
+                                                 max_arcs=settings.max_sync_arcs),
                  "file", settings, compare_fields=False)
 
 
@@ -147,7 +148,8 @@ def compare_task_from_json(raw: bytes, settings: Settings) -> FlowTask:
     request = validate_json(FlowCompareRequest, raw)
     return _task(request, list(request.solvers),
                  lambda limit: network_from_dict(_network_dict(request.network),
-                                                 max_nodes=limit), "network",
+                                                 max_nodes=limit,
+                                                 max_arcs=settings.max_sync_arcs), "network",
                  settings, compare_fields=True)
 
 
@@ -161,7 +163,8 @@ def compare_task_from_upload(filename: str, data: bytes, fields: dict[str, list[
     return _task(options, list(options.solvers),
                  lambda limit: parse_network_bytes(data, filename,
                                                   max_bytes=settings.max_decompressed_bytes,
-                                                  max_nodes=limit),
+                                                  max_nodes=limit,
+                                                 max_arcs=settings.max_sync_arcs),
                  "file", settings, compare_fields=True)
 
 

@@ -193,6 +193,23 @@ def test_strict_limits(strict_api: httpx.Client) -> None:
     assert "at most" in body["detail"]
 
 
+def test_too_many_arcs_are_refused_before_they_are_read(strict_api: httpx.Client) -> None:
+    """Found by a QA sweep: only nodes were capped, and a 58 KB gzipped DIMACS file of a
+    million arcs took 270 MB and 3 s to read (the decompression cap allows 44 million). The
+    'p' line's count, the arc lines as they come, and a JSON network's list are checked."""
+    limit = int(STRICT_LIMITS["COSOLVE_MAX_SYNC_ARCS"])
+    lines = ["n 1 1", "n 2 -1"] + ["a 1 2 0 1 1"] * (limit + 1)
+    for declared in (limit + 1, 1):  # honest, and a 'p' line that understates
+        text = "\n".join([f"p min 2 {declared}", *lines]) + "\n"
+        body = assert_problem(strict_api.post(SOLVE, files={
+            "file": ("many.min.gz", gzip.compress(text.encode()))}), 413, field="file")
+        assert body["arcs"] == limit + 1 and body["limit"] == limit
+        assert "cosolve flow solve" in body["detail"]
+    arcs = [{"tail": 1, "head": 2, "cost": 0}] * (limit + 1)
+    assert_problem(strict_api.post(SOLVE, json={"network": {
+        "nodes": 2, "supplies": [1, -1], "arcs": arcs}}), 413, field="network")
+
+
 def test_compare_counts_only_proven_optima_towards_agreement(api: httpx.Client) -> None:
     """Same rule as the CLI: a time-limited, unproven row is no disagreement."""
     path = netgen_path("netgen_8_10a")
