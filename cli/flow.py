@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+import numpy as np
 import typer
 from rich.table import Table
 
@@ -292,6 +293,11 @@ def compare_command(
              "costs less than a proven optimum)", EXIT_SOLVER_FAILED)
 
 
+def _has_parallel_arcs(net: FlowNetwork) -> bool:
+    pairs = net.tails.astype(np.int64) * max(net.n, 1) + net.heads.astype(np.int64)
+    return len(np.unique(pairs)) < len(pairs)
+
+
 @app.command("check")
 def check_command(
     file: Annotated[Path, NETWORK_ARGUMENT],
@@ -302,7 +308,7 @@ def check_command(
     """Check a solution against a network: balance, capacities, and the stated cost."""
     net = load_or_fail(file, load_network, "network")
     try:
-        text = read_file_bytes(solution).decode("utf-8")
+        text = read_file_bytes(solution).decode("utf-8-sig")
     except InstanceError as exc:
         fail(f"SOLUTION: {exc.message}")
     except OSError as exc:
@@ -310,8 +316,9 @@ def check_command(
     except UnicodeDecodeError:
         fail(f"SOLUTION: {solution} is not a text file of DIMACS solution lines ('s COST', "
              "'f FROM TO FLOW') or JSON; gzipped and binary files are not read here")
+    is_dimacs = not (solution.suffix.lower() == ".json" or text.lstrip().startswith("{"))
     try:
-        if solution.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        if not is_dimacs:
             claimed, flow = parse_json_solution(text, net)
         else:
             claimed, flow = parse_dimacs_solution(text, net)
@@ -319,7 +326,12 @@ def check_command(
         fail(f"{solution}: {exc.field}: {exc.message}")
     cost, violations = check_flow(net, flow)
     if claimed is not None and cost is not None and claimed != cost:
-        violations.append(f"the file states cost {claimed}, the flow costs {cost}")
+        note = ""
+        if is_dimacs and _has_parallel_arcs(net):
+            note = ("; the network has parallel arcs, which DIMACS 'f FROM TO FLOW' lines "
+                    "cannot tell apart (their flow was spread cheapest first): check the .json "
+                    "that `flow solve --out x.json` writes instead")
+        violations.append(f"the file states cost {claimed}, the flow costs {cost}{note}")
     for violation in violations:
         typer.echo(f"violation: {violation}", err=True)
     if violations:

@@ -249,3 +249,13 @@ def test_a_json_file_keeps_the_api_name_cap() -> None:
     with pytest.raises(InstanceError) as exc:
         parse_instance_bytes(text, "a.json")
     assert exc.value.field == "name"
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_word() -> None:
+    """Windows editors start UTF-8 files with a BOM; the parsers read it as part of NAME (and
+    the flow reader refused a DIMACS file: unknown line type '\\ufeff'; QA sweep)."""
+    text = HEADER + "EDGE_WEIGHT_TYPE : EUC_2D\n" + COORDS
+    inst = parse_instance_bytes(b"\xef\xbb\xbf" + text.encode(), "tiny.tsp")
+    assert inst.n == 4 and inst.name == "tiny"
+    zipped = parse_instance_bytes(gzip.compress(b"\xef\xbb\xbf" + text.encode()), "tiny.tsp.gz")
+    assert zipped.n == 4

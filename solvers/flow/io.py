@@ -371,8 +371,11 @@ def parse_json_solution(text: str, net: FlowNetwork) -> tuple[int | None, np.nda
         if abs(x) >= 2**62:  # as for capacities
             raise InstanceError(f"flow[{i}]", f"{x} is out of range")
     cost = doc.get("cost")
-    claimed = int(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and (
-        math.isfinite(cost) and float(cost).is_integer()) else None
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not (
+            math.isfinite(cost) and float(cost).is_integer())):
+        # a stated cost that is not a whole number cannot be checked: say so, do not drop it
+        raise InstanceError("cost", f"expected the flow's integer cost (or null), got {cost!r}")
+    claimed = None if cost is None else int(cost)
     return claimed, np.asarray([int(x) for x in flow], dtype=np.int64)
 
 

@@ -66,7 +66,9 @@ def decode_bytes(data: bytes, filename: str, max_bytes: int = DEFAULT_MAX_TEXT_B
             raise InstanceError("file", f"{filename} decompresses to more than {max_bytes} bytes")
         data = raw
     try:
-        return data.decode("utf-8")
+        # utf-8-sig drops a leading byte order mark (Windows editors write one), which the
+        # parsers would read as part of the first word
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         try:
             return data.decode("latin-1")

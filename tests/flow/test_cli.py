@@ -83,6 +83,32 @@ def test_check_reads_the_json_that_solve_writes(tmp_path: Path) -> None:
     assert fractional.exit_code == 2 and "flow[0]" in fractional.stderr
 
 
+def test_check_names_a_cost_it_cannot_check_and_parallel_arcs(tmp_path: Path) -> None:
+    """Found by a QA sweep: a stated cost of 3.5 or "abc" was dropped and the check passed;
+    and a DIMACS solution on parallel arcs was checked as if spread cheapest first, refusing
+    a feasible flow on the dearer arc without saying why. A BOM no longer breaks a file."""
+    network = tmp_path / "net.json"
+    network.write_text(json.dumps(HAND_CHECKED["lower_bound"][0]))
+    out = tmp_path / "flow.json"
+    assert _run("solve", str(network), "--solver", "networkx_simplex", "--out",
+                str(out)).exit_code == 0
+    body = json.loads(out.read_text())
+    for bad in (3.5, "abc"):
+        out.write_text(json.dumps({**body, "cost": bad}))
+        result = _run("check", str(network), str(out))
+        assert result.exit_code == 2 and "cost:" in result.stderr, result.stderr
+    parallel = tmp_path / "par.min"
+    parallel.write_bytes("\ufeffp min 2 2\nn 1 3\nn 2 -3\na 1 2 0 5 1\na 1 2 0 5 10\n"
+                         .encode())
+    dear = tmp_path / "dear.sol"
+    dear.write_text("s 30\nf 1 2 3\n")
+    result = _run("check", str(parallel), str(dear))
+    assert result.exit_code == 1 and "parallel arcs" in result.stderr, result.stderr
+    cheap = tmp_path / "cheap.sol"
+    cheap.write_text("s 3\nf 1 2 3\n")
+    assert _run("check", str(parallel), str(cheap)).exit_code == 0
+
+
 def test_compare_agrees(tmp_path: Path) -> None:
     network = tmp_path / "net.json"
     network.write_text(json.dumps(HAND_CHECKED["transport"][0]))
