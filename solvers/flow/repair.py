@@ -152,14 +152,16 @@ def sinkhorn_certificate(core: CoreNetwork, cost: int,
 
 
 def _restricted_potentials(core: CoreNetwork, mask: np.ndarray, flow: np.ndarray,
-                           pi: np.ndarray) -> tuple[np.ndarray | None, int]:
-    """Exact potentials for ``flow`` on the arcs in ``mask`` (None if it is not optimal there)."""
+                           pi: np.ndarray, deadline: float | None = None,
+                           ) -> tuple[np.ndarray | None, int, str]:
+    """Exact potentials for ``flow`` on the arcs in ``mask`` (None if it is not optimal there
+    or the deadline came first), the label-correcting rounds, and their status."""
     sub = _subnetwork(core, mask)
     t, h, w = residual_edges(sub, flow[mask])
-    res = label_correct(core.n, t, h, w, -pi.astype(np.int64))
+    res = label_correct(core.n, t, h, w, -pi.astype(np.int64), deadline=deadline)
     if res.status != "converged":
-        return None, res.rounds
-    return -res.labels, res.rounds
+        return None, res.rounds, res.status
+    return -res.labels, res.rounds, res.status
 
 
 def _subnetwork(core: CoreNetwork, mask: np.ndarray) -> CoreNetwork:
@@ -195,7 +197,9 @@ def finish(core: CoreNetwork, flow: np.ndarray, candidates: np.ndarray, pi: np.n
     resolves = 0
     bf_rounds = 0
     need_solve = False
+    longest = 0.0  # the longest round so far: a round cannot be interrupted
     for round_no in range(max_rounds):
+        round_started = time.perf_counter()
         if round_no == max_rounds - 1 and not mask.all():
             mask = np.ones(core.m, dtype=bool)  # last round: the full problem, still proven
             need_solve = True
@@ -208,8 +212,10 @@ def finish(core: CoreNetwork, flow: np.ndarray, candidates: np.ndarray, pi: np.n
             y = np.zeros(core.m, dtype=np.int64)
             y[idx] = sub
             resolves += 1
-        potentials, rounds = _restricted_potentials(core, mask, y, pot)
+        potentials, rounds, status = _restricted_potentials(core, mask, y, pot, deadline)
         bf_rounds += rounds
+        if status == "stopped":
+            break  # y is still a feasible flow; it goes back without a certificate
         if potentials is None:
             if need_solve:
                 raise RuntimeError("the restricted optimum has a negative residual cycle")
@@ -227,8 +233,10 @@ def finish(core: CoreNetwork, flow: np.ndarray, candidates: np.ndarray, pi: np.n
                 "finish_arcs": int(mask.sum()), "finish_time": time.perf_counter() - started})
         need_solve = True
         mask = mask | violators
-        if deadline is not None and time.perf_counter() >= deadline:
-            break
+        now = time.perf_counter()
+        longest = max(longest, now - round_started)
+        if deadline is not None and now + longest >= deadline:
+            break  # the next round would likely end past the deadline
     return FinishResult(flow=y, cost=core.cost(y), certificate=None, complete=False, stats={
         "finish_resolves": resolves, "finish_label_rounds": bf_rounds,
         "finish_arcs": int(mask.sum()), "finish_time": time.perf_counter() - started})

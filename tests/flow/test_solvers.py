@@ -157,6 +157,21 @@ def test_an_infeasible_network_with_a_negative_free_cycle_is_infeasible(solver: 
     assert compare(net, [solver], Budget(time_limit=5)).infeasible
 
 
+def test_oft_sinkhorn_keeps_its_time_limit_or_refuses_it() -> None:
+    """Found by a QA sweep: the repair after the entropic iterations cannot be interrupted
+    and had no time kept for it (0.1 s on 40,000 arcs ran 0.25-0.30 s), nor had the finish's
+    label-correcting rounds (1 s on 100,000 arcs ran 2.2 s)."""
+    from solvers.errors import BudgetTooSmallError
+
+    net = netgen_style(1, 2000, 40000)
+    with pytest.raises(BudgetTooSmallError) as exc:
+        solve(net, "oft_sinkhorn", Budget(time_limit=0.1))
+    assert exc.value.needed == 0.4
+    for limit in (0.4, 1.0):
+        sol = solve(net, "oft_sinkhorn", Budget(time_limit=limit))
+        assert sol.feasible and sol.wall_time < 1.15 * limit, (limit, sol.wall_time)
+
+
 def test_batched_iterations_equal_single_ones() -> None:
     """A batch runs B independent problems: fixed iteration counts give identical flows."""
     cores = [netgen_style(seed, 50, 300).core() for seed in range(3)]
