@@ -161,6 +161,10 @@ def _find_cycle(wf: Workflow, left: set[int]) -> list[int]:
     return cycle[::-1]
 
 
+#: Longest task id, as ``TaskIn.id`` in the API's schema.
+MAX_ID_LENGTH = 200
+
+
 def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
                    parents: Sequence[Sequence[str]], *, output_bytes: Sequence[float] | None = None,
                    kinds: Sequence[str] | None = None, where: str = "tasks") -> Workflow:
@@ -176,6 +180,11 @@ def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
     for i, tid in enumerate(ids):
         if not isinstance(tid, str) or not tid:
             raise InstanceError(f"{where}[{i}].id", "each task needs a non-empty string id")
+        if len(tid) > MAX_ID_LENGTH:
+            # as inline JSON tasks are capped (a DAX or WfCommons file's ids were not: every
+            # session answer and Gantt label repeats them)
+            raise InstanceError(f"{where}[{i}].id", f"task ids have at most {MAX_ID_LENGTH} "
+                                f"characters, got {len(tid)}: {_shown(tid)}")
         if tid in index:
             raise InstanceError(f"{where}[{i}].id", f"duplicate task id {tid!r}")
         index[tid] = i

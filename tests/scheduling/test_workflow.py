@@ -82,6 +82,11 @@ def test_dax_errors() -> None:
     assert info.value.field == "tasks[0].parents"
     with pytest.raises(InstanceError, match="unknown workflow extension"):
         parse_workflow_bytes(b"", "x.txt")
+    # ids are capped as inline JSON tasks are (a QA sweep found file ids of any length)
+    long = b'<adag><job id="' + b"A" * 201 + b'" runtime="1"/></adag>'
+    with pytest.raises(InstanceError, match="at most 200 characters") as info:
+        parse_workflow_bytes(long, "x.xml")
+    assert info.value.field == "tasks[0].id"
 
 
 def test_wfcommons_json_both_schemas_and_gzip() -> None:
