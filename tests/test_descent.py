@@ -232,3 +232,21 @@ def test_the_polish_runs_on_large_cvrps_without_a_matrix() -> None:
     assert "skipped" not in out and out["gain_percent"] > 5.0, out["gain_percent"]
     assert _valid(inst, out["routes"])
     assert inst.cost(out["routes"]) == pytest.approx(inst.cost(plan) * out["factor"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kicks_keep_every_customer_and_capacity_and_beat_the_descent(seed: int) -> None:
+    """cvrp_kicks (ruin and recreate around a customer, descent there, kept only if shorter)
+    returns a valid plan no longer than the descent's, within its deadline."""
+    from solvers.routing.descent import cvrp_kicks
+
+    rng = np.random.default_rng(seed)
+    xy, dem, cap = random_cvrp(rng, 150)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+    plan = _random_plan(inst, rng)
+    descended = cvrp_descent(inst, plan, time.perf_counter() + 10.0)
+    t0 = time.perf_counter()
+    kicked, kept = cvrp_kicks(inst, plan, t0 + 0.3, seed)
+    assert time.perf_counter() - t0 < 0.3 + 0.05
+    assert _valid(inst, kicked) and all(int(dem[r].sum()) <= inst.capacity for r in kicked)
+    assert kept > 0 and inst.cost(kicked) < inst.cost(descended)

@@ -134,48 +134,98 @@ def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     The moves run in numba over linked routes with distances computed on demand from the
     coordinates under the instance's convention (or read from its matrix), so no N×N matrix
     is built and the descent scales to the largest CVRPs the service takes."""
-    n = instance.n
-    depot = instance.depot
     routes = [list(r) for r in routes if r]
-    if len(routes) == 0 or n < 3 or time.perf_counter() >= deadline:
+    if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes
-    xy, mat, conv, eps = _distance_data(instance)
-    near = np.ascontiguousarray(instance.nearest_neighbours(min(neighbours, n - 1)),
-                                dtype=np.int64)
-    demand = np.asarray(instance.demands, dtype=np.int64)
-    cap = int(instance.capacity)
-    count = len(routes)
-    size = n + 2 * count
-    succ = np.full(size, -1, dtype=np.int64)
-    pred = np.full(size, -1, dtype=np.int64)
-    for r, route in enumerate(routes):
-        chain = np.array([n + r, *route, n + count + r], dtype=np.int64)
-        succ[chain[:-1]] = chain[1:]
-        pred[chain[1:]] = chain[:-1]
-    route_of = np.full(size, -1, dtype=np.int64)
-    cum = np.zeros(size, dtype=np.int64)
-    load = np.zeros(count, dtype=np.int64)
-    for r in range(count):
-        _refresh(r, succ, route_of, cum, load, demand, n, count)
-    chunk = max(1, _EVALUATIONS_PER_CALL // max(1, near.shape[1]))
-    improved = True
-    while improved and time.perf_counter() < deadline:
-        improved = False
-        c = 0
-        while c < n and time.perf_counter() < deadline:
-            c, moves = _sweep(c, chunk, succ, pred, route_of, cum, load, demand, cap, near,
-                              xy, mat, conv, n, depot, count, eps)
-            improved = improved or moves > 0
-    out: list[list[int]] = []
-    for r in range(count):
-        route: list[int] = []
-        v = int(succ[n + r])
-        while v < n:
-            route.append(v)
-            v = int(succ[v])
-        if route:
-            out.append(route)
-    return out
+    plan = _Plan(instance, routes, neighbours)
+    plan.descend(deadline)
+    return plan.routes()
+
+
+def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float, seed: int,
+               neighbours: int = NEIGHBOURS, ruin: int = 20) -> tuple[list[list[int]], int]:
+    """``cvrp_descent``, then kicks until ``deadline``: remove a customer and its ``ruin`` − 1
+    nearest neighbours, put each back at its cheapest place next to a neighbour (any route
+    with room if none), run the descent over the customers around them, and keep the result
+    only if the plan got shorter (else restore it). An iterated local search in the manner
+    of the TSP's ``ils`` kicks, for the plans ``sil_ls`` builds. Returns the routes and the
+    kicks kept."""
+    routes = [list(r) for r in routes if r]
+    if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
+        return routes, 0
+    plan = _Plan(instance, routes, neighbours)
+    plan.descend(deadline)
+    rng = np.random.default_rng(seed)
+    customers = np.array([c for c in range(instance.n) if c != instance.depot], dtype=np.int64)
+    kept = 0
+    batch = 1  # kicks per call, grown to about 5 ms of work between looks at the clock
+    total = _total(plan.succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv, plan.depot)
+    buffers = [np.empty_like(a) for a in (plan.succ, plan.pred, plan.route_of, plan.cum,
+                                          plan.load)]
+    while (now := time.perf_counter()) < deadline:
+        seeds = customers[rng.integers(0, len(customers), batch)]
+        total, k = _kicks(seeds, min(ruin, plan.near.shape[1] + 1), total, plan.succ,
+                          plan.pred, plan.route_of, plan.cum, plan.load, *buffers,
+                          plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv,
+                          plan.n, plan.depot, plan.count, plan.eps)
+        kept += k
+        per_kick = (time.perf_counter() - now) / batch
+        batch = max(1, min(2 * batch, int(0.005 / max(per_kick, 1e-7))))
+    return plan.routes(), kept
+
+
+class _Plan:
+    """Routes as linked lists for the numba kernels: route r runs from id n + r to id
+    n + count + r (both stand for the depot), with each node's route and running load."""
+
+    def __init__(self, instance: CVRPInstance, routes: list[list[int]],
+                 neighbours: int) -> None:
+        n = self.n = instance.n
+        self.depot = instance.depot
+        self.xy, self.mat, self.conv, self.eps = _distance_data(instance)
+        self.near = np.ascontiguousarray(instance.nearest_neighbours(min(neighbours, n - 1)),
+                                         dtype=np.int64)
+        self.demand = np.asarray(instance.demands, dtype=np.int64)
+        self.cap = int(instance.capacity)
+        count = self.count = len(routes)
+        self.size = n + 2 * count
+        self.succ = np.full(self.size, -1, dtype=np.int64)
+        self.pred = np.full(self.size, -1, dtype=np.int64)
+        for r, route in enumerate(routes):
+            chain = np.array([n + r, *route, n + count + r], dtype=np.int64)
+            self.succ[chain[:-1]] = chain[1:]
+            self.pred[chain[1:]] = chain[:-1]
+        self.route_of = np.full(self.size, -1, dtype=np.int64)
+        self.cum = np.zeros(self.size, dtype=np.int64)
+        self.load = np.zeros(count, dtype=np.int64)
+        for r in range(count):
+            _refresh(r, self.succ, self.route_of, self.cum, self.load, self.demand, n, count)
+
+    def descend(self, deadline: float) -> None:
+        """First-improvement sweeps over all customers until one makes no move."""
+        chunk = max(1, _EVALUATIONS_PER_CALL // max(1, self.near.shape[1]))
+        improved = True
+        while improved and time.perf_counter() < deadline:
+            improved = False
+            c = 0
+            while c < self.n and time.perf_counter() < deadline:
+                c, moves = _sweep(c, chunk, self.succ, self.pred, self.route_of, self.cum,
+                                  self.load, self.demand, self.cap, self.near, self.xy,
+                                  self.mat, self.conv, self.n, self.depot, self.count,
+                                  self.eps)
+                improved = improved or moves > 0
+
+    def routes(self) -> list[list[int]]:
+        out: list[list[int]] = []
+        for r in range(self.count):
+            route: list[int] = []
+            v = int(self.succ[self.n + r])
+            while v < self.n:
+                route.append(v)
+                v = int(self.succ[v])
+            if route:
+                out.append(route)
+        return out
 
 
 #: Move evaluations per call into the numba sweep between two looks at the clock (about a
@@ -260,23 +310,158 @@ def _sweep(first: int, customers: int, succ: np.ndarray, pred: np.ndarray,
     c = first
     stop = min(n, first + customers)
     while c < stop:
-        if c != depot and route_of[c] >= 0:
-            for t in range(near.shape[1]):
-                v = near[c, t]
-                if v == depot:
-                    continue
-                if v == c or route_of[v] < 0:
-                    continue
-                if (_relocate(c, v, succ, pred, route_of, cum, load, demand, cap, xy, mat,
-                              conv, n, depot, count, eps)
-                        or _swap(c, v, succ, pred, route_of, cum, load, demand, cap, xy, mat,
-                                 conv, n, depot, count, eps)
-                        or _two_opt_star(c, v, succ, pred, route_of, cum, load, demand, cap,
-                                         xy, mat, conv, n, depot, count, eps)):
-                    moves += 1
-                    break
+        if _improve(c, succ, pred, route_of, cum, load, demand, cap, near, xy, mat, conv, n,
+                    depot, count, eps):
+            moves += 1
         c += 1
     return c, moves
+
+
+@njit(cache=True)
+def _improve(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+             cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
+             near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int,
+             count: int, eps: float) -> bool:
+    """The first of relocate, swap and 2-opt* between c and one of its neighbours that saves
+    distance, made; False if none does."""
+    if c == depot or route_of[c] < 0:
+        return False
+    for t in range(near.shape[1]):
+        v = near[c, t]
+        if v == depot:
+            continue
+        if v == c or route_of[v] < 0:
+            continue
+        if (_relocate(c, v, succ, pred, route_of, cum, load, demand, cap, xy, mat,
+                      conv, n, depot, count, eps)
+                or _swap(c, v, succ, pred, route_of, cum, load, demand, cap, xy, mat,
+                         conv, n, depot, count, eps)
+                or _two_opt_star(c, v, succ, pred, route_of, cum, load, demand, cap,
+                                 xy, mat, conv, n, depot, count, eps)):
+            return True
+    return False
+
+
+@njit(cache=True)
+def _total(succ: np.ndarray, n: int, count: int, xy: np.ndarray, mat: np.ndarray, conv: int,
+           depot: int) -> float:
+    """The plan's length."""
+    total = 0.0
+    for r in range(count):
+        v = n + r
+        while True:
+            w = succ[v]
+            total += _d(v, w, xy, mat, conv, n, depot)
+            if w >= n + count:
+                break
+            v = w
+    return total
+
+
+#: Passes of the local descent after a kick, over the customers around it.
+_KICK_PASSES = 20
+
+
+@njit(cache=True)
+def _kicks(seeds: np.ndarray, ruin: int, total: float, succ: np.ndarray, pred: np.ndarray,
+           route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, b_succ: np.ndarray,
+           b_pred: np.ndarray, b_route_of: np.ndarray, b_cum: np.ndarray, b_load: np.ndarray,
+           demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray, mat: np.ndarray,
+           conv: int, n: int, depot: int, count: int, eps: float) -> tuple[float, int]:
+    """One kick per seed customer (see ``cvrp_kicks``); returns the plan's length and the
+    kicks kept."""
+    kept = 0
+    k = near.shape[1]
+    removed = np.empty(ruin, dtype=np.int64)
+    around = np.empty(ruin * (k + 1), dtype=np.int64)
+    for s in range(seeds.shape[0]):
+        b_succ[:] = succ
+        b_pred[:] = pred
+        b_route_of[:] = route_of
+        b_cum[:] = cum
+        b_load[:] = load
+        c0 = seeds[s]
+        m = 0
+        for t in range(-1, k):
+            if m == ruin:
+                break
+            v = c0 if t < 0 else near[c0, t]
+            if v == depot or route_of[v] < 0:
+                continue
+            r = route_of[v]
+            p = pred[v]
+            q = succ[v]
+            succ[p] = q
+            pred[q] = p
+            route_of[v] = -1
+            load[r] -= demand[v]
+            removed[m] = v
+            m += 1
+        for i in range(m):
+            _refresh(b_route_of[removed[i]], succ, route_of, cum, load, demand, n, count)
+        ok = True
+        for i in range(m):
+            c = removed[i]
+            best = np.inf
+            bx = -1
+            by = -1
+            for t in range(k):
+                v = near[c, t]
+                if v == depot or route_of[v] < 0 or load[route_of[v]] + demand[c] > cap:
+                    continue
+                for side in range(2):
+                    x = v if side == 0 else pred[v]
+                    y = succ[v] if side == 0 else v
+                    add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
+                           - _d(x, y, xy, mat, conv, n, depot))
+                    if add < best:
+                        best, bx, by = add, x, y
+            if bx < 0:  # no neighbour's route has room: any route that has
+                for r in range(count):
+                    if load[r] + demand[c] > cap:
+                        continue
+                    x = n + r
+                    y = succ[x]
+                    add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
+                           - _d(x, y, xy, mat, conv, n, depot))
+                    if add < best:
+                        best, bx, by = add, x, y
+            if bx < 0:
+                ok = False
+                break
+            r = route_of[bx]
+            succ[bx] = c
+            pred[c] = bx
+            succ[c] = by
+            pred[by] = c
+            _refresh(r, succ, route_of, cum, load, demand, n, count)
+        if ok:
+            a = 0
+            for i in range(m):
+                around[a] = removed[i]
+                a += 1
+                for t in range(k):
+                    around[a] = near[removed[i], t]
+                    a += 1
+            for _ in range(_KICK_PASSES):
+                moved = False
+                for i in range(a):
+                    if _improve(around[i], succ, pred, route_of, cum, load, demand, cap, near,
+                                xy, mat, conv, n, depot, count, eps):
+                        moved = True
+                if not moved:
+                    break
+            new_total = _total(succ, n, count, xy, mat, conv, depot)
+            if new_total < total - eps:
+                total = new_total
+                kept += 1
+                continue
+        succ[:] = b_succ
+        pred[:] = b_pred
+        route_of[:] = b_route_of
+        cum[:] = b_cum
+        load[:] = b_load
+    return total, kept
 
 
 @njit(cache=True)

@@ -10,7 +10,8 @@ Rounds alternate between two moves, both with the TSP model:
 Every capacity holds by construction and the solution never gets worse. ``sil_ls`` adds
 classical moves to the start and to every round's result: 2-opt + Or-opt inside each route,
 then the granular relocate / swap / 2-opt* descent between routes (``descent.cvrp_descent``,
-the neural solvers' polish).
+the neural solvers' polish), and after every round as long again of classical kicks
+(``descent.cvrp_kicks``: ruin and recreate around a customer, then the descent there).
 
 This is not the paper's CVRP head (a second model that decides depot returns while
 decoding): here depot returns are decided exactly by the split, and one trained model serves
@@ -28,7 +29,7 @@ import torch
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.errors import NoSolutionError
 from solvers.routing.construct import split_giant_tour
-from solvers.routing.descent import cvrp_descent
+from solvers.routing.descent import cvrp_descent, cvrp_kicks
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance
 
@@ -136,7 +137,7 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
     coords = torch.as_tensor(xy, dtype=torch.float32)
     n = xy.shape[0]
     top = min(solver.max_segment, n)
-    rounds = accepted = 0
+    rounds = accepted = kicks_kept = 0
     per_token = per_token_prior(model)
     history: list[tuple[float, float]] = []
     with torch.inference_mode():
@@ -165,6 +166,13 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 routes, cost = candidate, new_cost
                 accepted += 1
             spent = time.perf_counter() - t0
+            if solver.polish and not clock.expired():
+                # as on the TSP: as long again of classical kicks (ruin and recreate around a
+                # customer, then the descent there; kept only if shorter)
+                kicked, kept = cvrp_kicks(instance, routes, time.perf_counter() + min(
+                    spent, clock.remaining), int(rng.integers(2**31)))
+                kicks_kept += kept
+                routes, cost = kicked, _euclid_cost(xy, depot, kicked)
             rate = spent / max((n // w) * w * (w - 2) / 2, 1.0)
             per_token = rate if rounds == 0 else 0.7 * per_token + 0.3 * rate
             rounds += 1
@@ -172,6 +180,8 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 history.append((round(clock.elapsed, 3), cost))
                 progress(ProgressEvent(solver.name, clock.elapsed, rounds,
                                        instance.cost(routes), f"round {rounds}, segment {w}"))
+    if solver.polish:
+        stats["kicks_kept"] = kicks_kept
     stats.update(rounds=rounds, rounds_accepted=accepted, reconstructed_length=cost,
                  length_history=history[-50:])
     return routes, stats
