@@ -683,5 +683,9 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
     if not completed:
         fail(f"interrupted: {sum(1 for r in rows if r.ok)} of {len(rows)} files solved; run "
               "the same command again to solve the rest", EXIT_INTERRUPTED)
+    if rows and all(r.state == REJECTED for r in rows):
+        # no file could even be given to the solver: the input's fault, as the API's 422 for
+        # a batch of which no file can be read (QA sweep: this exited 1, a solver failure)
+        fail("no file of the batch can be solved: " + _failure_line(rows))
     if not all(r.ok for r in rows):
         fail(_failure_line(rows), EXIT_SOLVER_FAILED)

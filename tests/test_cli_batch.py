@@ -264,6 +264,16 @@ def test_a_matrix_for_a_solver_that_reads_coordinates_is_rejected_up_front(
     assert "needs node coordinates" in rows["m.json"]["error"]
 
 
+def test_a_batch_the_solver_can_take_no_file_of_is_a_user_error(tmp_path: Path) -> None:
+    """Found by a QA sweep: every file rejected (here: a TSP-only solver on CVRP files) exited
+    1, a solver failure; nothing ran, so it is the input's fault (2), as the API's 422."""
+    folder = _instances(tmp_path / "in", ("X-n101-k25.vrp",), junk=False)
+    result = _run(str(folder), "--solver", "ils", "--time-limit", "1", "--workers", "1",
+                  "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert "no file of the batch can be solved" in result.stderr
+
+
 def test_long_file_names(tmp_path: Path) -> None:
     """A 250-character name failed with a traceback (the job store's input-<name> and the
     outputs' temporary files passed 255 bytes); a name whose outputs cannot fit is

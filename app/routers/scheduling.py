@@ -388,9 +388,11 @@ async def create_session(request: Request, response: Response) -> SessionState:
     pool = _pool(body.pool)
     try:
         policy = await run_in_threadpool(get_policy, body.policy)
-    except UnknownSolverError as exc:
-        raise ApiError(404, f"{exc}", kind="unknown-solver", title="Unknown policy",
-                       field="policy") from None
+    except UnknownSolverError:
+        # the registry's message says "solver"; here it is a scheduling policy (QA sweep)
+        raise ApiError(404, f"unknown policy {body.policy!r}; known policies: "
+                       f"{', '.join(policy_names())}", kind="unknown-solver",
+                       title="Unknown policy", field="policy") from None
     except SolverUnavailableError as exc:
         raise ApiError(503, f"{exc}; choose another policy (GET /v1/scheduling/policies)",
                        kind="solver-unavailable", title="Policy unavailable",

@@ -173,7 +173,8 @@ def test_session_round_trip(api: httpx.Client) -> None:
     assert body["applied"] == 1
     assert api.delete(url).status_code == 204
     assert_problem(api.get(url), 404, "session_id")
-    assert_problem(api.post(SESSIONS, json={"policy": "nope"}), 404, "policy")
+    gone = assert_problem(api.post(SESSIONS, json={"policy": "nope"}), 404, "policy")
+    assert "unknown policy 'nope'" in gone["detail"] and "heft" in gone["detail"]
     assert_problem(api.post(SESSIONS, json={"pool": "0x1"}), 422, "pool")
 
 
