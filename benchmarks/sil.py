@@ -219,7 +219,9 @@ def render(data: dict[str, Any]) -> str:
            "relocate / swap / 2-opt* descent between routes, and from 13:55 UTC is followed "
            "by as long again of ruin-and-recreate kicks); `ils` = the classical part alone: "
            "random insertion, 2-opt + Or-opt, then local double-bridge kicks for the whole "
-           "time limit (rounds column: kicks); "
+           "time limit (rounds column: kicks); on CVRP (from 2026-12-03) random insertion "
+           "split into routes, 2-opt + Or-opt, then the descent and ruin-and-recreate kicks "
+           "(rounds column: kicks kept); "
            "`start` = the start tour alone: the "
            "model's greedy tour (k=100 nearest candidates) where it fits in a quarter of the "
            "time limit, else random insertion (runs before 2026-12-01 02:50 UTC always started "
@@ -264,7 +266,8 @@ def render(data: dict[str, Any]) -> str:
                     "|---|---|---|---|---|---|---|"]
             for r in rs:
                 if "cost" in r:
-                    rounds = r["stats"].get("rounds", r["stats"].get("kicks", "–"))
+                    rounds = r["stats"].get("rounds", r["stats"].get(
+                        "kicks", r["stats"].get("kicks_kept", "–")))
                     out.append(f"| {r['file']} | {_label(r)} | {r['cost']:.0f} | "
                                f"{_fmt(_gap(r['cost'], r.get('reference')), 2, '%')} | "
                                f"{rounds} | {r['wall_s']} | "
@@ -334,8 +337,6 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.section} @ {args.time_limit:g}s", meta))
     for set_name, path, ref in section_runs(args):
         for solver in solvers:
-            if solver == "ils" and ".vrp" in path.name:
-                continue  # TSP only
             r = run(path, solver, args.time_limit)
             r["set"], r["reference"] = set_name, ref
 

@@ -265,9 +265,12 @@ def test_a_matrix_for_a_solver_that_reads_coordinates_is_rejected_up_front(
 
 
 def test_a_batch_the_solver_can_take_no_file_of_is_a_user_error(tmp_path: Path) -> None:
-    """Found by a QA sweep: every file rejected (here: a TSP-only solver on CVRP files) exited
-    1, a solver failure; nothing ran, so it is the input's fault (2), as the API's 422."""
-    folder = _instances(tmp_path / "in", ("X-n101-k25.vrp",), junk=False)
+    """Found by a QA sweep: every file rejected (here: ils, TSP and CVRP only, on a CVRPTW
+    file) exited 1, a solver failure; nothing ran, so it is the input's fault (2), as the
+    API's 422."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(DATA / "solomon" / "C101.100.10.vrptw", folder / "C101.vrptw")
     result = _run(str(folder), "--solver", "ils", "--time-limit", "1", "--workers", "1",
                   "--out", str(tmp_path / "out"))
     assert result.exit_code == 2, (result.stdout, result.stderr)

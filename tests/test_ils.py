@@ -15,7 +15,7 @@ from solvers.routing.check import check_solution
 from solvers.routing.construct import random_insertion_tour
 from solvers.routing.io import load_instance
 from solvers.routing.localsearch import nearest_neighbours, perturb, tour_length, two_opt
-from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.problem import TSPInstance
 
 DATA = Path(__file__).parent / "data"
 
@@ -86,11 +86,23 @@ def test_ils_solver_beats_plain_two_opt_on_a_uniform_tsp1k() -> None:
     assert solution.cost < 0.98 * tour_length(xy, two)
 
 
-def test_ils_solver_refuses_cvrp_and_matrix_only_instances() -> None:
+def test_ils_solver_refuses_cvrptw_and_matrix_only_instances() -> None:
     with pytest.raises(InstanceError):
         get_solver("ils").solve(TSPInstance(distance_matrix=np.ones((6, 6)) - np.eye(6)),
                                 Budget(time_limit=1.0))
-    cvrp = CVRPInstance(coords=np.random.default_rng(0).random((6, 2)), distance="exact",
-                        demands=np.r_[0, np.ones(5, int)], capacity=3)
+    tw = load_instance(DATA / "solomon" / "C101.100.10.vrptw")
     with pytest.raises(InstanceError):
-        get_solver("ils").solve(cvrp, Budget(time_limit=1.0))
+        get_solver("ils").solve(tw, Budget(time_limit=1.0))
+
+
+def test_ils_solves_cvrp_with_kicks_and_keeps_its_time_limit() -> None:
+    """CVRP: random insertion split into routes, the granular descent, then ruin-and-recreate
+    kicks: the classical part of sil_ls on its own (X-n101-k25: best-known 27,591)."""
+    inst = load_instance(DATA / "X-n101-k25.vrp")
+    events: list[float] = []
+    sol = get_solver("ils", "cvrp", inst.n, 2.0).solve(
+        inst, Budget(time_limit=2.0, seed=0), lambda e: events.append(e.best_cost or 0))
+    assert sol.feasible and check_solution(inst, sol.routes) == []
+    assert sol.wall_time < 2.0 * 1.15
+    assert sol.cost < 0.95 * sol.stats["start_length"] and sol.cost < 1.06 * 27591
+    assert sol.stats["kicks_kept"] > 0 and len(events) >= 3

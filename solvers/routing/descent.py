@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -143,13 +144,18 @@ def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: floa
 
 
 def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float, seed: int,
-               neighbours: int = NEIGHBOURS, ruin: int = 20) -> tuple[list[list[int]], int]:
+               neighbours: int = NEIGHBOURS, ruin: int = 20,
+               on_slice: Callable[[float, int], None] | None = None,
+               slice_seconds: float = 1.0,
+               cancelled: Callable[[], bool] | None = None) -> tuple[list[list[int]], int]:
     """``cvrp_descent``, then kicks until ``deadline``: remove a customer and its ``ruin`` − 1
     nearest neighbours, put each back at its cheapest place next to a neighbour (any route
     with room if none), run the descent over the customers around them, and keep the result
     only if the plan got shorter (else restore it). An iterated local search in the manner
-    of the TSP's ``ils`` kicks, for the plans ``sil_ls`` builds. Returns the routes and the
-    kicks kept."""
+    of the TSP's ``ils`` kicks, for the plans ``sil_ls`` and ``ils`` build. ``on_slice``
+    hears the plan's length and the kicks kept so far about every ``slice_seconds``, when
+    ``cancelled`` is also asked (a cancelled job keeps the plan so far).
+    Returns the routes and the kicks kept."""
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes, 0
@@ -162,7 +168,16 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     total = _total(plan.succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv, plan.depot)
     buffers = [np.empty_like(a) for a in (plan.succ, plan.pred, plan.route_of, plan.cum,
                                           plan.load)]
-    while (now := time.perf_counter()) < deadline:
+    next_report = time.perf_counter() + slice_seconds
+    first = True  # one kick even past the deadline: a warm-up must compile the kernel
+    while (now := time.perf_counter()) < deadline or first:
+        first = False
+        if now >= next_report:
+            if on_slice is not None:
+                on_slice(total, kept)
+            if cancelled is not None and cancelled():
+                break
+            next_report = now + slice_seconds
         seeds = customers[rng.integers(0, len(customers), batch)]
         total, k = _kicks(seeds, min(ruin, plan.near.shape[1] + 1), total, plan.succ,
                           plan.pred, plan.route_of, plan.cum, plan.load, *buffers,
@@ -594,5 +609,6 @@ def warm_up() -> None:
     rng = np.random.default_rng(0)
     coords = rng.random((12, 2))
     inst = CVRPInstance(coords=coords, demands=[0] + [1] * 11, capacity=4)
-    cvrp_descent(inst, [list(range(1, 12))[k:k + 4] for k in range(0, 11, 4)],
-                 time.perf_counter() + 60.0)
+    plan = [list(range(1, 12))[k:k + 4] for k in range(0, 11, 4)]
+    cvrp_descent(inst, plan, time.perf_counter() + 60.0)
+    cvrp_kicks(inst, plan, time.perf_counter() + 0.01, 0)

@@ -1,4 +1,5 @@
-"""A classical TSP baseline: iterated 2-opt + Or-opt with local double-bridge kicks.
+"""A classical baseline: iterated 2-opt + Or-opt with local double-bridge kicks (TSP), and
+the granular descent with ruin-and-recreate kicks (CVRP).
 
 It is here for honesty as much as for speed. SIL's `sil_ls` mixes neural reconstruction with
 classical local search; this solver is the classical part alone, from the same start, so the
@@ -8,13 +9,16 @@ a k-d tree, no distance matrix), so it runs to millions of nodes in little memor
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
 
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
-from solvers.routing.construct import random_insertion_tour
+from solvers.routing.construct import random_insertion_routes, random_insertion_tour
+from solvers.routing.descent import cvrp_kicks
+from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.localsearch import (
     kick_stats,
     nearest_neighbours,
@@ -22,7 +26,14 @@ from solvers.routing.localsearch import (
     tour_length,
     two_opt,
 )
-from solvers.routing.problem import Instance, Solution, TSPInstance, build_solution
+from solvers.routing.problem import (
+    CVRPInstance,
+    CVRPTWInstance,
+    Instance,
+    Solution,
+    TSPInstance,
+    build_solution,
+)
 
 NEIGHBOURS = 10
 # Progress is reported (and the cancel flag read) after every slice of kicks.
@@ -65,15 +76,19 @@ class ILSSolver:
         xy = np.random.default_rng(0).random((40, 2))
         tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
         perturb(xy, tour, 0.01)
+        descent_warm_up()
 
     def solve(self, instance: Instance, budget: Budget,
               progress: ProgressCallback = no_progress) -> Solution:
         clock = Clock(budget)
-        if not isinstance(instance, TSPInstance):
-            raise InstanceError("problem", "the ils solver handles TSP instances only")
+        if isinstance(instance, CVRPTWInstance) or not isinstance(
+                instance, (TSPInstance, CVRPInstance)):
+            raise InstanceError("problem", "the ils solver handles TSP and CVRP instances")
         if instance.coords is None:
             raise InstanceError("coords", "the ils solver needs node coordinates; this "
                                 "instance has only a distance matrix")
+        if isinstance(instance, CVRPInstance):
+            return self._solve_cvrp(instance, budget, clock, progress)
         xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
         n = xy.shape[0]
         tour = random_insertion_tour(xy, budget.seed)
@@ -95,4 +110,36 @@ class ILSSolver:
                              wall_time=clock.elapsed, stats=stats)
         progress(ProgressEvent(self.name, clock.elapsed, int(stats.get("kicks", 0)), sol.cost,
                                "done"))
+        return sol
+
+    def _solve_cvrp(self, instance: CVRPInstance, budget: Budget, clock: Clock,
+                    progress: ProgressCallback) -> Solution:
+        """Random insertion split optimally into routes (``sil``'s fallback start), 2-opt +
+        Or-opt inside routes, then ``descent.cvrp_kicks`` (the granular descent, then ruin
+        and recreate) until the time limit: the classical part of ``sil_ls`` on CVRP."""
+        from solvers.errors import NoSolutionError
+        from solvers.routing.sil_cvrp import polish_routes
+
+        xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
+        routes = polish_routes(xy, instance.depot, random_insertion_routes(instance,
+                                                                           budget.seed))
+        cap = instance.fleet_cap()
+        if len(routes) > cap:
+            raise NoSolutionError(
+                f"ils's split start needs {len(routes)} vehicles but max_vehicles is {cap}; "
+                "try the pyvrp or ortools solver", field="max_vehicles", more_time_helps=False)
+        stats: dict[str, object] = {"start": "random insertion + optimal split + 2-opt",
+                                    "start_length": instance.cost(routes)}
+        progress(ProgressEvent(self.name, clock.elapsed, 0, instance.cost(routes), "start"))
+
+        def on_slice(length: float, kept: int) -> None:
+            progress(ProgressEvent(self.name, clock.elapsed, kept, length,
+                                   f"{kept} kicks kept"))
+
+        routes, kept = cvrp_kicks(instance, routes, time.perf_counter() + clock.remaining,
+                                  budget.seed, on_slice=on_slice, cancelled=budget.cancelled)
+        stats.update(kicks_kept=kept, seed=budget.seed)
+        sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
+                             stats=stats)
+        progress(ProgressEvent(self.name, clock.elapsed, kept, sol.cost, "done"))
         return sol
