@@ -293,6 +293,14 @@ def _d(a: int, b: int, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
     return t + 1.0 if t < r else t
 
 
+@njit(cache=True, inline="always")
+def _insertion(x: int, c: int, y: int, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
+               depot: int) -> float:
+    """What putting c between x and y adds to the plan's length."""
+    return (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
+            - _d(x, y, xy, mat, conv, n, depot))
+
+
 @njit(cache=True)
 def _refresh(r: int, succ: np.ndarray, route_of: np.ndarray, cum: np.ndarray,
              load: np.ndarray, demand: np.ndarray, n: int, count: int) -> None:
@@ -427,8 +435,7 @@ def _kicks(seeds: np.ndarray, ruin: int, total: float, succ: np.ndarray, pred: n
                 for side in range(2):
                     x = v if side == 0 else pred[v]
                     y = succ[v] if side == 0 else v
-                    add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
-                           - _d(x, y, xy, mat, conv, n, depot))
+                    add = _insertion(x, c, y, xy, mat, conv, n, depot)
                     if add < best:
                         best, bx, by = add, x, y
             if bx < 0:  # no neighbour's route has room: any route that has
@@ -437,8 +444,7 @@ def _kicks(seeds: np.ndarray, ruin: int, total: float, succ: np.ndarray, pred: n
                         continue
                     x = n + r
                     y = succ[x]
-                    add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
-                           - _d(x, y, xy, mat, conv, n, depot))
+                    add = _insertion(x, c, y, xy, mat, conv, n, depot)
                     if add < best:
                         best, bx, by = add, x, y
             if bx < 0:
@@ -491,23 +497,20 @@ def _relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.n
         return False
     p = pred[c]
     q = succ[c]
-    removal = (_d(p, c, xy, mat, conv, n, depot) + _d(c, q, xy, mat, conv, n, depot)
-               - _d(p, q, xy, mat, conv, n, depot))
+    removal = _insertion(p, c, q, xy, mat, conv, n, depot)
     best = removal - eps
     bx = -1
     by = -1
     if v != p:  # after v (v == p is c's own place)
         x = v
         y = succ[v]
-        add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
-               - _d(x, y, xy, mat, conv, n, depot))
+        add = _insertion(x, c, y, xy, mat, conv, n, depot)
         if add < best:
             best, bx, by = add, x, y
     x = pred[v]
     if x != c:  # before v (v == q is c's own place)
         y = v
-        add = (_d(x, c, xy, mat, conv, n, depot) + _d(c, y, xy, mat, conv, n, depot)
-               - _d(x, y, xy, mat, conv, n, depot))
+        add = _insertion(x, c, y, xy, mat, conv, n, depot)
         if add < best:
             best, bx, by = add, x, y
     if bx < 0:
