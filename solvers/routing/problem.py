@@ -119,6 +119,7 @@ class RoutingInstance:
         self.n = n
         self.node_ids = _validate_ids(node_ids, n)
         self._tree: Any = None
+        self._near: dict[int, np.ndarray] = {}  # nearest_neighbours by k
 
     def coordinates_mismatch(self, samples: int = 100_000) -> float | None:
         """How far an explicit matrix is from its coordinates' straight-line distances, at
@@ -165,8 +166,15 @@ class RoutingInstance:
         return squared_to_distance(cdist(c, c, "sqeuclidean"), self.distance)
 
     def nearest_neighbours(self, k: int) -> np.ndarray:
-        """(n, k) indices of each node's k nearest other nodes, without a dense matrix."""
+        """(n, k) indices of each node's k nearest other nodes, without a dense matrix; kept
+        per k (a copy is returned), since the CVRP kicks ask again every round (0.3 s at
+        100,000 nodes)."""
         k = min(k, self.n - 1)
+        if k not in self._near:
+            self._near[k] = self._nearest_neighbours(k)
+        return self._near[k].copy()
+
+    def _nearest_neighbours(self, k: int) -> np.ndarray:
         if self.coords is not None and self.matrix is None:
             from scipy.spatial import cKDTree
 
