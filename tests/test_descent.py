@@ -238,8 +238,9 @@ def test_the_polish_runs_on_large_cvrps_without_a_matrix() -> None:
 def test_kicks_keep_every_customer_and_capacity_and_beat_the_descent(seed: int) -> None:
     """cvrp_kicks (ruin and recreate around a customer, descent there, kept only if shorter)
     returns a valid plan no longer than the descent's, within its deadline."""
-    from solvers.routing.descent import cvrp_kicks
+    from solvers.routing.descent import cvrp_kicks, warm_up
 
+    warm_up()  # numba compiles on first use: not inside the timed part
     rng = np.random.default_rng(seed)
     xy, dem, cap = random_cvrp(rng, 150)
     inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)

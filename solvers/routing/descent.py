@@ -149,10 +149,11 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                slice_seconds: float = 1.0,
                cancelled: Callable[[], bool] | None = None) -> tuple[list[list[int]], int]:
     """``cvrp_descent``, then kicks until ``deadline``: remove a customer and its ``ruin`` − 1
-    nearest neighbours, put each back at its cheapest place next to a neighbour (any route
-    with room if none), run the descent over the customers around them, and keep the result
-    only if the plan got shorter (else restore it). An iterated local search in the manner
-    of the TSP's ``ils`` kicks, for the plans ``sil_ls`` and ``ils`` build. ``on_slice``
+    nearest neighbours, put each back, in random order, at its cheapest place next to a
+    neighbour (any route with room if none), run the descent over the customers around them,
+    and keep the result only if the plan got shorter (else restore it). An iterated local
+    search in the manner of the TSP's ``ils`` kicks, for the plans ``sil_ls`` and ``ils``
+    build. ``on_slice``
     hears the plan's length and the kicks kept so far about every ``slice_seconds``, when
     ``cancelled`` is also asked (a cancelled job keeps the plan so far).
     Returns the routes and the kicks kept."""
@@ -179,7 +180,8 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                 break
             next_report = now + slice_seconds
         seeds = customers[rng.integers(0, len(customers), batch)]
-        total, k = _kicks(seeds, min(ruin, plan.near.shape[1] + 1), total, plan.succ,
+        keys = rng.random((batch, ruin))  # the order the removed customers go back in
+        total, k = _kicks(seeds, keys, min(ruin, plan.near.shape[1] + 1), total, plan.succ,
                           plan.pred, plan.route_of, plan.cum, plan.load, *buffers,
                           plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv,
                           plan.n, plan.depot, plan.count, plan.eps)
@@ -386,9 +388,10 @@ _KICK_PASSES = 20
 
 
 @njit(cache=True)
-def _kicks(seeds: np.ndarray, ruin: int, total: float, succ: np.ndarray, pred: np.ndarray,
-           route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, b_succ: np.ndarray,
-           b_pred: np.ndarray, b_route_of: np.ndarray, b_cum: np.ndarray, b_load: np.ndarray,
+def _kicks(seeds: np.ndarray, keys: np.ndarray, ruin: int, total: float, succ: np.ndarray,
+           pred: np.ndarray, route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
+           b_succ: np.ndarray, b_pred: np.ndarray, b_route_of: np.ndarray, b_cum: np.ndarray,
+           b_load: np.ndarray,
            demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray, mat: np.ndarray,
            conv: int, n: int, depot: int, count: int, eps: float) -> tuple[float, int]:
     """One kick per seed customer (see ``cvrp_kicks``); returns the plan's length and the
@@ -423,8 +426,9 @@ def _kicks(seeds: np.ndarray, ruin: int, total: float, succ: np.ndarray, pred: n
         for i in range(m):
             _refresh(b_route_of[removed[i]], succ, route_of, cum, load, demand, n, count)
         ok = True
+        order = np.argsort(keys[s, :m], kind="mergesort")
         for i in range(m):
-            c = removed[i]
+            c = removed[order[i]]
             best = np.inf
             bx = -1
             by = -1
