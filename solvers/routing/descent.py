@@ -127,6 +127,21 @@ def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     return out
 
 
+def polish_routes(xy: np.ndarray, depot: int, routes: list[list[int]]) -> list[list[int]]:
+    """Classical 2-opt + Or-opt inside each route (the depot stays in its route), on the
+    coordinates' Euclidean lengths: the intra-route half of ``sil_ls`` and ``ils`` on CVRP."""
+    out = []
+    for r in routes:
+        if len(r) < 4:
+            out.append(r)
+            continue
+        nodes = np.array([depot, *r], dtype=np.int64)
+        local, _ = two_opt(xy[nodes], np.arange(nodes.size))
+        local = np.roll(local, -int(np.flatnonzero(local == 0)[0]))
+        out.append(nodes[local[1:]].tolist())
+    return out
+
+
 def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                  neighbours: int = NEIGHBOURS) -> list[list[int]]:
     """``routes`` improved by relocate, swap and 2-opt* moves until a local optimum or

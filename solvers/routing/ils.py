@@ -15,9 +15,9 @@ from collections.abc import Callable
 import numpy as np
 
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError
+from solvers.errors import InstanceError, NoSolutionError
 from solvers.routing.construct import random_insertion_routes, random_insertion_tour
-from solvers.routing.descent import cvrp_kicks
+from solvers.routing.descent import cvrp_kicks, polish_routes
 from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.localsearch import (
     kick_stats,
@@ -117,9 +117,6 @@ class ILSSolver:
         """Random insertion split optimally into routes (``sil``'s fallback start), 2-opt +
         Or-opt inside routes, then ``descent.cvrp_kicks`` (the granular descent, then ruin
         and recreate) until the time limit: the classical part of ``sil_ls`` on CVRP."""
-        from solvers.errors import NoSolutionError
-        from solvers.routing.sil_cvrp import polish_routes
-
         xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
         routes = polish_routes(xy, instance.depot, random_insertion_routes(instance,
                                                                            budget.seed))

@@ -29,8 +29,7 @@ import torch
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.errors import NoSolutionError
 from solvers.routing.construct import split_giant_tour
-from solvers.routing.descent import cvrp_descent, cvrp_kicks
-from solvers.routing.localsearch import two_opt
+from solvers.routing.descent import cvrp_descent, cvrp_kicks, polish_routes
 from solvers.routing.problem import CVRPInstance
 
 if TYPE_CHECKING:
@@ -91,20 +90,6 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
                 paths[k][s:s + size] = row
         improved += int(better.sum())
     return [p[1:-1].tolist() for p in paths], improved
-
-
-def polish_routes(xy: np.ndarray, depot: int, routes: list[list[int]]) -> list[list[int]]:
-    """Classical 2-opt + Or-opt inside each route (the depot stays in its route)."""
-    out = []
-    for r in routes:
-        if len(r) < 4:
-            out.append(r)
-            continue
-        nodes = np.array([depot, *r], dtype=np.int64)
-        local, _ = two_opt(xy[nodes], np.arange(nodes.size))
-        local = np.roll(local, -int(np.flatnonzero(local == 0)[0]))
-        out.append(nodes[local[1:]].tolist())
-    return out
 
 
 def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,

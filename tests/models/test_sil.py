@@ -223,7 +223,8 @@ def test_sil_ls_cvrp_plans_end_at_a_local_optimum_of_the_route_moves() -> None:
 
 
 def test_route_rounds_keep_loads_and_never_lengthen_routes() -> None:
-    from solvers.routing.sil_cvrp import polish_routes, route_round
+    from solvers.routing.descent import polish_routes
+    from solvers.routing.sil_cvrp import route_round
 
     inst = _cvrp(600, 7)
     xy = inst.coords
