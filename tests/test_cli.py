@@ -234,10 +234,11 @@ def test_solvers_load_before_their_clock_starts(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_compare_refuses_a_solver_of_another_problem() -> None:
-    # `solve --solver ils` on a CVRP is an input mistake (exit 2); compare ran the rest and
+    # `solve --solver ils` on a CVRPTW is an input mistake (exit 2); compare ran the rest and
     # showed an error row with exit 0
-    result = _run("compare", str(DATA / "X-n101-k25.vrp"), "--solvers", "nearest_neighbor,ils")
-    _assert_user_error(result, "--solvers", "'ils' does not solve cvrp")
+    result = _run("compare", str(DATA / "solomon" / "C101.100.10.vrptw"), "--solvers",
+                  "nearest_neighbor,ils")
+    _assert_user_error(result, "--solvers", "'ils' does not solve cvrptw")
 
 
 def test_a_solver_that_cannot_take_the_instance_is_an_input_mistake(tmp_path: Path) -> None:
