@@ -249,13 +249,19 @@ def test_reld_solves_cvrptw_with_its_one_strategy_model():
 def test_the_final_cvrptw_plan_is_polished_within_the_time_limit():
     """R201 kept its fleet and so never got the repair's relocation descent: more time gave a
     worse plan (12,127 at 0.1 s, 12,819 at 1 s). Every CVRPTW result now ends with it.
-    (2 s: at 1 s a machine busy with three other jobs gave 12,527-12,645, over the bound.)"""
+    (2 s: at 1 s a machine busy with three other jobs gave 12,527-12,645.)
+
+    How many solutions 2 s decode depends on the machine (11,720 here, 12,241 = 1.071x on a
+    busy CI run), so the exact claim is that the plan is the descent's fixed point; the
+    cost bound only has to catch the unpolished 12,819 (1.121x)."""
     inst = load_instance(R201)
     sol = solve(inst, "polynet", Budget(time_limit=2.0, seed=0))
     assert sol.feasible and sol.wall_time < 2.3
     polish = sol.stats["polish"]
     assert polish["gain_percent"] >= 0 and polish["seconds"] < 0.2
-    assert sol.cost < 1.07 * R201_BEST
+    again = descent.polish(inst, sol.routes, time.perf_counter() + 5.0)
+    assert again["gain_percent"] == 0 and again["routes"] == sol.routes
+    assert sol.cost < 1.10 * R201_BEST
 
 
 def test_polynet_mends_r101s_fleet_and_keeps_time_to_reconstruct():
