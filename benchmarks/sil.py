@@ -325,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=32)
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--solvers", default="sil,sil_ls,ils,ortools")
+    parser.add_argument("--only", default="",
+                        help="run only the section's sets whose name contains this text "
+                             "(e.g. CVRP)")
     args = parser.parse_args(argv)
     if args.section == "render":
         merge(lambda data: None)
@@ -336,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     merge(lambda data: data.setdefault("meta", {}).__setitem__(
         f"{args.section} @ {args.time_limit:g}s", meta))
     for set_name, path, ref in section_runs(args):
+        if args.only not in set_name:
+            continue
         for solver in solvers:
             r = run(path, solver, args.time_limit)
             r["set"], r["reference"] = set_name, ref

@@ -251,3 +251,38 @@ def test_kicks_keep_every_customer_and_capacity_and_beat_the_descent(seed: int) 
     assert time.perf_counter() - t0 < 0.3 + 0.05
     assert _valid(inst, kicked) and all(int(dem[r].sum()) <= inst.capacity for r in kicked)
     assert kept > 0 and inst.cost(kicked) < inst.cost(descended)
+
+
+def test_annealed_kicks_return_the_shortest_plan_they_met() -> None:
+    """At a temperature that keeps nearly every kick the plan wanders far above its start;
+    cvrp_kicks must still hand back the shortest plan it met, never the last one, and
+    report only the shortest lengths."""
+    from solvers.routing.descent import cvrp_kicks, warm_up
+
+    warm_up()
+    rng = np.random.default_rng(7)
+    xy, dem, cap = random_cvrp(rng, 150)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+    plan = _random_plan(inst, rng)
+    descended = inst.cost(cvrp_descent(inst, plan, time.perf_counter() + 10.0))
+    heard: list[float] = []
+    kicked, kept = cvrp_kicks(inst, plan, time.perf_counter() + 0.3, 0,
+                              on_slice=lambda length, _: heard.append(length),
+                              slice_seconds=0.02, temperature=(50.0, 50.0))
+    assert kept > 10 and _valid(inst, kicked)
+    assert all(int(dem[r].sum()) <= inst.capacity for r in kicked)
+    assert heard and heard == sorted(heard, reverse=True)
+    assert inst.cost(kicked) <= min(descended, heard[-1]) + 1e-9
+    # the same kicks kept only when shorter end below the hot run's start
+    cold, _ = cvrp_kicks(inst, plan, time.perf_counter() + 0.3, 0, temperature=(0.0, 0.0))
+    assert inst.cost(cold) < descended
+
+
+def test_kick_temperature_cools_geometrically_over_the_whole_run() -> None:
+    from solvers.routing.descent import KICK_TEMPERATURE, kick_temperature
+
+    hot, cold = KICK_TEMPERATURE
+    assert kick_temperature(0.0, 1.0) == pytest.approx((hot, cold))
+    assert kick_temperature(-1.0, 2.0) == pytest.approx((hot, cold))  # clamped
+    mid = kick_temperature(0.5, 0.5)[0]
+    assert mid == pytest.approx((hot * cold) ** 0.5)

@@ -29,7 +29,7 @@ import torch
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.errors import NoSolutionError
 from solvers.routing.construct import split_giant_tour
-from solvers.routing.descent import cvrp_descent, cvrp_kicks, polish_routes
+from solvers.routing.descent import cvrp_descent, cvrp_kicks, kick_temperature, polish_routes
 from solvers.routing.problem import CVRPInstance
 
 if TYPE_CHECKING:
@@ -153,9 +153,15 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
             spent = time.perf_counter() - t0
             if solver.polish and not clock.expired():
                 # as on the TSP: as long again of classical kicks (ruin and recreate around a
-                # customer, then the descent there; kept only if shorter)
-                kicked, kept = cvrp_kicks(instance, routes, time.perf_counter() + min(
-                    spent, clock.remaining), int(rng.integers(2**31)))
+                # customer, then the descent there), annealed on the whole solve's schedule;
+                # each slice hands back the best plan it met
+                kick_time = min(spent, clock.remaining)
+                limit = clock.budget.time_limit
+                kicked, kept = cvrp_kicks(
+                    instance, routes, time.perf_counter() + kick_time,
+                    int(rng.integers(2**31)),
+                    temperature=kick_temperature(clock.elapsed / limit,
+                                                 (clock.elapsed + kick_time) / limit))
                 kicks_kept += kept
                 routes, cost = kicked, _euclid_cost(xy, depot, kicked)
             rate = spent / max((n // w) * w * (w - 2) / 2, 1.0)
