@@ -116,7 +116,8 @@ class ILSSolver:
                     progress: ProgressCallback) -> Solution:
         """Random insertion split optimally into routes (``sil``'s fallback start), 2-opt +
         Or-opt inside routes, then ``descent.cvrp_kicks`` (the granular descent, then ruin
-        and recreate) until the time limit: the classical part of ``sil_ls`` on CVRP."""
+        and recreate, annealed from ``KICK_TEMPERATURE``) until the time limit: the classical
+        part of ``sil_ls`` on CVRP."""
         xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
         routes = polish_routes(xy, instance.depot, random_insertion_routes(instance,
                                                                            budget.seed))

@@ -11,7 +11,9 @@ Every capacity holds by construction and the solution never gets worse. ``sil_ls
 classical moves to the start and to every round's result: 2-opt + Or-opt inside each route,
 then the granular relocate / swap / 2-opt* descent between routes (``descent.cvrp_descent``,
 the neural solvers' polish), and after every round as long again of classical kicks
-(``descent.cvrp_kicks``: ruin and recreate around a customer, then the descent there).
+(``descent.cvrp_kicks``: ruin and recreate around a customer, then the descent there,
+annealed on the schedule of the whole solve; each slice of kicks hands back the best plan it
+met).
 
 This is not the paper's CVRP head (a second model that decides depot returns while
 decoding): here depot returns are decided exactly by the split, and one trained model serves
