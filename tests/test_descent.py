@@ -286,3 +286,38 @@ def test_kick_temperature_cools_geometrically_over_the_whole_run() -> None:
     assert kick_temperature(-1.0, 2.0) == pytest.approx((hot, cold))  # clamped
     mid = kick_temperature(0.5, 0.5)[0]
     assert mid == pytest.approx((hot * cold) ** 0.5)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kicks_relink_and_track_only_the_routes_they_touch(seed: int) -> None:
+    """The kick kernel saves only the routes a kick can reach, relinks them on a rejection
+    and copies only changed routes into the best plan: its running lengths must equal the
+    plans' recomputed lengths, and both plans must hold every customer once."""
+    from solvers.routing import descent
+
+    rng = np.random.default_rng(seed)
+    xy, dem, cap = random_cvrp(rng, 300)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+    plan = descent._Plan(inst, _random_plan(inst, rng), descent.NEIGHBOURS)
+    arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
+    best = [a.copy() for a in arrays]
+    dirty = np.zeros(plan.count, dtype=np.bool_)
+    total = best_total = descent._total(plan.succ, plan.n, plan.count, plan.xy, plan.mat,
+                                        plan.conv, plan.depot)
+    kept = 0
+    for _ in range(20):
+        seeds = rng.integers(1, inst.n, 25)
+        slack = rng.random(25) * (0.3 * total / inst.n if seed % 2 else 0.0)
+        total, k, best_total = descent._kicks(
+            seeds, rng.random((25, 20)), slack, 20, total, best_total, *arrays, *best, dirty,
+            plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv, plan.n,
+            plan.depot, plan.count, plan.eps)
+        kept += k
+        for succ, length in ((plan.succ, total), (best[0], best_total)):
+            assert descent._total(succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
+                                  plan.depot) == pytest.approx(length, rel=1e-9)
+    assert kept > 0 and best_total <= total + 1e-9
+    current = plan.routes()
+    plan.succ[:] = best[0]
+    for routes in (current, plan.routes()):
+        assert _valid(inst, routes) and all(int(dem[r].sum()) <= cap for r in routes)
