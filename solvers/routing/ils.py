@@ -15,9 +15,9 @@ from collections.abc import Callable
 import numpy as np
 
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError, NoSolutionError
+from solvers.errors import InstanceError
 from solvers.routing.construct import random_insertion_routes, random_insertion_tour
-from solvers.routing.descent import cvrp_kicks, polish_routes
+from solvers.routing.descent import cvrp_kicks, fit_fleet, polish_routes
 from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.localsearch import (
     kick_stats,
@@ -121,13 +121,9 @@ class ILSSolver:
         xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
         routes = polish_routes(xy, instance.depot, random_insertion_routes(instance,
                                                                            budget.seed))
-        cap = instance.fleet_cap()
-        if len(routes) > cap:
-            raise NoSolutionError(
-                f"ils's split start needs {len(routes)} vehicles but max_vehicles is {cap}; "
-                "try the pyvrp or ortools solver", field="max_vehicles", more_time_helps=False)
-        stats: dict[str, object] = {"start": "random insertion + optimal split + 2-opt",
-                                    "start_length": instance.cost(routes)}
+        stats: dict[str, object] = {"start": "random insertion + optimal split + 2-opt"}
+        routes = fit_fleet(self.name, instance, routes, clock, budget.seed, stats)
+        stats["start_length"] = instance.cost(routes)
         progress(ProgressEvent(self.name, clock.elapsed, 0, instance.cost(routes), "start"))
 
         def on_slice(length: float, kept: int) -> None:

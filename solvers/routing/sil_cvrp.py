@@ -29,9 +29,14 @@ import numpy as np
 import torch
 
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
-from solvers.errors import NoSolutionError
 from solvers.routing.construct import split_giant_tour
-from solvers.routing.descent import cvrp_descent, cvrp_kicks, kick_temperature, polish_routes
+from solvers.routing.descent import (
+    cvrp_descent,
+    cvrp_kicks,
+    fit_fleet,
+    kick_temperature,
+    polish_routes,
+)
 from solvers.routing.problem import CVRPInstance
 
 if TYPE_CHECKING:
@@ -112,12 +117,8 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
         # about 15 s from nearest neighbour): at most half the time, the rest to the rounds
         routes = cvrp_descent(instance, polish_routes(xy, depot, routes),
                               time.perf_counter() + START_DESCENT_SHARE * clock.remaining)
+    routes = fit_fleet(solver.name, instance, routes, clock, budget.seed, stats)
     cap = instance.fleet_cap()
-    if len(routes) > cap:
-        raise NoSolutionError(
-            f"{solver.name}'s split start needs {len(routes)} vehicles but max_vehicles is "
-            f"{cap}; try the pyvrp or ortools solver", field="max_vehicles",
-            more_time_helps=False)
     cost = _euclid_cost(xy, depot, routes)
     stats["start_length"] = cost
     progress(ProgressEvent(solver.name, clock.elapsed, 0, instance.cost(routes), "start"))
