@@ -208,7 +208,7 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                slice_seconds: float = 1.0,
                cancelled: Callable[[], bool] | None = None,
                temperature: tuple[float, float] = KICK_TEMPERATURE,
-               descend: bool = True) -> tuple[list[list[int]], int]:
+               ) -> tuple[list[list[int]], int]:
     """``cvrp_descent``, then kicks until ``deadline``: remove a customer and its ``ruin`` − 1
     nearest neighbours, put each back, in random order, at its cheapest place next to a
     neighbour (any route with room if none), run the descent over the customers around them,
@@ -219,15 +219,12 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     plans ``sil_ls`` and ``ils`` build; ``temperature=(0, 0)`` keeps only shorter plans.
     ``on_slice`` hears the shortest length and the kicks kept so far about every
     ``slice_seconds``, when ``cancelled`` is also asked (a cancelled job keeps the best plan
-    so far). ``descend=False`` skips the first descent, for a plan that has just had one
-    (one sweep without a move costs about 0.3 s at 100,000 nodes). Returns the routes and
-    the kicks kept."""
+    so far). Returns the routes and the kicks kept."""
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes, 0
     plan = _Plan(instance, routes, neighbours)
-    if descend:
-        plan.descend(deadline)
+    plan.descend(deadline)
     rng = np.random.default_rng(seed)
     customers = np.array([c for c in range(instance.n) if c != instance.depot], dtype=np.int64)
     kept = 0

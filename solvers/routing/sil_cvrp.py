@@ -164,8 +164,7 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                     instance, routes, time.perf_counter() + kick_time,
                     int(rng.integers(2**31)),
                     temperature=kick_temperature(clock.elapsed / limit,
-                                                 (clock.elapsed + kick_time) / limit),
-                    descend=False)  # the round's plan, or the last kicks' best, is descended
+                                                 (clock.elapsed + kick_time) / limit))
                 kicks_kept += kept
                 routes, cost = kicked, _euclid_cost(xy, depot, kicked)
             rate = spent / max((n // w) * w * (w - 2) / 2, 1.0)
