@@ -41,10 +41,14 @@ def test_kicks_are_seeded() -> None:
     # One chunk of a fixed size: the same seed gives the same tour.
     from solvers.routing.localsearch import _perturb_kernel
 
-    a, b = start.copy(), start.copy()
-    _perturb_kernel(a, xy, nb, 3000, 50, 9)
-    _perturb_kernel(b, xy, nb, 3000, 50, 9)
-    assert np.array_equal(a, b)
+    def run(heat: float) -> np.ndarray:
+        tour = start.copy()
+        _perturb_kernel(tour, xy, nb, 3000, 50, 9, heat, 0.0, 0.0, tour.copy(),
+                        np.zeros(400, np.bool_), np.empty(400, np.int64), np.zeros(1, np.int64))
+        return tour
+
+    assert np.array_equal(run(0.0), run(0.0))
+    assert np.array_equal(run(0.01), run(0.01))  # the annealing draws are seeded too
 
 
 def test_long_kicks_are_undone_exactly() -> None:

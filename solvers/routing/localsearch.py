@@ -221,11 +221,17 @@ def _two_opt_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray,
 
 @njit(cache=True)
 def _perturb_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray, kicks: int,
-                    window: int, seed: int) -> tuple[int, float]:
+                    window: int, seed: int, heat: float, total: float, best_total: float,
+                    best: np.ndarray, dirty: np.ndarray, dirty_list: np.ndarray,
+                    dirty_len: np.ndarray) -> tuple[int, float, float]:
     """Iterated local search: ``kicks`` times, swap two adjacent short segments (a local
     double bridge, which 2-opt and Or-opt cannot undo in one move), repair around the six
-    touched nodes, and keep the result only if the tour got shorter. An undo log makes a
-    rejected kick cost what it changed, not O(n). Returns (accepted kicks, change)."""
+    touched nodes, and keep the result if the tour got shorter, or longer by d with
+    probability exp(−d / heat) (none when ``heat`` is 0). An undo log makes a rejected kick
+    cost what it changed, not O(n). ``total`` is the change so far and ``best_total`` the
+    lowest it reached, whose tour is kept in ``best``: only the positions kept kicks changed
+    since (``dirty``) are copied when a lower one comes. Returns (accepted kicks, total,
+    best_total)."""
     np.random.seed(seed)
     n = tour.shape[0]
     pos = np.empty(n, np.int64)
@@ -240,7 +246,6 @@ def _perturb_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray, kicks: 
     log_len = np.zeros(1, np.int64)
     w = min(window, n - 2)
     accepted = 0
-    total = 0.0
     for _ in range(kicks):
         i = np.random.randint(n)
         o1 = np.random.randint(1, w)
@@ -265,14 +270,31 @@ def _perturb_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray, kicks: 
                            log_len)
         change += gain
         logged = log_len[0]
-        if change < -1e-9:
+        if change < -1e-9 or (heat > 0 and change < -heat * np.log(1.0 - np.random.random())):
             accepted += 1
             total += change
             if logged > log.shape[0]:
                 saved[:] = tour
+                for k in range(n):
+                    if not dirty[k]:
+                        dirty[k] = True
+                        dirty_list[dirty_len[0]] = k
+                        dirty_len[0] += 1
             else:
                 for k in range(logged):
-                    saved[log[k, 0]] = tour[log[k, 0]]
+                    p = log[k, 0]
+                    saved[p] = tour[p]
+                    if not dirty[p]:
+                        dirty[p] = True
+                        dirty_list[dirty_len[0]] = p
+                        dirty_len[0] += 1
+            if total < best_total - 1e-9:
+                best_total = total
+                for k in range(dirty_len[0]):
+                    p = dirty_list[k]
+                    best[p] = tour[p]
+                    dirty[p] = False
+                dirty_len[0] = 0
         elif logged > log.shape[0]:
             tour[:] = saved
             for k in range(n):
@@ -282,7 +304,7 @@ def _perturb_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray, kicks: 
                 tour[log[k, 0]] = log[k, 1]
             for k in range(logged):
                 pos[tour[log[k, 0]]] = log[k, 0]
-    return accepted, total
+    return accepted, total, best_total
 
 
 def tour_length(xy: np.ndarray, tour: np.ndarray) -> float:
@@ -335,16 +357,26 @@ def two_opt(coords: np.ndarray, tour: np.ndarray, neighbours: np.ndarray | None 
 
 def perturb(coords: np.ndarray, tour: np.ndarray, seconds: float, seed: int = 0,
             neighbours: np.ndarray | None = None, k: int = 10, window: int = 50,
+            heat: tuple[float, float] = (0.0, 0.0),
             ) -> tuple[np.ndarray, dict[str, float]]:
     """Iterated local search for ``seconds``: local double-bridge kicks, each repaired by
-    2-opt + Or-opt around the kick and kept only when the tour gets shorter. Start from a
-    2-opt local optimum; the result never is longer than the input. Returns (tour, stats)."""
+    2-opt + Or-opt around the kick and kept when the tour gets shorter, or (annealing) longer
+    by d with probability exp(−d / T), T cooling geometrically from ``heat[0]`` to ``heat[1]``
+    (in distance units) over the seconds. Start from a 2-opt local optimum; the shortest tour
+    met is returned, never longer than the input. Returns (tour, stats)."""
     xy, out = _checked_tour(coords, tour)
     stats = kick_stats()
     if out.size < 8 or seconds <= 0:
         return out, stats
     if neighbours is None:
         neighbours = nearest_neighbours(xy, k)
+    n = out.size
+    best = out.copy()
+    dirty = np.zeros(n, np.bool_)
+    dirty_list = np.empty(n, np.int64)
+    dirty_len = np.zeros(1, np.int64)
+    total = best_total = 0.0
+    hot, cold = heat
     t0 = time.perf_counter()
     deadline = t0 + seconds
     chunk, call = 64, 0
@@ -352,17 +384,21 @@ def perturb(coords: np.ndarray, tour: np.ndarray, seconds: float, seed: int = 0,
         t = time.perf_counter()
         if t >= deadline:
             break
-        accepted, change = _perturb_kernel(out, xy, neighbours, chunk, window,
-                                           (seed * 1_000_003 + call) % (2**31))
+        temp = hot * (cold / hot) ** min(1.0, (t - t0) / seconds) if hot > 0 else 0.0
+        accepted, total, best_total = _perturb_kernel(
+            out, xy, neighbours, chunk, window, (seed * 1_000_003 + call) % (2**31), temp,
+            total, best_total, best, dirty, dirty_list, dirty_len)
         call += 1
         stats["kicks"] += chunk
         stats["kicks_accepted"] += int(accepted)
-        stats["kick_gain"] -= float(change)
         spent = time.perf_counter() - t
         # Chunks of about 20 ms: the deadline is kept to that, the call overhead is small.
         rate = spent / chunk
         chunk = int(max(16, min(1 << 20, 0.02 / max(rate, 1e-9),
                                 (deadline - time.perf_counter()) / max(rate, 1e-9))))
+    if best_total < total:
+        out[:] = best
+    stats["kick_gain"] = -min(total, best_total)
     stats["kick_seconds"] = round(time.perf_counter() - t0, 3)
     return out, stats
 
