@@ -146,3 +146,17 @@ def test_a_fleet_route_elimination_cannot_reach_is_refused_naming_max_vehicles()
         solve(inst, "ils", Budget(time_limit=2.0, seed=0))
     assert err.value.field == "max_vehicles" and not err.value.more_time_helps
     assert "max_vehicles is 2" in str(err.value)
+
+
+def test_annealed_kicks_return_the_shortest_tour_they_met() -> None:
+    """Hot enough to keep nearly every kick, the tour wanders above its start; perturb must
+    hand back the shortest tour it met (here the start itself or better), with a gain that
+    adds up to it."""
+    xy = np.random.default_rng(11).random((500, 2))
+    start, _ = two_opt(xy, random_insertion_tour(xy, 0))
+    edge = tour_length(xy, start) / 500
+    tour, stats = perturb(xy, start, 0.3, seed=3, heat=(20 * edge, 20 * edge))
+    assert np.array_equal(np.sort(tour), np.arange(500)) and stats["kicks_accepted"] > 100
+    after = tour_length(xy, tour)
+    assert after <= tour_length(xy, start) + 1e-9
+    assert after == pytest.approx(tour_length(xy, start) - stats["kick_gain"], abs=1e-7)
