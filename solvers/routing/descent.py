@@ -482,6 +482,25 @@ def _route_length(r: int, succ: np.ndarray, xy: np.ndarray, mat: np.ndarray, con
 
 
 @njit(cache=True)
+def _save_route(r: int, succ: np.ndarray, n: int, saved: np.ndarray, saved_routes: np.ndarray,
+                seq_start: np.ndarray, seq: np.ndarray, counts: np.ndarray) -> None:
+    """Route r's customers appended to a kick's undo record (``seq``, the i-th saved route
+    from ``seq_start[i]``); ``counts`` holds the routes and customers saved so far."""
+    ns, top = counts[0], counts[1]
+    saved[r] = True
+    saved_routes[ns] = r
+    seq_start[ns] = top
+    w = succ[n + r]
+    while w < n:
+        seq[top] = w
+        top += 1
+        w = succ[w]
+    seq_start[ns + 1] = top
+    counts[0] = ns + 1
+    counts[1] = top
+
+
+@njit(cache=True)
 def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, total: float,
            best_total: float, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
            cum: np.ndarray, load: np.ndarray, s_succ: np.ndarray, s_pred: np.ndarray,
@@ -508,6 +527,7 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
     saved_routes = np.empty(count, dtype=np.int64)
     seq_start = np.empty(count + 1, dtype=np.int64)
     seq = np.empty(n, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)  # routes and customers saved by the kick
     for s in range(seeds.shape[0]):
         c0 = seeds[s]
         m = 0
@@ -530,8 +550,8 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
         for i in range(a):
             listed[around[i]] = False
         # save every route a move of this kick can reach, before anything moves
-        ns = 0
-        top = 0
+        counts[0] = 0
+        counts[1] = 0
         before = 0.0
         for i in range(a):
             for t in range(-1, k):
@@ -539,17 +559,9 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                 if v == depot or route_of[v] < 0 or saved[route_of[v]]:
                     continue
                 r = route_of[v]
-                saved[r] = True
-                saved_routes[ns] = r
-                seq_start[ns] = top
-                w = succ[n + r]
-                while w < n:
-                    seq[top] = w
-                    top += 1
-                    w = succ[w]
-                ns += 1
-                seq_start[ns] = top
+                _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
                 before += _route_length(r, succ, xy, mat, conv, n, depot, count)
+        ns = counts[0]
         for i in range(m):
             v = removed[i]
             p = pred[v]
@@ -591,22 +603,14 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                 break
             r = route_of[bx]
             if not saved[r]:  # a fallback route: saved before it changes
-                saved[r] = True
-                saved_routes[ns] = r
-                seq_start[ns] = top
-                w = succ[n + r]
-                while w < n:
-                    seq[top] = w
-                    top += 1
-                    w = succ[w]
-                ns += 1
-                seq_start[ns] = top
+                _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
                 before += _route_length(r, succ, xy, mat, conv, n, depot, count)
             succ[bx] = c
             pred[c] = bx
             succ[c] = by
             pred[by] = c
             _refresh(r, succ, route_of, cum, load, demand, n, count)
+        ns = counts[0]
         keep = False
         if ok:
             for _ in range(_KICK_PASSES):
