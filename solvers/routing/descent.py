@@ -49,10 +49,12 @@ POLISH_SHARE = 0.05
 KICK_TEMPERATURE = (1.0, 0.01)
 
 
-def kick_temperature(start: float, end: float) -> tuple[float, float]:
-    """The temperatures of ``KICK_TEMPERATURE``'s geometric cooling at two fractions of a
-    whole run, for a caller (``sil_ls``) that kicks in several slices of its time."""
-    hot, cold = KICK_TEMPERATURE
+def kick_temperature(start: float, end: float,
+                     schedule: tuple[float, float] = KICK_TEMPERATURE) -> tuple[float, float]:
+    """The temperatures of a geometric cooling from ``schedule[0]`` to ``schedule[1]`` at two
+    fractions of a whole run, for callers that kick in several slices of their time
+    (``sil_ls`` on CVRP, ``ils`` on the TSP with ``ils.TOUR_TEMPERATURE``)."""
+    hot, cold = schedule
     return (hot * (cold / hot) ** min(max(start, 0.0), 1.0),
             hot * (cold / hot) ** min(max(end, 0.0), 1.0))
 

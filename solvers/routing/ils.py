@@ -17,7 +17,7 @@ import numpy as np
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
 from solvers.routing.construct import random_insertion_routes, random_insertion_tour
-from solvers.routing.descent import cvrp_kicks, fit_fleet, polish_routes
+from solvers.routing.descent import cvrp_kicks, fit_fleet, kick_temperature, polish_routes
 from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.localsearch import (
     kick_stats,
@@ -57,18 +57,16 @@ def iterate(xy: np.ndarray, tour: np.ndarray, clock: Clock, seed: int,
     whole time limit). ``on_slice`` hears the tour's ``cost`` (default: its Euclidean length;
     the instance's convention, e.g. EUC_2D, is what users see)."""
     totals = kick_stats()
-    edge = tour_length(xy, tour) / max(1, tour.size)
-    hot, cold = TOUR_TEMPERATURE
+    edge = tour_length(xy, tour) / max(1, tour.size) if anneal else 0.0
     limit = clock.budget.time_limit
     end = clock.elapsed + (clock.remaining if seconds is None else min(seconds,
                                                                         clock.remaining))
     part = 0
     while not clock.expired() and clock.elapsed < end:
         span = min(SLICE_SECONDS, end - clock.elapsed)
-        heat = (0.0, 0.0)
-        if anneal:
-            heat = (edge * hot * (cold / hot) ** min(1.0, clock.elapsed / limit),
-                    edge * hot * (cold / hot) ** min(1.0, (clock.elapsed + span) / limit))
+        hot, cold = kick_temperature(clock.elapsed / limit, (clock.elapsed + span) / limit,
+                                     TOUR_TEMPERATURE)
+        heat = (edge * hot, edge * cold)  # (0, 0) without annealing: only shorter tours
         tour, stats = perturb(xy, tour, span, seed=seed * 7919 + part, neighbours=neighbours,
                               heat=heat)
         part += 1
