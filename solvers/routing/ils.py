@@ -39,8 +39,9 @@ NEIGHBOURS = 10
 #: The TSP kicks' annealing temperature at the start and at the end of the solve, in units of
 #: the tour's mean edge (cooling geometrically over the time limit). Measured (var/s31, from
 #: 2-opt + Or-opt on random insertion, 1 s slices) against keeping only shorter tours: pr1002
-#: at 20 s 0.64% -> 0.17% above the optimum, pr2392 1.28% -> 0.29%; uniform 10K at 20 s -0.31%.
-#: (1 to 0.01 was level with it on uniform 1K and pr2392, behind on pr1002 and uniform 5K.)
+#: at 20 s 0.64% -> 0.17% above the optimum, pr2392 1.28% -> 0.29%. (1 to 0.01 gave -0.31% on
+#: uniform 10K at 20 s and was level with 3 to 0.03 on uniform 1K and pr2392, behind it on
+#: pr1002 and uniform 5K.)
 TOUR_TEMPERATURE = (3.0, 0.03)
 # Progress is reported (and the cancel flag read) after every slice of kicks.
 SLICE_SECONDS = 1.0
