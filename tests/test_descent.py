@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,6 +184,25 @@ def test_route_elimination_works_without_windows() -> None:
     out = fleet_repair(inst, six, time.perf_counter() + 5.0, seed=0)
     assert out["routes_before"] == 6 and out["routes"] is not None
     assert len(out["routes"]) == 5 and _valid(inst, out["routes"])
+
+
+@pytest.mark.parametrize("seed", [1, 6])
+def test_a_tight_capacity_fleet_is_met_by_ejecting_small_customers(seed: int) -> None:
+    """X-n176-k26 (demand fills 98.4% of 26 vehicles) from ``ils``'s split start of 33-34
+    routes: elimination reaches 26 routes in about 0.1 s when the pool weighs its counters
+    by demand; with unweighed counters these seeds were still at 27 routes after 1.8 s."""
+    from solvers.routing.construct import random_insertion_routes
+    from solvers.routing.descent import polish_routes
+    from solvers.routing.io import load_instance
+    from solvers.routing.timewindows import eliminate_routes
+
+    inst = load_instance(Path(__file__).parent / "data" / "X-n176-k26.vrp")
+    assert isinstance(inst, CVRPInstance) and inst.coords is not None
+    start = polish_routes(np.asarray(inst.coords, dtype=float), inst.depot,
+                          random_insertion_routes(inst, seed))
+    assert len(start) > 30
+    out = eliminate_routes(inst, start, 26, time.perf_counter() + 1.5, seed)
+    assert len(out) == 26 and _valid(inst, out)
 
 
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
