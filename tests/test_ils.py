@@ -4,6 +4,7 @@ reaches a known optimum's neighbourhood on a real TSPLIB instance."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +151,28 @@ def test_a_fleet_route_elimination_cannot_reach_is_refused_naming_max_vehicles()
         solve(inst, "ils", Budget(time_limit=2.0, seed=0))
     assert err.value.field == "max_vehicles" and not err.value.more_time_helps
     assert "max_vehicles is 2" in str(err.value)
+
+
+def test_a_fleet_cap_above_the_elimination_size_limit_is_refused_at_once() -> None:
+    """Route elimination stops at ELIMINATION_MAX_NODES nodes: a start over the cap there is
+    refused at once, naming max_vehicles and the limit, not after a wait with a message
+    that suggests more time (it used to say elimination "brought it to" the start's count)."""
+    from solvers.errors import NoSolutionError
+    from solvers.routing.solve import solve
+    from solvers.routing.timewindows import ELIMINATION_MAX_NODES
+
+    n = ELIMINATION_MAX_NODES + 100
+    xy = np.random.default_rng(5).random((n, 2))
+    demands = [0] + [6 if i % 2 else 4 for i in range(1, n)]  # pairs fill a vehicle
+    inst = CVRPInstance(coords=xy, demands=demands, capacity=10,
+                        max_vehicles=-(-sum(demands) // 10))
+    get_solver("ils").warm_up()  # numba compiles on first use in a fresh clone
+    t0 = time.perf_counter()
+    with pytest.raises(NoSolutionError) as err:
+        solve(inst, "ils", Budget(time_limit=20.0, seed=0))
+    assert time.perf_counter() - t0 < 10.0
+    assert err.value.field == "max_vehicles" and not err.value.more_time_helps
+    assert f"up to {ELIMINATION_MAX_NODES:,} nodes" in str(err.value)
 
 
 def test_annealed_kicks_return_the_shortest_tour_they_met() -> None:

@@ -29,7 +29,11 @@ from solvers.base import Clock
 from solvers.errors import NoSolutionError
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
-from solvers.routing.timewindows import eliminate_routes, relocate_descent
+from solvers.routing.timewindows import (
+    ELIMINATION_MAX_NODES,
+    eliminate_routes,
+    relocate_descent,
+)
 
 #: Neighbours per customer in the granular neighbourhood.
 NEIGHBOURS = 20
@@ -159,6 +163,13 @@ def fit_fleet(solver: str, instance: CVRPInstance, routes: list[list[int]], cloc
     cap = instance.fleet_cap()
     if len(routes) <= cap:
         return routes
+    if instance.n > ELIMINATION_MAX_NODES:
+        raise NoSolutionError(
+            f"{solver}'s split start needs {len(routes)} vehicles and max_vehicles is {cap}; "
+            f"route elimination runs on instances of up to {ELIMINATION_MAX_NODES:,} nodes "
+            f"and this one has {instance.n:,}: allow at least {len(routes)} vehicles, or try "
+            "the pyvrp solver (up to 10,000 nodes)", field="max_vehicles",
+            more_time_helps=False)
     allotted = REPAIR_SHARE * clock.remaining
     repair = fleet_repair(instance, routes, time.perf_counter() + allotted, seed)
     stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}

@@ -187,6 +187,9 @@ PERTURB_MOVES = 20
 #: Customers one attempt may take from the pool (per customer of the instance) before the
 #: route it empties is given back and another one is tried: first without shaking, then with.
 ATTEMPT_POPS = (2, 20)
+#: Route elimination works on a dense distance matrix in Python; above this size it leaves
+#: the routes as they are (callers say so).
+ELIMINATION_MAX_NODES = 2_000
 
 
 class _Schedules:
@@ -281,7 +284,7 @@ def eliminate_routes(instance: CVRPInstance, routes: list[list[int]], max_routes
     weighed by its demand, so the pool prefers to take out small customers, which fit in more
     places (``_ejection_weight``)."""
     routes = [list(r) for r in routes if r]
-    if len(routes) <= max_routes or instance.n > 2_000:
+    if len(routes) <= max_routes or instance.n > ELIMINATION_MAX_NODES:
         return routes
     sched = _Schedules(instance)
     demands = sched.demands
