@@ -252,11 +252,13 @@ class _Schedules:
 
 def _ejection_weight(instance: CVRPInstance) -> np.ndarray:
     """What a customer's ejection counter is multiplied by when the pool picks whom to take
-    out: its demand on a plain CVRP, 1 with time windows (where windows, not loads, decide
-    who fits). Measured (var/s32/elim.py, X-n176-k26 capped at 26 routes, from ``ils``'s
-    split starts of 33-36 routes, 1.8 s, 12 seeds): the cap was reached on 10 seeds weighed
-    by demand, 4 unweighed, 8 by demand squared, 7 by its square root; X-n289-k60 capped at
-    61: 0.01-0.02 s against 0.12-0.26 s."""
+    out, once an attempt has failed: its demand on a plain CVRP, 1 with time windows (where
+    windows, not loads, decide who fits). Measured (var/s32, X-n176-k26 capped at 26 routes,
+    from ``ils``'s split starts of 33-36 routes, 1.8 s, 12 seeds): the cap was reached on 4
+    seeds unweighed, on 10 weighed by demand (8 by demand squared, 7 by its square root).
+    Weighed from the first attempt, X-n289-k60 capped at 61 got there faster (0.03-0.06 s
+    against 0.11-0.16 s) but from worse plans: ``ils`` at 10 s ended 0.42% longer (5 of 6
+    seeds); weighed only after a failure, 0.09% (level) and still 10 of 12 on X-n176-k26."""
     if isinstance(instance, CVRPTWInstance):
         return np.ones(instance.n)
     return np.maximum(np.asarray(instance.demands, dtype=np.float64), 1.0)
@@ -280,9 +282,9 @@ def eliminate_routes(instance: CVRPInstance, routes: list[list[int]], max_routes
     Solomon RC101 from its greedy 18 routes to its 15 vehicles in 0.04-1.2 s over 8 seeds
     (the former one-ejection repair without a pool stopped at 16 in 3 s).
 
-    On a plain CVRP, where capacity is the only thing in the way, a customer's counter is
-    weighed by its demand, so the pool prefers to take out small customers, which fit in more
-    places (``_ejection_weight``)."""
+    On a plain CVRP, where capacity is the only thing in the way, once an attempt has failed
+    a customer's counter is weighed by its demand, so the pool prefers to take out small
+    customers, which fit in more places (``_ejection_weight``)."""
     routes = [list(r) for r in routes if r]
     if len(routes) <= max_routes or instance.n > ELIMINATION_MAX_NODES:
         return routes
@@ -290,7 +292,8 @@ def eliminate_routes(instance: CVRPInstance, routes: list[list[int]], max_routes
     demands = sched.demands
     rng = np.random.default_rng(seed)
     put_back = np.ones(instance.n)  # Nagata's penalty counters
-    weight = _ejection_weight(instance)
+    weighed = _ejection_weight(instance)
+    weight = np.ones(instance.n)  # until an attempt fails (see _ejection_weight)
 
     def cheapest(c: int, others: list[list[int]], loads: list[int],
                  skip: int = -1) -> tuple[float, int, int] | None:
@@ -370,6 +373,7 @@ def eliminate_routes(instance: CVRPInstance, routes: list[list[int]], max_routes
             routes = [r for r in others if r]
         else:
             shaking = True
+            weight = weighed
     return routes
 
 
