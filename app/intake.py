@@ -32,11 +32,12 @@ from app.jobs.store import safe_filename
 from app.schemas.jobs import CVRPJobRequest, CVRPTWJobRequest, JobUpload, TSPJobRequest
 from app.schemas.routing import (
     CompareOptions,
+    CompareUploadOptions,
     CVRPCompareRequest,
     CVRPSolveRequest,
     CVRPTWCompareRequest,
     CVRPTWSolveRequest,
-    SolveOptions,
+    SolveUploadOptions,
     TSPCompareRequest,
     TSPSolveRequest,
 )
@@ -44,7 +45,7 @@ from app.settings import Settings
 from solvers.base import all_specs, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.io import instance_from_dict, load_json, parse_instance_bytes
-from solvers.routing.problem import Instance
+from solvers.routing.problem import CVRPInstance, Instance
 
 PROBLEMS: tuple[str, ...] = ("tsp", "cvrp", "cvrptw")
 #: The JSON request model of each problem, per kind of request.
@@ -204,11 +205,11 @@ def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveT
 
 def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> SolveTask:
     """A solve request posted as a file plus form fields."""
-    options = validate_fields(SolveOptions, single_values(upload.fields))
+    options = validate_fields(SolveUploadOptions, single_values(upload.fields))
     time_limit = request_time_limit(options.time_limit, settings)
     check_solver_name(options.solver, problem, "solver")
     _check_solution_budget(options.solver, options.max_solutions)
-    instance = _instance_from_upload(upload, problem, settings)
+    instance = _instance_from_upload(upload, problem, settings, options.max_vehicles)
     _check_sync_size(instance, settings, "file")
     return SolveTask(instance, options.solver, time_limit, options.seed, options.max_solutions)
 
@@ -228,9 +229,10 @@ def compare_task_from_upload(upload: Upload, problem: str, settings: Settings) -
     if "solvers" in upload.fields:
         joined = ",".join(upload.fields["solvers"])
         fields["solvers"] = [name.strip() for name in joined.split(",") if name.strip()]
-    options = validate_fields(CompareOptions, fields)
+    options = validate_fields(CompareUploadOptions, fields)
     return _compare_task(options, problem, settings,
-                         lambda: _instance_from_upload(upload, problem, settings), "file")
+                         lambda: _instance_from_upload(upload, problem, settings,
+                                                       options.max_vehicles), "file")
 
 
 def _compare_task(options: CompareOptions, problem: str, settings: Settings,
@@ -333,7 +335,13 @@ def instance_from_json(model: BaseModel, problem: str) -> Instance:
     return checked_instance(lambda: instance_from_dict({"problem": problem, **obj}), "instance")
 
 
-def _instance_from_upload(upload: Upload, problem: str, settings: Settings) -> Instance:
+def _instance_from_upload(upload: Upload, problem: str, settings: Settings,
+                          max_vehicles: int | None = None) -> Instance:
+    """The uploaded file's instance for this endpoint, with the ``max_vehicles`` form field
+    (when sent) as its fleet cap."""
+    if max_vehicles is not None and problem == "tsp":
+        raise invalid_request("max_vehicles applies to CVRP and CVRPTW uploads; a TSP has one "
+                              "vehicle", field="max_vehicles")
     instance = checked_instance(
         lambda: parse_instance_bytes(upload.data, upload.filename,
                                      max_bytes=settings.max_decompressed_bytes),
@@ -346,6 +354,12 @@ def _instance_from_upload(upload: Upload, problem: str, settings: Settings) -> I
             f"solves {problem.upper()}; post it to /v1/routing/{instance.problem}/… instead",
             kind="problem-mismatch", title="Wrong problem for this endpoint", field="file",
         )
+    if max_vehicles is not None:
+        assert isinstance(instance, CVRPInstance)
+        try:
+            instance = instance.with_fleet(max_vehicles)
+        except InstanceError as exc:
+            raise invalid_request(f"max_vehicles: {exc.message}", field="max_vehicles") from None
     return instance
 
 

@@ -47,7 +47,7 @@ from solvers.errors import (
     UnknownSolverError,
 )
 from solvers.routing.io import load_instance, solution_to_dict, write_solution_file
-from solvers.routing.problem import Instance, Solution
+from solvers.routing.problem import CVRPInstance, Instance, Solution
 from solvers.routing.render import solution_svg
 from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import gap_percent
@@ -234,6 +234,18 @@ def list_solvers(
     stdout_console().print(solvers_table(specs, problem))
 
 
+def _with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
+    """``--max-vehicles`` as the instance's fleet cap (checked as a file's VEHICLES is)."""
+    if max_vehicles is None:
+        return instance
+    if not isinstance(instance, CVRPInstance):
+        fail("--max-vehicles: applies to CVRP and CVRPTW instances; a TSP has one vehicle")
+    try:
+        return instance.with_fleet(max_vehicles)
+    except InstanceError as exc:
+        fail(f"--max-vehicles: {exc.message}")
+
+
 @app.command("solve")
 def solve(
     file: Annotated[Path, INSTANCE_ARGUMENT],
@@ -256,6 +268,10 @@ def solve(
                                  "whole pass over the symmetries decoded together, at most 7 "
                                  "more), or at the time limit if that comes first.")
     ] = None,
+    max_vehicles: Annotated[
+        int | None, typer.Option(help="CVRP and CVRPTW: at most this many vehicles, in place "
+                                 "of the file's VEHICLES if it has one.")
+    ] = None,
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
     budget = _check_budget(time_limit, seed)
@@ -270,7 +286,7 @@ def solve(
             fail(f"--max-solutions: solver {solver!r} takes a time limit only")
         budget = dataclasses.replace(budget, max_solutions=max_solutions)
     _check_reference(reference)
-    instance = load_or_fail(file, load_instance)
+    instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
     _check_out_path(out, instance)
     _check_svg_file(svg)
     _check_solver(solver, instance, time_limit)
@@ -325,11 +341,15 @@ def compare(
         Path | None, typer.Option(help="Write a drawing of each solver's solution into this "
                                   "folder, as <instance>_<solver>.svg.")
     ] = None,
+    max_vehicles: Annotated[
+        int | None, typer.Option(help="CVRP and CVRPTW: at most this many vehicles, in place "
+                                 "of the file's VEHICLES if it has one.")
+    ] = None,
 ) -> None:
     """Run several solvers one after another on one instance with the same budget."""
     budget = _check_budget(time_limit, seed)
     _check_reference(reference)
-    instance = load_or_fail(file, load_instance)
+    instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
     if svg is not None and not svg.is_dir():
         fail(f"--svg: folder {svg} does not exist")
     if solvers is None:

@@ -114,6 +114,25 @@ def test_solve_cvrp_ortools_writes_a_sol(tmp_path: Path) -> None:
     assert cost >= OPTIMA["X-n101-k25"]
 
 
+def test_solve_and_compare_take_a_fleet_cap(tmp_path: Path) -> None:
+    """--max-vehicles caps a file without VEHICLES (ils uses 27 routes on X-n101-k25 at 2 s
+    unconstrained); a cap below the demand bound, or one on a TSP, is an input mistake."""
+    out = tmp_path / "x101.sol"
+    result = _run("solve", str(DATA / "X-n101-k25.vrp"), "--solver", "ils",
+                  "--time-limit", "2", "--max-vehicles", "26", "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    routes, _ = read_sol(out)
+    assert len([r for r in routes if r]) <= 26
+    result = _run("compare", str(DATA / "X-n101-k25.vrp"), "--solvers", "ils",
+                  "--time-limit", "2", "--max-vehicles", "26", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "max_vehicles" in result.stdout and '"max_vehicles": 26' in result.stdout
+    _assert_user_error(_run("solve", str(DATA / "X-n101-k25.vrp"), "--solver", "ils",
+                            "--max-vehicles", "20"), "--max-vehicles", "at least 25")
+    _assert_user_error(_run("compare", str(DATA / "berlin52.tsp"), "--solvers", "ils",
+                            "--max-vehicles", "2"), "--max-vehicles", "CVRP and CVRPTW")
+
+
 def test_solve_json_stdout_is_clean_in_a_real_process(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "cosolve"
     if not script.exists():

@@ -153,3 +153,17 @@ def test_cvrp_accepts_any_depot_index():
     assert sol.feasible
     # depot (0,1) -> (0,0) -> (1,0) -> depot, then depot -> (1,1) -> depot
     assert sol.cost == pytest.approx(1 + 1 + math.sqrt(2) + 1 + 1)
+
+
+def test_with_fleet_sets_a_checked_cap_on_a_copy() -> None:
+    """An upload's max_vehicles or the CLI's --max-vehicles: the cap is checked like the
+    constructor's, and the instance it came from keeps its own."""
+    inst = CVRPInstance(coords=[[0, 0], [1, 0], [0, 1], [1, 1]], demands=[0, 4, 4, 4],
+                        capacity=8, max_vehicles=3)
+    capped = inst.with_fleet(2)
+    assert (capped.max_vehicles, inst.max_vehicles) == (2, 3)
+    assert capped.cost([[1, 2], [3]]) == inst.cost([[1, 2], [3]])
+    assert inst.with_fleet(None).max_vehicles is None
+    with pytest.raises(InstanceError) as err:
+        inst.with_fleet(1)
+    assert err.value.field == "max_vehicles" and "at least 2" in err.value.message

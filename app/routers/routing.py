@@ -189,7 +189,8 @@ for _problem in PROBLEMS:
         summary=f"Solve a {_upper} instance in the request",
         description=(
             f"Post the instance as JSON ({_upper}SolveRequest) or upload it as a file "
-            "(multipart/form-data: `file` plus the form fields `solver`, `time_limit`, `seed`). "
+            "(multipart/form-data: `file` plus the form fields `solver`, `time_limit`, `seed`"
+            + (", and `max_vehicles` for a fleet cap" if _problem != "tsp" else "") + "). "
             "Instances above the server's in-request node cap are refused with 413."
         ),
         response_model=_SOLVE_MODELS[_problem][1],
@@ -206,7 +207,8 @@ for _problem in PROBLEMS:
             "Runs each solver in turn with the same time limit and seed, and reports cost, gap "
             "to the best feasible row and to an optional reference, wall time and (svg=true) a "
             f"drawing of each solution. JSON ({_upper}CompareRequest) or multipart (`file` plus "
-            "`solvers` comma-separated and the other fields)."
+            "`solvers` comma-separated and the other fields"
+            + (", `max_vehicles` among them" if _problem != "tsp" else "") + ")."
         ),
         response_model=CompareResponse,
         responses=problem_responses(404, 413, 415, 422),

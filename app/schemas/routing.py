@@ -160,7 +160,21 @@ class CVRPTWSolveRequest(SolveOptions):
     instance: CVRPTWInstanceIn
 
 
-class SolveUpload(SolveOptions):
+class UploadFleet(_Strict):
+    """A fleet cap for an uploaded CVRP or CVRPTW file (a JSON instance carries its own)."""
+
+    max_vehicles: int | None = Field(
+        default=None, ge=1, le=10_000_000,
+        description="CVRP and CVRPTW: at most this many vehicles, in place of the file's "
+        "VEHICLES if it has one (CVRPLIB's X files have none). Refused for a TSP.",
+    )
+
+
+class SolveUploadOptions(SolveOptions, UploadFleet):
+    """The form fields of a solve upload."""
+
+
+class SolveUpload(SolveUploadOptions):
     """multipart/form-data alternative: the instance as a file plus the same options."""
 
     file: bytes = Field(
@@ -235,7 +249,11 @@ class CVRPTWCompareRequest(CompareOptions):
     instance: CVRPTWInstanceIn
 
 
-class CompareUpload(CompareOptions):
+class CompareUploadOptions(CompareOptions, UploadFleet):
+    """The form fields of a compare upload."""
+
+
+class CompareUpload(CompareUploadOptions):
     """multipart/form-data alternative: the instance as a file, solvers comma-separated."""
 
     solvers: str = Field(  # type: ignore[assignment]

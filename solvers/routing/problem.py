@@ -11,6 +11,7 @@ serves 100K-node instances.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -238,20 +239,32 @@ class CVRPInstance(RoutingInstance):
         self.depot = _validate_depot(depot, self.n)
         self.capacity = _validate_capacity(capacity)
         self.demands = _validate_demands(demands, self.n, self.depot, self.capacity)
-        if max_vehicles is not None:
-            if isinstance(max_vehicles, bool) or not isinstance(max_vehicles, (int, np.integer)):
-                raise InstanceError("max_vehicles", "must be a positive integer")
-            if max_vehicles < 1:
-                raise InstanceError("max_vehicles", f"must be at least 1, got {max_vehicles}")
-            need = math.ceil(int(self.demands.sum()) / self.capacity)
-            if need > max_vehicles:
-                raise InstanceError(
-                    "max_vehicles",
-                    f"total demand {int(self.demands.sum())} needs at least {need} vehicles of "
-                    f"capacity {self.capacity}, but max_vehicles is {max_vehicles}",
-                )
-            max_vehicles = int(max_vehicles)
-        self.max_vehicles: int | None = max_vehicles
+        self.max_vehicles: int | None = self._validate_fleet(max_vehicles)
+
+    def _validate_fleet(self, max_vehicles: Any) -> int | None:
+        if max_vehicles is None:
+            return None
+        if isinstance(max_vehicles, bool) or not isinstance(max_vehicles, (int, np.integer)):
+            raise InstanceError("max_vehicles", "must be a positive integer")
+        if max_vehicles < 1:
+            raise InstanceError("max_vehicles", f"must be at least 1, got {max_vehicles}")
+        need = math.ceil(int(self.demands.sum()) / self.capacity)
+        if need > max_vehicles:
+            raise InstanceError(
+                "max_vehicles",
+                f"total demand {int(self.demands.sum())} needs at least {need} vehicles of "
+                f"capacity {self.capacity}, but max_vehicles is {max_vehicles}",
+            )
+        return int(max_vehicles)
+
+    def with_fleet(self, max_vehicles: int | None) -> CVRPInstance:
+        """The same instance with another fleet cap (checked as the constructor checks it):
+        an upload's ``max_vehicles`` form field or the CLI's ``--max-vehicles``, for files
+        whose format has no fleet (CVRPLIB X) or whose VEHICLES is to be overridden."""
+        fleet = self._validate_fleet(max_vehicles)
+        out = copy.copy(self)
+        out.max_vehicles = fleet
+        return out
 
     @property
     def customers(self) -> np.ndarray:

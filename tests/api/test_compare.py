@@ -40,6 +40,23 @@ def test_compare_ortools_and_pyvrp_on_x101(api: httpx.Client, data_dir: Path) ->
         assert len(polylines) >= 25  # X-n101-k25 needs at least 25 routes
 
 
+def test_a_compare_upload_caps_every_solvers_fleet(api: httpx.Client, data_dir: Path) -> None:
+    """max_vehicles as a form field reaches every row: ils (27 routes on X-n101-k25 at 2 s
+    unconstrained) and PyVRP both draw at most 26 routes, and the checker passes them."""
+    path = data_dir / "X-n101-k25.vrp"
+    response = api.post(
+        "/v1/routing/cvrp/compare",
+        files={"file": (path.name, path.read_bytes(), "text/plain")},
+        data={"solvers": "ils,pyvrp", "time_limit": "2", "max_vehicles": "26", "svg": "true"},
+    )
+    assert response.status_code == 200, response.text
+    for row in response.json()["rows"]:
+        assert row["feasible"] is True and row["error"] is None, row
+        drawing = ET.fromstring(row["svg"])
+        routes = drawing.findall(".//{http://www.w3.org/2000/svg}polyline")
+        assert 25 <= len(routes) <= 26, (row["solver"], len(routes))
+
+
 def test_compare_json_tsp_without_svg(api: httpx.Client) -> None:
     coords = [[0, 0], [4, 0], [4, 3], [0, 3], [2, 5], [2, -2]]
     body = api.post("/v1/routing/tsp/compare", json={

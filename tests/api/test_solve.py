@@ -112,6 +112,42 @@ def test_cvrp_file_upload_with_ortools(api: httpx.Client, data_dir: Path) -> Non
     assert cost <= OPTIMA["X-n101-k25"] * 1.10
 
 
+def test_an_upload_takes_a_fleet_cap_as_a_form_field(api: httpx.Client, data_dir: Path) -> None:
+    """CVRPLIB's X files carry no fleet: the form field max_vehicles caps it. Unconstrained,
+    ils uses 27 routes on X-n101-k25 at 2 s; capped at 26 it must use at most 26."""
+    path = data_dir / "X-n101-k25.vrp"
+    response = api.post(
+        "/v1/routing/cvrp/solve",
+        files={"file": (path.name, path.read_bytes(), "text/plain")},
+        data={"solver": "ils", "time_limit": "2", "max_vehicles": "26"},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feasible"] is True and len([r for r in body["routes"] if r]) <= 26
+    assert sorted(v for r in body["routes"] for v in r) == list(range(1, 101))
+
+
+@pytest.mark.parametrize(("endpoint", "name", "fleet", "words"), [
+    ("cvrp", "X-n101-k25.vrp", "20", "needs at least 25 vehicles"),
+    ("cvrp", "X-n101-k25.vrp", "0", ""),
+    ("cvrp", "X-n101-k25.vrp", "many", ""),
+    ("tsp", "berlin52.tsp", "2", "applies to CVRP and CVRPTW"),
+])
+def test_a_bad_fleet_form_field_is_a_422_naming_it(api: httpx.Client, data_dir: Path,
+                                                   endpoint: str, name: str, fleet: str,
+                                                   words: str) -> None:
+    path = data_dir / name
+    for action, extra in (("solve", {"solver": "ils"}), ("compare", {"solvers": "ils"})):
+        response = api.post(
+            f"/v1/routing/{endpoint}/{action}",
+            files={"file": (path.name, path.read_bytes(), "text/plain")},
+            data={**extra, "time_limit": "1", "max_vehicles": fleet},
+        )
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert body["field"] == "max_vehicles" and words in body["detail"], body
+
+
 def test_gzipped_tsp_upload(api: httpx.Client, data_dir: Path) -> None:
     path = data_dir / "kroA100.tsp.gz"
     response = api.post(
