@@ -44,7 +44,12 @@ from app.schemas.routing import (
 from app.settings import Settings
 from solvers.base import all_specs, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
-from solvers.routing.io import instance_from_dict, load_json, parse_instance_bytes
+from solvers.routing.io import (
+    instance_from_dict,
+    instance_to_dict,
+    load_json,
+    parse_instance_bytes,
+)
 from solvers.routing.problem import CVRPInstance, Instance
 
 PROBLEMS: tuple[str, ...] = ("tsp", "cvrp", "cvrptw")
@@ -339,9 +344,6 @@ def _instance_from_upload(upload: Upload, problem: str, settings: Settings,
                           max_vehicles: int | None = None) -> Instance:
     """The uploaded file's instance for this endpoint, with the ``max_vehicles`` form field
     (when sent) as its fleet cap."""
-    if max_vehicles is not None and problem == "tsp":
-        raise invalid_request("max_vehicles applies to CVRP and CVRPTW uploads; a TSP has one "
-                              "vehicle", field="max_vehicles")
     instance = checked_instance(
         lambda: parse_instance_bytes(upload.data, upload.filename,
                                      max_bytes=settings.max_decompressed_bytes),
@@ -354,13 +356,20 @@ def _instance_from_upload(upload: Upload, problem: str, settings: Settings,
             f"solves {problem.upper()}; post it to /v1/routing/{instance.problem}/… instead",
             kind="problem-mismatch", title="Wrong problem for this endpoint", field="file",
         )
-    if max_vehicles is not None:
-        assert isinstance(instance, CVRPInstance)
-        try:
-            instance = instance.with_fleet(max_vehicles)
-        except InstanceError as exc:
-            raise invalid_request(f"max_vehicles: {exc.message}", field="max_vehicles") from None
-    return instance
+    return _with_upload_fleet(instance, max_vehicles)
+
+
+def _with_upload_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
+    """An uploaded instance with the ``max_vehicles`` form field as its fleet cap."""
+    if max_vehicles is None:
+        return instance
+    if not isinstance(instance, CVRPInstance):
+        raise invalid_request("max_vehicles applies to CVRP and CVRPTW uploads; a TSP has one "
+                              "vehicle", field="max_vehicles")
+    try:
+        return instance.with_fleet(max_vehicles)
+    except InstanceError as exc:
+        raise invalid_request(f"max_vehicles: {exc.message}", field="max_vehicles") from None
 
 
 def checked_instance(build: Callable[[], Instance], source: str) -> Instance:
@@ -470,9 +479,16 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
     if options.problem is not None and options.problem != instance.problem:
         raise invalid_request(f"{upload.filename} holds a {instance.problem.upper()} instance, "
                               f"not {options.problem.upper()}", field="problem")
+    filename, data = safe_filename(upload.filename), upload.data
+    if options.max_vehicles is not None:
+        # the stored file is what the worker solves: the capped instance, as JSON
+        instance = _with_upload_fleet(instance, options.max_vehicles)
+        data = json.dumps(instance_to_dict(instance)).encode()
+        stem = filename.removesuffix(".gz").rsplit(".", 1)[0] or "instance"
+        filename = f"{stem}.json"
     _check_job_solver(options.solver, instance, time_limit, "file")
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
-                    safe_filename(upload.filename), upload.data, instance.n)
+                    filename, data, instance.n)
 
 
 def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instance:

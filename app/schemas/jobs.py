@@ -54,6 +54,12 @@ class JobUpload(JobOptions):
     problem: Literal["tsp", "cvrp", "cvrptw"] | None = Field(
         default=None, description="Optional: checked against the file when given."
     )
+    max_vehicles: int | None = Field(
+        default=None, ge=1, le=10_000_000,
+        description="CVRP and CVRPTW: at most this many vehicles, in place of the file's "
+        "VEHICLES if it has one. The job then keeps the instance as JSON (with the cap), "
+        "named after the file. Refused for a TSP.",
+    )
 
 
 class JobLinks(BaseModel):

@@ -121,6 +121,27 @@ def test_100k_node_tsp_file_upload(api: httpx.Client, tmp_path: Path) -> None:
     assert sorted(solution["routes"][0]) == list(range(n))
 
 
+def test_a_file_job_takes_a_fleet_cap(api: httpx.Client) -> None:
+    """max_vehicles with an uploaded file: the job keeps the capped instance (as JSON, named
+    after the file) and its plan uses at most 26 routes (ils: 27 unconstrained at 2 s); a
+    cap on a TSP file or below the demand bound is a 422 naming the field."""
+    path = DATA / "X-n101-k25.vrp"
+    response = _submit_file(api, path, solver="ils", time_limit=2, max_vehicles=26)
+    assert response.status_code == 202, response.text
+    job = _wait(api, response.json()["id"], ("succeeded",), timeout=60)
+    assert job["filename"] == "X-n101-k25.json" and job["feasible"]
+    solution = api.get(f"/v1/jobs/{job['id']}/solution").json()
+    assert len([r for r in solution["routes"] if r]) <= 26
+    assert sorted(v for r in solution["routes"] for v in r) == list(range(1, 101))
+    for name, fleet, words in (("berlin52.tsp", 2, "CVRP and CVRPTW"),
+                               ("X-n101-k25.vrp", 20, "at least 25")):
+        response = _submit_file(api, DATA / name, solver="ils", time_limit=1,
+                                max_vehicles=fleet)
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert body["field"] == "max_vehicles" and words in body["detail"], body
+
+
 def test_100k_node_tsp_job_with_sil(api: httpx.Client, tmp_path: Path) -> None:
     """The headline path: a 100K-node file, SIL's reconstruction as a job, a checked tour no
     longer than its random-insertion start, within the time limit."""
