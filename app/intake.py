@@ -484,8 +484,7 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
         # the stored file is what the worker solves: the capped instance, as JSON
         instance = _with_upload_fleet(instance, options.max_vehicles)
         data = json.dumps(instance_to_dict(instance)).encode()
-        stem = filename.removesuffix(".gz").rsplit(".", 1)[0] or "instance"
-        filename = f"{stem}.json"
+        filename = f"{filename.removesuffix('.gz')}.json"  # X-n101-k25.vrp.json
     _check_job_solver(options.solver, instance, time_limit, "file")
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
                     filename, data, instance.n)

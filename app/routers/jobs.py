@@ -45,13 +45,13 @@ from app.jobs.service import JobService, QueueFullError
 from app.jobs.store import FINAL_STATES, JobRecord
 from app.schemas.jobs import (
     BatchFileResult,
+    BatchOptions,
     BatchStatus,
     BatchSummary,
     CVRPJobRequest,
     CVRPTWJobRequest,
     JobLinks,
     JobList,
-    JobOptions,
     JobProgress,
     JobStatus,
     JobUpload,
@@ -278,6 +278,9 @@ _BATCH_BODY = {
                 "solver": {"type": "string", "default": "ortools"},
                 "time_limit": {"type": "number"},
                 "seed": {"type": "integer", "default": 0},
+                "max_vehicles": {"type": "integer", "minimum": 1,
+                                 "description": "CVRP and CVRPTW files: a fleet cap for "
+                                 "each (a TSP file is then rejected)."},
             }}}},
     }
 }
@@ -347,11 +350,11 @@ async def submit_batch(request: Request, settings: SettingsDep,
                 fields.setdefault(name, []).append(value)
     if not uploads:
         raise invalid_request("send the instances as one or more 'files' parts", field="files")
-    options = validate_fields(JobOptions, single_values(fields))
+    options = validate_fields(BatchOptions, single_values(fields))
     return await run_in_threadpool(_create_batch, uploads, options, settings, service)
 
 
-def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, settings: Settings,
+def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, settings: Settings,
                   service: JobService) -> BatchStatus:
     check_batch_options(options.solver, options.time_limit, settings)
     files: list[tuple[str, bytes]] = []
@@ -381,6 +384,8 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: JobOptions, setting
         fields = {"solver": options.solver, "seed": str(options.seed)}
         if options.time_limit is not None:
             fields["time_limit"] = str(options.time_limit)
+        if options.max_vehicles is not None:
+            fields["max_vehicles"] = str(options.max_vehicles)
         try:
             accepted.append(job_from_upload(
                 Upload(filename, data, {k: [v] for k, v in fields.items()}), settings))

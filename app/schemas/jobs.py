@@ -12,6 +12,7 @@ from app.schemas.routing import (
     CVRPTWInstanceIn,
     Number,
     TSPInstanceIn,
+    UploadFleet,
     _Strict,
 )
 
@@ -30,6 +31,11 @@ class JobOptions(_Strict):
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
 
 
+class BatchOptions(JobOptions, UploadFleet):
+    """The form fields of a batch: every file gets the same solver, budget and fleet cap (a
+    TSP file with a cap is listed as rejected)."""
+
+
 class TSPJobRequest(JobOptions):
     problem: Literal["tsp"]
     instance: TSPInstanceIn
@@ -45,20 +51,16 @@ class CVRPTWJobRequest(JobOptions):
     instance: CVRPTWInstanceIn
 
 
-class JobUpload(JobOptions):
-    """multipart/form-data: the instance file (its type says the problem) plus options."""
+class JobUpload(JobOptions, UploadFleet):
+    """multipart/form-data: the instance file (its type says the problem) plus options. With
+    ``max_vehicles`` the job keeps the capped instance as JSON, named after the file
+    (X-n101-k25.vrp.json)."""
 
     file: bytes = Field(
         description="A .tsp, .vrp, .vrptw or .json instance file, optionally .gz."
     )
     problem: Literal["tsp", "cvrp", "cvrptw"] | None = Field(
         default=None, description="Optional: checked against the file when given."
-    )
-    max_vehicles: int | None = Field(
-        default=None, ge=1, le=10_000_000,
-        description="CVRP and CVRPTW: at most this many vehicles, in place of the file's "
-        "VEHICLES if it has one. The job then keeps the instance as JSON (with the cap), "
-        "named after the file. Refused for a TSP.",
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from app.jobs.store import MAX_FILENAME_BYTES, safe_filename
 from app.routers import jobs
-from app.schemas.jobs import JobOptions
+from app.schemas.jobs import BatchOptions
 from app.settings import Settings
 from solvers.errors import InstanceError
 from solvers.routing.io import instance_format, load_json, parse_instance_bytes
@@ -167,7 +167,7 @@ def test_an_unexpected_error_reading_one_batch_file_rejects_only_that_file(
     service = _FakeService()
     eil51 = (DATA / "eil51.tsp").read_bytes()
     status = jobs._create_batch([("bad.tsp", eil51), ("eil51.tsp", eil51)],
-                                JobOptions(solver="nearest_neighbor", time_limit=1),
+                                BatchOptions(solver="nearest_neighbor", time_limit=1),
                                 Settings(), service)  # type: ignore[arg-type]
     assert [r["filename"] for r in status.rejected] == ["bad.tsp"]
     assert "could not read" in status.rejected[0]["error"]

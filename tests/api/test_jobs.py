@@ -129,7 +129,7 @@ def test_a_file_job_takes_a_fleet_cap(api: httpx.Client) -> None:
     response = _submit_file(api, path, solver="ils", time_limit=2, max_vehicles=26)
     assert response.status_code == 202, response.text
     job = _wait(api, response.json()["id"], ("succeeded",), timeout=60)
-    assert job["filename"] == "X-n101-k25.json" and job["feasible"]
+    assert job["filename"] == "X-n101-k25.vrp.json" and job["feasible"]
     solution = api.get(f"/v1/jobs/{job['id']}/solution").json()
     assert len([r for r in solution["routes"] if r]) <= 26
     assert sorted(v for r in solution["routes"] for v in r) == list(range(1, 101))
@@ -289,6 +289,28 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     body = assert_problem(api.post("/v1/batches", files=[("files", ("x.zip", hidden.getvalue()))]),
                           422, field="files")
     assert "no files to solve" in body["detail"]  # was "no file of the batch could be read: "
+
+
+def test_a_batch_caps_the_fleet_of_every_cvrp_file(api: httpx.Client) -> None:
+    """max_vehicles reaches each CVRP file of a batch (ils: 27 routes on X-n101-k25 at 2 s
+    unconstrained, here at most 26); a TSP file in the same batch is rejected, naming it."""
+    files = [("files", ("X-n101-k25.vrp", (DATA / "X-n101-k25.vrp").read_bytes())),
+             ("files", ("berlin52.tsp", (DATA / "berlin52.tsp").read_bytes()))]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "ils", "time_limit": "2", "max_vehicles": "26"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    assert [r["filename"] for r in batch["rejected"]] == ["berlin52.tsp"]
+    assert "max_vehicles" in batch["rejected"][0]["error"]
+    deadline = time.monotonic() + 60
+    while not batch["done"] and time.monotonic() < deadline:
+        time.sleep(0.3)
+        batch = api.get(f"/v1/batches/{batch['id']}").json()
+    assert batch["done"] and batch["summary"]["succeeded"] == 1
+    jobs = api.get("/v1/jobs", params={"batch_id": batch["id"]}).json()
+    job_id = jobs["jobs"][0]["id"]
+    solution = api.get(f"/v1/jobs/{job_id}/solution").json()
+    assert len([r for r in solution["routes"] if r]) <= 26
 
 
 def test_batch_options_wrong_for_every_file_name_their_field(api: httpx.Client) -> None:
