@@ -242,6 +242,15 @@ def test_oversized_upload_and_full_queue(strict_api: httpx.Client) -> None:
     _wait(strict_api, first.json()["id"], ("succeeded",))
 
 
+def _wait_batch(api: httpx.Client, batch: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+    """The batch's status once every job is final (or the timeout passed)."""
+    deadline = time.monotonic() + timeout
+    while not batch["done"] and time.monotonic() < deadline:
+        time.sleep(0.3)
+        batch = api.get(f"/v1/batches/{batch['id']}").json()
+    return batch
+
+
 def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
@@ -266,10 +275,7 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
     assert "same name" not in batch["rejected"][0]["error"]
     assert "has the name eil51.tsp (eil51.tsp)" in batch["rejected"][1]["error"]
-    deadline = time.monotonic() + 60
-    while not batch["done"] and time.monotonic() < deadline:
-        time.sleep(0.3)
-        batch = api.get(f"/v1/batches/{batch['id']}").json()
+    batch = _wait_batch(api, batch)
     assert batch["done"] and batch["summary"]["succeeded"] == 4
     costs = {r["filename"]: r["cost"] for r in batch["results"]}
     assert costs["square.tsp"] == pytest.approx(4.0)
@@ -302,10 +308,7 @@ def test_a_batch_caps_the_fleet_of_every_cvrp_file(api: httpx.Client) -> None:
     batch = response.json()
     assert [r["filename"] for r in batch["rejected"]] == ["berlin52.tsp"]
     assert "max_vehicles" in batch["rejected"][0]["error"]
-    deadline = time.monotonic() + 60
-    while not batch["done"] and time.monotonic() < deadline:
-        time.sleep(0.3)
-        batch = api.get(f"/v1/batches/{batch['id']}").json()
+    batch = _wait_batch(api, batch)
     assert batch["done"] and batch["summary"]["succeeded"] == 1
     jobs = api.get("/v1/jobs", params={"batch_id": batch["id"]}).json()
     job_id = jobs["jobs"][0]["id"]
