@@ -186,6 +186,21 @@ def test_route_elimination_works_without_windows() -> None:
     assert len(out["routes"]) == 5 and _valid(inst, out["routes"])
 
 
+def test_a_fleet_repair_above_the_elimination_limit_says_it_was_skipped() -> None:
+    """Above ELIMINATION_MAX_NODES the repair leaves the plan as it is; its stats (which the
+    neural solvers report) say why instead of a zero-second 'elimination'."""
+    from solvers.routing.descent import fleet_repair
+    from solvers.routing.timewindows import ELIMINATION_MAX_NODES
+
+    n = ELIMINATION_MAX_NODES + 10
+    inst = CVRPInstance(coords=np.random.default_rng(3).random((n, 2)),
+                        demands=[0] + [1] * (n - 1), capacity=10, max_vehicles=(n - 1) // 10 + 1)
+    routes = [[c] for c in range(1, n)]
+    out = fleet_repair(inst, routes, time.perf_counter() + 5.0, seed=0)
+    assert out["routes"] is None and out["routes_after"] == n - 1
+    assert f"up to {ELIMINATION_MAX_NODES:,} nodes" in out["skipped"]
+
+
 @pytest.mark.parametrize("seed", [1, 6])
 def test_a_tight_capacity_fleet_is_met_by_ejecting_small_customers(seed: int) -> None:
     """X-n176-k26 (demand fills 98.4% of 26 vehicles) from ``ils``'s split start of 33-34

@@ -141,6 +141,9 @@ def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     fixed = eliminate_routes(instance, routes, fleet, deadline, seed)
     out: dict[str, Any] = {"routes": None, "routes_before": len(routes),
                            "routes_after": len(fixed)}
+    if instance.n > ELIMINATION_MAX_NODES and len(routes) > fleet:
+        out["skipped"] = (f"route elimination runs on instances of up to "
+                          f"{ELIMINATION_MAX_NODES:,} nodes")
     if len(fixed) <= fleet:
         repaired = instance.cost(fixed)
         out["routes"] = relocate_descent(instance, fixed, deadline)
