@@ -46,11 +46,13 @@ from solvers.base import MAX_SEED, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.check import check_solution
 from solvers.routing.io import (
+    instance_to_dict,
     parse_instance_bytes,
     read_file_bytes,
     sol_text_for,
     tour_text_for,
 )
+from solvers.routing.problem import CVRPInstance, Instance
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
 
@@ -195,13 +197,14 @@ def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -
 
 
 def recheck_done(data: bytes, filename: str, out: Path, stem: str,
-                 payload: dict[str, Any]) -> bool:
+                 payload: dict[str, Any], max_vehicles: int | None = None) -> bool:
     """A saved solution is reported again only after the independent checker passes its
     routes on the input as it is now and its cost is recomputed to the saved one (an edited
     ``<stem>.json`` is solved again). A missing or edited ``.tour``/``.sol`` is written again
-    from the checked routes. True when all holds."""
+    from the checked routes. True when all holds. ``max_vehicles``: the fleet cap the batch
+    solves with, checked as well."""
     try:
-        instance = parse_instance_bytes(data, filename)
+        instance = with_fleet(parse_instance_bytes(data, filename), max_vehicles)
         routes = [[int(v) for v in r] for r in payload["routes"]]
         if payload.get("problem") != instance.problem or check_solution(instance, routes):
             return False
@@ -228,12 +231,15 @@ MAX_WORKERS = 1024
 
 
 def _check_options(solver: str, time_limit: float, seed: int, workers: int | None,
-                   executor: str, ray_address: str | None) -> int:
+                   executor: str, ray_address: str | None,
+                   max_vehicles: int | None = None) -> int:
     """Every option mistake is exit 2 naming the option, before any file is read."""
     if not (math.isfinite(time_limit) and time_limit > 0):
         fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
+    if max_vehicles is not None and max_vehicles < 1:
+        fail(f"--max-vehicles: must be at least 1, got {max_vehicles}")
     if executor not in ("local", "ray"):
         fail(f"--executor: must be 'local' or 'ray', got {executor!r}")
     if ray_address is not None and executor != "ray":
@@ -277,19 +283,50 @@ def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
 
 
 def batch_settings(solver: str, time_limit: float, seed: int,
-                   input_sha256: str | None) -> dict[str, Any]:
+                   input_sha256: str | None, max_vehicles: int | None = None) -> dict[str, Any]:
     """What a solution in OUT was solved with, and from which input (written into
-    ``<stem>.json`` as ``batch``): a rerun skips the file only when all of it still holds."""
-    return {"solver": solver, "time_limit": time_limit, "seed": seed,
-            "input_sha256": input_sha256}
+    ``<stem>.json`` as ``batch``): a rerun skips the file only when all of it still holds.
+    ``max_vehicles`` is there only when given, so solutions from runs without it still
+    count as done."""
+    settings: dict[str, Any] = {"solver": solver, "time_limit": time_limit, "seed": seed,
+                                "input_sha256": input_sha256}
+    if max_vehicles is not None:
+        settings["max_vehicles"] = max_vehicles
+    return settings
+
+
+def with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
+    """``--max-vehicles`` as a file's fleet cap; an ``InstanceError`` (the row's reason) when
+    the file is a TSP or the cap is not a valid fleet for it."""
+    if max_vehicles is None:
+        return instance
+    if not isinstance(instance, CVRPInstance):
+        raise InstanceError("--max-vehicles", "applies to CVRP and CVRPTW files; a TSP has one "
+                            "vehicle")
+    try:
+        return instance.with_fleet(max_vehicles)
+    except InstanceError as exc:
+        raise InstanceError("--max-vehicles", exc.message) from None
+
+
+def job_input(data: bytes, filename: str, max_vehicles: int | None) -> tuple[str, bytes]:
+    """(file name, bytes) a job is stored with: the file itself, or with ``--max-vehicles``
+    the capped instance as JSON named after the whole file (``X-n101-k25.vrp.json``), as the
+    API stores an upload with a ``max_vehicles`` field."""
+    if max_vehicles is None:
+        return filename, data
+    instance = with_fleet(parse_instance_bytes(data, filename), max_vehicles)
+    name = filename[:-3] if filename.lower().endswith(".gz") else filename
+    return f"{name}.json", json.dumps(instance_to_dict(instance)).encode()
 
 
 def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
-            seed: int) -> tuple[list[BatchRow], list[_Pending]]:
+            seed: int, max_vehicles: int | None = None) -> tuple[list[BatchRow], list[_Pending]]:
     """Sort the files into already solved, rejected (with the reason) and to solve.
 
-    Each file is parsed and its solver checked here, so a file the solver cannot take is
-    reported at once and never becomes a job; one bad file does not stop the others.
+    Each file is parsed and its solver checked here, so a file the solver cannot take (or a
+    TSP file, or a fleet cap the file cannot have, under ``--max-vehicles``) is reported at
+    once and never becomes a job; one bad file does not stop the others.
     """
     rows: list[BatchRow] = []
     pending: list[_Pending] = []
@@ -315,8 +352,9 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             row.error = f"cannot read the file: {exc.strerror or exc}"
             continue
         row.input_sha256 = hashlib.sha256(data).hexdigest()
-        done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256))
-        if done is not None and recheck_done(data, path.name, out, stem, done):
+        done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256,
+                                                   max_vehicles))
+        if done is not None and recheck_done(data, path.name, out, stem, done, max_vehicles):
             owners[stem] = path.name
             row.state = ALREADY_SOLVED
             row.problem = done.get("problem")
@@ -330,6 +368,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
         try:
             instance = parse_instance_bytes(data, path.name)
             row.problem, row.nodes = instance.problem, instance.n
+            instance = with_fleet(instance, max_vehicles)
             get_solver(solver, problem=instance.problem, nodes=instance.n,
                        time_limit=time_limit, has_coordinates=instance.coords is not None)
         except CosolveError as exc:
@@ -384,7 +423,8 @@ def _job_time(job: JobRecord) -> float | None:
     return None
 
 
-def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path) -> None:
+def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path,
+            max_vehicles: int | None = None) -> None:
     """Copy a final job into its row, and its solution out of the store into OUT.
 
     The row's state is set last, so a Ctrl-C while the files are written leaves the row
@@ -404,7 +444,8 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path) -> None:
     row.wall_time = payload.get("wall_time", row.wall_time)
     if row.feasible is False:
         row.error = "infeasible: " + "; ".join(payload.get("violations") or ["(no reason)"])
-    payload["batch"] = batch_settings(job.solver, job.time_limit, job.seed, row.input_sha256)
+    payload["batch"] = batch_settings(job.solver, job.time_limit, job.seed, row.input_sha256,
+                                      max_vehicles)
     try:
         row.outputs = write_outputs(out, row.stem, job.problem, payload)
     except OSError as exc:
@@ -415,7 +456,7 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path) -> None:
 
 def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solver: str,
              time_limit: float, seed: int, rejected: list[BatchRow], out: Path,
-             show_progress: bool) -> bool:
+             show_progress: bool, max_vehicles: int | None = None) -> bool:
     """Submit the files as one batch and poll the store until every job is final.
 
     Returns False when Ctrl-C stopped it: jobs not yet final are then cancelled (a queued one
@@ -430,12 +471,15 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
             for item in pending:
                 row = item.row
                 try:
-                    data = item.path.read_bytes()
+                    filename, data = job_input(item.path.read_bytes(), row.file, max_vehicles)
                 except OSError as exc:  # removed or locked since it was checked
                     row.state, row.error = FAILED, f"cannot read the file: {exc.strerror or exc}"
                     continue
+                except CosolveError as exc:  # changed since it was checked
+                    row.state, row.error = FAILED, str(exc)
+                    continue
                 job = store.create(problem=row.problem or "", solver=solver,
-                                   time_limit=time_limit, seed=seed, filename=row.file,
+                                   time_limit=time_limit, seed=seed, filename=filename,
                                    data=data, nodes=row.nodes or 0, batch_id=batch_id)
                 row.job_id = job.id
                 waiting[job.id] = row
@@ -445,7 +489,7 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
                 running = 0
                 for job in jobs:
                     if job.id in waiting and job.final:
-                        collect(store, job, waiting.pop(job.id), out)
+                        collect(store, job, waiting.pop(job.id), out, max_vehicles)
                     elif job.id in waiting and job.state == RUNNING:
                         running += 1
                 progress.update(len(pending) - len(waiting), running)
@@ -453,12 +497,14 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
                     time.sleep(POLL_S)
     except KeyboardInterrupt:
         # Every row not yet final: still waiting, never submitted, or stopped mid-collect.
-        _interrupt(store, [item.row for item in pending if item.row.state == QUEUED], out)
+        _interrupt(store, [item.row for item in pending if item.row.state == QUEUED], out,
+                   max_vehicles)
         return False
     return True
 
 
-def _interrupt(store: JobStore, rows: list[BatchRow], out: Path) -> None:
+def _interrupt(store: JobStore, rows: list[BatchRow], out: Path,
+               max_vehicles: int | None = None) -> None:
     """Cancel the jobs of ``rows``, give the workers a moment to act on it, and keep any job
     that ended on its own meanwhile; the rest are reported as interrupted.
 
@@ -478,7 +524,7 @@ def _interrupt(store: JobStore, rows: list[BatchRow], out: Path) -> None:
     for row in rows:
         job = store.get(row.job_id) if row.job_id is not None else None
         if job is not None and job.state in (SUCCEEDED, FAILED):
-            collect(store, job, row, out)  # it ended on its own, not because of the cancel
+            collect(store, job, row, out, max_vehicles)  # it ended on its own, not the cancel
         if row.state not in (SUCCEEDED, FAILED):
             row.state, row.error = INTERRUPTED, "interrupted by Ctrl-C; run again to solve it"
 
@@ -620,24 +666,31 @@ def batch(
     ray_address: Annotated[str | None, typer.Option(
         help="Ray cluster address; default: start a local Ray instance.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    max_vehicles: Annotated[int | None, typer.Option(
+        help="CVRP and CVRPTW: at most this many vehicles for every file, in place of a file's "
+             "VEHICLES; a TSP file is then rejected.")] = None,
 ) -> None:
     """Solve every instance file in DIR as jobs; resumable (files solved in OUT are skipped)."""
-    workers = _check_options(solver, time_limit, seed, workers, executor, ray_address)
+    workers = _check_options(solver, time_limit, seed, workers, executor, ray_address,
+                             max_vehicles)
     files, ignored = _check_folders(folder, out)
     try:
         rows, completed = _solve_all(files, out, solver, time_limit, seed, workers, executor,
-                                     ray_address, show_progress=not as_json and sys.stderr.isatty())
+                                     ray_address, show_progress=not as_json and sys.stderr.isatty(),
+                                     max_vehicles=max_vehicles)
     except KeyboardInterrupt:  # while reading the files or starting the executor
         fail("interrupted before the batch started; run the same command again",
               EXIT_INTERRUPTED)
-    _report(rows, ignored, completed, folder, out, solver, time_limit, seed, executor, as_json)
+    _report(rows, ignored, completed, folder, out, solver, time_limit, seed, executor, as_json,
+            max_vehicles)
 
 
 def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, seed: int,
                workers: int, executor: str, ray_address: str | None,
-               show_progress: bool) -> tuple[list[BatchRow], bool]:
+               show_progress: bool,
+               max_vehicles: int | None = None) -> tuple[list[BatchRow], bool]:
     """Prepare, run and collect; returns the rows and False if Ctrl-C stopped the jobs."""
-    rows, pending = prepare(files, out, solver, time_limit, seed)
+    rows, pending = prepare(files, out, solver, time_limit, seed, max_vehicles)
     if not pending:
         return rows, True
     rejected = [r for r in rows if r.state == REJECTED]
@@ -646,18 +699,20 @@ def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, see
     runner, started_ray = _start_executor(executor, store, workers, ray_address)
     try:
         completed = run_jobs(store, runner, pending, solver, time_limit, seed, rejected, out,
-                             show_progress)
+                             show_progress, max_vehicles)
     finally:
         _stop_executor(runner, started_ray)
     return rows, completed
 
 
 def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, out: Path,
-            solver: str, time_limit: float, seed: int, executor: str, as_json: bool) -> None:
+            solver: str, time_limit: float, seed: int, executor: str, as_json: bool,
+            max_vehicles: int | None = None) -> None:
     """The table (or JSON) on stdout, summary.md in OUT, and the exit code."""
     summary = totals(rows, ignored)
+    fleet = "" if max_vehicles is None else f", at most {max_vehicles} vehicles"
     title = (f"cosolve batch {folder}: solver {solver}, time limit {time_limit:g} s, "
-             f"seed {seed}, executor {executor}")
+             f"seed {seed}{fleet}, executor {executor}")
     markdown_error = None
     try:
         _atomic_write(out / SUMMARY_FILE, summary_markdown(rows, title, summary))
@@ -670,6 +725,7 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
             "solver": solver,
             "time_limit": time_limit,
             "seed": seed,
+            "max_vehicles": max_vehicles,
             "executor": executor,
             "interrupted": not completed,
             "totals": summary,

@@ -225,6 +225,53 @@ def test_a_solution_from_other_settings_is_solved_again(
     assert rows["eil51.tsp"] == "succeeded"
 
 
+def test_max_vehicles_caps_every_cvrp_file_and_rejects_a_tsp(tmp_path: Path) -> None:
+    """--max-vehicles reaches each CVRP file's job (ils uses 27 routes on X-n101-k25 at 2 s
+    without a cap; here at most 26); a TSP file is rejected, naming the option; a rerun with
+    the same cap skips the file, one with another cap (or none) solves it again."""
+    folder = _instances(tmp_path / "in", ("X-n101-k25.vrp", "berlin52.tsp"), junk=False)
+    out = tmp_path / "out"
+    capped = (str(folder), "--solver", "ils", "--time-limit", "2", "--workers", "1",
+              "--out", str(out), "--json", "--max-vehicles", "26")
+    result = _run(*capped)
+    assert result.exit_code == 1, (result.stdout, result.stderr)  # the TSP was rejected
+    report = json.loads(result.stdout)
+    assert report["max_vehicles"] == 26
+    rows = {r["file"]: r for r in report["rows"]}
+    assert rows["berlin52.tsp"]["state"] == "rejected"
+    assert rows["berlin52.tsp"]["error"].startswith("--max-vehicles: ")
+    assert "TSP" in rows["berlin52.tsp"]["error"]
+    assert rows["X-n101-k25.vrp"]["state"] == "succeeded" and rows["X-n101-k25.vrp"]["feasible"]
+    routes, stated = read_sol(out / "X-n101-k25.sol")
+    assert len(routes) <= 26 and stated == rows["X-n101-k25.vrp"]["cost"]
+    saved = json.loads((out / "X-n101-k25.json").read_text())
+    assert saved["batch"]["max_vehicles"] == 26
+    (job,), _ = JobStore(out / ".cosolve").list(limit=10)
+    assert job.filename == "X-n101-k25.vrp.json"  # the capped instance, as the API keeps it
+    assert "at most 26 vehicles" in (out / "summary.md").read_text()
+
+    again = {r["file"]: r["state"] for r in json.loads(_run(*capped).stdout)["rows"]}
+    assert again["X-n101-k25.vrp"] == "already_solved"
+    # a saved solution is rechecked against the cap: one with more routes is solved again
+    saved["routes"] = [*saved["routes"][:-1], saved["routes"][-1][:1], saved["routes"][-1][1:]]
+    saved["cost"] = load_instance(folder / "X-n101-k25.vrp").cost(saved["routes"])
+    (out / "X-n101-k25.json").write_text(json.dumps(saved))
+    again = {r["file"]: r["state"] for r in json.loads(_run(*capped).stdout)["rows"]}
+    assert again["X-n101-k25.vrp"] == "succeeded"
+    uncapped = json.loads(_run(*capped[:-2]).stdout)
+    assert uncapped["max_vehicles"] is None
+    assert {r["file"]: r["state"] for r in uncapped["rows"]}["X-n101-k25.vrp"] == "succeeded"
+
+
+def test_max_vehicles_below_what_a_file_needs_rejects_that_file(tmp_path: Path) -> None:
+    folder = _instances(tmp_path / "in", ("X-n101-k25.vrp",), junk=False)
+    out = str(tmp_path / "out")
+    result = _run(str(folder), "--solver", "ils", "--out", out, "--max-vehicles", "20")
+    _assert_user_error(result, "X-n101-k25.vrp", "--max-vehicles", "at least 25")
+    _assert_user_error(_run(str(folder), "--solver", "ils", "--out", out, "--max-vehicles",
+                            "0"), "--max-vehicles", "at least 1")
+
+
 def test_two_files_with_the_same_stem_do_not_overwrite_each_other(tmp_path: Path) -> None:
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
     (folder / "eil51.tsp.gz").write_bytes(gzip.compress((DATA / "eil51.tsp").read_bytes()))
