@@ -4,7 +4,6 @@ reaches a known optimum's neighbourhood on a real TSPLIB instance."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -153,26 +152,24 @@ def test_a_fleet_route_elimination_cannot_reach_is_refused_naming_max_vehicles()
     assert "max_vehicles is 2" in str(err.value)
 
 
-def test_a_fleet_cap_above_the_elimination_size_limit_is_refused_at_once() -> None:
-    """Route elimination stops at ELIMINATION_MAX_NODES nodes: a start over the cap there is
-    refused at once, naming max_vehicles and the limit, not after a wait with a message
-    that suggests more time (it used to say elimination "brought it to" the start's count)."""
-    from solvers.errors import NoSolutionError
+def test_a_tight_fleet_is_met_above_two_thousand_nodes() -> None:
+    """Route elimination on a plain CVRP has no size limit (it used to stop at 2,000 nodes,
+    where such a cap was refused): 2,100 nodes whose demands pair up to fill a vehicle
+    exactly, capped at the bin-packing bound of 1,050 vehicles (the split start takes about
+    1,260), solved within the time limit."""
     from solvers.routing.solve import solve
-    from solvers.routing.timewindows import ELIMINATION_MAX_NODES
 
-    n = ELIMINATION_MAX_NODES + 100
+    n = 2_101
     xy = np.random.default_rng(5).random((n, 2))
     demands = [0] + [6 if i % 2 else 4 for i in range(1, n)]  # pairs fill a vehicle
     inst = CVRPInstance(coords=xy, demands=demands, capacity=10,
                         max_vehicles=-(-sum(demands) // 10))
     get_solver("ils").warm_up()  # numba compiles on first use in a fresh clone
-    t0 = time.perf_counter()
-    with pytest.raises(NoSolutionError) as err:
-        solve(inst, "ils", Budget(time_limit=20.0, seed=0))
-    assert time.perf_counter() - t0 < 10.0
-    assert err.value.field == "max_vehicles" and not err.value.more_time_helps
-    assert f"up to {ELIMINATION_MAX_NODES:,} nodes" in str(err.value)
+    sol = solve(inst, "ils", Budget(time_limit=6.0, seed=0))
+    assert sol.feasible, sol.stats
+    assert len([r for r in sol.routes if r]) == 1_050
+    assert sol.stats["fleet_repair"]["routes_before"] > 1_100
+    assert sol.wall_time < 8.0
 
 
 def test_annealed_kicks_return_the_shortest_tour_they_met() -> None:

@@ -127,9 +127,10 @@ REPAIR_SHARE = 0.5
 
 def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                  seed: int) -> dict[str, Any]:
-    """Route elimination (``timewindows.eliminate_routes``; capacity only on a plain CVRP) on
-    a plan that breaks the fleet cap, then a relocation descent to take out the detours the
-    ejections leave: ``routes`` is the repaired plan when it fits the fleet, else None.
+    """Route elimination on a plan that breaks the fleet cap (``eliminate_capacity_routes``
+    on a plain CVRP, ``timewindows.eliminate_routes`` with time windows), then a descent to
+    take out the detours the ejections leave (``cvrp_descent``; with windows, relocation
+    that keeps them): ``routes`` is the repaired plan when it fits the fleet, else None.
 
     The neural solvers decode routes until the customers are served, so a tight
     ``max_vehicles`` is met only by luck: reconstruction and the polish never add a route but
@@ -138,15 +139,21 @@ def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     assert fleet is not None
     routes = [r for r in routes if r]
     t0 = time.perf_counter()
-    fixed = eliminate_routes(instance, routes, fleet, deadline, seed)
+    windows = isinstance(instance, CVRPTWInstance)
+    if windows:
+        fixed = eliminate_routes(instance, routes, fleet, deadline, seed)
+    else:
+        fixed = eliminate_capacity_routes(instance, routes, fleet, deadline, seed)
     out: dict[str, Any] = {"routes": None, "routes_before": len(routes),
                            "routes_after": len(fixed)}
-    if instance.n > ELIMINATION_MAX_NODES and len(routes) > fleet:
-        out["skipped"] = (f"route elimination runs on instances of up to "
+    if windows and instance.n > ELIMINATION_MAX_NODES and len(routes) > fleet:
+        out["skipped"] = (f"route elimination with time windows runs on instances of up to "
                           f"{ELIMINATION_MAX_NODES:,} nodes")
     if len(fixed) <= fleet:
         repaired = instance.cost(fixed)
-        out["routes"] = relocate_descent(instance, fixed, deadline)
+        out["routes"] = (relocate_descent(instance, fixed, deadline) if windows
+                         else cvrp_descent(instance, fixed, max(deadline, time.perf_counter()
+                                                                + MIN_POLISH_SECONDS)))
         out["routes_after"] = len(out["routes"])
         out["descent_gain_percent"] = round(
             100 * (1 - instance.cost(out["routes"]) / max(repaired, 1e-12)), 4)
@@ -166,13 +173,6 @@ def fit_fleet(solver: str, instance: CVRPInstance, routes: list[list[int]], cloc
     cap = instance.fleet_cap()
     if len(routes) <= cap:
         return routes
-    if instance.n > ELIMINATION_MAX_NODES:
-        raise NoSolutionError(
-            f"{solver}'s split start needs {len(routes)} vehicles and max_vehicles is {cap}; "
-            f"route elimination runs on instances of up to {ELIMINATION_MAX_NODES:,} nodes "
-            f"and this one has {instance.n:,}: allow at least {len(routes)} vehicles, or try "
-            "the pyvrp solver (up to 10,000 nodes)", field="max_vehicles",
-            more_time_helps=False)
     allotted = REPAIR_SHARE * clock.remaining
     repair = fleet_repair(instance, routes, time.perf_counter() + allotted, seed)
     stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
@@ -800,6 +800,269 @@ def _two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: 
     return True
 
 
+# -- route elimination on a plain CVRP -----------------------------------------------------
+#: Customers one attempt may take from the pool (per customer of the instance) before the
+#: route it empties is given back: first without shaking, then with (``timewindows``'s).
+ELIMINATION_POPS = (2, 20)
+#: Random relocations next to a neighbour after each ejection, once an attempt has failed.
+ELIMINATION_SHAKES = 20
+
+
+def eliminate_capacity_routes(instance: CVRPInstance, routes: list[list[int]],
+                              max_routes: int, deadline: float, seed: int = 0,
+                              neighbours: int = NEIGHBOURS) -> list[list[int]]:
+    """Route elimination for a plain CVRP (capacity the only constraint), at any size:
+    ``timewindows.eliminate_routes``'s method (an emptied route's customers go to an
+    ejection pool; each goes to its cheapest place with room, else takes the place of the
+    customer with the lowest ejection counter, weighed by demand once an attempt has failed,
+    whose removal lets it in; random relocations shake the plan after each ejection once an
+    attempt has failed; a failed attempt gives its route back), run in numba on linked
+    routes with distances computed on demand, and granular: places next to the customer's
+    nearest neighbours first, any route with room only when none of those has room, and
+    ejections from the routes of its neighbours (any route only when those have no
+    candidate). So no N×N matrix is built and a fleet cap holds on the largest CVRPs.
+
+    Returns the routes as far as it got by ``deadline`` (``time.perf_counter()``); every
+    route keeps the capacity."""
+    routes = [list(r) for r in routes if r]
+    if len(routes) <= max_routes or instance.n < 3:
+        return routes
+    plan = _Plan(instance, routes, neighbours)
+    rng = np.random.default_rng(seed)
+    alive = np.ones(plan.count, dtype=np.bool_)
+    put_back = np.ones(plan.n, dtype=np.float64)
+    weighed = np.maximum(plan.demand.astype(np.float64), 1.0)
+    weight = np.ones(plan.n, dtype=np.float64)
+    pool = np.zeros(plan.n, dtype=np.int64)
+    arrays = (plan.succ, plan.pred, plan.route_of, plan.load)
+    shaking = False
+    chunk = 64  # pops per kernel call, grown to about 5 ms between looks at the clock
+    while int(alive.sum()) > max_routes and time.perf_counter() < deadline:
+        victim = int(rng.choice(np.flatnonzero(alive)))
+        saved = [a.copy() for a in arrays]
+        size = _empty_route(victim, plan.succ, plan.pred, plan.route_of, plan.load, pool,
+                            plan.n, plan.count)
+        alive[victim] = False
+        rng.shuffle(pool[:size])
+        most = ELIMINATION_POPS[shaking] * plan.n
+        pops = 0
+        while size and pops < most and (now := time.perf_counter()) < deadline:
+            size, done = _pour(pool, size, min(chunk, most - pops), int(rng.integers(2**31)),
+                               shaking, put_back, weight, alive, plan.succ, plan.pred,
+                               plan.route_of, plan.load, plan.demand, plan.cap, plan.near,
+                               plan.xy, plan.mat, plan.conv, plan.n, plan.depot, plan.count)
+            pops += done
+            per_pop = (time.perf_counter() - now) / max(done, 1)
+            chunk = max(1, min(2 * chunk, int(0.005 / max(per_pop, 1e-7))))
+        if size:
+            for a, b in zip(arrays, saved, strict=True):
+                a[:] = b
+            alive[victim] = True
+            shaking = True
+            weight = weighed
+    for r in range(plan.count):
+        _refresh(r, plan.succ, plan.route_of, plan.cum, plan.load, plan.demand, plan.n,
+                 plan.count)
+    return plan.routes()
+
+
+@njit(cache=True)
+def _empty_route(r: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+                 load: np.ndarray, pool: np.ndarray, n: int, count: int) -> int:
+    """Take every customer out of route r into ``pool``; returns how many."""
+    size = 0
+    v = succ[n + r]
+    while v < n:
+        pool[size] = v
+        size += 1
+        route_of[v] = -1
+        v = succ[v]
+    succ[n + r] = n + count + r
+    pred[n + count + r] = n + r
+    load[r] = 0
+    return size
+
+
+@njit(cache=True, inline="always")
+def _link(x: int, c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+          load: np.ndarray, demand: np.ndarray) -> None:
+    """Put c just after x, in x's route."""
+    y = succ[x]
+    succ[x] = c
+    pred[c] = x
+    succ[c] = y
+    pred[y] = c
+    r = route_of[x]
+    route_of[c] = r
+    load[r] += demand[c]
+
+
+@njit(cache=True, inline="always")
+def _unlink(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+            load: np.ndarray, demand: np.ndarray) -> None:
+    p = pred[c]
+    q = succ[c]
+    succ[p] = q
+    pred[q] = p
+    load[route_of[c]] -= demand[c]
+    route_of[c] = -1
+
+
+@njit(cache=True)
+def _cheapest_place(c: int, alive: np.ndarray, succ: np.ndarray, pred: np.ndarray,
+                    route_of: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
+                    near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
+                    depot: int, count: int) -> int:
+    """The node after which c goes at least cost: next to one of its neighbours in a route
+    with room, else anywhere in any route with room; -1 if no route has room."""
+    best = np.inf
+    bx = -1
+    for t in range(near.shape[1]):
+        v = near[c, t]
+        if v == depot or route_of[v] < 0 or load[route_of[v]] + demand[c] > cap:
+            continue
+        add = _insertion(v, c, succ[v], xy, mat, conv, n, depot)
+        if add < best:
+            best, bx = add, v
+        add = _insertion(pred[v], c, v, xy, mat, conv, n, depot)
+        if add < best:
+            best, bx = add, pred[v]
+    if bx >= 0:
+        return bx
+    for r in range(count):
+        if not alive[r] or load[r] + demand[c] > cap:
+            continue
+        x = n + r
+        while x < n + count:
+            y = succ[x]
+            add = _insertion(x, c, y, xy, mat, conv, n, depot)
+            if add < best:
+                best, bx = add, x
+            x = y
+    return bx
+
+
+@njit(cache=True)
+def _ejection(c: int, routes: np.ndarray, put_back: np.ndarray, weight: np.ndarray,
+              succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray, load: np.ndarray,
+              demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray, mat: np.ndarray,
+              conv: int, n: int, depot: int, count: int) -> tuple[int, int]:
+    """(e, x): over ``routes``, the customer e with the lowest weighed counter whose removal
+    lets c into its route, and the node after which c then goes (in e's place or next to a
+    neighbour of c), cheapest among ties; (-1, -1) if there is none."""
+    best_key = np.inf
+    best_add = np.inf
+    be = -1
+    bx = -1
+    for k in range(routes.size):
+        r = routes[k]
+        need = load[r] + demand[c] - cap
+        e = succ[n + r]
+        while e < n:
+            key = put_back[e] * weight[e]
+            if demand[e] >= need and key <= best_key:
+                p = pred[e]
+                q = succ[e]
+                # c in e's place
+                add = _insertion(p, c, q, xy, mat, conv, n, depot)
+                x = p
+                for t in range(near.shape[1]):
+                    v = near[c, t]
+                    if v in (depot, e) or route_of[v] != r:
+                        continue
+                    a = pred[v] if pred[v] != e else pred[e]
+                    b = succ[v] if succ[v] != e else succ[e]
+                    ins = _insertion(v, c, b, xy, mat, conv, n, depot)
+                    if ins < add:
+                        add, x = ins, v
+                    ins = _insertion(a, c, v, xy, mat, conv, n, depot)
+                    if ins < add:
+                        add, x = ins, a
+                if key < best_key or add < best_add:
+                    best_key, best_add, be, bx = key, add, e, x
+            e = succ[e]
+    return be, bx
+
+
+@njit(cache=True)
+def _pour(pool: np.ndarray, size: int, pops: int, seed: int, shaking: bool,
+          put_back: np.ndarray, weight: np.ndarray, alive: np.ndarray, succ: np.ndarray,
+          pred: np.ndarray, route_of: np.ndarray, load: np.ndarray, demand: np.ndarray,
+          cap: int, near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
+          depot: int, count: int) -> tuple[int, int]:
+    """Up to ``pops`` customers from the top of the pool (``pool[:size]``) back into the
+    routes, ejecting where none has room (``eliminate_capacity_routes``). Returns the pool's
+    size and the pops made."""
+    np.random.seed(seed)
+    done = 0
+    local = np.zeros(near.shape[1], dtype=np.int64)
+    everyone = np.zeros(0, dtype=np.int64)
+    while size > 0 and done < pops:
+        size -= 1
+        c = pool[size]
+        done += 1
+        x = _cheapest_place(c, alive, succ, pred, route_of, load, demand, cap, near, xy, mat,
+                            conv, n, depot, count)
+        if x >= 0:
+            _link(x, c, succ, pred, route_of, load, demand)
+            continue
+        put_back[c] += 1
+        # the routes of c's neighbours, once each
+        m = 0
+        for t in range(near.shape[1]):
+            v = near[c, t]
+            if v == depot or route_of[v] < 0:
+                continue
+            r = route_of[v]
+            seen = False
+            for j in range(m):
+                if local[j] == r:
+                    seen = True
+            if not seen:
+                local[m] = r
+                m += 1
+        e, x = _ejection(c, local[:m], put_back, weight, succ, pred, route_of, load, demand,
+                         cap, near, xy, mat, conv, n, depot, count)
+        if e < 0:
+            if everyone.size == 0:
+                everyone = np.flatnonzero(alive)
+            e, x = _ejection(c, everyone, put_back, weight, succ, pred, route_of, load,
+                             demand, cap, near, xy, mat, conv, n, depot, count)
+        if e < 0:
+            # no place even with an ejection: to the bottom of the pool, after shaking
+            for j in range(size, 0, -1):
+                pool[j] = pool[j - 1]
+            pool[0] = c
+            size += 1
+        else:
+            _unlink(e, succ, pred, route_of, load, demand)
+            _link(x, c, succ, pred, route_of, load, demand)
+            pool[size] = e
+            size += 1
+        if shaking:
+            _shake(ELIMINATION_SHAKES, succ, pred, route_of, load, demand, cap, near, n,
+                   depot)
+    return size, done
+
+
+@njit(cache=True)
+def _shake(moves: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+           load: np.ndarray, demand: np.ndarray, cap: int, near: np.ndarray, n: int,
+           depot: int) -> None:
+    """Random relocations of a customer next to one of its neighbours in a route with room."""
+    for _ in range(moves):
+        c = np.random.randint(n)
+        if c == depot or route_of[c] < 0:
+            continue
+        v = near[c, np.random.randint(near.shape[1])]
+        if v == depot or route_of[v] < 0 or route_of[v] == route_of[c]:
+            continue
+        if load[route_of[v]] + demand[c] > cap:
+            continue
+        _unlink(c, succ, pred, route_of, load, demand)
+        _link(v if np.random.randint(2) else pred[v], c, succ, pred, route_of, load, demand)
+
+
 def warm_up() -> None:
     """Compile the descent's kernels (numba caches them on disk) before a solver's clock
     starts."""
@@ -809,3 +1072,5 @@ def warm_up() -> None:
     plan = [list(range(1, 12))[k:k + 4] for k in range(0, 11, 4)]
     cvrp_descent(inst, plan, time.perf_counter() + 60.0)
     cvrp_kicks(inst, plan, time.perf_counter() + 0.01, 0)
+    four = [[1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    eliminate_capacity_routes(inst, four, 3, time.perf_counter() + 60.0, 0)
