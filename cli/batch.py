@@ -40,7 +40,7 @@ from rich.table import Table
 
 from app.jobs.executors import Executor, make_executor
 from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
-from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from cli.common import EXIT_SOLVER_FAILED, check_time_limit, fail, jsonable, stdout_console
 from cli.display import format_cost
 from solvers.base import MAX_SEED, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
@@ -234,8 +234,7 @@ def _check_options(solver: str, time_limit: float, seed: int, workers: int | Non
                    executor: str, ray_address: str | None,
                    max_vehicles: int | None = None) -> int:
     """Every option mistake is exit 2 naming the option, before any file is read."""
-    if not (math.isfinite(time_limit) and time_limit > 0):
-        fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    check_time_limit(time_limit)
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     if max_vehicles is not None and max_vehicles < 1:

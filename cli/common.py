@@ -28,6 +28,20 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+#: The longest ``--time-limit`` the CLI takes: 30 days. The API has its own, smaller bounds;
+#: without one, OR-Tools failed on 1e30 s (its protobuf duration overflowed) and 1e12 s
+#: was a run nobody would wait for.
+MAX_TIME_LIMIT = 30 * 24 * 3600.0
+
+
+def check_time_limit(time_limit: float) -> None:
+    """``--time-limit`` must be a positive number of seconds, at most ``MAX_TIME_LIMIT``."""
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    if time_limit > MAX_TIME_LIMIT:
+        fail(f"--time-limit: at most {MAX_TIME_LIMIT:,.0f} s (30 days), got {time_limit:g}")
+
+
 def solver_names(text: str, example: str) -> list[str]:
     """The names in a comma-separated ``--solvers``; a name given twice is a mistake (a
     comparison would run it once), as the HTTP API says too."""

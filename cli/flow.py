@@ -24,6 +24,7 @@ from rich.table import Table
 
 from cli.common import (
     EXIT_SOLVER_FAILED,
+    check_time_limit,
     fail,
     jsonable,
     load_or_fail,
@@ -72,8 +73,7 @@ def _print_json(obj: Any) -> None:
 
 
 def _budget(time_limit: float, seed: int, device: str) -> Budget:
-    if not (math.isfinite(time_limit) and time_limit > 0):
-        fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    check_time_limit(time_limit)
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     problem = device_problem(device)

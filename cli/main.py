@@ -23,6 +23,7 @@ import typer
 from cli.batch import batch, output_stem
 from cli.common import (
     EXIT_SOLVER_FAILED,
+    check_time_limit,
     fail,
     jsonable,
     load_or_fail,
@@ -88,8 +89,7 @@ def _print_json(obj: Any) -> None:
 
 
 def _check_budget(time_limit: float, seed: int) -> Budget:
-    if not (math.isfinite(time_limit) and time_limit > 0):
-        fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
+    check_time_limit(time_limit)
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     return Budget(time_limit=time_limit, seed=seed)

@@ -15,6 +15,7 @@ from numba import njit
 from scipy.spatial import cKDTree
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
+from solvers.errors import NoSolutionError
 from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
@@ -130,6 +131,12 @@ class NearestNeighbourSolver:
             routes = time_window_routes(instance)
         else:
             routes = nearest_neighbour_routes(instance)
+        if isinstance(instance, CVRPInstance) and instance.vehicles_over_fleet(routes):
+            raise NoSolutionError(
+                f"nearest_neighbor builds routes greedily without aiming for a fleet: it used "
+                f"{sum(1 for r in routes if r)} vehicles and max_vehicles is "
+                f"{instance.max_vehicles}; ils, pyvrp and ortools keep a fleet cap",
+                field="max_vehicles", more_time_helps=False)
         wall = time.perf_counter() - t0
         sol = build_solution(instance, routes, solver=self.name, wall_time=wall,
                              stats={"seed": budget.seed, "method": "nearest neighbour"})

@@ -270,6 +270,12 @@ class CVRPInstance(RoutingInstance):
     def customers(self) -> np.ndarray:
         return np.delete(np.arange(self.n), self.depot)
 
+    def vehicles_over_fleet(self, routes: Any) -> int:
+        """How many more non-empty routes ``routes`` uses than ``max_vehicles`` allows (0
+        without a cap), as the checker counts them."""
+        used = sum(1 for r in routes if len(r))
+        return max(0, used - self.max_vehicles) if self.max_vehicles is not None else 0
+
     def fleet_cap(self) -> int:
         """Most vehicles worth using: ``max_vehicles`` if given, never more than customers."""
         customers = self.n - 1

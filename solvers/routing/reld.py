@@ -37,7 +37,7 @@ import torch
 from models.polynet import PolyNetConfig, PolyNetModel
 from models.reld import ReLDConfig, ReLDModel
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError
+from solvers.errors import InstanceError, NoSolutionError
 from solvers.routing.checkpoints import CheckpointCache, missing_checkpoint
 from solvers.routing.construct import random_insertion_tour
 from solvers.routing.descent import (
@@ -202,11 +202,29 @@ class ReLDSolver:
         model = self.model(instance.problem, device)
         with torch.inference_mode():
             routes, stats = self.search(model, instance, budget, clock, progress, device)
+        if isinstance(instance, CVRPInstance) and instance.vehicles_over_fleet(routes):
+            raise over_fleet_error(self.name, instance, routes, stats)
         stats["seed"] = budget.seed
         sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
                              stats=stats)
         progress(ProgressEvent(self.name, clock.elapsed, stats["passes"], sol.cost, "done"))
         return sol
+
+
+def over_fleet_error(solver: str, instance: CVRPInstance, routes: list[list[int]],
+                     stats: dict[str, Any]) -> NoSolutionError:
+    """The 422 for a neural plan still over ``max_vehicles`` after route elimination: every
+    plan it decoded broke the cap, and the elimination (``stats["fleet_repair"]``) did not
+    get there in its share of the time."""
+    repair = stats.get("fleet_repair") or {}
+    used = sum(1 for r in routes if r)
+    how = (f"; route elimination brought its best plan from {repair['routes_before']} to "
+           f"{repair['routes_after']} routes in {repair['seconds']:.1f} s"
+           if "routes_before" in repair else "")
+    return NoSolutionError(
+        f"{solver} ended with {used} vehicles and max_vehicles is {instance.max_vehicles}: "
+        f"every plan it decoded broke the cap{how}. A longer time limit may get there, or try "
+        "ils, pyvrp or ortools", field="max_vehicles", more_time_helps=False)
 
 
 def decode_steps(instance: Instance) -> float:

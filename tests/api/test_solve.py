@@ -148,6 +148,21 @@ def test_a_bad_fleet_form_field_is_a_422_naming_it(api: httpx.Client, data_dir: 
         assert body["field"] == "max_vehicles" and words in body["detail"], body
 
 
+@pytest.mark.parametrize("solver", ["reld", "polynet", "nearest_neighbor"])
+def test_a_plan_over_the_fleet_cap_is_a_422_naming_it(api: httpx.Client, solver: str) -> None:
+    """Three customers of demand 4, vehicles of capacity 6: the demand bound says two
+    vehicles, but each vehicle can take only one customer. Every solver but ortools answers
+    422 no-solution on max_vehicles (QA sweep: reld, polynet and nearest_neighbor answered
+    200 with three routes and feasible false)."""
+    instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1]], "demands": [0, 4, 4, 4],
+                "capacity": 6, "max_vehicles": 2}
+    response = api.post("/v1/routing/cvrp/solve",
+                        json={"instance": instance, "solver": solver, "time_limit": 1})
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["field"] == "max_vehicles" and "max_vehicles is 2" in body["detail"], body
+
+
 def test_gzipped_tsp_upload(api: httpx.Client, data_dir: Path) -> None:
     path = data_dir / "kroA100.tsp.gz"
     response = api.post(
