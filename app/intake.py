@@ -285,10 +285,10 @@ def request_time_limit(requested: float | None, settings: Settings, runs: int = 
     limit = settings.default_time_limit if requested is None else requested
     if limit * runs > settings.max_time_limit:
         if runs == 1:
-            detail = (f"time_limit {limit:g} s is above this server's maximum of "
+            detail = (f"time_limit {limit:.15g} s is above this server's maximum of "
                       f"{settings.max_time_limit:g} s")
         else:
-            detail = (f"{runs} solvers × {limit:g} s = {limit * runs:g} s is above the "
+            detail = (f"{runs} solvers × {limit:.15g} s = {limit * runs:.15g} s is above the "
                       f"{settings.max_time_limit:g} s one request may run; lower time_limit")
         jobs = ("submit a job (POST /v1/jobs, up to "
                 f"{settings.max_job_time_limit:g} s) or " if runs == 1 and "flow" not in cli
@@ -418,7 +418,7 @@ def _job_time_limit(requested: float | None, settings: Settings) -> float:
     limit = settings.default_time_limit if requested is None else requested
     if limit > settings.max_job_time_limit:
         raise invalid_request(
-            f"time_limit {limit:g} s is above this server's maximum for jobs of "
+            f"time_limit {limit:.15g} s is above this server's maximum for jobs of "
             f"{settings.max_job_time_limit:g} s (COSOLVE_MAX_JOB_TIME_LIMIT)",
             field="time_limit")
     return limit

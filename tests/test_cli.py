@@ -325,6 +325,14 @@ def test_non_positive_time_limit_is_refused() -> None:
     _assert_user_error(result, "--time-limit")
 
 
+def test_a_time_limit_above_thirty_days_is_refused() -> None:
+    """QA sweep: 1e30 s reached OR-Tools, whose duration overflowed ('failed unexpectedly',
+    exit 1); every command now names the option, before anything runs."""
+    for command in (["solve", str(DATA / "eil51.tsp"), "--solver", "ortools"],
+                    ["compare", str(DATA / "eil51.tsp"), "--solvers", "ortools"]):
+        _assert_user_error(_run(*command, "--time-limit", "1e30"), "--time-limit", "30 days")
+
+
 def test_time_limit_below_a_solvers_start_up_is_bad_input(tmp_path):
     """PyVRP needs 3e-7·N² s to start; asking for less is the user's input, named as such."""
     coords = [[i % 70, i // 70] for i in range(4900)]

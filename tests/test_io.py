@@ -58,6 +58,26 @@ def test_explicit_full_matrix_and_lower_row():
     assert inst.tour_cost([0, 1, 2]) == 6
 
 
+def test_a_ragged_or_short_explicit_matrix_is_named_in_plain_words():
+    """QA sweep: a FULL_MATRIX row short of its values surfaced numpy's 'inhomogeneous
+    shape' message, and a short LOWER_ROW section said the file 'lists' nodes."""
+    ragged = (
+        "NAME : m\nTYPE : TSP\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+        "EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n0 1 2\n1 0\n2 3 0\nEOF\n"
+    )
+    with pytest.raises(InstanceError) as exc:
+        _tsp(ragged)
+    assert exc.value.field == "file" and "different lengths" in exc.value.message
+    assert "inhomogeneous" not in str(exc.value)
+    short = (
+        "NAME : m\nTYPE : TSP\nDIMENSION : 4\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+        "EDGE_WEIGHT_FORMAT : LOWER_ROW\nEDGE_WEIGHT_SECTION\n1\n2 3\nEOF\n"
+    )
+    with pytest.raises(InstanceError) as exc:
+        _tsp(short)
+    assert exc.value.field == "DIMENSION" and "EDGE_WEIGHT_SECTION for 3 nodes" in str(exc.value)
+
+
 @pytest.mark.parametrize("ewt", ["GEO", "MAN_2D", "XRAY1", "SPECIAL"])
 def test_unsupported_edge_weight_type_is_a_clear_error(ewt):
     with pytest.raises(UnsupportedFormatError) as exc:

@@ -265,6 +265,10 @@ def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     try:
         data = parse_vrplib(text, compute_edge_weights=False)
     except Exception as exc:  # vrplib raises bare ValueError/IndexError on malformed text
+        if "inhomogeneous" in str(exc):  # numpy's words for a ragged section
+            raise InstanceError("file", "could not parse the file: the rows of a section have "
+                                "different lengths (e.g. an EDGE_WEIGHT_SECTION row short of "
+                                "its values)") from None
         raise InstanceError("file", f"could not parse the file: {exc}") from None
     return _from_vrplib(data, default_name)
 
@@ -288,7 +292,9 @@ def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
     dim = data.get("dimension")
     n = len(coords) if coords is not None else len(matrix) if matrix is not None else None
     if dim is not None and n is not None and int(dim) != n:
-        raise InstanceError("DIMENSION", f"DIMENSION is {dim} but the file lists {n} nodes")
+        lists = (f"lists {n} nodes" if coords is not None
+                 else f"has an EDGE_WEIGHT_SECTION for {n} nodes")
+        raise InstanceError("DIMENSION", f"DIMENSION is {dim} but the file {lists}")
     scale = _scale(data, ewt)
     if scale != 1 and coords is not None:
         coords = np.asarray(coords, dtype=np.float64) * scale
