@@ -828,9 +828,10 @@ def eliminate_capacity_routes(instance: CVRPInstance, routes: list[list[int]],
 
     Below the limit the Python version stays: on X-n176-k26 capped at 26 this one reached
     the cap from ``ils``'s starts on 12 of 12 seeds in 0.01-0.16 s (the Python one 8 of 12 in
-    1.8 s), but ``ils`` then ended 2 s runs 0.5% longer on X-n101-k25 and X-n176-k26 (three
-    seeds each; 0.7% shorter on X-n289-k60), and a numba copy that weighed every place as the
-    Python one does was no better (var/s33/fleet_*.log).
+    1.8 s), but ``ils``'s 2 s runs from its plans were not better (X-n101-k25 / X-n176-k26 /
+    X-n289-k60 capped, three seeds: 0.59 / 1.26 / 2.70% above the best-known against 0.28 /
+    0.73 / 3.45% and 0.39 / 1.52 / 2.96% in two runs of the Python one), nor were they from a
+    numba copy that weighed every place as the Python one does (0.73 / 1.84 / 3.01%).
 
     Returns the routes as far as it got by ``deadline`` (``time.perf_counter()``); every
     route keeps the capacity."""
