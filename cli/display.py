@@ -190,6 +190,9 @@ def comparison_table(comparison: Comparison) -> Table:
         f"{inst.name}: {inst.problem.upper()}, {inst.n:,} nodes, distance {inst.distance}, "
         f"time limit {comparison.budget.time_limit:g} s each"
     )
+    fleet = getattr(inst, "max_vehicles", None)
+    if fleet is not None:
+        title += f", at most {fleet:,} vehicles"
     if comparison.reference is not None:
         title += f", reference {format_cost(comparison.reference)}"
     table = Table(title=title, title_justify="left")
