@@ -167,3 +167,15 @@ def test_with_fleet_sets_a_checked_cap_on_a_copy() -> None:
     with pytest.raises(InstanceError) as err:
         inst.with_fleet(1)
     assert err.value.field == "max_vehicles" and "at least 2" in err.value.message
+
+
+def test_customers_above_half_a_vehicle_need_a_vehicle_each() -> None:
+    """Demands 4, 4, 4 in vehicles of 6: the demand bound allows two vehicles, but no two
+    of these customers fit together, so a cap of two is refused at once (QA sweep: it ran
+    every solver to a 422 after its time limit). Demand exactly half the capacity pairs."""
+    coords = [[0, 0], [1, 0], [0, 1], [1, 1]]
+    with pytest.raises(InstanceError) as err:
+        CVRPInstance(coords=coords, demands=[0, 4, 4, 4], capacity=6, max_vehicles=2)
+    assert err.value.field == "max_vehicles" and "at least 3 vehicles" in err.value.message
+    assert CVRPInstance(coords=coords, demands=[0, 4, 4, 4], capacity=6, max_vehicles=3)
+    assert CVRPInstance(coords=coords, demands=[0, 3, 3, 3], capacity=6, max_vehicles=2)

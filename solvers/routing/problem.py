@@ -255,6 +255,16 @@ class CVRPInstance(RoutingInstance):
                 f"total demand {int(self.demands.sum())} needs at least {need} vehicles of "
                 f"capacity {self.capacity}, but max_vehicles is {max_vehicles}",
             )
+        # no two customers above half the capacity share a vehicle (QA sweep: demands 4, 4, 4
+        # in vehicles of 6 with two vehicles passed the bound above and ran to a 422)
+        large = int(np.count_nonzero(2 * self.demands > self.capacity))
+        if large > max_vehicles:
+            raise InstanceError(
+                "max_vehicles",
+                f"{large} customers each need more than half of a vehicle's capacity "
+                f"{self.capacity}, so no two share one: at least {large} vehicles, but "
+                f"max_vehicles is {max_vehicles}",
+            )
         return int(max_vehicles)
 
     def with_fleet(self, max_vehicles: int | None) -> CVRPInstance:

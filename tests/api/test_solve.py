@@ -150,12 +150,12 @@ def test_a_bad_fleet_form_field_is_a_422_naming_it(api: httpx.Client, data_dir: 
 
 @pytest.mark.parametrize("solver", ["reld", "polynet", "nearest_neighbor"])
 def test_a_plan_over_the_fleet_cap_is_a_422_naming_it(api: httpx.Client, solver: str) -> None:
-    """Three customers of demand 4, vehicles of capacity 6: the demand bound says two
-    vehicles, but each vehicle can take only one customer. Every solver but ortools answers
+    """Five customers of demand 3, vehicles of capacity 8: the demand bound says two
+    vehicles, but a vehicle takes at most two customers. Every solver but ortools answers
     422 no-solution on max_vehicles (QA sweep: reld, polynet and nearest_neighbor answered
     200 with three routes and feasible false)."""
-    instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1]], "demands": [0, 4, 4, 4],
-                "capacity": 6, "max_vehicles": 2}
+    instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1], [2, 0], [2, 1]],
+                "demands": [0, 3, 3, 3, 3, 3], "capacity": 8, "max_vehicles": 2}
     response = api.post("/v1/routing/cvrp/solve",
                         json={"instance": instance, "solver": solver, "time_limit": 1})
     assert response.status_code == 422, response.text
