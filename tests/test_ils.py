@@ -139,13 +139,13 @@ def test_a_tight_fleet_is_met_by_route_elimination(solver: str) -> None:
 
 
 def test_a_fleet_route_elimination_cannot_reach_is_refused_naming_max_vehicles() -> None:
-    """Three customers of 6 on vehicles of 10 need three routes, though the demand bound
-    says two: the refusal names max_vehicles."""
+    """Five customers of 3 on vehicles of 8 need three routes, though the demand bound says
+    two: the refusal names max_vehicles."""
     from solvers.errors import NoSolutionError
     from solvers.routing.solve import solve
 
-    inst = CVRPInstance(coords=[[0, 0], [1, 0], [0, 1], [-1, 0]], demands=[0, 6, 6, 6],
-                        capacity=10, max_vehicles=2)
+    inst = CVRPInstance(coords=[[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1], [1, 1]],
+                        demands=[0, 3, 3, 3, 3, 3], capacity=8, max_vehicles=2)
     with pytest.raises(NoSolutionError) as err:
         solve(inst, "ils", Budget(time_limit=2.0, seed=0))
     assert err.value.field == "max_vehicles" and not err.value.more_time_helps

@@ -251,12 +251,12 @@ def test_ortools_offers_enough_vehicles_when_customers_do_not_pack():
 
 
 def test_a_search_that_ends_without_a_solution_does_not_ask_for_more_time():
-    """Three customers of 6 with capacity 10 and two vehicles have no solution: OR-Tools'
+    """Five customers of 3 with capacity 8 and two vehicles have no solution: OR-Tools'
     ROUTING_FAIL and sil's split said 'give it more time' (sil's as a Python tuple)."""
     from solvers.errors import NoSolutionError
 
-    inst = CVRPInstance(coords=[[0, 0], [1, 0], [0, 1], [-1, 0]], demands=[0, 6, 6, 6],
-                        capacity=10, max_vehicles=2)
+    inst = CVRPInstance(coords=[[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1], [1, 1]],
+                        demands=[0, 3, 3, 3, 3, 3], capacity=8, max_vehicles=2)
     for name in ("ortools", "sil"):
         with pytest.raises(NoSolutionError) as exc:
             solve(inst, name, Budget(time_limit=1.0))

@@ -411,11 +411,13 @@ def test_wrong_method(api: httpx.Client) -> None:
 
 
 def test_a_fleet_ils_cannot_meet_is_a_422_naming_max_vehicles(api: httpx.Client) -> None:
-    """Three customers of 6 on vehicles of 10 need three routes though the demand bound says
-    two: ils's route elimination cannot get there, and the answer says which field to change."""
+    """Five customers of 3 on vehicles of 8 need three routes though the demand bound says
+    two: ils's route elimination cannot get there, and the answer says which field to change.
+    (Three customers of 6 on vehicles of 10 are now refused before solving: no two share a
+    vehicle.)"""
     response = api.post("/v1/routing/cvrp/solve", json={
-        "instance": {"coords": [[0, 0], [1, 0], [0, 1], [-1, 0]], "demands": [0, 6, 6, 6],
-                     "capacity": 10, "max_vehicles": 2},
+        "instance": {"coords": [[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1], [1, 1]],
+                     "demands": [0, 3, 3, 3, 3, 3], "capacity": 8, "max_vehicles": 2},
         "solver": "ils", "time_limit": 1.0})
     body = assert_problem(response, 422, field="max_vehicles")
     assert "max_vehicles is 2" in body["detail"] and "pyvrp" in body["detail"]
