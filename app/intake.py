@@ -412,6 +412,8 @@ class JobInput:
     filename: str
     data: bytes
     nodes: int
+    #: The instance's fleet cap, echoed in the job's status.
+    max_vehicles: int | None = None
 
 
 def _job_time_limit(requested: float | None, settings: Settings) -> float:
@@ -468,7 +470,7 @@ def job_from_json(raw: bytes, settings: Settings) -> JobInput:
     data = json.dumps({"problem": problem,
                        **request.instance.model_dump(exclude_none=True, exclude={"problem"})})
     return JobInput(problem, request.solver, time_limit, request.seed, "instance.json",
-                    data.encode(), instance.n)
+                    data.encode(), instance.n, getattr(instance, "max_vehicles", None))
 
 
 def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
@@ -487,7 +489,7 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
         filename = f"{filename.removesuffix('.gz')}.json"  # X-n101-k25.vrp.json
     _check_job_solver(options.solver, instance, time_limit, "file")
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
-                    filename, data, instance.n)
+                    filename, data, instance.n, getattr(instance, "max_vehicles", None))
 
 
 def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instance:

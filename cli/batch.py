@@ -479,7 +479,8 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
                     continue
                 job = store.create(problem=row.problem or "", solver=solver,
                                    time_limit=time_limit, seed=seed, filename=filename,
-                                   data=data, nodes=row.nodes or 0, batch_id=batch_id)
+                                   data=data, nodes=row.nodes or 0, batch_id=batch_id,
+                                   max_vehicles=max_vehicles)
                 row.job_id = job.id
                 waiting[job.id] = row
                 executor.submit(job)

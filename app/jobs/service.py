@@ -66,7 +66,7 @@ class JobService:
     # -- jobs ------------------------------------------------------------------------------
     def submit(self, *, problem: str, solver: str, time_limit: float, seed: int,
                filename: str, data: bytes, nodes: int,
-               batch_id: str | None = None) -> JobRecord:
+               batch_id: str | None = None, max_vehicles: int | None = None) -> JobRecord:
         """Persist and enqueue one job, unless the queue is full."""
         with self._submit_lock:
             active = self.store.count_active()
@@ -74,7 +74,7 @@ class JobService:
                 raise QueueFullError(active + 1, self.settings.max_active_jobs)
             job = self.store.create(problem=problem, solver=solver, time_limit=time_limit,
                                     seed=seed, filename=filename, data=data, nodes=nodes,
-                                    batch_id=batch_id)
+                                    batch_id=batch_id, max_vehicles=max_vehicles)
         self.executor.submit(job)
         return job
 

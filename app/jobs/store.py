@@ -80,7 +80,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     cost REAL,
     feasible INTEGER,
     partial INTEGER NOT NULL DEFAULT 0,
-    error TEXT
+    error TEXT,
+    max_vehicles INTEGER
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
@@ -94,6 +95,9 @@ CREATE TABLE IF NOT EXISTS batches (
     rejected TEXT NOT NULL DEFAULT '[]'
 );
 """
+
+#: Columns added to ``jobs`` after its first release: (name, type), for older stores.
+_ADDED_COLUMNS = (("max_vehicles", "INTEGER"),)
 
 
 @dataclass
@@ -124,6 +128,8 @@ class JobRecord:
     feasible: bool | None
     partial: bool
     error: str | None
+    #: The fleet cap the job solves with (a CVRP's max_vehicles), None without one.
+    max_vehicles: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -153,6 +159,21 @@ class JobStore:
         self.db_path = self.root / "jobs.sqlite3"
         self._local = threading.local()
         self._connection().executescript(_SCHEMA)  # executescript manages its own transaction
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """A store written by an older version gains the columns added since (its jobs read
+        as None there); two processes opening it at once may both try, which is harmless."""
+        conn = self._connection()
+        have = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
+        for column, kind in _ADDED_COLUMNS:
+            if column not in have:
+                try:
+                    conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+                    conn.commit()
+                except sqlite3.OperationalError as exc:
+                    if "duplicate column" not in str(exc):
+                        raise
 
     # -- connections -----------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -212,6 +233,7 @@ class JobStore:
         data: bytes,
         nodes: int,
         batch_id: str | None = None,
+        max_vehicles: int | None = None,
     ) -> JobRecord:
         """Persist the input (fsynced) and a queued row; only then is the job accepted. The
         name is made safe to store (``safe_filename``) whoever calls: the CLI's batch passed
@@ -229,9 +251,10 @@ class JobStore:
         with self._conn() as c:
             c.execute(
                 "INSERT INTO jobs (id, batch_id, state, problem, solver, time_limit, seed, "
-                "filename, nodes, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "filename, nodes, created_at, updated_at, max_vehicles) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (job_id, batch_id, QUEUED, problem, solver, time_limit, seed, filename, nodes,
-                 now, now),
+                 now, now, max_vehicles),
             )
         job = self.get(job_id)
         assert job is not None

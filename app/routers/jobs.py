@@ -93,6 +93,7 @@ def job_status(job: JobRecord) -> JobStatus:
         progress=JobProgress(elapsed=job.elapsed, iterations=job.iterations,
                              best_cost=job.best_cost, message=job.message),
         cost=job.cost, feasible=job.feasible, partial=job.partial, error=job.error,
+        max_vehicles=job.max_vehicles,
         links=JobLinks(self=base, events=f"{base}/events", solution=f"{base}/solution"),
     )
 

@@ -100,6 +100,9 @@ class JobStatus(BaseModel):
     feasible: bool | None
     partial: bool
     error: str | None
+    max_vehicles: int | None = Field(
+        default=None, description="The fleet cap the job solves with (CVRP, CVRPTW): the "
+        "instance's max_vehicles, a file's VEHICLES, or the max_vehicles form field.")
     links: JobLinks
 
 

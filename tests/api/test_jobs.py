@@ -68,7 +68,7 @@ def test_json_job_streams_progress_and_serves_the_solution(api: httpx.Client) ->
     job = response.json()
     assert response.headers["location"] == f"/v1/jobs/{job['id']}"
     assert job["state"] in ("queued", "running") and job["nodes"] == 200
-    assert job["links"]["events"].endswith("/events")
+    assert job["links"]["events"].endswith("/events") and job["max_vehicles"] is None
 
     events = _events(api, job["id"])
     kinds = [k for k, _ in events]
@@ -121,6 +121,16 @@ def test_100k_node_tsp_file_upload(api: httpx.Client, tmp_path: Path) -> None:
     assert sorted(solution["routes"][0]) == list(range(n))
 
 
+def test_a_json_job_echoes_its_instances_fleet_cap(api: httpx.Client) -> None:
+    instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1]], "demands": [0, 1, 1, 1],
+                "capacity": 2, "max_vehicles": 2}
+    response = api.post("/v1/jobs", json={"problem": "cvrp", "instance": instance,
+                                          "solver": "nearest_neighbor", "time_limit": 1})
+    assert response.status_code == 202, response.text
+    job = _wait(api, response.json()["id"], ("succeeded",), timeout=60)
+    assert job["max_vehicles"] == 2 and job["feasible"]
+
+
 def test_a_file_job_takes_a_fleet_cap(api: httpx.Client) -> None:
     """max_vehicles with an uploaded file: the job keeps the capped instance (as JSON, named
     after the file) and its plan uses at most 26 routes (ils: 27 unconstrained at 2 s); a
@@ -128,8 +138,10 @@ def test_a_file_job_takes_a_fleet_cap(api: httpx.Client) -> None:
     path = DATA / "X-n101-k25.vrp"
     response = _submit_file(api, path, solver="ils", time_limit=2, max_vehicles=26)
     assert response.status_code == 202, response.text
+    assert response.json()["max_vehicles"] == 26  # echoed (QA sweep: only the name told)
     job = _wait(api, response.json()["id"], ("succeeded",), timeout=60)
     assert job["filename"] == "X-n101-k25.vrp.json" and job["feasible"]
+    assert job["max_vehicles"] == 26
     solution = api.get(f"/v1/jobs/{job['id']}/solution").json()
     assert len([r for r in solution["routes"] if r]) <= 26
     assert sorted(v for r in solution["routes"] for v in r) == list(range(1, 101))

@@ -29,6 +29,32 @@ def test_input_is_on_disk_before_the_job_exists(tmp_path: Path) -> None:
     assert again is not None and again.filename == "eil51.tsp"
 
 
+def test_a_store_from_before_the_fleet_column_gains_it(tmp_path: Path) -> None:
+    """A jobs.sqlite3 written before jobs had max_vehicles: opening it adds the column, its
+    old jobs read None there, new ones keep theirs; a second opening changes nothing."""
+    import sqlite3
+
+    from app.jobs.store import _SCHEMA
+
+    tmp_path.mkdir(exist_ok=True)
+    old = sqlite3.connect(tmp_path / "jobs.sqlite3")
+    old.executescript(_SCHEMA.replace(",\n    max_vehicles INTEGER\n", "\n"))
+    old.execute("INSERT INTO jobs (id, state, problem, solver, time_limit, seed, filename, "
+                "nodes, created_at, updated_at) VALUES ('old', 'succeeded', 'tsp', "
+                "'ortools', 1.0, 0, 'eil51.tsp', 51, 0, 0)")
+    old.commit()
+    columns = {row[1] for row in old.execute("PRAGMA table_info(jobs)")}
+    old.close()
+    assert "max_vehicles" not in columns
+    store = JobStore(tmp_path)
+    stored = store.get("old")
+    assert stored is not None and stored.max_vehicles is None
+    capped = store.create(problem="cvrp", solver="ils", time_limit=1.0, seed=0,
+                          filename="X-n101-k25.vrp", data=(DATA / "X-n101-k25.vrp").read_bytes(),
+                          nodes=101, max_vehicles=26)
+    assert JobStore(tmp_path).get(capped.id).max_vehicles == 26  # type: ignore[union-attr]
+
+
 def test_worker_runs_a_stored_job(tmp_path: Path) -> None:
     store = JobStore(tmp_path)
     job = _job(store)
