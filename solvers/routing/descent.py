@@ -581,13 +581,7 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                 before += _route_length(r, succ, xy, mat, conv, n, depot, count)
         ns = counts[0]
         for i in range(m):
-            v = removed[i]
-            p = pred[v]
-            q = succ[v]
-            succ[p] = q
-            pred[q] = p
-            load[route_of[v]] -= demand[v]
-            route_of[v] = -1
+            _unlink(removed[i], succ, pred, route_of, load, demand)
         for i in range(ns):
             _refresh(saved_routes[i], succ, route_of, cum, load, demand, n, count)
         ok = True
