@@ -620,7 +620,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if source is None or args.reparent:
         evaluate()  # step 0: the ReLD parent (or the re-parented block) as it stands
     model.train()
-    while (time.time() - t_start) / 60 < args.minutes:
+    # a run given any time makes at least one step, however long the step-0 validation took
+    # (a CI run on a busy machine spent all of --minutes 0.02 validating and added none)
+    while ((time.time() - t_start) / 60 < args.minutes
+           or (args.minutes > 0 and steps_here == 0)):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
             if args.phase == "imitation":
                 loss, stats = tw_imitation_loss(model, args.batch, args.variants,

@@ -538,9 +538,13 @@ def test_single_flag_trains_the_reld_cvrptw_model_and_refuses_other_uses(tmp_pat
           "--confirm-count", "0", "--eval-minutes", "100"])
     ckpt = torch.load(out, weights_only=False)
     assert ckpt["config"]["strategies"] == 1
-    # the lineage's minutes and steps carry over; the new ones count as pomo
-    assert ckpt["train"]["steps"] > 500 and ckpt["train"]["cpu_minutes"] >= 30.0
-    assert ckpt["train"]["phases"]["imitation"] == 500 and ckpt["train"]["phases"]["pomo"] > 0
+    # the lineage's minutes and steps carry over; the new ones count as pomo. Read from the
+    # latest state: the checkpoint itself moves only when validation improves, which one
+    # short run's steps need not do (a CI run failed on it)
+    last = torch.load(out.with_suffix(".last.pt"), weights_only=False)
+    assert last["config"]["strategies"] == 1
+    assert last["train"]["steps"] > 500 and last["train"]["cpu_minutes"] >= 30.0
+    assert last["train"]["phases"]["imitation"] == 500 and last["train"]["phases"]["pomo"] > 0
     for bad in (["tsp", "--single"], ["cvrptw", "--phase", "pomo"],
                 ["cvrptw", "--single", "--phase", "best_of_k"],
                 ["cvrptw", "--single", "--trajectories", "1"],
