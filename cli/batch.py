@@ -40,7 +40,14 @@ from rich.table import Table
 
 from app.jobs.executors import Executor, make_executor
 from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
-from cli.common import EXIT_SOLVER_FAILED, check_time_limit, fail, jsonable, stdout_console
+from cli.common import (
+    EXIT_SOLVER_FAILED,
+    check_time_limit,
+    fail,
+    jsonable,
+    stdout_console,
+    with_fleet,
+)
 from cli.display import format_cost
 from solvers.base import MAX_SEED, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
@@ -52,7 +59,6 @@ from solvers.routing.io import (
     sol_text_for,
     tour_text_for,
 )
-from solvers.routing.problem import CVRPInstance, Instance
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
 
@@ -292,20 +298,6 @@ def batch_settings(solver: str, time_limit: float, seed: int,
     if max_vehicles is not None:
         settings["max_vehicles"] = max_vehicles
     return settings
-
-
-def with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
-    """``--max-vehicles`` as a file's fleet cap; an ``InstanceError`` (the row's reason) when
-    the file is a TSP or the cap is not a valid fleet for it."""
-    if max_vehicles is None:
-        return instance
-    if not isinstance(instance, CVRPInstance):
-        raise InstanceError("--max-vehicles", "applies to CVRP and CVRPTW files; a TSP has one "
-                            "vehicle")
-    try:
-        return instance.with_fleet(max_vehicles)
-    except InstanceError as exc:
-        raise InstanceError("--max-vehicles", exc.message) from None
 
 
 def job_input(data: bytes, filename: str, max_vehicles: int | None) -> tuple[str, bytes]:

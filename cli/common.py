@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from solvers.errors import InstanceError
+from solvers.routing.problem import CVRPInstance, Instance
 
 T = TypeVar("T")
 
@@ -40,6 +41,21 @@ def check_time_limit(time_limit: float) -> None:
         fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
     if time_limit > MAX_TIME_LIMIT:
         fail(f"--time-limit: at most {MAX_TIME_LIMIT:,.0f} s (30 days), got {time_limit:g}")
+
+
+def with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
+    """``--max-vehicles`` as an instance's fleet cap (checked as a file's VEHICLES is); an
+    ``InstanceError`` naming the option when it is a TSP or the cap is not a valid fleet for
+    it (``cosolve batch`` makes it the file's reason, the other commands exit 2 with it)."""
+    if max_vehicles is None:
+        return instance
+    if not isinstance(instance, CVRPInstance):
+        raise InstanceError("--max-vehicles", "applies to CVRP and CVRPTW instances; a TSP has "
+                            "one vehicle")
+    try:
+        return instance.with_fleet(max_vehicles)
+    except InstanceError as exc:
+        raise InstanceError("--max-vehicles", exc.message) from None
 
 
 def solver_names(text: str, example: str) -> list[str]:

@@ -29,6 +29,7 @@ from cli.common import (
     load_or_fail,
     solver_names,
     stdout_console,
+    with_fleet,
 )
 from cli.display import (
     SolveProgress,
@@ -48,7 +49,7 @@ from solvers.errors import (
     UnknownSolverError,
 )
 from solvers.routing.io import load_instance, solution_to_dict, write_solution_file
-from solvers.routing.problem import CVRPInstance, Instance, Solution
+from solvers.routing.problem import Instance, Solution
 from solvers.routing.render import solution_svg
 from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import gap_percent
@@ -235,15 +236,11 @@ def list_solvers(
 
 
 def _with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
-    """``--max-vehicles`` as the instance's fleet cap (checked as a file's VEHICLES is)."""
-    if max_vehicles is None:
-        return instance
-    if not isinstance(instance, CVRPInstance):
-        fail("--max-vehicles: applies to CVRP and CVRPTW instances; a TSP has one vehicle")
+    """``--max-vehicles`` as the instance's fleet cap; a mistake exits 2 naming it."""
     try:
-        return instance.with_fleet(max_vehicles)
+        return with_fleet(instance, max_vehicles)
     except InstanceError as exc:
-        fail(f"--max-vehicles: {exc.message}")
+        fail(str(exc))
 
 
 @app.command("solve")

@@ -30,7 +30,9 @@ from solvers.errors import NoSolutionError
 from solvers.routing.localsearch import two_opt
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 from solvers.routing.timewindows import (
+    ATTEMPT_POPS,
     ELIMINATION_MAX_NODES,
+    PERTURB_MOVES,
     eliminate_routes,
     relocate_descent,
 )
@@ -797,11 +799,7 @@ def _two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: 
 
 
 # -- route elimination on a plain CVRP -----------------------------------------------------
-#: Customers one attempt may take from the pool (per customer of the instance) before the
-#: route it empties is given back: first without shaking, then with (``timewindows``'s).
-ELIMINATION_POPS = (2, 20)
-#: Random relocations next to a neighbour after each ejection, once an attempt has failed.
-ELIMINATION_SHAKES = 20
+# (pops per attempt and shaking moves: ``timewindows.ATTEMPT_POPS`` and ``PERTURB_MOVES``)
 
 
 def eliminate_capacity_routes(instance: CVRPInstance, routes: list[list[int]],
@@ -849,7 +847,7 @@ def eliminate_capacity_routes(instance: CVRPInstance, routes: list[list[int]],
                             plan.n, plan.count)
         alive[victim] = False
         rng.shuffle(pool[:size])
-        most = ELIMINATION_POPS[shaking] * plan.n
+        most = ATTEMPT_POPS[shaking] * plan.n
         pops = 0
         while size and pops < most and (now := time.perf_counter()) < deadline:
             size, done = _pour(pool, size, min(chunk, most - pops), int(rng.integers(2**31)),
@@ -1045,7 +1043,7 @@ def _pour(pool: np.ndarray, size: int, pops: int, seed: int, shaking: bool,
             pool[size] = e
             size += 1
         if shaking:
-            _shake(ELIMINATION_SHAKES, succ, pred, route_of, load, demand, cap, near, n,
+            _shake(PERTURB_MOVES, succ, pred, route_of, load, demand, cap, near, n,
                    depot)
     return size, done
 
