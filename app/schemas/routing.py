@@ -8,6 +8,7 @@ reject the same instances with the same words.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -46,9 +47,23 @@ def _reject_text_int(value: Any) -> Any:
     return _reject_bool(value)
 
 
-#: A JSON number (an integer or a float), never true or false; options only (a multipart
-#: form sends its fields as text, so "0.5" is read as 0.5).
-Number = Annotated[float, BeforeValidator(_reject_bool_number)]
+def _finite_option(value: Any) -> Any:
+    # pydantic checks a bound before allow_inf_nan, so NaN was refused as "should be greater
+    # than 0"; an option's NaN or infinity (JSON's NaN, a form's "nan") is named as such
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value  # pydantic's own float parsing error
+    if isinstance(number, float) and not math.isfinite(number):
+        raise PydanticCustomError("finite_number", "Input should be a finite number")
+    return _reject_bool_number(value)
+
+
+#: A JSON number (an integer or a float), never true or false, and finite; options only (a
+#: multipart form sends its fields as text, so "0.5" is read as 0.5).
+Number = Annotated[float, BeforeValidator(_finite_option)]
 
 #: A number of an instance's or a network's data: never text, true or false.
 DataNumber = Annotated[float, BeforeValidator(_reject_text_number)]

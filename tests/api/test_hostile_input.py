@@ -271,3 +271,29 @@ def test_numbers_written_as_text_in_instance_data_are_refused(
     time_limit still read text: multipart forms send nothing else)."""
     body = assert_problem(api.post(url, json={**body, "time_limit": "1"}), 422, field=field)
     assert "not text" in body["detail"]
+
+
+@pytest.mark.parametrize(("path", "content", "field"), [
+    ("/v1/routing/tsp/solve",
+     '{"instance": {"coords": [[0, 0], [1, 0], [0, 1]]}, "time_limit": NaN}', "time_limit"),
+    ("/v1/jobs", '{"problem": "tsp", "instance": {"coords": [[0, 0], [1, 0], [0, 1]]}, '
+     '"time_limit": Infinity}', "time_limit"),
+    ("/v1/flow/min-cost", '{"network": {"nodes": 2, "supplies": [1, -1], "arcs": '
+     '[{"tail": 1, "head": 2, "cost": 1}]}, "tolerance": NaN}', "tolerance"),
+])
+def test_nan_and_infinity_options_are_named_as_such(api: httpx.Client, path: str, content: str,
+                                                     field: str) -> None:
+    """QA sweep: a NaN time_limit was refused as "should be greater than 0" (pydantic checks
+    the bound before allow_inf_nan)."""
+    body = assert_problem(api.post(path, content=content,
+                                   headers={"content-type": "application/json"}), 422,
+                          field=field)
+    assert "finite number" in body["detail"], body
+
+
+def test_a_form_time_limit_of_nan_is_named_as_such(api: httpx.Client) -> None:
+    upload = {"file": ("eil51.tsp", (DATA / "eil51.tsp").read_bytes())}
+    response = api.post("/v1/jobs", files=upload,
+                        data={"solver": "nearest_neighbor", "time_limit": "nan"})
+    body = assert_problem(response, 422, field="time_limit")
+    assert "finite number" in body["detail"], body
