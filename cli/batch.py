@@ -454,7 +454,8 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
     at once, a running one at its solver's next check) and their rows say ``interrupted``.
     """
     batch_id = store.create_batch(solver, time_limit, len(pending),
-                                  [{"filename": r.file, "error": r.error} for r in rejected])
+                                  [{"filename": r.file, "error": r.error} for r in rejected],
+                                  max_vehicles)
     waiting: dict[str, BatchRow] = {}
     progress = _BatchProgress(len(pending), show_progress)
     try:

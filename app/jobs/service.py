@@ -79,7 +79,7 @@ class JobService:
         return job
 
     def submit_batch(self, jobs: list[dict[str, Any]], solver: str, time_limit: float,
-                     rejected: list[dict[str, str]]) -> str:
+                     rejected: list[dict[str, str]], max_vehicles: int | None = None) -> str:
         """Persist a batch and all its jobs, or nothing when they do not all fit the queue:
         the check and the creation hold the submit lock together, so single jobs arriving at
         the same moment cannot fill the queue halfway through (that left a batch whose id
@@ -88,7 +88,8 @@ class JobService:
             active = self.store.count_active()
             if active + len(jobs) > self.settings.max_active_jobs:
                 raise QueueFullError(active + len(jobs), self.settings.max_active_jobs)
-            batch_id = self.store.create_batch(solver, time_limit, len(jobs), rejected)
+            batch_id = self.store.create_batch(solver, time_limit, len(jobs), rejected,
+                                               max_vehicles)
             created = [self.store.create(**job, batch_id=batch_id) for job in jobs]
         for job in created:
             self.executor.submit(job)

@@ -92,12 +92,13 @@ CREATE TABLE IF NOT EXISTS batches (
     solver TEXT NOT NULL,
     time_limit REAL NOT NULL,
     size INTEGER NOT NULL,
-    rejected TEXT NOT NULL DEFAULT '[]'
+    rejected TEXT NOT NULL DEFAULT '[]',
+    max_vehicles INTEGER
 );
 """
 
-#: Columns added to ``jobs`` after its first release: (name, type), for older stores.
-_ADDED_COLUMNS = (("max_vehicles", "INTEGER"),)
+#: Columns added after a table's first release: (table, name, type), for older stores.
+_ADDED_COLUMNS = (("jobs", "max_vehicles", "INTEGER"), ("batches", "max_vehicles", "INTEGER"))
 
 
 @dataclass
@@ -165,11 +166,11 @@ class JobStore:
         """A store written by an older version gains the columns added since (its jobs read
         as None there); two processes opening it at once may both try, which is harmless."""
         conn = self._connection()
-        have = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
-        for column, kind in _ADDED_COLUMNS:
+        for table, column, kind in _ADDED_COLUMNS:
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
             if column not in have:
                 try:
-                    conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                     conn.commit()
                 except sqlite3.OperationalError as exc:
                     if "duplicate column" not in str(exc):
@@ -261,13 +262,15 @@ class JobStore:
         return job
 
     def create_batch(self, solver: str, time_limit: float, size: int,
-                     rejected: list[dict[str, Any]]) -> str:
-        """A batch row; ``rejected`` lists the files refused at submission, with reasons."""
+                     rejected: list[dict[str, Any]], max_vehicles: int | None = None) -> str:
+        """A batch row; ``rejected`` lists the files refused at submission, with reasons;
+        ``max_vehicles``: the fleet cap every file was given, if any."""
         batch_id = uuid.uuid4().hex
         with self._conn() as c:
-            c.execute("INSERT INTO batches (id, created_at, solver, time_limit, size, rejected) "
-                      "VALUES (?,?,?,?,?,?)",
-                      (batch_id, time.time(), solver, time_limit, size, json.dumps(rejected)))
+            c.execute("INSERT INTO batches (id, created_at, solver, time_limit, size, rejected, "
+                      "max_vehicles) VALUES (?,?,?,?,?,?,?)",
+                      (batch_id, time.time(), solver, time_limit, size, json.dumps(rejected),
+                       max_vehicles))
         return batch_id
 
     # -- reading ---------------------------------------------------------------------

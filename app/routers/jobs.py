@@ -404,7 +404,8 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
             f"{r['filename']}: {r['error']}" for r in rejected[:5]), field="files")
     try:
         batch_id = service.submit_batch([vars(job_input) for job_input in accepted],
-                                        options.solver, accepted[0].time_limit, rejected)
+                                        options.solver, accepted[0].time_limit, rejected,
+                                        options.max_vehicles)
     except QueueFullError as exc:
         raise _queue_full(exc) from None
     return batch_status(service, batch_id)
@@ -423,6 +424,7 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     costs = [j.cost for j in jobs if j.cost is not None]
     return BatchStatus(
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
+        max_vehicles=batch["max_vehicles"],
         created_at=batch["created_at"], done=all(j.final for j in jobs),
         summary=BatchSummary(files=len(jobs), total_cost=sum(costs) if costs else None,
                              **counts),
@@ -455,7 +457,8 @@ def batch_markdown(status: BatchStatus) -> str:
 
     lines = [f"# Batch {status.id}", "",
              f"solver {status.solver}, time limit {status.time_limit:g} s, "
-             f"{'done' if status.done else 'in progress'}", "",
+             + (f"at most {status.max_vehicles} vehicles, " if status.max_vehicles else "")
+             + ("done" if status.done else "in progress"), "",
              "| file | nodes | state | cost | feasible | wall (s) | error |",
              "|---|---:|---|---:|---|---:|---|"]
     for r in status.results:

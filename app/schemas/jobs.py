@@ -139,6 +139,9 @@ class BatchStatus(BaseModel):
     id: str
     solver: str
     time_limit: float
+    max_vehicles: int | None = Field(
+        default=None, description="The fleet cap every file of the batch was given (the "
+        "max_vehicles form field), null without one.")
     created_at: float
     done: bool
     summary: BatchSummary

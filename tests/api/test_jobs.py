@@ -281,7 +281,7 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
                         data={"solver": "nearest_neighbor", "time_limit": "1"})
     assert response.status_code == 202, response.text
     batch = response.json()
-    assert batch["summary"]["files"] == 4
+    assert batch["summary"]["files"] == 4 and batch["max_vehicles"] is None
     assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp", "again/eil51.tsp",
                                                            "old/square.tsp"]
     assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
@@ -320,8 +320,11 @@ def test_a_batch_caps_the_fleet_of_every_cvrp_file(api: httpx.Client) -> None:
     batch = response.json()
     assert [r["filename"] for r in batch["rejected"]] == ["berlin52.tsp"]
     assert "max_vehicles" in batch["rejected"][0]["error"]
+    assert batch["max_vehicles"] == 26  # the batch says what its files were given
     batch = _wait_batch(api, batch)
     assert batch["done"] and batch["summary"]["succeeded"] == 1
+    table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"}).text
+    assert "at most 26 vehicles" in table
     jobs = api.get("/v1/jobs", params={"batch_id": batch["id"]}).json()
     job_id = jobs["jobs"][0]["id"]
     solution = api.get(f"/v1/jobs/{job_id}/solution").json()
