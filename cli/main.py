@@ -348,7 +348,8 @@ def compare(
     _check_reference(reference)
     instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
     if svg is not None and not svg.is_dir():
-        fail(f"--svg: folder {svg} does not exist")
+        fail(f"--svg: {svg} is a file; give a folder for the charts" if svg.exists()
+             else f"--svg: folder {svg} does not exist")
     if solvers is None:
         names = [s.name for s in specs_for(instance.problem) if s.available]
     else:

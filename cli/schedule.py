@@ -137,7 +137,8 @@ def simulate_command(
     vm_pool = _pool(pool)
     rates = _rates(rate)
     if gantt is not None and not gantt.is_dir():
-        fail(f"--gantt: folder {gantt} does not exist")
+        fail(f"--gantt: {gantt} is a file; give a folder for the charts" if gantt.exists()
+             else f"--gantt: folder {gantt} does not exist")
     # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
     templates = _templates(workflows, shapes, tasks, template_seed)
     runs = run_policies(templates, vm_pool, Arrivals(workflows_count, rates), names, seed,

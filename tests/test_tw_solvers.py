@@ -88,6 +88,9 @@ def test_greedy_construction_respects_windows():
     with pytest.raises(NoSolutionError) as err:
         solve(r101, "nearest_neighbor", Budget(time_limit=1))
     assert err.value.field == "max_vehicles" and "used 21 vehicles" in str(err.value)
+    # it names solvers that keep a fleet with time windows (QA sweep: it suggested ils)
+    assert "pyvrp, ortools, reld and polynet" in str(err.value)
+    assert "ils" not in str(err.value)
     routes = time_window_routes(r101)
     assert check_solution(r101.with_fleet(None), routes) == [] and len(routes) == 21
 

@@ -115,7 +115,8 @@ def _task(options: FlowOptionsIn | FlowCompareOptionsIn, names: list[str],
     else:
         check_solver_name(names[0], PROBLEM, "solver")
     time_limit = request_time_limit(options.time_limit, settings, runs=len(names),
-                                    cli="cosolve flow solve")
+                                    cli="cosolve flow compare" if compare_fields
+                                    else "cosolve flow solve")
     network = _network(build, source, settings)
     return FlowTask(network, names, time_limit, options.seed, options.tolerance)
 

@@ -287,8 +287,10 @@ _BATCH_BODY = {
 }
 
 
-def _expand(filename: str, data: bytes, max_bytes: int) -> list[tuple[str, bytes]]:
-    """Instance files of one upload: itself, or the members of a .zip/.tar archive."""
+def _expand(filename: str, data: bytes, max_bytes: int,
+            skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    """Instance files of one upload: itself, or the members of a .zip/.tar archive; a tar's
+    links and special files are never read, only listed in ``skipped`` with the reason."""
     lower = filename.lower()
     if not lower.endswith(_ARCHIVE_SUFFIXES):
         return [(filename, data)]
@@ -308,7 +310,14 @@ def _expand(filename: str, data: bytes, max_bytes: int) -> list[tuple[str, bytes
         else:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
                 for member in tf.getmembers():
+                    if member.isdir():
+                        continue
                     if not member.isfile():
+                        # silently dropped before (QA sweep): say what was left out, and why
+                        kind = ("a link" if member.issym() or member.islnk()
+                                else "not a regular file")
+                        skipped.append({"filename": member.name, "error": (
+                            f"{kind} in the archive; only regular files are read")})
                         continue
                     total += member.size
                     if total > max_bytes:
@@ -359,18 +368,21 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
                   service: JobService) -> BatchStatus:
     check_batch_options(options.solver, options.time_limit, settings)
     files: list[tuple[str, bytes]] = []
+    skipped: list[dict[str, Any]] = []
     for filename, data in uploads:
-        files += _expand(filename, data, settings.max_decompressed_bytes)
+        files += _expand(filename, data, settings.max_decompressed_bytes, skipped)
     if not files:
         raise invalid_request(
             "the upload holds no files to solve: its archives are empty or hold only hidden "
-            "files (names starting with '.', __MACOSX/); send .tsp, .vrp, .vrptw or .json "
-            "files, optionally gzipped, or a .zip/.tar of them", field="files")
+            "files (names starting with '.', __MACOSX/)"
+            + (", links or special files" if skipped else "")
+            + "; send .tsp, .vrp, .vrptw or .json files, optionally gzipped, or a .zip/.tar "
+            "of them", field="files")
     if len(files) > settings.max_batch_files:
         raise invalid_request(f"{len(files)} files; a batch holds at most "
                               f"{settings.max_batch_files}", field="files")
     accepted: list[JobInput] = []
-    rejected: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = list(skipped)
     # a result is named by the file's base name; only a file that reads claims its name (as
     # the CLI's batch does), so an unreadable old/s.tsp does not block a good new/s.tsp
     first_of: dict[str, str] = {}

@@ -98,6 +98,11 @@ class InfeasibilityOut(BaseModel):
     capacity: int
     arcs: list[int] = Field(description="Indices of the arcs leaving the node set.")
     node_capacities: list[int] = Field(description="Nodes whose capacity limits the set.")
+    forced: int = Field(default=0, description="Units the lower bounds force into the set "
+                        "(net; negative: out of it), included in net_supply: the nodes' own "
+                        "supplies sum to net_supply − forced.")
+    lower_arcs: list[int] = Field(default_factory=list, description="Indices of the "
+                                  "lower-bounded arcs that cross the set's boundary.")
     message: str
 
 

@@ -47,10 +47,18 @@ def blocking_cut(net: FlowNetwork) -> BlockingCut | None:
     split_arcs = leaving[leaving >= core.m_orig]
     nodes = np.unique(core.origin[np.flatnonzero(in_s)])
     capped_nodes = core.split_nodes[split_arcs - core.m_orig]
+    # user arcs whose lower bound moves flow across the cut (core supplies carry it)
+    user = np.arange(core.m_orig)
+    tail_in, head_in = in_s[core.tails[user]], in_s[core.heads[user]]
+    lower_arcs = np.flatnonzero((tail_in != head_in) & (net.lower > 0))
+    forced = int(net.lower[lower_arcs][head_in[lower_arcs]].sum()
+                 - net.lower[lower_arcs][tail_in[lower_arcs]].sum())
     return BlockingCut(
         nodes=[int(net.node_ids[i]) for i in nodes],
         net_supply=int(core.supplies[in_s].sum()),
         capacity=int(core.caps[leaving].sum()),
         arcs=[int(k) for k in user_arcs],
         node_capacities=[int(net.node_ids[i]) for i in capped_nodes],
+        forced=forced,
+        lower_arcs=[int(k) for k in lower_arcs],
     )

@@ -251,7 +251,7 @@ def parse_dimacs(text: str, name: str = "network", max_nodes: int = MAX_NODES,
                 raise InstanceError(f"line {lineno}", f"node {node} already has a supply (line "
                                     f"{node_lines[node]})")
             node_lines[node] = lineno
-            supplies[node - 1] = _int_token(parts[2], lineno, "SUPPLY")
+            supplies[node - 1] = _bounded_int(parts[2], lineno, "SUPPLY")
         else:
             raise InstanceError(f"line {lineno}", f"unknown line type {kind!r}; DIMACS min-cost "
                                 "flow has c, p, n and a lines")
@@ -284,6 +284,15 @@ def _int_token(token: str, lineno: int, what: str) -> int:
         raise InstanceError(f"line {lineno}", f"{what} must be an integer, got {token!r}") from None
 
 
+def _bounded_int(token: str, lineno: int, what: str) -> int:
+    """An integer that fits the int64 arithmetic of the solvers (a supply past it crashed the
+    parse with numpy's OverflowError; QA sweep)."""
+    value = _int_token(token, lineno, what)
+    if abs(value) >= 2**62:
+        raise InstanceError(f"line {lineno}", f"{what} {value} is out of range")
+    return value
+
+
 def _arc_table(rows: list[str], lines: list[int]) -> np.ndarray:
     """The a-lines as an (m, 5) int64 table; fast path for clean files, exact errors otherwise."""
     if not rows:
@@ -302,10 +311,7 @@ def _arc_table(rows: list[str], lines: list[int]) -> np.ndarray:
                                 f"got {len(parts)}")
         for j, (token, what) in enumerate(zip(parts, ("FROM", "TO", "LOW", "CAP", "COST"),
                                               strict=True)):
-            value = _int_token(token, lineno, what)
-            if abs(value) >= 2**62:
-                raise InstanceError(f"line {lineno}", f"{what} {value} is out of range")
-            table[k, j] = value
+            table[k, j] = _bounded_int(token, lineno, what)
     return table
 
 

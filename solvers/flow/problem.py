@@ -524,7 +524,8 @@ class BlockingCut:
     ``nodes`` (user ids) hold ``net_supply`` more units than they consume, but the arcs leaving
     the set (``arcs``, user arc indices) and the node capacities inside it (``node_capacities``,
     user ids) let at most ``capacity`` units out. With lower bounds, ``net_supply`` includes the
-    flow they force across the set.
+    flow they force across the set: ``forced`` units (into it, net) on ``lower_arcs``, so the
+    nodes' own supplies sum to ``net_supply − forced``.
     """
 
     nodes: list[int]
@@ -532,6 +533,8 @@ class BlockingCut:
     capacity: int
     arcs: list[int]
     node_capacities: list[int]
+    forced: int = 0
+    lower_arcs: list[int] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -542,13 +545,24 @@ class BlockingCut:
             caps = ", ".join(map(str, self.node_capacities[:10]))
             ways.append(f"the node capacit{'ies' if len(self.node_capacities) > 1 else 'y'} "
                         f"of node{'s' if len(self.node_capacities) > 1 else ''} {caps}")
+        forced = ""
+        if self.lower_arcs:
+            # the supply a client can check against the network it sent (QA sweep: a net
+            # supply of 1 for nodes whose supplies sum to -3, with 4 units forced in)
+            arcs = ", ".join(map(str, self.lower_arcs[:10]))
+            extra = len(self.lower_arcs) - 10
+            more_arcs = f" and {extra} more" if extra > 0 else ""
+            forced = (f" (their supplies sum to {self.net_supply - self.forced}; the lower "
+                      f"bounds of arc{'s' if len(self.lower_arcs) > 1 else ''} {arcs}{more_arcs} "
+                      f"force {self.forced} more {'in' if self.forced >= 0 else 'out'})")
         return (f"no feasible flow: nodes {{{shown}{more}}} have a net supply of "
-                f"{self.net_supply} units, but at most {self.capacity} can leave them (through "
-                f"{' and '.join(ways)})")
+                f"{self.net_supply} units{forced}, but at most {self.capacity} can leave them "
+                f"(through {' and '.join(ways)})")
 
     def to_dict(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "net_supply": self.net_supply, "capacity": self.capacity,
                 "arcs": self.arcs, "node_capacities": self.node_capacities,
+                "forced": self.forced, "lower_arcs": self.lower_arcs,
                 "message": self.message}
 
 

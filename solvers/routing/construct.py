@@ -135,7 +135,10 @@ class NearestNeighbourSolver:
             raise NoSolutionError(
                 f"nearest_neighbor builds routes greedily without aiming for a fleet: it used "
                 f"{sum(1 for r in routes if r)} vehicles and max_vehicles is "
-                f"{instance.max_vehicles}; ils, pyvrp and ortools keep a fleet cap",
+                f"{instance.max_vehicles}; "
+                + ("pyvrp, ortools, reld and polynet keep a fleet cap with time windows"
+                   if isinstance(instance, CVRPTWInstance)
+                   else "ils, pyvrp and ortools keep a fleet cap"),
                 field="max_vehicles", more_time_helps=False)
         wall = time.perf_counter() - t0
         sol = build_solution(instance, routes, solver=self.name, wall_time=wall,

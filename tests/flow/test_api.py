@@ -191,6 +191,8 @@ def test_strict_limits(strict_api: httpx.Client) -> None:
     body = assert_problem(strict_api.post(COMPARE, json={
         "network": _network("two_paths"), "time_limit": 4}), 422, field="solvers")
     assert "at most" in body["detail"]
+    # the CLI it points to is the comparing one (QA sweep: it said cosolve flow solve)
+    assert "cosolve flow compare" in body["detail"], body
 
 
 def test_too_many_arcs_are_refused_before_they_are_read(strict_api: httpx.Client) -> None:

@@ -73,6 +73,11 @@ def test_dimacs_lower_bounds_are_read() -> None:
     ("p min 2 1\nn 1 1\nn 1 1\n", "line 3", "already has a supply"),
     ("c nothing\n", "file", "no 'p min"),
     ("p min 2 1\nx 1\n", "line 2", "unknown line type"),
+    # past int64 was numpy's OverflowError (a traceback from the CLI; QA sweep)
+    ("p min 2 1\nn 1 99999999999999999999\nn 2 -5\na 1 2 0 10 3\n", "line 2",
+     "SUPPLY 99999999999999999999 is out of range"),
+    ("p min 2 1\nn 1 5\nn 2 -5\na 1 2 0 99999999999999999999 3\n", "line 4",
+     "CAP 99999999999999999999 is out of range"),
 ])
 def test_dimacs_errors_name_the_line(text: str, field: str, words: str) -> None:
     with pytest.raises(InstanceError) as exc:

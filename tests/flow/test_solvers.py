@@ -111,6 +111,31 @@ def test_infeasible_networks_come_with_a_blocking_cut() -> None:
         assert "at most 3" in cut.message
 
 
+@pytest.mark.parametrize(("network", "nodes", "own", "forced"), [
+    # arc 0 forces 4 units into {2, 3}, whose supplies sum to -3; nothing leaves them
+    ({"nodes": [1, 2, 3], "supplies": [3, 0, -3], "arcs": [
+        {"tail": 1, "head": 2, "cost": 1, "lower": 4, "capacity": 5},
+        {"tail": 2, "head": 3, "cost": 1}, {"tail": 1, "head": 3, "cost": 1}]},
+     [2, 3], -3, 4),
+    # node 2 (supply 0, capacity 2) is forced 3 units in
+    ({"nodes": [1, 2, 3], "supplies": [3, 0, -3], "node_capacities": [None, 2, None],
+      "arcs": [{"tail": 1, "head": 2, "cost": 1, "lower": 3, "capacity": 5},
+               {"tail": 2, "head": 3, "cost": 1}]}, [2], 0, 3),
+])
+def test_a_cut_says_what_the_lower_bounds_force_across_it(
+        network: dict, nodes: list[int], own: int, forced: int) -> None:
+    """QA sweep: the message gave the set's net supply with the lower bounds' flow folded in,
+    a number the client could not find in the network it sent."""
+    net = network_from_dict(network)
+    cut = solve(net, "ortools_mcf", Budget(time_limit=5)).cut
+    assert cut is not None and cut.nodes == nodes
+    inside = np.isin(net.node_ids, cut.nodes)
+    assert int(net.supplies[inside].sum()) == own == cut.net_supply - cut.forced
+    assert cut.forced == forced and cut.lower_arcs == [0]
+    assert f"their supplies sum to {own}" in cut.message
+    assert f"force {forced} more in" in cut.message
+
+
 def test_random_infeasible_cuts_are_real_proofs() -> None:
     """Σ supplies inside the cut exceeds the capacity of the arcs leaving it."""
     for seed in range(5):

@@ -34,6 +34,8 @@ def test_simulate_inline_diamond_by_hand(api: httpx.Client) -> None:
     assert rows["heft"]["utilization"] == pytest.approx(10 / 16)
     assert rows["heft"]["gantt_svg"].startswith("<svg") and rows["heft"]["gantt_svg"].count(
         "<rect") == 4
+    # the title counts the workflows drawn (QA: "first 50 workflows" of a shorter stream)
+    assert "heft: first 1 workflow," in rows["heft"]["gantt_svg"]
     assert out["workflows"][0]["tasks"] == 4 and out["best_policy"] in ("heft", "eft")
 
 

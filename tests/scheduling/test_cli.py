@@ -110,6 +110,12 @@ def test_rates_keep_their_order_and_repeats(tmp_path: Path) -> None:
     blocked = _run("simulate", "--workflows-count", "3", "--policies", "heft",
                    "--gantt", str(tmp_path))
     assert blocked.exit_code == 2 and "--gantt: cannot write" in blocked.stderr
+    a_file = tmp_path / "chart.svg"
+    a_file.write_text("")
+    named = _run("simulate", "--workflows-count", "3", "--policies", "heft",
+                 "--gantt", str(a_file))
+    # a file given for the folder is named as such, not "does not exist" (QA sweep)
+    assert named.exit_code == 2 and "is a file; give a folder" in named.stderr
 
 
 def test_generated_shapes_give_the_apis_numbers_for_the_same_seed(api: httpx.Client) -> None:
