@@ -2,12 +2,13 @@
 
 ``reld`` and ``polynet`` end every plan with a classical descent
 (``solvers/routing/descent.py``: 2-opt + Or-opt for the TSP; relocate, swap and 2-opt* for
-CVRP; the windows-keeping relocation for CVRPTW). This runs each solver as shipped and with
-the polish patched out (its time going back to the reconstruction, as before the polish
-existed), one after the other, order rotated per instance, and reports the paired cost
-difference with a 95% bootstrap interval, so the README can say which part of a result is
-the model's and which the classical moves'. TSP100 and CVRP100 on ``benchmarks.reld``'s
-uniform sets (seed 20260101), CVRPTW100 on benchmarks/polynet.py's generated instances.
+CVRP; for CVRPTW the windows-keeping relocation, 2-opt*, swap and reversal descent). This
+runs each solver as shipped and with the polish patched out (its time going back to the
+reconstruction, as before the polish existed), one after the other, order rotated per
+instance, and reports the paired cost difference with a 95% bootstrap interval, so the
+README can say which part of a result is the model's and which the classical moves'.
+TSP100 and CVRP100 on ``benchmarks.reld``'s uniform sets (seed 20260101), CVRPTW100 on
+benchmarks/polynet.py's generated instances.
 
     python -m benchmarks.polish --count 64 --limits 1
         # → benchmarks/results/polish.md
@@ -50,18 +51,19 @@ def _no_keep(n: int, remaining: float) -> float:
     return 0.0
 
 
-_PATCHED = {"polish": _unpolished, "POLISH_SHARE": 0.0, "polish_tour": _unpolished_tour,
-            "tour_polish_keep": _no_keep}
+_PATCHED = {"polish": _unpolished, "POLISH_SHARE": 0.0, "POLISH_SHARE_TW": 0.0,
+            "polish_tour": _unpolished_tour, "tour_polish_keep": _no_keep}
 
 
 @contextlib.contextmanager
 def polish_off() -> Iterator[None]:
     """The solvers without the final descent and without the time kept for it."""
-    saved = [(m, {k: getattr(m, k) for k in _PATCHED}) for m in (reld_module, polynet_module)]
+    saved = [(m, {k: getattr(m, k) for k in _PATCHED if hasattr(m, k)})
+             for m in (reld_module, polynet_module)]
     try:
-        for module, _ in saved:
-            for k, v in _PATCHED.items():
-                setattr(module, k, v)
+        for module, originals in saved:
+            for k in originals:
+                setattr(module, k, _PATCHED[k])
         yield
     finally:
         for module, originals in saved:

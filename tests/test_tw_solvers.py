@@ -20,6 +20,7 @@ from solvers.routing.solve import solve
 from solvers.routing.timewindows import (
     _Schedules,
     eliminate_routes,
+    exchange_descent,
     relocate_descent,
     time_window_routes,
 )
@@ -210,6 +211,41 @@ def test_relocation_descent_shortens_repaired_routes_and_keeps_them_feasible():
     assert inst.cost(polished) < 0.97 * inst.cost(routes)
     # a local optimum: a second descent finds nothing
     assert relocate_descent(inst, polished, time.perf_counter() + 20.0) == polished
+
+
+@pytest.mark.parametrize("name", ["R101", "RC101", "generated"])
+def test_exchange_descent_goes_past_relocation_and_keeps_every_rule(name):
+    """The CVRPTW polish: tail exchanges, swaps and reversals after relocation shorten plans
+    relocation alone leaves, keep capacity, windows and every customer, never add a route,
+    and end at a fixed point of all four moves."""
+    inst = (cvrptw_instance(20261200) if name == "generated"
+            else load_instance(R101 if name == "R101" else RC101).with_fleet(None))
+    routes = time_window_routes(inst)
+    relocated = relocate_descent(inst, routes, time.perf_counter() + 20.0)
+    polished = exchange_descent(inst, routes, time.perf_counter() + 20.0)
+    assert check_solution(inst, polished) == []
+    assert sorted(v for r in polished for v in r) == sorted(v for r in routes for v in r)
+    assert len(polished) <= len([r for r in routes if r])
+    assert inst.cost(polished) < 0.99 * inst.cost(relocated)
+    assert exchange_descent(inst, polished, time.perf_counter() + 20.0) == polished
+
+
+def test_exchange_descent_keeps_capacity_and_an_asymmetric_matrix():
+    """Capacity binds (wide windows, vehicles of four customers) and the matrix is
+    asymmetric (no reversals then): the plan stays feasible and never gets longer."""
+    rng = np.random.default_rng(3)
+    n = 30
+    matrix = rng.uniform(1, 10, (n, n)).round(2)
+    np.fill_diagonal(matrix, 0)
+    inst = CVRPTWInstance(distance_matrix=matrix.tolist(), demands=[0] + [1] * (n - 1),
+                          capacity=4, time_windows=[[0, 1000]] * n)
+    routes = [list(range(k, min(k + 4, n))) for k in range(1, n, 4)]
+    polished = exchange_descent(inst, routes, time.perf_counter() + 20.0)
+    assert check_solution(inst, polished) == []
+    assert max(sum(1 for _ in r) for r in polished) <= 4
+    assert inst.cost(polished) < inst.cost(routes)
+    # a deadline already passed leaves the plan as it is
+    assert exchange_descent(inst, routes, time.perf_counter() - 1.0) == routes
 
 
 def test_insertion_places_agree_with_the_route_check():

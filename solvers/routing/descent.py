@@ -34,6 +34,7 @@ from solvers.routing.timewindows import (
     ELIMINATION_MAX_NODES,
     PERTURB_MOVES,
     eliminate_routes,
+    exchange_descent,
     relocate_descent,
 )
 
@@ -45,6 +46,9 @@ MIN_POLISH_SECONDS = 0.01
 #: Share of the time left at reconstruction that the neural solvers keep for ``polish``
 #: (about 20 ms on 100 customers).
 POLISH_SHARE = 0.05
+#: The same with time windows, whose exchange descent takes longer (CVRPTW100 from 4 s
+#: polynet and reld plans: 50 ms on average, 140 ms at most, var/s34/tw_ls2.py).
+POLISH_SHARE_TW = 0.1
 
 #: The kicks' annealing temperature at the start and at the end of a run, in units of the
 #: plan's mean arc: a kick that lengthens the plan by d is kept with probability exp(−d / T).
@@ -96,20 +100,22 @@ def polish_tour(instance: TSPInstance, tour: list[int], deadline: float) -> dict
 
 def polish(instance: CVRPInstance, routes: list[list[int]], deadline: float) -> dict[str, Any]:
     """The final plan of a neural CVRP or CVRPTW solve through a classical descent:
-    ``cvrp_descent`` for CVRP, ``timewindows.relocate_descent`` for CVRPTW (single customers
-    to cheaper places that keep windows). Returns the polished ``routes``, ``factor`` (cost
-    after / before), and for the stats ``gain_percent`` and ``seconds``.
+    ``cvrp_descent`` for CVRP, ``timewindows.exchange_descent`` for CVRPTW (relocations,
+    tail exchanges, swaps and reversals that keep windows). Returns the polished
+    ``routes``, ``factor`` (cost after / before), and for the stats ``gain_percent`` and
+    ``seconds``.
 
     The models' plans keep detours that these moves remove in milliseconds
     (``benchmarks.polish``, 64 instances at 1 s: CVRP100 -0.31% (polynet) and -0.37% (reld)
-    in at most 17 ms, CVRPTW100 -1.12% and -1.14% in at most 42 ms; Solomon R201 -5.8%)."""
+    in at most 17 ms, CVRPTW100 -1.12% and -1.14% in at most 42 ms with relocations alone;
+    Solomon R201 -5.8%)."""
     t0 = time.perf_counter()
     # a reconstruction that overran its share must not leave the plan unpolished: the
     # descent converges in milliseconds on small instances, so it always gets a few
     deadline = max(deadline, t0 + MIN_POLISH_SECONDS)
     before = instance.cost(routes)
     if isinstance(instance, CVRPTWInstance):
-        polished = relocate_descent(instance, routes, deadline)
+        polished = exchange_descent(instance, routes, deadline)
     else:
         polished = cvrp_descent(instance, routes, deadline)
     after = instance.cost(polished)

@@ -40,6 +40,7 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.routing.checkpoints import missing_checkpoint
 from solvers.routing.descent import (
     POLISH_SHARE,
+    POLISH_SHARE_TW,
     REPAIR_SHARE,
     fleet_repair,
     polish,
@@ -361,7 +362,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         if reconstruct:
             before = instance.cost(routes)
             # a sliver of the time is kept for the classical polish below
-            keep = POLISH_SHARE * clock.remaining
+            keep = (POLISH_SHARE_TW if tw is not None else POLISH_SHARE) * clock.remaining
             routes, rebuilt = reconstruct_routes(model, instance, routes, clock,
                                                  clock.remaining - keep, budget.seed,
                                                  device=device,

@@ -426,3 +426,160 @@ def relocate_descent(instance: CVRPInstance, routes: list[list[int]],
                     loads[b] += demands[c]
                 improved = True
     return [r for r in routes if r]
+
+
+#: Neighbours per customer that decide which route pairs the exchange moves try: two routes
+#: are tried together when a customer of one has one of these among the other's customers.
+EXCHANGE_NEIGHBOURS = 15
+
+
+def exchange_descent(instance: CVRPInstance, routes: list[list[int]],
+                     deadline: float) -> list[list[int]]:
+    """``relocate_descent``, then moves that relocation alone cannot make, each taken when it
+    saves distance and keeps capacity and windows: tail exchanges between two routes
+    (2-opt*), swaps of one customer each between two routes and, on symmetric distances,
+    reversals of a stretch of one route; then relocation again, until nothing saves distance
+    or the deadline passes. It never adds a route.
+
+    The neural CVRPTW plans keep costs that only such moves remove: on 16 generated
+    CVRPTW100 after 4 s of polynet or reld (their relocation polish done), a prototype of
+    these moves took 0.65% more off in about 0.1 s of Python (var/s34/tw_ls.py)."""
+    sched = _Schedules(instance)
+    d, depot, demands, capacity = sched.d, sched.depot, sched.demands, sched.capacity
+    n = instance.n
+    symmetric = bool(np.allclose(sched.matrix, sched.matrix.T))
+    eps = 1e-9 * max(1.0, float(sched.matrix.max()))
+    k = min(EXCHANGE_NEIGHBOURS, n - 1)
+    if k > 0:
+        far = sched.matrix + np.where(np.eye(n, dtype=bool), np.inf, 0.0)
+        far[:, depot] = np.inf
+        near = np.argpartition(far, k - 1, axis=1)[:, :k]
+    else:
+        near = np.zeros((n, 0), dtype=np.int64)
+    routes = relocate_descent(instance, routes, deadline)
+    while time.perf_counter() < deadline:
+        route_of = np.full(n, -1, dtype=np.int64)
+        for r, route in enumerate(routes):
+            route_of[route] = r
+        pairs = sorted({(min(a, b), max(a, b))
+                        for u in itertools.chain.from_iterable(routes)
+                        for a, b in ((int(route_of[u]), int(route_of[v])) for v in near[u])
+                        if b >= 0 and a != b})
+        improved = False
+        for a, b in pairs:
+            if time.perf_counter() >= deadline:
+                break
+            if not routes[a] or not routes[b]:
+                continue
+            moved = (_exchange_tails(routes, a, b, d, depot, demands, capacity, sched, eps)
+                     or _swap_one(routes, a, b, d, depot, demands, capacity, sched, eps))
+            improved |= moved
+        if symmetric:
+            for route in routes:
+                if time.perf_counter() >= deadline:
+                    break
+                improved |= _reverse_stretches(route, d, depot, sched, eps, deadline)
+        routes = [r for r in routes if r]
+        if not improved:
+            break
+        routes = relocate_descent(instance, routes, deadline)
+    return [r for r in routes if r]
+
+
+def _take_first_feasible(candidates: list[tuple[float, Any]],
+                         build: Any, sched: _Schedules) -> Any:
+    """The cheapest candidate move whose new routes all keep their windows, or None."""
+    candidates.sort(key=lambda c: c[0])
+    for _, move in candidates:
+        new = build(move)
+        if all(sched.ok(r) for r in new):
+            return new
+    return None
+
+
+def _exchange_tails(routes: list[list[int]], a: int, b: int, d: Any, depot: int,
+                    demands: list[int], capacity: int, sched: _Schedules, eps: float) -> bool:
+    """The best 2-opt* between routes a and b: a's head with b's tail and b's head with a's."""
+    ra, rb = routes[a], routes[b]
+    pa = [depot, *ra]  # pa[i]: the stop before cut i (cut i keeps ra[:i])
+    pb = [depot, *rb]
+    sa = [*ra, depot]  # sa[i]: the stop after cut i
+    sb = [*rb, depot]
+    load_a = [0, *itertools.accumulate(demands[v] for v in ra)]
+    load_b = [0, *itertools.accumulate(demands[v] for v in rb)]
+    total_a, total_b = load_a[-1], load_b[-1]
+    candidates: list[tuple[float, Any]] = []
+    for i in range(len(ra) + 1):
+        x, x2 = pa[i], sa[i]
+        old_a = d[x][x2]
+        for j in range(len(rb) + 1):
+            if (i == 0 and j == 0) or (i == len(ra) and j == len(rb)):
+                continue  # the routes trade places
+            y, y2 = pb[j], sb[j]
+            delta = d[x][y2] + d[y][x2] - old_a - d[y][y2]
+            if delta < -eps and (load_a[i] + total_b - load_b[j] <= capacity
+                                 and load_b[j] + total_a - load_a[i] <= capacity):
+                candidates.append((delta, (i, j)))
+    if not candidates:
+        return False
+    new = _take_first_feasible(
+        candidates, lambda m: (ra[:m[0]] + rb[m[1]:], rb[:m[1]] + ra[m[0]:]), sched)
+    if new is None:
+        return False
+    routes[a], routes[b] = list(new[0]), list(new[1])
+    return True
+
+
+def _swap_one(routes: list[list[int]], a: int, b: int, d: Any, depot: int,
+              demands: list[int], capacity: int, sched: _Schedules, eps: float) -> bool:
+    """The best exchange of one customer of route a with one of route b."""
+    ra, rb = routes[a], routes[b]
+    load_a = sum(demands[v] for v in ra)
+    load_b = sum(demands[v] for v in rb)
+    candidates: list[tuple[float, Any]] = []
+    for i, x in enumerate(ra):
+        xp, xn = (ra[i - 1] if i else depot), (ra[i + 1] if i + 1 < len(ra) else depot)
+        out_x = d[xp][x] + d[x][xn]
+        for j, y in enumerate(rb):
+            if (load_a - demands[x] + demands[y] > capacity
+                    or load_b - demands[y] + demands[x] > capacity):
+                continue
+            yp, yn = (rb[j - 1] if j else depot), (rb[j + 1] if j + 1 < len(rb) else depot)
+            delta = (d[xp][y] + d[y][xn] - out_x) + (d[yp][x] + d[x][yn] - d[yp][y] - d[y][yn])
+            if delta < -eps:
+                candidates.append((delta, (i, j)))
+    if not candidates:
+        return False
+    new = _take_first_feasible(
+        candidates, lambda m: ([*ra[:m[0]], rb[m[1]], *ra[m[0] + 1:]],
+                               [*rb[:m[1]], ra[m[0]], *rb[m[1] + 1:]]), sched)
+    if new is None:
+        return False
+    routes[a], routes[b] = list(new[0]), list(new[1])
+    return True
+
+
+def _reverse_stretches(route: list[int], d: Any, depot: int, sched: _Schedules, eps: float,
+                       deadline: float) -> bool:
+    """Reversals of a stretch route[i:j] that save distance and keep the windows (symmetric
+    distances: the stretch's own length does not change), best first, until none is left."""
+    improved = False
+    while time.perf_counter() < deadline:
+        path = [depot, *route, depot]
+        candidates: list[tuple[float, Any]] = []
+        for i in range(1, len(path) - 2):
+            for j in range(i + 1, len(path) - 1):
+                delta = (d[path[i - 1]][path[j]] + d[path[i]][path[j + 1]]
+                         - d[path[i - 1]][path[i]] - d[path[j]][path[j + 1]])
+                if delta < -eps:
+                    candidates.append((delta, (i - 1, j)))  # route[i-1:j] reversed
+        if not candidates:
+            break
+        new = _take_first_feasible(
+            candidates, lambda m: ([*route[:m[0]], *route[m[0]:m[1]][::-1], *route[m[1]:]],),
+            sched)
+        if new is None:
+            break
+        route[:] = new[0]
+        improved = True
+    return improved
