@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections import Counter
@@ -29,6 +30,7 @@ from benchmarks.cvrptw import RANDOM_SEED_BASE, solomon_set
 from benchmarks.reld import SEED, references, uniform
 from benchmarks.routing import machine_info
 from solvers.base import Budget
+from solvers.errors import NoSolutionError
 from solvers.routing.polynet import weights_path
 from solvers.routing.problem import RoutingInstance
 from solvers.routing.reld import weights_path as reld_weights_path
@@ -64,7 +66,14 @@ def run_all(instances: list[RoutingInstance], solvers: list[str],
         for j in range(len(solvers)):
             solver = solvers[(k + j) % len(solvers)]
             t0 = time.perf_counter()
-            sol = solve(inst, solver, Budget(time_limit=time_limit, seed=0))
+            try:
+                sol = solve(inst, solver, Budget(time_limit=time_limit, seed=0))
+            except NoSolutionError as exc:
+                # no plan (a fleet cap every plan broke): an infeasible row, not a crash
+                rows[solver].append({"cost": math.inf, "feasible": False, "wall": time_limit,
+                                     "elapsed": round(time.perf_counter() - t0, 3),
+                                     "stats": {"error": str(exc)}})
+                continue
             # the call's own elapsed time beside the solver's clock: loading and anything
             # else outside the solver shows here (the 08:22 UTC run on 2026-12-02 spent
             # about 9 minutes of CPU between two TSP100 solves whose walls were under 1 s)
@@ -225,7 +234,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{inst.name} ...", file=sys.stderr, flush=True)
             cells = []
             for solver in solvers:
-                sol = solve(inst, solver, Budget(time_limit=args.solomon_time_limit, seed=0))
+                try:
+                    sol = solve(inst, solver, Budget(time_limit=args.solomon_time_limit, seed=0))
+                except NoSolutionError as exc:
+                    # e.g. a fleet cap every plan broke (reld and polynet answer no plan
+                    # then): the row says so, the benchmark goes on
+                    cells += [f"no solution ({exc.field})", "–"]
+                    continue
                 if sol.feasible:
                     cells += [f"{sol.cost:.0f}", f"{(sol.cost - ref) / ref * 100:.2f}"]
                 else:

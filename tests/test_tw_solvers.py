@@ -412,3 +412,15 @@ def test_ortools_dropping_every_customer_is_no_solution():
                 or "ROUTING_FAIL_TIMEOUT" in str(exc)), str(exc)
     else:  # a faster machine may route some: then they are routes with a real cost
         assert any(sol.routes) and math.isfinite(sol.cost)
+
+
+def test_the_neural_fleet_error_names_solvers_that_take_time_windows():
+    """reld's and polynet's 422 for a plan over the fleet pointed CVRPTW users to ils, which
+    does not solve CVRPTW (seen in a benchmark's traceback)."""
+    from solvers.routing.reld import over_fleet_error
+
+    r101 = load_instance(R101)
+    routes = time_window_routes(r101)  # 21 routes for a fleet of 20
+    message = str(over_fleet_error("reld", r101, routes, {}))
+    assert "21 vehicles" in message and "try pyvrp or ortools" in message
+    assert "ils" not in message

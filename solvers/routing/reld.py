@@ -224,7 +224,8 @@ def over_fleet_error(solver: str, instance: CVRPInstance, routes: list[list[int]
     return NoSolutionError(
         f"{solver} ended with {used} vehicles and max_vehicles is {instance.max_vehicles}: "
         f"every plan it decoded broke the cap{how}. A longer time limit may get there, or try "
-        "ils, pyvrp or ortools", field="max_vehicles", more_time_helps=False)
+        + ("pyvrp or ortools" if isinstance(instance, CVRPTWInstance)
+           else "ils, pyvrp or ortools"), field="max_vehicles", more_time_helps=False)
 
 
 def decode_steps(instance: Instance) -> float:
