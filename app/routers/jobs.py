@@ -423,6 +423,15 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     return batch_status(service, batch_id)
 
 
+def _row_error(service: JobService, job: JobRecord) -> str | None:
+    """A batch row's error: the job's own, or for an infeasible solution its violations."""
+    if job.error or job.feasible is not False:
+        return job.error
+    payload = service.store.read_solution(job.id)
+    violations = (payload or {}).get("violations") or ["(no reason recorded)"]
+    return "infeasible: " + "; ".join(str(v) for v in violations)
+
+
 def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     batch = service.store.batch(batch_id)
     if batch is None:
@@ -433,7 +442,10 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     jobs.sort(key=lambda j: j.filename)
     counts = {s: sum(1 for j in jobs if j.state == s)
               for s in ("queued", "running", "succeeded", "failed", "cancelled")}
-    costs = [j.cost for j in jobs if j.cost is not None]
+    # a plan that breaks the rules (OR-Tools' dropped customers under a fleet cap) is not
+    # summed with full plans, and its row says why, as `cosolve batch` does (QA sweep: it
+    # read as a plain success)
+    costs = [j.cost for j in jobs if j.cost is not None and j.feasible is not False]
     return BatchStatus(
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
         max_vehicles=batch["max_vehicles"],
@@ -444,7 +456,7 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
             filename=j.filename, job_id=j.id, state=j.state,  # type: ignore[arg-type]
             nodes=j.nodes, cost=j.cost, feasible=j.feasible, partial=j.partial,
             wall_time=(j.finished_at - j.started_at) if j.finished_at and j.started_at
-            else None, error=j.error) for j in jobs],
+            else None, error=_row_error(service, j)) for j in jobs],
         rejected=batch["rejected"],
     )
 

@@ -132,7 +132,8 @@ class BatchSummary(BaseModel):
     succeeded: int
     failed: int
     cancelled: int
-    total_cost: float | None = Field(description="Sum over files with a solution.")
+    total_cost: float | None = Field(description="Sum over files with a feasible solution "
+                                     "(an infeasible one's row says why in its error).")
 
 
 class BatchStatus(BaseModel):

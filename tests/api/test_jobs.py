@@ -331,6 +331,28 @@ def test_a_batch_caps_the_fleet_of_every_cvrp_file(api: httpx.Client) -> None:
     assert len([r for r in solution["routes"] if r]) <= 26
 
 
+def test_a_batch_row_with_dropped_customers_says_so_and_stays_out_of_the_total(
+        api: httpx.Client) -> None:
+    """OR-Tools under a fleet of 12 on R101 (20 in the file) drops customers: its plan is
+    infeasible. The batch listed it as a plain success with its cost in total_cost, where
+    `cosolve batch` says 'infeasible: ...' and leaves it out (QA sweep)."""
+    solomon = DATA / "solomon"
+    files = [("files", (name, (solomon / name).read_bytes()))
+             for name in ("R101.100.20.vrptw", "C201.100.3.vrptw")]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "ortools", "time_limit": "1", "max_vehicles": "12"})
+    assert response.status_code == 202, response.text
+    batch = _wait_batch(api, response.json())
+    rows = {r["filename"]: r for r in batch["results"]}
+    r101, c201 = rows["R101.100.20.vrptw.json"], rows["C201.100.3.vrptw.json"]
+    assert r101["state"] == "succeeded" and r101["feasible"] is False
+    assert r101["error"].startswith("infeasible: ") and "never visited" in r101["error"]
+    assert c201["feasible"] is True and c201["error"] is None
+    assert batch["summary"]["total_cost"] == c201["cost"]
+    table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"}).text
+    assert "infeasible: " in table
+
+
 def test_batch_options_wrong_for_every_file_name_their_field(api: httpx.Client) -> None:
     """An unknown solver or a time limit above the jobs' maximum was reported as 'no file of
     the batch could be read' on ``files``."""
