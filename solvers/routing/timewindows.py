@@ -388,7 +388,7 @@ def relocate_descent(instance: CVRPInstance, routes: list[list[int]],
     the descent takes them out before the reconstruction gets the routes. It never adds a
     route, and a route it empties is dropped. ``sched``: the instance's schedules when the
     caller has them (built once: a dense matrix as lists)."""
-    sched = sched or _Schedules(instance)
+    sched = sched if sched is not None else _Schedules(instance)
     d, depot, demands = sched.d, sched.depot, sched.demands
     routes = [list(r) for r in routes if r]
     loads = [sum(demands[v] for v in r) for r in routes]
