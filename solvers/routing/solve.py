@@ -10,7 +10,7 @@ from typing import Any
 
 from solvers.base import Budget, ProgressCallback, get_solver, get_spec, no_progress
 from solvers.errors import CosolveError
-from solvers.routing.problem import Instance, Solution
+from solvers.routing.problem import Instance, Solution, TSPInstance, build_solution
 
 
 def solve(
@@ -35,7 +35,27 @@ def solve(
                 "average: it optimized another objective (the cost shown is the matrix's). "
                 "ortools, pyvrp and nearest_neighbor use the matrix.")
             solution.stats["coordinates_mismatch"] = round(mismatch, 4)
+        if isinstance(instance, TSPInstance) and instance.matrix is not None:
+            solution = _cheaper_direction(instance, solution)
     return solution
+
+
+def _cheaper_direction(instance: TSPInstance, solution: Solution) -> Solution:
+    """A tour from the coordinates' geometry, run the other way when an asymmetric matrix
+    makes that cheaper: the geometry cannot tell the directions apart, the matrix can, and
+    reversing costs nothing (QA sweep: 872 against 575 on a 25-node matrix with the back
+    direction 2.5 times the forward one)."""
+    if not solution.feasible or len(solution.routes[0]) < 3:
+        return solution
+    tour = solution.routes[0]
+    reverse = [tour[0], *tour[:0:-1]]
+    cost = instance.tour_cost(reverse)
+    if not cost < solution.cost:
+        return solution
+    reversed_solution = build_solution(instance, [reverse], solver=solution.solver,
+                                       wall_time=solution.wall_time,
+                                       stats={**solution.stats, "reversed_for_matrix": True})
+    return reversed_solution if reversed_solution.feasible else solution
 
 
 _WARMED: set[str] = set()
