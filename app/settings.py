@@ -34,7 +34,8 @@ class Settings(BaseSettings):
     max_sync_nodes: int = Field(
         default=5000,
         gt=0,
-        description="Largest instance solved inside a request; larger ones go through jobs.",
+        description="Largest instance solved inside a request; larger routing instances go "
+        "through jobs, larger flow networks through `cosolve flow solve`.",
     )
     max_sync_arcs: int = Field(
         default=1_000_000,

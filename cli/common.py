@@ -29,6 +29,16 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def check_parent_folder(option: str, path: Path) -> None:
+    """Fail unless the folder ``path`` is to be written into exists: a file there is named as
+    a file (QA sweep: ``--out afile/x.tour`` said the folder did not exist)."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if parent.is_dir():
+        return
+    fail(f"{option}: {parent} is a file, not a folder" if parent.exists()
+         else f"{option}: folder {parent} does not exist")
+
+
 #: The longest ``--time-limit`` the CLI takes: 30 days. The API has its own, smaller bounds;
 #: without one, OR-Tools failed on 1e30 s (its protobuf duration overflowed) and 1e12 s
 #: was a run nobody would wait for.

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from cli.common import (
     EXIT_SOLVER_FAILED,
+    check_parent_folder,
     check_time_limit,
     fail,
     jsonable,
@@ -103,9 +104,7 @@ def _check_out(out: Path | None) -> None:
     if out.suffix.lower() not in SOLUTION_EXTENSIONS:
         fail(f"--out: unknown solution extension {out.suffix or '(none)'!r}; use .sol or .txt "
              "(DIMACS solution lines) or .json")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        fail(f"--out: folder {parent} does not exist")
+    check_parent_folder("--out", out)
     if out.is_dir():
         fail(f"--out: {out} is a folder; name a file")
 

@@ -23,6 +23,7 @@ import typer
 from cli.batch import batch, output_stem
 from cli.common import (
     EXIT_SOLVER_FAILED,
+    check_parent_folder,
     check_time_limit,
     fail,
     jsonable,
@@ -115,9 +116,7 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
     if ext == ".sol" and instance.problem == "tsp":  # CVRPLIB's: 0 would read as the depot
         fail("--out: .sol files hold CVRP routes (0 is the depot); write a TSP tour as .tour "
              "or .json")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        fail(f"--out: folder {parent} does not exist")
+    check_parent_folder("--out", out)
     if out.is_dir():
         fail(f"--out: {out} is a folder; name a file")
 
@@ -128,9 +127,7 @@ def _check_svg_file(svg: Path | None) -> None:
         return
     if svg.suffix.lower() != ".svg":
         fail(f"--svg: the drawing is written as SVG; name the file *.svg, got {svg.name!r}")
-    parent = svg.parent if str(svg.parent) else Path(".")
-    if not parent.is_dir():
-        fail(f"--svg: folder {parent} does not exist")
+    check_parent_folder("--svg", svg)
     if svg.is_dir():
         fail(f"--svg: {svg} is a folder; name a file")
 

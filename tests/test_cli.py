@@ -358,6 +358,12 @@ def test_input_mistakes_found_before_any_solving(tmp_path: Path) -> None:
         result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit",
                       "30", option, str(tmp_path / path))
         assert result.exit_code == 2 and "is a folder" in result.stderr
+    # a file where the folder should be is named as a file, not as a missing folder
+    (tmp_path / "afile").write_text("x")
+    for option, path in (("--out", "afile/x.tour"), ("--svg", "afile/x.svg")):
+        result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit",
+                      "30", option, str(tmp_path / path))
+        assert result.exit_code == 2 and "afile is a file, not a folder" in result.stderr
 
 
 def test_one_solver_crashing_keeps_the_other_rows(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -100,12 +100,14 @@ register(
         description=(
             "Classical iterated local search on coordinates. TSP: random insertion, 2-opt + "
             "Or-opt over 10-nearest-neighbour lists, then local double-bridge kicks (swap two "
-            "adjacent short segments, repair around them, keep only improvements) until the "
-            "time limit; up to 2M nodes. CVRP: a random-insertion tour split optimally into "
-            "routes, then relocate / swap / 2-opt* between 20 nearest neighbours and "
-            "ruin-and-recreate kicks (20 customers around one), kept only if shorter; up to "
-            "200K nodes. No matrix. The classical part of `sil_ls` on its own: the "
-            "benchmarks put it beside SIL so the neural part's share shows."
+            "adjacent short segments, repair around them; improvements kept and, annealed "
+            "over the time limit, some worsening kicks, the shortest tour met returned) until "
+            "the time limit; up to 2M nodes. CVRP: a random-insertion tour split optimally "
+            "into routes, then relocate / swap / 2-opt* between 20 nearest neighbours and "
+            "ruin-and-recreate kicks (20 customers around one), annealed the same way (the "
+            "shortest plan met returned); up to 200K nodes. No matrix. The classical part of "
+            "`sil_ls` on its own: the benchmarks put it beside SIL so the neural part's share "
+            "shows."
         ),
         needs_coordinates=True,
         factory=_ils_solver,

@@ -202,6 +202,16 @@ def test_shipped_tsp_weights_beat_nearest_neighbour_on_tsp50() -> None:
     assert np.mean(ours) < 0.9 * np.mean(greedy)
 
 
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_a_neural_tsp_tour_is_reported_from_node_zero(solver: str) -> None:
+    """The winning decoding starts at its forced first node; the tour is reported from node 0
+    like every other solver's (QA sweep: reld's began at node 3 here)."""
+    inst = TSPInstance(coords=np.random.default_rng(1).random((30, 2)) * 100)
+    sol = solve(inst, solver, Budget(time_limit=0.5, seed=0))
+    assert sol.routes[0][0] == 0 and sorted(sol.routes[0]) == list(range(30))
+    assert sol.cost == pytest.approx(inst.tour_cost(sol.routes[0]))
+
+
 def test_reld_cvrp_solution_is_feasible_and_honours_the_time_limit(x101) -> None:
     import time
 

@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from solvers.scheduling.registry import estimated_seconds
+from solvers.scheduling.workflow import generate_workflow
 from tests.api.helpers import assert_problem
 from tests.scheduling.conftest import CLASSIC, DIAMOND, WORKFLOWS
 
@@ -317,6 +319,13 @@ def test_work_a_request_cannot_finish_is_refused_up_front(api: httpx.Client) -> 
                               413, field="events")
         assert body["estimated_seconds"] > body["limit"]
         assert api.get(f"{SESSIONS}/{sid}").json()["workflows"] == []  # nothing applied
+        # the estimate counts the generated workflows' own tasks and dependencies (a guess of
+        # four parents a task refused a single 2,000-task arrival, which fits the 30 s)
+        wf = generate_workflow("sipht", 2000, 0)
+        one = estimated_seconds(["goodrl"], len(wf.ids), len(wf.ids),
+                                sum(len(p) for p in wf.parents))
+        assert one < body["limit"]
+        assert body["estimated_seconds"] == pytest.approx(3 * one, abs=0.11)
     finally:
         api.delete(f"{SESSIONS}/{sid}")
     dense = [{"id": f"t{i}", "runtime": 1, "parents": [f"t{k}" for k in range(i)]}
