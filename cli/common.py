@@ -50,7 +50,10 @@ def check_time_limit(time_limit: float) -> None:
     if not (math.isfinite(time_limit) and time_limit > 0):
         fail(f"--time-limit: must be a positive number of seconds, got {time_limit:g}")
     if time_limit > MAX_TIME_LIMIT:
-        fail(f"--time-limit: at most {MAX_TIME_LIMIT:,.0f} s (30 days), got {time_limit:g}")
+        # every digit of what was given (``:g`` printed 2,592,001 as 2.592e+06, the limit)
+        got = (f"{time_limit:,.6f}".rstrip("0").rstrip(".") if time_limit < 1e15
+               else f"{time_limit:g}")
+        fail(f"--time-limit: at most {MAX_TIME_LIMIT:,.0f} s (30 days), got {got}")
 
 
 def with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:

@@ -331,6 +331,9 @@ def test_a_time_limit_above_thirty_days_is_refused() -> None:
     for command in (["solve", str(DATA / "eil51.tsp"), "--solver", "ortools"],
                     ["compare", str(DATA / "eil51.tsp"), "--solvers", "ortools"]):
         _assert_user_error(_run(*command, "--time-limit", "1e30"), "--time-limit", "30 days")
+        # the refused value in full, not rounded to look like the limit itself
+        _assert_user_error(_run(*command, "--time-limit", "2592000.5"), "--time-limit",
+                           "got 2,592,000.5")
 
 
 def test_time_limit_below_a_solvers_start_up_is_bad_input(tmp_path):
