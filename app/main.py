@@ -7,6 +7,7 @@ Run it with ``uvicorn app.main:app``. The API is versioned under ``/v1``; the pr
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -68,12 +69,19 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     specs = all_specs()
     unavailable = [s.name for s in specs if not s.available]
     # Neural solvers load their weights, and numba kernels compile, now rather than inside
-    # the first request's time budget.
+    # the first request's time budget. The first start of a fresh install compiles every
+    # kernel (about a minute on 2 cores; later starts read numba's cache in seconds), so the
+    # log says what the wait is (a newcomer saw a minute of silence after `make serve`).
+    logger.info("cosolve: warming up the solvers (weights, compiled kernels; up to a minute "
+                "on the first start of a fresh install)")
     for spec in specs:
         if spec.available:
             warm = getattr(get_solver(spec.name), "warm_up", None)
             if warm is not None:
+                started = time.perf_counter()
                 warm()
+                logger.info("cosolve: %s warmed up in %.1f s", spec.name,
+                            time.perf_counter() - started)
     # Jobs a previous server left queued or running are re-queued before we take requests.
     service = JobService(app.state.settings)
     requeued = service.start()
@@ -114,9 +122,30 @@ def _openapi_with_body_models(app: FastAPI, extra_models: tuple[type[BaseModel],
     return build
 
 
+class _UvicornStyle(logging.Formatter):
+    """``INFO:     message``, as uvicorn's own lines read."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname + ':':<9} {super().format(record)}"
+
+
+def _show_our_log() -> None:
+    """Our INFO lines (start-up, re-queued jobs, job failures) on stderr, in uvicorn's style,
+    unless the host application configured logging itself: uvicorn sets up only its own
+    loggers, so under ``make serve`` they went nowhere."""
+    ours = logging.getLogger("cosolve")
+    if ours.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(_UvicornStyle())
+    ours.addHandler(handler)
+    ours.setLevel(logging.INFO)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; ``settings`` defaults to the ``COSOLVE_*`` environment."""
     resolved = settings or get_settings()
+    _show_our_log()
     app = FastAPI(
         title="cosolve",
         version=_package_version(),

@@ -132,3 +132,26 @@ def test_a_problem_without_its_checkpoint_is_refused_when_submitted(
     assert by_problem["cvrp"]["available"] is True
     ok = client.post("/v1/routing/cvrp/solve", json={"instance": SMALL_CVRP, "solver": name})
     assert ok.status_code == 200, ok.text
+
+
+def test_our_info_lines_reach_stderr_under_a_bare_uvicorn(monkeypatch, capsys) -> None:
+    """uvicorn configures only its own loggers: the start-up lines ("warming up", "ready", jobs
+    re-queued) went nowhere under `make serve`. With no logging set up, the app shows them in
+    uvicorn's style; where the host set logging up, it adds nothing."""
+    import logging
+
+    from app.main import _show_our_log
+
+    root, ours = logging.getLogger(), logging.getLogger("cosolve")
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(ours, "handlers", [])
+    monkeypatch.setattr(ours, "level", logging.NOTSET)
+    _show_our_log()
+    logging.getLogger("cosolve.api").info("cosolve ready: test")
+    assert "INFO:     cosolve ready: test" in capsys.readouterr().err
+    _show_our_log()  # once only
+    assert len(ours.handlers) == 1
+    monkeypatch.setattr(ours, "handlers", [])
+    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])
+    _show_our_log()
+    assert ours.handlers == []
