@@ -335,3 +335,23 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         for status in statuses
     }
+
+
+#: The header a created or accepted resource's answer carries, for the OpenAPI document.
+LOCATION_HEADER = {"Location": {"description": "Where the new resource answers GET.",
+                                "schema": {"type": "string"}}}
+#: The header of a 429 for a full queue.
+RETRY_AFTER_HEADER = {"Retry-After": {"description": "Seconds to wait before trying again.",
+                                      "schema": {"type": "integer"}}}
+
+
+def with_headers(responses: dict[int | str, dict[str, Any]], status: int,
+                 headers: dict[str, Any], description: str | None = None
+                 ) -> dict[int | str, dict[str, Any]]:
+    """``responses`` with ``headers`` documented on ``status`` (FastAPI merges an entry for
+    the route's own status code with its response model)."""
+    entry = dict(responses.get(status, {}))
+    entry["headers"] = {**entry.get("headers", {}), **headers}
+    if description is not None or "description" not in entry:
+        entry["description"] = description or HTTPStatus(status).phrase
+    return {**responses, status: entry}

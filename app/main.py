@@ -6,6 +6,7 @@ Run it with ``uvicorn app.main:app``. The API is versioned under ``/v1``; the pr
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from app.errors import ProblemDetails, install_error_handlers
+from app.errors import ProblemDetails, install_error_handlers, problem_responses
 from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
 from app.routers import flow, health, jobs, routing, scheduling, solvers
@@ -95,6 +96,49 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.stop()
 
 
+#: pydantic writes some bounds (on optional options with a validator of their own) under its
+#: own names, which JSON Schema validators and client generators ignore (an OpenAPI check: a
+#: time_limit of -1 passed the document and was refused by the server).
+_BOUND_KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum",
+                   "le": "maximum"}
+
+
+def _standard_bounds(node: Any) -> None:
+    """Rename pydantic's ``gt``/``ge``/``lt``/``le`` in number and integer schemas to JSON
+    Schema's keywords, everywhere in the document."""
+    if isinstance(node, list):
+        for item in node:
+            _standard_bounds(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") in ("number", "integer"):
+        for ours, standard in _BOUND_KEYWORDS.items():
+            if ours in node and standard not in node:
+                node[standard] = node.pop(ours)
+    for value in node.values():
+        _standard_bounds(value)
+
+
+def _problem_422s(schema: dict[str, Any]) -> None:
+    """FastAPI documents a 422 of its own shape (``HTTPValidationError``) on every operation
+    with parameters; ours answer every error as problem details, so say that."""
+    problem = problem_responses(422)[422]
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.get("responses", {}) if isinstance(operation, dict) else {}
+            answer = responses.get("422")
+            if answer and "application/json" in answer.get("content", {}):
+                responses["422"] = {**problem, "description": answer.get("description",
+                                                                         problem["description"])}
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):  # dropped when nothing refers to it
+        rest = {k: v for k, v in components.items() if k != name}
+        used = json.dumps([schema.get("paths", {}), rest])
+        if name in components and f"/{name}\"" not in used:
+            del components[name]
+
+
 def _openapi_with_body_models(app: FastAPI, extra_models: tuple[type[BaseModel], ...]) -> Any:
     """The OpenAPI document plus the schemas that operations reference by hand (bodies read
     from the Request, and the problem-details error body)."""
@@ -116,6 +160,8 @@ def _openapi_with_body_models(app: FastAPI, extra_models: tuple[type[BaseModel],
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for name, definition in definitions.get("$defs", {}).items():
             components.setdefault(name, definition)
+        _standard_bounds(schema)
+        _problem_422s(schema)
         app.openapi_schema = schema
         return schema
 

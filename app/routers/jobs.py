@@ -25,7 +25,14 @@ from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from app.errors import ApiError, invalid_request, problem_responses
+from app.errors import (
+    LOCATION_HEADER,
+    RETRY_AFTER_HEADER,
+    ApiError,
+    invalid_request,
+    problem_responses,
+    with_headers,
+)
 from app.intake import (
     BodyFormat,
     JobInput,
@@ -130,7 +137,9 @@ _JOB_BODY = {
 
 
 @router.post("/jobs", status_code=202, response_model=JobStatus, openapi_extra=_JOB_BODY,
-             responses=problem_responses(404, 413, 415, 422, 429, 503))
+             responses=with_headers(with_headers(
+                 problem_responses(404, 413, 415, 422, 429, 503), 429, RETRY_AFTER_HEADER),
+                 202, LOCATION_HEADER, "Accepted: the job's status"))
 async def submit_job(request: Request, settings: SettingsDep, service: ServiceDep,
                      response: Response) -> JobStatus:
     """Accept a job: the input is stored before this answers 202 with the job's URLs."""
@@ -338,8 +347,10 @@ def _expand(filename: str, data: bytes, max_bytes: int,
 
 
 @router.post("/batches", status_code=202, response_model=BatchStatus, openapi_extra=_BATCH_BODY,
-             responses=problem_responses(413, 415, 422, 429))
-async def submit_batch(request: Request, settings: SettingsDep,
+             responses=with_headers(with_headers(
+                 problem_responses(404, 413, 415, 422, 429, 503), 429, RETRY_AFTER_HEADER),
+                 202, LOCATION_HEADER, "Accepted: the batch's status"))
+async def submit_batch(request: Request, response: Response, settings: SettingsDep,
                        service: ServiceDep) -> BatchStatus:
     """Many instance files as one batch of jobs; files that cannot be read are listed as
     rejected with the reason, the others run."""
@@ -361,7 +372,9 @@ async def submit_batch(request: Request, settings: SettingsDep,
     if not uploads:
         raise invalid_request("send the instances as one or more 'files' parts", field="files")
     options = validate_fields(BatchOptions, single_values(fields))
-    return await run_in_threadpool(_create_batch, uploads, options, settings, service)
+    status = await run_in_threadpool(_create_batch, uploads, options, settings, service)
+    response.headers["Location"] = f"/v1/batches/{status.id}"
+    return status
 
 
 def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, settings: Settings,

@@ -28,7 +28,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from app.concurrency import run_while_connected
-from app.errors import ApiError, instance_problem, invalid_request, problem_responses
+from app.errors import (
+    LOCATION_HEADER,
+    ApiError,
+    instance_problem,
+    invalid_request,
+    problem_responses,
+    with_headers,
+)
 from app.intake import (
     BodyFormat,
     body_format,
@@ -381,7 +388,8 @@ def _state(session_id: str, live: _Live) -> SessionState:
 
 @router.post("/sessions", name="create_session", response_model=SessionState, status_code=201,
              summary="Start an online scheduling session",
-             responses=problem_responses(404, 415, 422, 429, 503),
+             responses=with_headers(problem_responses(404, 413, 415, 422, 429, 503), 201,
+                                    LOCATION_HEADER, "Created: the new session's state"),
              openapi_extra=_body(SessionCreate))
 async def create_session(request: Request, response: Response) -> SessionState:
     _json_body(request)
@@ -497,7 +505,7 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
                  "task → VM assignments to carry out. If an event is invalid, the earlier "
                  "ones of the request stay applied and the problem says how many "
                  "(`applied`), with their `workflow_ids` and `assignments`."),
-             responses=problem_responses(404, 415, 422),
+             responses=problem_responses(404, 413, 415, 422),
              openapi_extra=_body(EventsRequest))
 async def session_events(session_id: str, request: Request) -> EventsResponse:
     live = _get(session_id)

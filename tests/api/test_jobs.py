@@ -281,6 +281,7 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
                         data={"solver": "nearest_neighbor", "time_limit": "1"})
     assert response.status_code == 202, response.text
     batch = response.json()
+    assert response.headers["location"] == f"/v1/batches/{batch['id']}"  # as a job's 202
     assert batch["summary"]["files"] == 4 and batch["max_vehicles"] is None
     assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp", "again/eil51.tsp",
                                                            "old/square.tsp"]
