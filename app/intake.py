@@ -254,8 +254,12 @@ def _compare_task(options: CompareOptions, problem: str, settings: Settings,
 
 # -- checks ------------------------------------------------------------------------------
 def validate_json(model: type[ModelT], raw: bytes) -> ModelT:
+    """A JSON body, strictly: a number written as text ("seed": "3") or an integer written as
+    a float (3.0) is refused as the OpenAPI document's types say (an OpenAPI conformance check
+    found options read leniently beside instance data that were not); form fields, which are
+    all text, go through ``validate_fields``."""
     try:
-        return model.model_validate_json(raw)
+        return model.model_validate_json(raw, strict=True)
     except ValidationError as exc:
         raise validation_problem(exc.errors(include_url=False)) from None
 

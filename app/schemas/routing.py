@@ -62,7 +62,8 @@ def _finite_option(value: Any) -> Any:
 
 
 #: A JSON number (an integer or a float), never true or false, and finite; options only (a
-#: multipart form sends its fields as text, so "0.5" is read as 0.5).
+#: multipart form sends its fields as text, so "0.5" is read as 0.5 there; JSON bodies are
+#: validated strictly, ``app.intake.validate_json``, so a JSON "0.5" is refused).
 Number = Annotated[float, BeforeValidator(_finite_option)]
 
 #: A number of an instance's or a network's data: never text, true or false.

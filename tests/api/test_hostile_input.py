@@ -267,10 +267,30 @@ def test_true_and_false_are_not_numbers(api: httpx.Client, path: str, body: dict
 def test_numbers_written_as_text_in_instance_data_are_refused(
         api: httpx.Client, url: str, body: dict[str, Any], field: str) -> None:
     """Found by a QA sweep: a JSON body's "1" was read as 1 where the same data as a .json
-    upload or to the CLI was refused. Data are numbers now everywhere (options such as
-    time_limit still read text: multipart forms send nothing else)."""
-    body = assert_problem(api.post(url, json={**body, "time_limit": "1"}), 422, field=field)
+    upload or to the CLI was refused. Data are numbers now everywhere."""
+    body = assert_problem(api.post(url, json={**body, "time_limit": 1}), 422, field=field)
     assert "not text" in body["detail"]
+
+
+@pytest.mark.parametrize(("url", "body", "field"), [
+    ("/v1/routing/tsp/solve", {"instance": {"coords": SQUARE}, "time_limit": "1"}, "time_limit"),
+    ("/v1/routing/tsp/solve", {"instance": {"coords": SQUARE}, "seed": "3"}, "seed"),
+    ("/v1/routing/tsp/solve", {"instance": {"coords": SQUARE}, "seed": 3.0}, "seed"),
+    ("/v1/scheduling/simulate", {"workflows_count": "3", "policies": ["heft"]},
+     "workflows_count"),
+    ("/v1/scheduling/sessions", {"seed": "1"}, "seed"),
+])
+def test_json_options_take_the_types_the_schema_gives(api: httpx.Client, url: str,
+                                                       body: dict[str, Any], field: str) -> None:
+    """An OpenAPI conformance check: a JSON body's options written as text ("seed": "3") were
+    read while the document says integer, and the instance's data beside them were refused.
+    JSON is read strictly now; a multipart form, which sends nothing but text, still reads
+    its option fields as numbers."""
+    assert_problem(api.post(url, json=body), 422, field=field)
+    form = api.post("/v1/routing/tsp/solve", data={"solver": "nearest_neighbor",
+                                                   "time_limit": "1", "seed": "3"},
+                    files={"file": ("sq.json", json.dumps({"coords": SQUARE}).encode())})
+    assert form.status_code == 200, form.text
 
 
 @pytest.mark.parametrize(("path", "content", "field"), [
