@@ -463,8 +463,9 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
         max_vehicles=batch["max_vehicles"],
         created_at=batch["created_at"], done=all(j.final for j in jobs),
-        summary=BatchSummary(files=len(jobs), total_cost=sum(costs) if costs else None,
-                             **counts),
+        summary=BatchSummary(files=len(jobs) + len(batch["rejected"]),
+                             rejected=len(batch["rejected"]),
+                             total_cost=sum(costs) if costs else None, **counts),
         results=[BatchFileResult(
             filename=j.filename, job_id=j.id, state=j.state,  # type: ignore[arg-type]
             nodes=j.nodes, cost=j.cost, feasible=j.feasible, partial=j.partial,
@@ -508,7 +509,7 @@ def batch_markdown(status: BatchStatus) -> str:
     s = status.summary
     lines += ["", f"{s.files} files: {s.succeeded} succeeded, {s.failed} failed, "
               f"{s.cancelled} cancelled, {s.running} running, {s.queued} queued, "
-              f"{len(status.rejected)} rejected; total cost {num(s.total_cost)}"]
+              f"{s.rejected} rejected; total cost {num(s.total_cost)}"]
     return "\n".join(lines) + "\n"
 
 

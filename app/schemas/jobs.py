@@ -126,12 +126,15 @@ class BatchFileResult(BaseModel):
 
 
 class BatchSummary(BaseModel):
-    files: int
+    files: int = Field(description="Every file of the upload (archive members counted one by "
+                       "one): the jobs by state below plus the rejected ones.")
     queued: int
     running: int
     succeeded: int
     failed: int
     cancelled: int
+    rejected: int = Field(description="Files refused at submission (listed in `rejected` with "
+                          "the reason); they have no job.")
     total_cost: float | None = Field(description="Sum over files with a feasible solution "
                                      "(an infeasible one's row says why in its error).")
 

@@ -282,7 +282,9 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     assert response.status_code == 202, response.text
     batch = response.json()
     assert response.headers["location"] == f"/v1/batches/{batch['id']}"  # as a job's 202
-    assert batch["summary"]["files"] == 4 and batch["max_vehicles"] is None
+    # every file counts, the refused ones too, as `cosolve batch` counts them
+    assert batch["summary"]["files"] == 7 and batch["summary"]["rejected"] == 3
+    assert batch["max_vehicles"] is None
     assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp", "again/eil51.tsp",
                                                            "old/square.tsp"]
     assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
