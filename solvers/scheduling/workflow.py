@@ -188,18 +188,8 @@ def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
         if tid in index:
             raise InstanceError(f"{where}[{i}].id", f"duplicate task id {tid!r}")
         index[tid] = i
-    rt = np.empty(n)
-    for i, r in enumerate(runtimes):
-        if isinstance(r, bool) or not isinstance(r, (int, float)):
-            raise InstanceError(f"{where}[{i}].runtime", f"must be a number, got {_shown(r)}")
-        try:
-            seconds = float(r)
-        except OverflowError:  # an integer beyond any float (e.g. 400 digits)
-            seconds = math.inf
-        if not math.isfinite(seconds) or not 0 <= seconds <= MAX_RUNTIME:
-            raise InstanceError(f"{where}[{i}].runtime", f"must be a number of seconds in "
-                                f"[0, {MAX_RUNTIME:g}], got {_shown(r)}")
-        rt[i] = seconds
+    rt = np.array([runtime_seconds(r, f"{where}[{i}].runtime") for i, r in enumerate(runtimes)],
+                  dtype=np.float64).reshape(n)
     edges = sum(len(ps) for ps in parents)
     if edges > MAX_EDGES:
         raise InstanceError(where, f"the workflow has {edges} dependencies; at most "
@@ -222,8 +212,25 @@ def build_workflow(name: str, ids: Sequence[str], runtimes: Sequence[float],
                 got.append(index[p])
         par.append(tuple(got))
     out = np.asarray(output_bytes if output_bytes is not None else np.zeros(n), dtype=np.float64)
-    return Workflow(name=name, ids=tuple(ids), runtimes=rt, parents=tuple(par),
-                    output_bytes=out, kinds=tuple(kinds) if kinds else ())
+    try:
+        return Workflow(name=name, ids=tuple(ids), runtimes=rt, parents=tuple(par),
+                        output_bytes=out, kinds=tuple(kinds) if kinds else ())
+    except InstanceError as exc:  # a cycle: on the task list as the user wrote it
+        raise InstanceError(where, exc.message) from None
+
+
+def runtime_seconds(value: Any, field: str) -> float:
+    """A task's runtime as seconds in [0, MAX_RUNTIME]; anything else is an error on ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InstanceError(field, f"must be a number, got {_shown(value)}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer beyond any float (e.g. 400 digits)
+        seconds = math.inf
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_RUNTIME:
+        raise InstanceError(field, f"must be a number of seconds in [0, {MAX_RUNTIME:g}], got "
+                            f"{_shown(value)}")
+    return seconds
 
 
 def _shown(value: Any, limit: int = 40) -> str:
@@ -304,7 +311,15 @@ def workflow_from_dict(obj: Any, name: str = "workflow") -> Workflow:
             tid = t.get("id")
             if not isinstance(tid, str) or not tid:
                 raise InstanceError(f"{where}[{i}].id", "each task needs a non-empty string id")
-            tasks.append({"id": tid, "runtime": runtime_of.get(tid),
+            # 1.5 keeps runtimes apart from the tasks: errors name where the runtime is
+            runtime, field = runtime_of.get(tid, (None, ""))
+            if runtime is None:
+                runtime = t.get("runtimeInSeconds", t.get("runtime"))
+                field = f"{where}[{i}].runtimeInSeconds"
+            if runtime is None:
+                raise InstanceError("workflow.execution.tasks",
+                                    f"no runtimeInSeconds for task {tid!r} ({where}[{i}])")
+            tasks.append({"id": tid, "runtime": runtime_seconds(runtime, field),
                           "parents": t.get("parents", [])})
     elif isinstance(wf, dict):  # WfCommons 1.4 and earlier
         tasks = _task_list(wf.get("tasks", wf.get("jobs")), "workflow.tasks")
@@ -328,8 +343,9 @@ def workflow_from_dict(obj: Any, name: str = "workflow") -> Workflow:
     return build_workflow(label, ids, runtimes, parents, where=where)
 
 
-def _execution_runtimes(execution: Any) -> dict[str, Any]:
-    """WfCommons 1.5 ``workflow.execution``: each task's runtime by its id."""
+def _execution_runtimes(execution: Any) -> dict[str, tuple[Any, str]]:
+    """WfCommons 1.5 ``workflow.execution``: each task's runtime by its id, with the field
+    it was read from."""
     if execution is None:
         return {}
     if not isinstance(execution, dict):
@@ -339,7 +355,7 @@ def _execution_runtimes(execution: Any) -> dict[str, Any]:
     tasks = execution.get("tasks")
     if tasks is None:
         return {}
-    runtime_of: dict[str, Any] = {}
+    runtime_of: dict[str, tuple[Any, str]] = {}
     for j, t in enumerate(_task_list(tasks, where)):
         if not isinstance(t, dict):
             raise InstanceError(f"{where}[{j}]", "each task must be an object")
@@ -347,7 +363,8 @@ def _execution_runtimes(execution: Any) -> dict[str, Any]:
         if not isinstance(tid, str):
             raise InstanceError(f"{where}[{j}].id", f"each task needs a string id (the id of "
                                 f"a task in workflow.specification.tasks), got {_shown(tid)}")
-        runtime_of[tid] = t.get("runtimeInSeconds", t.get("runtime"))
+        key = "runtimeInSeconds" if "runtimeInSeconds" in t else "runtime"
+        runtime_of[tid] = (t.get(key), f"{where}[{j}].{key}")
     return runtime_of
 
 

@@ -46,7 +46,16 @@ MALFORMED: list[tuple[dict[str, Any], str]] = [
     (_v15(SPEC, {"tasks": [7]}), "workflow.execution.tasks[0]"),
     (_v15(SPEC, {"tasks": [{"id": "a", "runtimeInSeconds": 1},
                            {"id": "b", "runtimeInSeconds": 10**400}]}),
-     "workflow.specification.tasks[1].runtime"),
+     "workflow.execution.tasks[1].runtimeInSeconds"),
+    (_v15(SPEC, {"tasks": [{"id": "b", "runtimeInSeconds": 2},
+                           {"id": "a", "runtimeInSeconds": "1"}]}),
+     "workflow.execution.tasks[1].runtimeInSeconds"),
+    (_v15([{"id": "a", "parents": ["b"]}, {"id": "b", "parents": ["a"]}],
+          {"tasks": [{"id": "a", "runtimeInSeconds": 1}, {"id": "b", "runtimeInSeconds": 1}]}),
+     "workflow.specification.tasks"),
+    ({"workflow": {"tasks": [{"name": "a", "runtime": 1, "parents": ["b"]},
+                             {"name": "b", "runtime": 1, "parents": ["a"]}]}},
+     "workflow.tasks"),
 ]
 
 
@@ -70,7 +79,9 @@ def test_v15_without_execution_reports_the_missing_runtime() -> None:
     for execution in (None, {}, {"tasks": None}):
         with pytest.raises(InstanceError) as info:
             workflow_from_dict(_v15(SPEC, execution))
-        assert info.value.field == "workflow.specification.tasks[0].runtime"
+        # the runtimes of 1.5 live in workflow.execution.tasks: that is the list to fix
+        assert info.value.field == "workflow.execution.tasks"
+        assert "'a'" in info.value.message and "specification.tasks[0]" in info.value.message
 
 
 def test_corrupt_deflate_data_in_a_gzip_is_an_instance_error() -> None:
