@@ -41,6 +41,7 @@ from rich.table import Table
 from app.jobs.executors import Executor, make_executor
 from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
 from cli.common import (
+    EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
     check_time_limit,
     fail,
@@ -59,8 +60,6 @@ from solvers.routing.io import (
     sol_text_for,
     tour_text_for,
 )
-
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
 
 #: Row states besides the store's own (succeeded, failed, cancelled).
 REJECTED = "rejected"

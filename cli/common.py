@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -19,6 +22,7 @@ T = TypeVar("T")
 
 EXIT_SOLVER_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped by Ctrl-C
 #: Width for tables written to a pipe or file, where rich would otherwise assume 80 columns.
 PIPE_WIDTH = 140
 
@@ -27,6 +31,32 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """One line on stderr and an exit code; plain echo so nothing wraps the line."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def first_ctrl_c_cancels() -> Iterator[threading.Event]:
+    """While solving: the first Ctrl-C sets the event a solver's Budget watches, so the solver
+    stops within a moment and hands back its best solution so far (as a cancelled API job
+    does); a second Ctrl-C stops at once. A plain KeyboardInterrupt could not stop OR-Tools,
+    whose search runs in C++ and swallows exceptions raised in its callbacks (QA sweep: a
+    60 s solve ran on after Ctrl-C), and it threw away the best solution of every solver."""
+    cancel = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield cancel  # signal handlers belong to the main thread; nothing to install
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+        typer.echo("interrupted: stopping the solver and keeping its best solution so far "
+                   "(Ctrl-C again to quit at once)", err=True)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield cancel
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def check_parent_folder(option: str, path: Path) -> None:

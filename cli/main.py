@@ -16,16 +16,19 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from cli.batch import batch, output_stem
 from cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
     check_parent_folder,
     check_time_limit,
     fail,
+    first_ctrl_c_cancels,
     jsonable,
     load_or_fail,
     solver_names,
@@ -157,18 +160,32 @@ def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
         fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
 
 
-def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolveProgress) -> Solution:
+def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolveProgress,
+                as_json: bool = False) -> Solution:
+    """The solve, its failures as one line (and, under ``--json``, a JSON document on stdout
+    too, so a script reads every outcome the same way)."""
+    def failed(message: str, code: int) -> NoReturn:
+        if as_json:
+            _print_json({"instance": instance.describe(), "solver": name,
+                         "time_limit": budget.time_limit, "seed": budget.seed,
+                         "interrupted": budget.cancelled(), "solution": None,
+                         "error": message})
+        fail(message, code)
+
     try:
         return solve_instance(instance, name, budget, progress)
     except InstanceError as exc:  # the instance lacks what this solver needs: the input's
-        fail(f"solver {name!r} cannot take this instance: {exc}")
+        failed(f"solver {name!r} cannot take this instance: {exc}", EXIT_BAD_INPUT)
     except CosolveError as exc:
-        fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
+        if budget.cancelled():
+            failed(f"interrupted: solver {name!r} had no solution yet ({exc})",
+                   EXIT_INTERRUPTED)
+        failed(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
     except Exception as exc:
         if os.environ.get("COSOLVE_DEBUG"):
             raise
-        fail(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} "
-              "(set COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
+        failed(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} "
+               "(set COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
 
 
 def _version_callback(value: bool) -> None:
@@ -286,9 +303,12 @@ def solve(
     _check_solver(solver, instance, time_limit)
     warm_up(solver)  # imports and weights before the clock starts, as the server does
 
-    with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
+    with first_ctrl_c_cancels() as cancel, \
+            SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
+        budget = dataclasses.replace(budget, cancel=cancel)
         progress.start(solver)
-        solution = _run_solver(solver, instance, budget, progress)
+        solution = _run_solver(solver, instance, budget, progress, as_json)
+    interrupted = cancel.is_set()
 
     if out is not None:
         try:
@@ -307,11 +327,15 @@ def solve(
             "gap_percent": gap,
             "out": str(out) if out is not None else None,
             "svg": str(svg) if svg is not None else None,
+            "interrupted": interrupted,
             "solution": solution_to_dict(solution, instance),
         })
     else:
         stdout_console().print(solution_summary(instance, solution, time_limit, reference, gap,
                                          str(out) if out is not None else None))
+    if interrupted:
+        fail(f"interrupted (Ctrl-C): the solution above is the best {solver} found in "
+             f"{solution.wall_time:.1f} s of the {time_limit:g} s asked for", EXIT_INTERRUPTED)
     if not solution.feasible:
         fail(f"solver {solver!r} returned an infeasible solution: "
               + "; ".join(solution.violations), EXIT_SOLVER_FAILED)
@@ -362,8 +386,12 @@ def compare(
 
     for name in names:  # equal time means equal search time: no solver loads inside it
         warm_up(name)
-    with SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
-        comparison = compare_solvers(instance, names, budget, reference, progress)
+    with first_ctrl_c_cancels() as cancel, \
+            SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
+        comparison = compare_solvers(instance, names,
+                                     dataclasses.replace(budget, cancel=cancel), reference,
+                                     progress)
+    interrupted = cancel.is_set()
 
     drawings: dict[str, str] = {}
     if svg is not None:
@@ -380,6 +408,7 @@ def compare(
             "seed": seed,
             "reference": reference,
             "best_solver": comparison.best_solver,
+            "interrupted": interrupted,
             "rows": [
                 {
                     "solver": row.solver,
@@ -399,6 +428,11 @@ def compare(
         })
     else:
         stdout_console().print(comparison_table(comparison))
+    if interrupted:
+        skipped = names[len(comparison.rows):]
+        fail(f"interrupted (Ctrl-C): {comparison.rows[-1].solver!r} stopped early with its "
+             "best so far" + (f"; not run: {', '.join(skipped)}" if skipped else ""),
+             EXIT_INTERRUPTED)
     if comparison.best_solver is None:
         fail("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
 

@@ -52,8 +52,9 @@ def small_cvrp() -> CVRPInstance:
 @pytest.mark.parametrize(
     ("routes", "words"),
     [
-        ([[1, 2], [3]], "never visited"),
-        ([[1, 2], [3, 4, 1]], "more than once"),
+        ([[1, 2], [3]], "1 customer never visited: [4]"),
+        ([[1], [3]], "2 customers never visited: [2, 4]"),
+        ([[1, 2], [3, 4, 1]], "1 customer visited more than once"),
         ([[1, 2, 3], [4]], "capacity"),
         ([[0, 1, 2], [3, 4]], "depot"),
         ([[1], [2], [3, 4]], "max_vehicles"),

@@ -453,3 +453,64 @@ def test_serve_stops_promptly_while_a_client_follows_a_job(tmp_path: Path) -> No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- Ctrl-C and failures under --json -----------------------------------------------------
+def test_first_ctrl_c_cancels_the_solve_and_a_second_stops_at_once() -> None:
+    import os
+    import signal
+    import time
+
+    from cli.common import first_ctrl_c_cancels
+
+    before = signal.getsignal(signal.SIGINT)
+    with first_ctrl_c_cancels() as cancel:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs at the next bytecode
+        assert cancel.is_set()  # no KeyboardInterrupt: the solver winds down itself
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_ctrl_c_stops_an_ortools_solve_and_keeps_its_best_solution() -> None:
+    """OR-Tools searches in C++, where a KeyboardInterrupt never reached it (QA sweep: a 60 s
+    solve ran on after Ctrl-C); the first Ctrl-C now cancels its search like an API job's."""
+    import signal
+    import time
+
+    script = Path(sys.executable).parent / "cosolve"
+    if not script.exists():
+        pytest.skip("the cosolve console script is not installed in this environment")
+    proc = subprocess.Popen(
+        [str(script), "solve", str(DATA / "X-n101-k25.vrp"), "--solver", "ortools",
+         "--time-limit", "120", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        time.sleep(8)  # past the imports, into the search
+        proc.send_signal(signal.SIGINT)
+        sent = time.perf_counter()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        with suppress(ProcessLookupError):
+            proc.kill()
+    assert time.perf_counter() - sent < 10
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    document = json.loads(out)
+    assert document["interrupted"] is True
+    assert document["solution"]["feasible"] is True
+    assert document["solution"]["wall_time"] < 60
+
+
+def test_a_solver_failure_under_json_is_a_json_document() -> None:
+    """Scripts read every outcome from stdout: a solver that fails (here nearest_neighbor,
+    which ignores RC101's fleet of 15) prints its error as JSON, not only on stderr."""
+    result = _run("solve", str(DATA / "solomon" / "RC101.100.15.vrptw"), "--solver",
+                  "nearest_neighbor", "--time-limit", "1", "--json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert document["solution"] is None and "max_vehicles is 15" in document["error"]
+    assert document["interrupted"] is False
+    assert result.stderr.startswith("error: solver 'nearest_neighbor' failed")

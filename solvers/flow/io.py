@@ -45,9 +45,11 @@ def network_format(filename: str) -> str:
         return "dimacs"
     if ext == ".json":
         return "json"
+    other = ("; a routing instance goes to `cosolve solve` or POST /v1/routing/{problem}/solve"
+             if ext in (".tsp", ".vrp", ".vrptw") else "")
     raise UnsupportedFormatError(
         "file", f"cannot tell the format of {filename!r}: use .min (DIMACS min-cost flow) or "
-        ".json, optionally gzipped (.gz)")
+        f".json, optionally gzipped (.gz){other}")
 
 
 def load_network(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES,

@@ -30,6 +30,11 @@ def _listed(idx: np.ndarray) -> str:
     return f"{shown}{more}"
 
 
+def _count(n: int, noun: str) -> str:
+    """"1 node", "2 nodes": violations are read by people."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def check_tsp(instance: TSPInstance, tour: list[int]) -> list[str]:
     """Every node exactly once."""
     t = np.asarray(tour, dtype=np.int64)
@@ -37,9 +42,9 @@ def check_tsp(instance: TSPInstance, tour: list[int]) -> list[str]:
     missing = np.flatnonzero(counts == 0)
     twice = np.flatnonzero(counts > 1)
     if missing.size:
-        problems.append(f"{missing.size} nodes never visited: {_listed(missing)}")
+        problems.append(f"{_count(missing.size, 'node')} never visited: {_listed(missing)}")
     if twice.size:
-        problems.append(f"{twice.size} nodes visited more than once: {_listed(twice)}")
+        problems.append(f"{_count(twice.size, 'node')} visited more than once: {_listed(twice)}")
     return problems
 
 
@@ -63,9 +68,10 @@ def check_cvrp(instance: CVRPInstance, routes: list[list[int]]) -> list[str]:
     missing = np.flatnonzero(cust & (counts == 0))
     twice = np.flatnonzero(cust & (counts > 1))
     if missing.size:
-        problems.append(f"{missing.size} customers never visited: {_listed(missing)}")
+        problems.append(f"{_count(missing.size, 'customer')} never visited: {_listed(missing)}")
     if twice.size:
-        problems.append(f"{twice.size} customers visited more than once: {_listed(twice)}")
+        problems.append(f"{_count(twice.size, 'customer')} visited more than once: "
+                        f"{_listed(twice)}")
     for k, r in enumerate(routes):
         idx = np.asarray(r, dtype=np.int64)
         idx = idx[(idx >= 0) & (idx < instance.n)]

@@ -84,10 +84,13 @@ def instance_format(filename: str) -> str:
         return "tsplib"
     if ext == ".json":
         return "json"
+    # a flow network sent to routing names where it goes (QA sweep: the hint was missing)
+    other = ("; a DIMACS min-cost-flow network goes to `cosolve flow solve` or "
+             "POST /v1/flow/min-cost" if ext in (".min", ".dimacs", ".inp", ".net") else "")
     raise UnsupportedFormatError(
         "file",
         f"cannot tell the format of {filename!r}: use .tsp (TSPLIB), .vrp (CVRPLIB/VRPLIB), "
-        ".vrptw (LKH-3 CVRPTW) or .json, optionally gzipped (.gz)",
+        f".vrptw (LKH-3 CVRPTW) or .json, optionally gzipped (.gz){other}",
     )
 
 

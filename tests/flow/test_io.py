@@ -87,8 +87,20 @@ def test_dimacs_errors_name_the_line(text: str, field: str, words: str) -> None:
 
 
 def test_unknown_extension_is_refused() -> None:
-    with pytest.raises(UnsupportedFormatError):
+    with pytest.raises(UnsupportedFormatError) as info:
         parse_network_bytes(TINY.encode(), "tiny.tsp")
+    assert "cosolve solve" in info.value.message  # a routing file: where it goes instead
+
+
+def test_a_flow_network_sent_to_routing_says_where_it_goes() -> None:
+    from solvers.routing.io import instance_format
+
+    with pytest.raises(UnsupportedFormatError) as info:
+        instance_format("netgen.min.gz")
+    assert "cosolve flow solve" in info.value.message
+    with pytest.raises(UnsupportedFormatError) as info:
+        instance_format("notes.txt")
+    assert "flow" not in info.value.message
 
 
 def test_solution_lines_round_trip_through_the_checker() -> None:
