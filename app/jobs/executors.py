@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -19,7 +20,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
-from app.jobs.store import FAILED, QUEUED, JobRecord, JobStore
+from app.jobs.store import FAILED, QUEUED, RUNNING, JobRecord, JobStore
 from app.jobs.worker import JobSpec, execute, record_outcome, run_stored_job
 
 logger = logging.getLogger("cosolve.jobs")
@@ -91,15 +92,29 @@ class LocalProcessExecutor:
                     self._pool = self._new_pool()
             current = self.store.get(job.id)
             retries = self._resubmitted.get(job.id, 0)
-            if (current is not None and current.state == QUEUED
-                    and current.attempt == job.attempt and retries < MAX_RESUBMITS):
-                self._resubmitted[job.id] = retries + 1
-                # A broken pool fails every future it holds, also those of jobs that never
-                # started: they go to the new pool (they had all been marked failed)
-                logger.warning("job %s: its worker pool broke before it started; re-submitted",
-                               job.id)
-                self.submit(current)
-                return
+            if (current is not None and current.attempt == job.attempt
+                    and retries < MAX_RESUBMITS):
+                if current.state == QUEUED:
+                    self._resubmitted[job.id] = retries + 1
+                    # A broken pool fails every future it holds, also those of jobs that never
+                    # started: they go to the new pool (they had all been marked failed)
+                    logger.warning("job %s: its worker pool broke before it started; "
+                                   "re-submitted", job.id)
+                    self.submit(current)
+                    return
+                if current.state == RUNNING and _worker_alive(pool, current.worker_pid):
+                    # Another job's worker died; the pool then stops every worker, this
+                    # healthy one too (QA sweep: all running jobs ended failed). It solves
+                    # again, from the start, under a new attempt.
+                    again = self.store.requeue_running(
+                        job.id, job.attempt, "re-queued: another job's worker died and the "
+                        "pool stopped this one too", ttl_s=self.ttl_s)
+                    if again is not None and again.state == QUEUED:
+                        self._resubmitted[job.id] = retries + 1
+                        logger.warning("job %s: stopped by another worker's death; re-queued",
+                                       job.id)
+                        self.submit(again)
+                    return
         # The worker died (killed, out of memory) before it could record an outcome.
         logger.error("job %s: worker failed: %r", job.id, exc)
         self.store.finish(job.id, job.attempt, state=FAILED,
@@ -115,6 +130,21 @@ class LocalProcessExecutor:
         for process in processes:
             if process.is_alive():
                 process.terminate()
+
+
+def _worker_alive(pool: ProcessPoolExecutor | None, pid: int | None) -> bool:
+    """Whether the broken ``pool``'s worker ``pid`` is still alive. A pool that breaks
+    fails its futures (running our callbacks) before it terminates the surviving workers,
+    so at that moment only the worker that died is dead."""
+    if pool is None or pid is None:
+        return False
+    process = (getattr(pool, "_processes", None) or {}).get(pid)  # no public accessor
+    if process is None or process.exitcode is not None:
+        return False
+    # exitcode can still read None for a killed worker: its pipes close (which is how the
+    # pool noticed) a moment before the kernel lets it be reaped. Its sentinel is certain:
+    # readable once the process has let go of it, that is, when it is dying or dead.
+    return not multiprocessing.connection.wait([process.sentinel], timeout=0)
 
 
 def _init_worker(parent_pid: int) -> None:

@@ -81,7 +81,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     feasible INTEGER,
     partial INTEGER NOT NULL DEFAULT 0,
     error TEXT,
-    max_vehicles INTEGER
+    max_vehicles INTEGER,
+    worker_pid INTEGER
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
@@ -98,7 +99,8 @@ CREATE TABLE IF NOT EXISTS batches (
 """
 
 #: Columns added after a table's first release: (table, name, type), for older stores.
-_ADDED_COLUMNS = (("jobs", "max_vehicles", "INTEGER"), ("batches", "max_vehicles", "INTEGER"))
+_ADDED_COLUMNS = (("jobs", "max_vehicles", "INTEGER"), ("batches", "max_vehicles", "INTEGER"),
+                  ("jobs", "worker_pid", "INTEGER"))
 
 
 @dataclass
@@ -131,6 +133,8 @@ class JobRecord:
     error: str | None
     #: The fleet cap the job solves with (a CVRP's max_vehicles), None without one.
     max_vehicles: int | None = None
+    #: The local worker process solving it (set when it starts running), None otherwise.
+    worker_pid: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -383,15 +387,41 @@ class JobStore:
         return len(rows)
 
     # -- state changes (worker side, guarded by the attempt) -----------------------------
-    def mark_running(self, job_id: str, attempt: int) -> bool:
+    def mark_running(self, job_id: str, attempt: int, worker_pid: int | None = None) -> bool:
         now = time.time()
         with self._conn() as c:
             cur = c.execute(
-                "UPDATE jobs SET state=?, started_at=?, updated_at=?, message=? WHERE id=? "
-                "AND attempt=? AND state=?",
-                (RUNNING, now, now, "running", job_id, attempt, QUEUED),
+                "UPDATE jobs SET state=?, started_at=?, updated_at=?, message=?, worker_pid=? "
+                "WHERE id=? AND attempt=? AND state=?",
+                (RUNNING, now, now, "running", worker_pid, job_id, attempt, QUEUED),
             )
             return cur.rowcount == 1
+
+    def requeue_running(self, job_id: str, attempt: int, message: str,
+                        ttl_s: float | None = None) -> JobRecord | None:
+        """A running job whose worker was stopped through no fault of its own (another
+        worker's death broke the pool) goes back to the queue under a new attempt; one whose
+        cancel was asked for ends cancelled instead. Returns the job as it is now; None when
+        the attempt is no longer the job's running one (nothing changed)."""
+        now = time.time()
+        with self._conn() as c:
+            cur = c.execute(
+                "UPDATE jobs SET state=?, attempt=attempt+1, finished_at=?, updated_at=?, "
+                "message=?, best_cost=NULL, worker_pid=NULL, "
+                "expires_at=CASE WHEN ? IS NULL THEN NULL ELSE ? + ? END "
+                "WHERE id=? AND attempt=? AND state=? AND cancel_requested=1",
+                (CANCELLED, now, now, "cancelled; its worker was stopped before it could hand "
+                 "over its best solution, so none was kept", ttl_s, now, ttl_s, job_id, attempt,
+                 RUNNING))
+            if cur.rowcount == 0:
+                cur = c.execute(
+                    "UPDATE jobs SET state=?, attempt=attempt+1, updated_at=?, best_cost=NULL, "
+                    "elapsed=0, iterations=0, message=?, worker_pid=NULL "
+                    "WHERE id=? AND attempt=? AND state=?",
+                    (QUEUED, now, message, job_id, attempt, RUNNING))
+                if cur.rowcount == 0:
+                    return None
+        return self.get(job_id)
 
     def report_progress(self, job_id: str, attempt: int, elapsed: float, iterations: int,
                         best_cost: float | None, message: str) -> None:

@@ -8,6 +8,7 @@ The function here touches no HTTP and no executor: progress and the cancel flag 
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 import traceback
@@ -164,7 +165,8 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float) -> str:
 
     store = JobStore(root)
     job = store.get(job_id)
-    if job is None or job.attempt != attempt or not store.mark_running(job_id, attempt):
+    if (job is None or job.attempt != attempt
+            or not store.mark_running(job_id, attempt, os.getpid())):
         return "skipped"  # cancelled while queued, or superseded by a newer attempt
     spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename)
     outcome = execute(spec, store.input_path(job).read_bytes(), StoreSink(store, job_id, attempt))

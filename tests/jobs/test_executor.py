@@ -110,3 +110,30 @@ def test_a_cancel_asked_before_a_stop_is_not_run_again(tmp_path: Path) -> None:
         assert "none was kept" in (stopped.message or "") and stopped.best_cost is None
     finally:
         again.stop()
+
+
+def test_a_worker_death_does_not_fail_the_jobs_beside_it(tmp_path: Path) -> None:
+    """A pool whose worker dies stops all its workers: the job of the dead worker fails, the
+    one solving beside it goes back to the queue under a new attempt and finishes (QA sweep:
+    it ended failed with 'the worker process died' as well)."""
+    service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=2))
+    service.start()
+    try:
+        victim = _running_job(service)
+        bystander = _running_job(service)
+        victim_pid = service.store.get(victim.id).worker_pid
+        assert victim_pid and victim_pid != service.store.get(bystander.id).worker_pid
+        os.kill(victim_pid, signal.SIGKILL)  # as the out-of-memory killer would
+        failed = _wait_state(service.store, victim.id, FAILED)
+        assert "worker process died" in (failed.error or "")
+        deadline = time.monotonic() + 30
+        while (again := service.store.get(bystander.id)).attempt == 0:
+            assert time.monotonic() < deadline, again
+            time.sleep(0.1)
+        assert again.state in (QUEUED, RUNNING) and "re-queued" in (again.message or "")
+        assert again.error is None
+        service.store.request_cancel(bystander.id)  # its best so far, not 20 s more
+        done = _wait_state(service.store, bystander.id, CANCELLED, timeout=60)
+        assert done.error is None
+    finally:
+        service.stop()

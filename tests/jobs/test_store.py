@@ -38,7 +38,8 @@ def test_a_store_from_before_the_fleet_column_gains_it(tmp_path: Path) -> None:
 
     tmp_path.mkdir(exist_ok=True)
     old = sqlite3.connect(tmp_path / "jobs.sqlite3")
-    old.executescript(_SCHEMA.replace(",\n    max_vehicles INTEGER\n", "\n"))
+    old.executescript(_SCHEMA.replace(",\n    max_vehicles INTEGER,\n    worker_pid INTEGER\n", "\n")
+                      .replace(",\n    max_vehicles INTEGER\n", "\n"))
     old.execute("INSERT INTO jobs (id, state, problem, solver, time_limit, seed, filename, "
                 "nodes, created_at, updated_at) VALUES ('old', 'succeeded', 'tsp', "
                 "'ortools', 1.0, 0, 'eil51.tsp', 51, 0, 0)")
@@ -46,10 +47,10 @@ def test_a_store_from_before_the_fleet_column_gains_it(tmp_path: Path) -> None:
     columns = {row[1] for row in old.execute("PRAGMA table_info(jobs)")}
     batch_columns = {row[1] for row in old.execute("PRAGMA table_info(batches)")}
     old.close()
-    assert "max_vehicles" not in columns | batch_columns
+    assert not {"max_vehicles", "worker_pid"} & (columns | batch_columns)
     store = JobStore(tmp_path)
     stored = store.get("old")
-    assert stored is not None and stored.max_vehicles is None
+    assert stored is not None and stored.max_vehicles is None and stored.worker_pid is None
     capped = store.create(problem="cvrp", solver="ils", time_limit=1.0, seed=0,
                           filename="X-n101-k25.vrp", data=(DATA / "X-n101-k25.vrp").read_bytes(),
                           nodes=101, max_vehicles=26)
