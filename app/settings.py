@@ -75,7 +75,9 @@ class Settings(BaseSettings):
         description="Jobs solved at the same time by the local executor (one core each).",
     )
     max_active_jobs: int = Field(
-        default=200, gt=0, description="Most jobs queued or running at once (429 above)."
+        default=1000, gt=0, description="Most jobs queued or running at once (429 above; a "
+        "batch with more files than this is a 413). Twice the default max_batch_files, so two "
+        "full batches can wait together."
     )
     max_job_time_limit: float = Field(
         default=3600.0, gt=0, description="Longest time limit a job may ask for, in seconds."

@@ -427,6 +427,15 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     if not accepted:
         raise invalid_request("no file of the batch could be read: " + "; ".join(
             f"{r['filename']}: {r['error']}" for r in rejected[:5]), field="files")
+    if len(accepted) > settings.max_active_jobs:
+        # however long the client waits, the queue never holds this many: not a 429 to retry
+        # (QA sweep: a 201-file batch on an idle server got 429 and Retry-After forever)
+        raise ApiError(413, f"the batch has {len(accepted)} files to solve; this server queues "
+                       f"at most {settings.max_active_jobs} jobs at once "
+                       "(COSOLVE_MAX_ACTIVE_JOBS): split it into batches of at most "
+                       f"{settings.max_active_jobs} files", kind="batch-too-large",
+                       title="Batch larger than the job queue", field="files",
+                       extra={"files": len(accepted), "limit": settings.max_active_jobs})
     try:
         batch_id = service.submit_batch([vars(job_input) for job_input in accepted],
                                         options.solver, accepted[0].time_limit, rejected,

@@ -251,6 +251,14 @@ def test_oversized_upload_and_full_queue(strict_api: httpx.Client) -> None:
     second = _submit_file(strict_api, DATA / "eil51.tsp", solver="nearest_neighbor")
     body = assert_problem(second, 429)
     assert second.headers["retry-after"] and body["limit"] == 1
+    # a batch larger than the whole queue would never fit: a 413 on files, not a 429 to
+    # retry forever (QA sweep)
+    files = [("files", (name, (DATA / name).read_bytes())) for name in ("eil51.tsp",
+                                                                         "berlin52.tsp")]
+    body = assert_problem(strict_api.post("/v1/batches", files=files,
+                                          data={"solver": "nearest_neighbor"}), 413,
+                          field="files")
+    assert body["limit"] == 1 and body["files"] == 2 and "split it" in body["detail"]
     _wait(strict_api, first.json()["id"], ("succeeded",))
 
 

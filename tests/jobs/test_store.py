@@ -38,8 +38,8 @@ def test_a_store_from_before_the_fleet_column_gains_it(tmp_path: Path) -> None:
 
     tmp_path.mkdir(exist_ok=True)
     old = sqlite3.connect(tmp_path / "jobs.sqlite3")
-    old.executescript(_SCHEMA.replace(",\n    max_vehicles INTEGER,\n    worker_pid INTEGER\n", "\n")
-                      .replace(",\n    max_vehicles INTEGER\n", "\n"))
+    added = ",\n    max_vehicles INTEGER,\n    worker_pid INTEGER\n"  # the jobs table's
+    old.executescript(_SCHEMA.replace(added, "\n").replace(",\n    max_vehicles INTEGER\n", "\n"))
     old.execute("INSERT INTO jobs (id, state, problem, solver, time_limit, seed, filename, "
                 "nodes, created_at, updated_at) VALUES ('old', 'succeeded', 'tsp', "
                 "'ortools', 1.0, 0, 'eil51.tsp', 51, 0, 0)")
