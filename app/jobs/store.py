@@ -366,11 +366,15 @@ class JobStore:
                       "AND finished_at IS NOT NULL", (ttl_s, job_id))
 
     def purge_expired(self, now: float | None = None) -> int:
-        """Delete finished jobs past their expiry, with their files."""
+        """Delete finished jobs past their expiry, with their files. A batch's jobs go
+        together, once every one of them has expired, that is, the TTL after the batch's last
+        job finished (QA sweep: a long batch lost its early results while it still ran)."""
         now = now or time.time()
         rows = self._connection().execute(
-            "SELECT id FROM jobs WHERE expires_at IS NOT NULL AND expires_at < ?", (now,)
-        ).fetchall()
+            "SELECT id FROM jobs AS j WHERE expires_at IS NOT NULL AND expires_at < ? AND "
+            "(batch_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS k WHERE "
+            "k.batch_id = j.batch_id AND (k.expires_at IS NULL OR k.expires_at >= ?)))",
+            (now, now)).fetchall()
         for (job_id,) in rows:
             folder = self.job_dir(job_id)
             if folder.exists():

@@ -104,6 +104,25 @@ def test_a_batch_expires_with_its_last_job(tmp_path: Path) -> None:
     assert store.batch(batch_id) is None and store.batch(empty) is None
 
 
+def test_a_batch_keeps_its_results_until_its_last_job_expires(tmp_path: Path) -> None:
+    """Its first job's own expiry passes while the second still runs: nothing goes until
+    the TTL after the last one finished, then all of them (QA sweep: results vanished one by
+    one from a running batch)."""
+    store = JobStore(tmp_path)
+    batch_id = store.create_batch("nearest_neighbor", 1.0, 2, [])
+    first, second = (store.create(problem="tsp", solver="nearest_neighbor", time_limit=1.0,
+                                  seed=0, filename=name, nodes=51, batch_id=batch_id,
+                                  data=(DATA / "eil51.tsp").read_bytes())
+                     for name in ("a.tsp", "b.tsp"))
+    run_stored_job(str(tmp_path), first.id, first.attempt, ttl_s=0.0)
+    assert store.purge_expired(now=time.time() + 120) == 0  # the second is still queued
+    assert store.get(first.id) is not None and store.read_solution(first.id) is not None
+    run_stored_job(str(tmp_path), second.id, second.attempt, ttl_s=3600.0)
+    assert store.purge_expired(now=time.time() + 120) == 0  # the last one's TTL holds all
+    assert store.purge_expired(now=time.time() + 3700) == 2
+    assert store.get(first.id) is None and store.batch(batch_id) is None
+
+
 def test_cancel_before_start_and_expiry(tmp_path: Path) -> None:
     store = JobStore(tmp_path)
     job = _job(store)
