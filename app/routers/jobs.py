@@ -497,6 +497,20 @@ def get_batch(batch_id: str, service: ServiceDep,
     return PlainTextResponse(batch_markdown(status), media_type="text/markdown")
 
 
+@router.delete("/batches/{batch_id}", response_model=BatchStatus, status_code=202,
+               responses=problem_responses(404))
+def cancel_batch(batch_id: str, service: ServiceDep) -> BatchStatus:
+    """Cancel every job of the batch still queued or running, as ``DELETE /v1/jobs/{id}``
+    does one: queued ones stop at once, running ones keep their best solution so far;
+    finished ones are left as they are. The answer is the batch's status."""
+    batch_status(service, batch_id)  # 404 for an unknown batch
+    jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
+    for job in jobs:
+        if not job.final:
+            service.cancel(job.id)
+    return batch_status(service, batch_id)
+
+
 def batch_markdown(status: BatchStatus) -> str:
     """The batch as a markdown table plus a totals line."""
     def num(v: float | None) -> str:

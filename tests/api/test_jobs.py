@@ -474,3 +474,29 @@ def test_a_batch_file_part_must_be_named_files(api: httpx.Client) -> None:
     response = api.post("/v1/batches", files={"other": ("eil51.tsp", text)},
                         data={"solver": "nearest_neighbor", "time_limit": "0.2"})
     assert "'files'" in assert_problem(response, 422, field="other")["detail"]
+
+
+def test_a_batch_is_cancelled_as_a_whole(api: httpx.Client) -> None:
+    """DELETE /v1/batches/{id}: queued jobs stop at once, the running one keeps its best so
+    far (QA sweep: a batch could only be stopped one job at a time)."""
+    files = [("files", (name, (DATA / "eil51.tsp").read_bytes()))
+             for name in ("a.tsp", "b.tsp", "c.tsp")]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "ortools", "time_limit": "30"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    deadline = time.monotonic() + 60
+    while not any(r["state"] == "running" for r in batch["results"]):
+        assert time.monotonic() < deadline, batch
+        time.sleep(0.2)
+        batch = api.get(f"/v1/batches/{batch['id']}").json()
+    time.sleep(1.0)  # past OR-Tools' first solution
+    cancelled = api.delete(f"/v1/batches/{batch['id']}")
+    assert cancelled.status_code == 202, cancelled.text
+    batch = _wait_batch(api, cancelled.json(), timeout=30)
+    assert batch["done"] and batch["summary"]["cancelled"] == 3, batch
+    kept = [r for r in batch["results"] if r["cost"] is not None]
+    assert len(kept) >= 1 and all(r["partial"] for r in kept)
+    again = api.delete(f"/v1/batches/{batch['id']}")  # finished: nothing changes
+    assert again.status_code == 202 and again.json()["summary"] == batch["summary"]
+    assert_problem(api.delete("/v1/batches/nosuchbatch"), 404, field="batch_id")
