@@ -40,7 +40,11 @@ SUPPORTED_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT
 SCALABLE_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D")
 #: TYPE values read as a CVRP with time windows (LKH-3 writes CVRPTW, VRPLIB/PyVRP VRPTW).
 TIME_WINDOW_TYPES = ("CVRPTW", "VRPTW")
-SUPPORTED_EXPLICIT_FORMATS = ("FULL_MATRIX", "LOWER_ROW")
+#: TSPLIB's explicit matrix layouts; all but FULL_MATRIX give one triangle of a symmetric
+#: matrix. The values are read as one stream, however the lines wrap.
+SUPPORTED_EXPLICIT_FORMATS = ("FULL_MATRIX", "UPPER_ROW", "LOWER_ROW", "UPPER_DIAG_ROW",
+                              "LOWER_DIAG_ROW", "UPPER_COL", "LOWER_COL", "UPPER_DIAG_COL",
+                              "LOWER_DIAG_COL")
 #: Refuse to decompress more than this (a guard against gzip bombs).
 DEFAULT_MAX_TEXT_BYTES = 512 * 1024 * 1024
 
@@ -261,10 +265,87 @@ def _check_node_ids(text: str) -> None:
         expected += 1
 
 
+def _edge_weight_section(text: str) -> tuple[str, list[str]]:
+    """The text without its EDGE_WEIGHT_SECTION, and that section's values as one stream of
+    tokens (TSPLIB lets a matrix's rows wrap over lines; vrplib read each line as a row, so a
+    FULL_MATRIX written ten numbers a line was refused as ragged)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines)
+                  if line.strip().upper().startswith("EDGE_WEIGHT_SECTION")), None)
+    if start is None:
+        return text, []
+    tokens = lines[start].split()[1:]
+    end = start + 1
+    while end < len(lines):
+        row = lines[end].split()
+        if row:
+            try:
+                float(row[0])
+            except ValueError:
+                break  # the next section, or EOF
+            tokens += row
+        end += 1
+    return "\n".join(lines[:start] + lines[end:]) + "\n", tokens
+
+
+def explicit_matrix(tokens: list[str], fmt: str, n: int) -> np.ndarray:
+    """An n×n matrix from EDGE_WEIGHT_SECTION values in TSPLIB layout ``fmt``. A column-wise
+    triangle of a symmetric matrix lists the same values as the other triangle by rows."""
+    layout = fmt
+    fmt = {"UPPER_COL": "LOWER_ROW", "LOWER_COL": "UPPER_ROW", "UPPER_DIAG_COL":
+           "LOWER_DIAG_ROW", "LOWER_DIAG_COL": "UPPER_DIAG_ROW"}.get(fmt, fmt)
+    if fmt == "FULL_MATRIX":
+        need = n * n
+    else:
+        diagonal = "DIAG" in fmt
+        need = n * (n + 1) // 2 if diagonal else n * (n - 1) // 2
+    if len(tokens) != need:
+        raise InstanceError("EDGE_WEIGHT_SECTION", f"{len(tokens)} values where a {layout} "
+                            f"of DIMENSION {n} has {need}")
+    try:
+        values = np.array(tokens, dtype=np.float64)
+    except ValueError:
+        bad = next(t for t in tokens if not _is_number(t))
+        raise InstanceError("EDGE_WEIGHT_SECTION", f"{bad!r} is not a number") from None
+    if not np.isfinite(values).all():
+        raise InstanceError("EDGE_WEIGHT_SECTION", "the weights must be finite numbers")
+    if fmt == "FULL_MATRIX":
+        matrix = values.reshape(n, n)
+    else:
+        matrix = np.zeros((n, n))
+        k = 0 if diagonal else 1
+        rows, cols = (np.triu_indices(n, k) if fmt.startswith("UPPER")
+                      else np.tril_indices(n, -k))
+        matrix[rows, cols] = values
+        matrix[cols, rows] = values
+    if np.array_equal(matrix, np.round(matrix)) and np.abs(matrix).max(initial=0) < 2**53:
+        return matrix.astype(np.int64)
+    return matrix
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     """Interpret a TSPLIB/CVRPLIB/VRPLIB text parsed by vrplib as a TSP, CVRP or CVRPTW."""
-    _check_supported(_header(text))
+    head = _header(text)
+    _check_supported(head)
     _check_node_ids(text)
+    matrix: np.ndarray | None = None
+    if head.get("EDGE_WEIGHT_TYPE", "").upper() == "EXPLICIT":
+        text, tokens = _edge_weight_section(text)
+        if not tokens:
+            raise InstanceError("EDGE_WEIGHT_SECTION", "EDGE_WEIGHT_TYPE EXPLICIT needs an "
+                                "EDGE_WEIGHT_SECTION with the weights")
+        if "DIMENSION" not in head:
+            raise InstanceError("DIMENSION", "an explicit matrix needs DIMENSION")
+        matrix = explicit_matrix(tokens, head["EDGE_WEIGHT_FORMAT"].upper(),
+                                 int(head["DIMENSION"]))
     try:
         data = parse_vrplib(text, compute_edge_weights=False)
     except Exception as exc:  # vrplib raises bare ValueError/IndexError on malformed text
@@ -273,6 +354,8 @@ def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
                                 "different lengths (e.g. an EDGE_WEIGHT_SECTION row short of "
                                 "its values)") from None
         raise InstanceError("file", f"could not parse the file: {exc}") from None
+    if matrix is not None:
+        data["edge_weight"] = matrix
     return _from_vrplib(data, default_name)
 
 
@@ -283,8 +366,7 @@ def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
     coords = data.get("node_coord")
     matrix = None
     if ewt == "EXPLICIT":
-        # vrplib expands explicit weights (FULL_MATRIX, LOWER_ROW) even without compute.
-        matrix = data.get("edge_weight")
+        matrix = data.get("edge_weight")  # read by explicit_matrix
         if matrix is None or np.ndim(matrix) != 2:
             raise InstanceError("EDGE_WEIGHT_SECTION", "could not read the explicit matrix")
         distance = None
