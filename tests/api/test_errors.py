@@ -15,11 +15,11 @@ from tests.api.conftest import STRICT_LIMITS
 from tests.api.helpers import assert_problem
 
 SQUARE = [[0, 0], [0, 1], [1, 1], [1, 0]]
-GEO_FILE = "\n".join([
+MAN_FILE = "\n".join([  # a convention we do not read
     "NAME : geo5",
     "TYPE : TSP",
     "DIMENSION : 5",
-    "EDGE_WEIGHT_TYPE : GEO",
+    "EDGE_WEIGHT_TYPE : MAN_2D",
     "NODE_COORD_SECTION",
     "1 38.24 20.42",
     "2 39.57 26.15",
@@ -224,9 +224,9 @@ def test_comparison_longer_than_a_request_may_run(api: httpx.Client) -> None:
 
 # -- files -----------------------------------------------------------------------------------
 def test_unsupported_edge_weight_type(api: httpx.Client) -> None:
-    response = _upload(api, "/v1/routing/tsp/solve", "geo5.tsp", GEO_FILE)
+    response = _upload(api, "/v1/routing/tsp/solve", "geo5.tsp", MAN_FILE)
     body = assert_problem(response, 422, field="file.EDGE_WEIGHT_TYPE")
-    assert "GEO" in body["detail"] and "EUC_2D" in body["detail"]
+    assert "MAN_2D" in body["detail"] and "EUC_2D" in body["detail"]
 
 
 def test_wrong_file_extension(api: httpx.Client) -> None:
