@@ -119,6 +119,10 @@ def simulate_command(
     latency: Annotated[bool, typer.Option(help="Measure the time of each decision.")] = False,
     gantt: Annotated[Path | None, typer.Option(
         help="Write a Gantt chart SVG per policy into this folder.")] = None,
+    schedule: Annotated[Path | None, typer.Option(
+        help="Write every policy's whole schedule as JSON into this folder "
+        "(schedule_<policy>.json: workflows' arrival and finish, tasks' VM, ready, start "
+        "and finish), to check or replay it.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] =
         False,
 ) -> None:
@@ -136,13 +140,15 @@ def simulate_command(
             fail(f"--policies: unknown policy {n!r}; known: {', '.join(policy_names())}")
     vm_pool = _pool(pool)
     rates = _rates(rate)
-    if gantt is not None and not gantt.is_dir():
-        fail(f"--gantt: {gantt} is a file; give a folder for the charts" if gantt.exists()
-             else f"--gantt: folder {gantt} does not exist")
+    for option, folder in (("--gantt", gantt), ("--schedule", schedule)):
+        if folder is not None and not folder.is_dir():
+            fail(f"{option}: {folder} is a file; give a folder" if folder.exists()
+                 else f"{option}: folder {folder} does not exist")
     # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
     templates = _templates(workflows, shapes, tasks, template_seed)
     runs = run_policies(templates, vm_pool, Arrivals(workflows_count, rates), names, seed,
-                        record=gantt is not None, measure_latency=latency)
+                        record=gantt is not None or schedule is not None,
+                        measure_latency=latency)
     rows: list[dict[str, Any]] = []
     for r in runs:
         row: dict[str, Any] = {"policy": r.name, "kind": r.kind, "error": r.error,
@@ -156,6 +162,14 @@ def simulate_command(
                 except OSError as exc:
                     fail(f"--gantt: cannot write {path}: {exc.strerror or exc}")
                 row["gantt"] = str(path)
+            if schedule is not None:
+                path = schedule / f"schedule_{r.name}.json"
+                try:
+                    path.write_text(json.dumps({"policy": r.name, **vm_pool.describe(),
+                                                **r.result.schedule_table(templates)}))
+                except OSError as exc:
+                    fail(f"--schedule: cannot write {path}: {exc.strerror or exc}")
+                row["schedule"] = str(path)
         rows.append(row)
     ok = [r for r in rows if r.get("mean_flowtime") is not None]
     best = min(ok, key=lambda r: r["mean_flowtime"])["policy"] if ok else None

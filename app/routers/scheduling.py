@@ -51,6 +51,7 @@ from app.schemas.scheduling import (
     EventsResponse,
     PolicyInfo,
     PolicyRow,
+    Schedule,
     SessionCreate,
     SessionState,
     SimulateOptions,
@@ -93,6 +94,8 @@ MAX_SESSIONS = 256
 SESSION_IDLE_S = 3600.0
 #: The most tasks all templates of one request may hold together.
 MAX_TOTAL_TASKS = 20_000
+#: Most task rows the schedules of one simulate answer list (all policies together).
+MAX_SCHEDULE_ROWS = 200_000
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class SimTask:
     gantt: bool
     gantt_workflows: int
     time_limit: float
+    schedule: bool = False
 
 
 # -- reading the request -------------------------------------------------------------------------
@@ -182,8 +186,17 @@ def _task(options: SimulateOptions, templates: list[Workflow], settings: Setting
         arrivals = Arrivals(options.workflows_count, tuple(options.rates))
     except InstanceError as exc:  # a request field, not part of the workflows
         raise _field_error(exc) from None
+    if options.schedule:
+        rows = options.workflows_count * sum(w.n for w in templates) / len(templates)
+        if rows * len(options.policies) > MAX_SCHEDULE_ROWS:
+            raise ApiError(413, f"the schedules would list about {rows:,.0f} tasks for each of "
+                           f"{len(options.policies)} policies; an answer lists at most "
+                           f"{MAX_SCHEDULE_ROWS:,} (fewer workflows or policies, or the CLI's "
+                           "cosolve schedule simulate --schedule FILE)",
+                           kind="simulation-too-large", title="Schedule too large",
+                           field="schedule")
     return SimTask(templates, _pool(options.pool), arrivals, options.policies, options.seed,
-                   options.gantt, options.gantt_workflows, limit)
+                   options.gantt, options.gantt_workflows, limit, options.schedule)
 
 
 def task_from_json(raw: bytes, settings: Settings) -> SimTask:
@@ -275,7 +288,8 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
     deadline = time.perf_counter() + task.time_limit
     try:
         runs = run_policies(task.templates, task.pool, task.arrivals, task.policies, task.seed,
-                            record=task.gantt, deadline=deadline, cancel=cancel.is_set)
+                            record=task.gantt or task.schedule, deadline=deadline,
+                            cancel=cancel.is_set)
     except TimeoutError:
         raise ApiError(413, f"the simulation did not finish within {task.time_limit:g} s; use "
                        "fewer workflows or the CLI (cosolve schedule simulate)",
@@ -291,7 +305,9 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
             median_flowtime=s.get("median_flowtime"), p95_flowtime=s.get("p95_flowtime"),
             makespan=s.get("makespan"), utilization=s.get("utilization"),
             decisions=s.get("decisions"), wall_time=s.get("wall_time"),
-            gap_to_best=r.gap_to_best, error=r.error, gantt_svg=svg))
+            gap_to_best=r.gap_to_best, error=r.error, gantt_svg=svg,
+            schedule=(Schedule(**r.result.schedule_table(task.templates))
+                      if task.schedule and r.result is not None else None)))
     ok = [r for r in rows if r.mean_flowtime is not None]
     best = min(ok, key=lambda r: r.mean_flowtime or math.inf).policy if ok else None
     return SimulateResponse(

@@ -80,6 +80,9 @@ class SimulateOptions(_Strict):
     gantt: bool = Field(default=False, description="Add a Gantt chart (SVG) per policy.")
     gantt_workflows: int = Field(default=10, ge=1, le=50,
                                  description="Workflows the Gantt chart shows.")
+    schedule: bool = Field(default=False, description="Add each policy's whole schedule: every "
+                           "workflow's arrival and finish, every task's VM, ready, start and "
+                           "finish time (to check it, replay it or recompute the flowtimes).")
 
 
 class SimulateRequest(SimulateOptions):
@@ -102,6 +105,7 @@ class SimulateUpload(_Strict):
     seed: int = 0
     gantt: bool = False
     gantt_workflows: int = 10
+    schedule: bool = False
 
 
 class WorkflowInfo(BaseModel):
@@ -111,6 +115,31 @@ class WorkflowInfo(BaseModel):
     total_runtime: float
     critical_path: float = Field(description="Seconds of the longest chain at 1 vCPU-second "
                                  "per second of work (divide by a VM's vCPUs for its time).")
+
+
+class ScheduledWorkflow(BaseModel):
+    workflow: int = Field(description="Arrival order in the stream, from 0.")
+    template: str
+    arrival: float = Field(description="Seconds from the stream's start.")
+    finish: float
+    flowtime: float = Field(description="finish − arrival, seconds.")
+
+
+class ScheduledTask(BaseModel):
+    workflow: int
+    task: str = Field(description="The task's id in its workflow.")
+    vm: int = Field(description="Index into the response's vcpus.")
+    ready: float = Field(description="When its last parent finished (the decision's time).")
+    start: float = Field(description="When it started: ready, or later when its VM's queue "
+                         "was busy.")
+    finish: float
+
+
+class Schedule(BaseModel):
+    """A policy's whole schedule, in decision order."""
+
+    workflows: list[ScheduledWorkflow]
+    tasks: list[ScheduledTask]
 
 
 class PolicyRow(BaseModel):
@@ -131,6 +160,7 @@ class PolicyRow(BaseModel):
     gap_to_best: float | None = Field(default=None, description="Percent above the best row.")
     error: str | None = None
     gantt_svg: str | None = None
+    schedule: Schedule | None = Field(default=None, description="With schedule=true.")
 
 
 class SimulateResponse(BaseModel):

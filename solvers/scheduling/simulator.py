@@ -296,6 +296,24 @@ class SimResult:
     latencies: np.ndarray | None = None  # seconds per decision, when measured
     schedule: list[tuple[int, int, int, float, float, float]] | None = None
     # (workflow uid, task, vm, ready, start, finish) when recorded
+    workflows: list[tuple[int, int, float, float]] | None = None
+    # (workflow uid, template index, arrival, finish) when recorded
+
+    def schedule_table(self, templates: Sequence[Workflow]) -> dict[str, list[dict[str, Any]]]:
+        """The recorded schedule as plain records, tasks named by their ids: enough to
+        replay it, check it (parents first, one task at a time per VM) and recompute every
+        flowtime."""
+        if self.schedule is None or self.workflows is None:
+            raise ValueError("the schedule was not recorded (simulate(..., record=True))")
+        kind = {uid: k for uid, k, _, _ in self.workflows}
+        return {
+            "workflows": [{"workflow": uid, "template": templates[k].name, "arrival": arrival,
+                           "finish": finish, "flowtime": finish - arrival}
+                          for uid, k, arrival, finish in self.workflows],
+            "tasks": [{"workflow": uid, "task": templates[kind[uid]].ids[task], "vm": vm,
+                       "ready": ready, "start": start, "finish": finish}
+                      for uid, task, vm, ready, start, finish in self.schedule],
+        }
 
     @property
     def mean_flowtime(self) -> float:
@@ -347,6 +365,7 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
         seq += 1
     heapq.heapify(heap)
     schedule: list[tuple[int, int, int, float, float, float]] | None = [] if record else None
+    kind_of: dict[int, int] = {}
     latencies: list[float] = []
     decisions = 0
     loops = 0
@@ -361,6 +380,8 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
             _, _, kind, payload, task = heapq.heappop(heap)
             if kind == _ARRIVE:
                 uid, k = payload
+                if record:
+                    kind_of[uid] = k
                 run = Run(uid, templates[k], now, templates[k].name)
                 ready.extend((run, c) for c in state.add(run))
             else:
@@ -393,6 +414,8 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
     flow = np.array([r.flowtime for r in sorted(state.completed, key=lambda r: r.uid)])
     makespan = max((r.done_at for r in state.completed), default=0.0)
     util = float(state.vm_busy.sum() / (state.m * makespan)) if makespan > 0 else 0.0
+    workflows = ([(r.uid, kind_of[r.uid], r.arrival, r.done_at)
+                  for r in sorted(state.completed, key=lambda r: r.uid)] if record else None)
     return SimResult(policy.name, flow, makespan, util, decisions,
                      time.perf_counter() - started,
-                     np.asarray(latencies) if measure_latency else None, schedule)
+                     np.asarray(latencies) if measure_latency else None, schedule, workflows)

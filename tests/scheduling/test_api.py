@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import itertools
 import time
 from typing import Any
 
@@ -333,3 +334,49 @@ def test_work_a_request_cannot_finish_is_refused_up_front(api: httpx.Client) -> 
     response = api.post(SIMULATE, json={"workflows": [{"tasks": dense}], "workflows_count": 3,
                                         "policies": ["goodrl"]})
     assert_problem(response, 413, field="workflows_count")
+
+
+def test_simulate_returns_a_schedule_that_checks_out(api: httpx.Client) -> None:
+    """schedule=true lists every workflow and task: here checked independently (parents
+    first, one task at a time per VM, durations, flowtimes and their mean), as the QA audit
+    could only bound the flowtime from the Gantt's rounded titles."""
+    chain = {"name": "chain", "tasks": [{"id": "x", "runtime": 3, "parents": []},
+                                        {"id": "y", "runtime": 1, "parents": ["x"]}]}
+    templates = {"diamond": _diamond(), "chain": chain}
+    body = {"workflows": list(templates.values()), "pool": "8,16", "workflows_count": 40,
+            "rates": [1800.0], "policies": ["heft", "round_robin"], "schedule": True, "seed": 2}
+    r = api.post(SIMULATE, json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    for row in out["rows"]:
+        schedule = row["schedule"]
+        arrival = {w["workflow"]: w for w in schedule["workflows"]}
+        assert sorted(arrival) == list(range(40))
+        done: dict[tuple[int, str], dict[str, Any]] = {}
+        for t in schedule["tasks"]:
+            assert (t["workflow"], t["task"]) not in done
+            done[(t["workflow"], t["task"])] = t
+        by_vm: dict[int, list[tuple[float, float]]] = {}
+        for (uid, task_id), t in done.items():
+            spec = templates[arrival[uid]["template"]]
+            task = next(x for x in spec["tasks"] if x["id"] == task_id)
+            parents_done = max((done[(uid, p)]["finish"] for p in task["parents"]),
+                               default=arrival[uid]["arrival"])
+            assert t["ready"] == pytest.approx(parents_done)
+            assert t["start"] >= t["ready"] - 1e-9
+            speed = out["vcpus"][t["vm"]]
+            assert t["finish"] - t["start"] == pytest.approx(task["runtime"] * 16 / speed)
+            by_vm.setdefault(t["vm"], []).append((t["start"], t["finish"]))
+        for spans in by_vm.values():
+            spans.sort()
+            assert all(a[1] <= b[0] + 1e-9 for a, b in itertools.pairwise(spans))
+        flow = []
+        for uid, w in arrival.items():
+            spec = templates[w["template"]]
+            finish = max(done[(uid, x["id"])]["finish"] for x in spec["tasks"])
+            assert w["finish"] == pytest.approx(finish)
+            flow.append(finish - w["arrival"])
+        assert row["mean_flowtime"] == pytest.approx(sum(flow) / len(flow))
+    # 20,000 workflows of 3 tasks on average, 4 policies: 240,000 rows, above the 200,000
+    heavy = dict(body, workflows_count=20_000, policies=["heft", "eft", "est", "round_robin"])
+    assert_problem(api.post(SIMULATE, json=heavy), 413, field="schedule")

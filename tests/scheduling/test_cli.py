@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -47,10 +48,19 @@ def test_folder_generated_and_gantt(tmp_path: Path) -> None:
     for p in CLASSIC[:2]:
         (folder / p.name).write_bytes(p.read_bytes())
     result = _run("simulate", "--workflows", str(folder), "--workflows-count", "20",
-                  "--policies", "heft,round_robin", "--gantt", str(tmp_path), "--json")
+                  "--policies", "heft,round_robin", "--gantt", str(tmp_path), "--json",
+                  "--schedule", str(tmp_path))
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
     assert len(out["workflows"]) == 2
+    rows = {row["policy"]: row for row in out["rows"]}
+    schedule = json.loads((tmp_path / "schedule_heft.json").read_text())
+    assert rows["heft"]["schedule"] == str(tmp_path / "schedule_heft.json")
+    flow = [w["flowtime"] for w in schedule["workflows"]]
+    assert len(flow) == 20 and sum(flow) / 20 == pytest.approx(rows["heft"]["mean_flowtime"])
+    finish = {w["workflow"]: w["finish"] for w in schedule["workflows"]}
+    assert all(t["finish"] <= finish[t["workflow"]] + 1e-9 for t in schedule["tasks"])
+    assert len(schedule["tasks"]) == rows["heft"]["decisions"]
     svg = (tmp_path / "gantt_heft.svg").read_text()
     assert svg.startswith("<svg") and "<rect" in svg
     table = _run("simulate", "--shapes", "montage,sipht", "--tasks", "60",
