@@ -73,7 +73,7 @@ from solvers.scheduling.registry import (
 )
 from solvers.scheduling.render import gantt_svg
 from solvers.scheduling.session import Assignment, Session
-from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
+from solvers.scheduling.simulator import Arrivals, Run, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     Workflow,
     classic_set,
@@ -383,9 +383,22 @@ _sessions: dict[str, _Live] = {}
 _sessions_lock = threading.Lock()
 
 
+def _expire(now: float) -> None:
+    """Drop the sessions idle longer than SESSION_IDLE_S (the caller holds _sessions_lock)."""
+    for sid in [s for s, v in _sessions.items() if now - v.touched > SESSION_IDLE_S]:
+        del _sessions[sid]
+
+
 def _get(session_id: str) -> _Live:
+    """The live session; any request on it (GET too) counts as activity. Idle ones expire
+    on every access, not only when a session is created (QA sweep: an expired session kept
+    answering, and polling did not keep a quiet one alive)."""
+    now = time.monotonic()
     with _sessions_lock:
+        _expire(now)
         live = _sessions.get(session_id)
+        if live is not None:
+            live.touched = now
     if live is None:
         raise ApiError(404, f"no scheduling session {session_id!r} (it ended, expired after "
                        f"{SESSION_IDLE_S / 60:g} idle minutes, or the server restarted)",
@@ -424,8 +437,7 @@ async def create_session(request: Request, response: Response) -> SessionState:
                        field="policy") from None
     now = time.monotonic()
     with _sessions_lock:
-        for sid in [s for s, v in _sessions.items() if now - v.touched > SESSION_IDLE_S]:
-            del _sessions[sid]
+        _expire(now)
         if len(_sessions) >= MAX_SESSIONS:
             raise ApiError(429, f"{MAX_SESSIONS} sessions are open; DELETE finished ones",
                            kind="too-many-sessions", title="Too many sessions")
@@ -485,18 +497,39 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
     ids: list[str] = []
     with live.lock:
         live.touched = time.monotonic()
+        _check_released_work(live, body, seconds)
+        # The tasks an instant's events make ready are decided together, after all of them,
+        # as the simulator decides them (HEFT orders them by upward rank).
+        ready: list[tuple[Run, int]] = []
+        instant = -1.0
+
+        def decide() -> None:
+            if ready:
+                out.extend(live.session.dispatch(ready))
+                ready.clear()
+
         for i, ev in enumerate(body.events):
             where = f"events[{i}]"
+            if ready and (ev.time != instant or (
+                    not isinstance(ev, WorkflowArrived)
+                    and any(run.label == ev.workflow_id and run.wf.ids[t] == ev.task_id
+                            for run, t in ready))):
+                # a later instant, or the finish of a task this instant released (a
+                # zero-length task): what is ready is decided first
+                decide()
             try:
                 if isinstance(ev, WorkflowArrived):
                     wf = generated[i] if i in generated else _arrival_workflow(ev, where)
-                    wid, got = live.session.workflow_arrived(wf, ev.time, ev.workflow_id)
+                    wid, got = live.session.workflow_arrived(wf, ev.time, ev.workflow_id,
+                                                             dispatch=False)
                     ids.append(wid)
                 else:
-                    got = live.session.task_finished(ev.workflow_id, ev.task_id, ev.time)
+                    got = live.session.task_finished(ev.workflow_id, ev.task_id, ev.time,
+                                                     dispatch=False)
             except (InstanceError, ApiError) as exc:
-                # The earlier events stay applied: the problem carries what they answered, or
-                # the client would never learn of tasks it must now run.
+                # The earlier events stay applied (their tasks decided): the problem carries
+                # what they answered, or the client would never learn of tasks it must run.
+                decide()
                 applied = {"applied": i, "workflow_ids": ids,
                            "assignments": [a.to_dict() for a in out]}
                 if isinstance(exc, ApiError):
@@ -507,10 +540,36 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
                                "'assignments')", kind="invalid-event",
                                title="Invalid event", field=f"{where}.{exc.field}",
                                extra=applied) from None
-            out.extend(got)
+            ready.extend(got)  # type: ignore[arg-type]
+            instant = live.session.state.now
+        decide()
         now = live.session.state.now
     return EventsResponse(now=now, workflow_ids=ids,
                           assignments=[AssignmentOut(**a.to_dict()) for a in out])
+
+
+def _check_released_work(live: _Live, body: EventsRequest, arrivals_seconds: float) -> None:
+    """413 before anything is applied when the tasks the request's finishes release would
+    take the policy longer than a session request may (QA sweep: two finishes releasing
+    2,000 tasks each kept goodrl deciding for 36 s; only arrivals were sized)."""
+    finishes = [(ev.workflow_id, ev.task_id) for ev in body.events
+                if not isinstance(ev, WorkflowArrived)]
+    if not finishes:
+        return
+    runs = live.session.runs
+    released = live.session.released_by(finishes)
+    seconds = arrivals_seconds + sum(
+        estimated_seconds([live.policy], k, runs[wid].wf.n, runs[wid].wf.edges)
+        for wid, k in released.items())
+    if seconds > SESSION_REQUEST_SECONDS:
+        tasks = sum(released.values())
+        raise ApiError(413, f"the finishes release {tasks} tasks, and deciding them (with the "
+                       f"arrivals) with {live.policy} would take about {seconds:,.0f} s; one "
+                       f"request of a session may take {SESSION_REQUEST_SECONDS:g} s: report "
+                       "the finishes in several requests, or use a faster policy",
+                       kind="session-work-too-large", title="Too much work for one request",
+                       field="events", extra={"estimated_seconds": round(seconds, 1),
+                                              "limit": SESSION_REQUEST_SECONDS})
 
 
 @router.post("/sessions/{session_id}/events", name="session_events",

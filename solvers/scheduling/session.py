@@ -90,10 +90,41 @@ class Session:
                                   float(self.state.vm_speed[vm]), start, finish))
         return out
 
+    def dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
+        """Assign tasks made ready by events reported with ``dispatch=False``: all the events
+        of one instant together, in the policy's order (HEFT's upward rank), as the simulator
+        decides them (QA sweep: two finishes at the same time were decided one by one, so
+        their order in the request changed HEFT's plan and it disagreed with simulate)."""
+        return self._dispatch(ready)
+
+    def released_by(self, finishes: list[tuple[str, str]]) -> dict[str, int]:
+        """How many tasks of each workflow the given finishes (workflow id, task id) would
+        make ready, without applying them: the work a request brings, sized before it runs.
+        Unknown or repeated finishes count nothing (they are refused in their turn)."""
+        pending: dict[tuple[str, int], int] = {}
+        seen: set[tuple[str, int]] = set()
+        released: dict[str, int] = {}
+        for wid, tid in finishes:
+            run = self.runs.get(wid)
+            if run is None or tid not in run.wf.ids:
+                continue
+            task = run.wf.ids.index(tid)
+            if (wid, task) in seen or run.status[task] != ASSIGNED:
+                continue
+            seen.add((wid, task))
+            for child in run.wf.children[task]:
+                left = pending.get((wid, child), int(run.pending[child])) - 1
+                pending[(wid, child)] = left
+                if left == 0:
+                    released[wid] = released.get(wid, 0) + 1
+        return released
+
     def workflow_arrived(self, workflow: Workflow, time: float, workflow_id: str | None = None,
-                         field: str = "time") -> tuple[str, list[Assignment]]:
-        """Add a workflow; its root tasks are assigned at once. Without an id it gets the
-        first ``wfN`` not in use (a client may have chosen ``wf2`` itself)."""
+                         field: str = "time", dispatch: bool = True
+                         ) -> tuple[str, list[Assignment] | list[tuple[Run, int]]]:
+        """Add a workflow; its root tasks are assigned at once (``dispatch=False``: returned
+        as ready, for ``dispatch`` with the other events of the same instant). Without an id
+        it gets the first ``wfN`` not in use (a client may have chosen ``wf2`` itself)."""
         self._check_time(time, field)
         if len(self.state.active) >= MAX_ACTIVE_WORKFLOWS:
             raise InstanceError("workflow", f"the session already holds {MAX_ACTIVE_WORKFLOWS} "
@@ -110,10 +141,13 @@ class Session:
         run = Run(len(self.runs), workflow, self.state.now, wid)
         self.runs[wid] = run
         self.events += 1
-        return wid, self._dispatch([(run, t) for t in self.state.add(run)])
+        ready = [(run, t) for t in self.state.add(run)]
+        return wid, (self._dispatch(ready) if dispatch else ready)
 
-    def task_finished(self, workflow_id: str, task_id: str, time: float) -> list[Assignment]:
-        """Record a finish; the children it releases are assigned."""
+    def task_finished(self, workflow_id: str, task_id: str, time: float, dispatch: bool = True
+                      ) -> list[Assignment] | list[tuple[Run, int]]:
+        """Record a finish; the children it releases are assigned (or returned as ready,
+        ``dispatch=False``)."""
         run = self.runs.get(workflow_id)
         if run is None:
             raise InstanceError("workflow_id", f"no workflow {workflow_id!r} in this session")
@@ -134,9 +168,10 @@ class Session:
         # reported; the task ahead of it is still running and keeps its start.
         head_running = bool(queue) and not (queue[0][0] is run and queue[0][1] == task)
         self.events += 1
-        ready = self.state.finish(run, task)
+        released = self.state.finish(run, task)
         self._requeue(vm, head_running)
-        return self._dispatch([(run, c) for c in ready])
+        ready = [(run, c) for c in released]
+        return self._dispatch(ready) if dispatch else ready
 
     def _requeue(self, vm: int, head_running: bool = False) -> None:
         """Re-project the VM's FIFO queue from now: the next task starts when this one really

@@ -380,3 +380,62 @@ def test_simulate_returns_a_schedule_that_checks_out(api: httpx.Client) -> None:
     # 20,000 workflows of 3 tasks on average, 4 policies: 240,000 rows, above the 200,000
     heavy = dict(body, workflows_count=20_000, policies=["heft", "eft", "est", "round_robin"])
     assert_problem(api.post(SIMULATE, json=heavy), 413, field="schedule")
+
+
+def _session(api: httpx.Client, pool: str, policy: str) -> str:
+    r = api.post(SESSIONS, json={"pool": pool, "policy": policy})
+    assert r.status_code == 201, r.text
+    return f"{SESSIONS}/{r.json()['id']}"
+
+
+def test_a_sessions_same_instant_finishes_are_decided_together(api: httpx.Client) -> None:
+    """QA sweep: finishing t0 and t1 at the same time in one request gave HEFT another plan
+    depending on their order (4.5 s of flowtime one way, 4.0 the other and in simulate)."""
+    workflow = {"tasks": [{"id": "t0", "runtime": 4}, {"id": "t1", "runtime": 2},
+                          {"id": "t2", "runtime": 1, "parents": ["t1"]},
+                          {"id": "t3", "runtime": 4, "parents": ["t0", "t1"]}]}
+    plans = []
+    for order in (["t0", "t1"], ["t1", "t0"]):
+        url = _session(api, "16,32", "heft")
+        first = api.post(f"{url}/events", json={"events": [
+            {"type": "workflow_arrived", "time": 0, "workflow_id": "w", "workflow": workflow}]})
+        assert first.status_code == 200, first.text
+        both = api.post(f"{url}/events", json={"events": [
+            {"type": "task_finished", "time": 2, "workflow_id": "w", "task_id": t}
+            for t in order]})
+        assert both.status_code == 200, both.text
+        plans.append({a["task"]: (a["vm"], a["expected_finish"])
+                      for a in both.json()["assignments"]})
+    assert plans[0] == plans[1]
+    assert plans[0]["t3"][1] == 4.0  # the long task first, on the fast VM, as simulate does
+    # a zero-length task released and reported finished at the same instant still works
+    url = _session(api, "16", "heft")
+    chain = {"tasks": [{"id": "a", "runtime": 1}, {"id": "z", "runtime": 0, "parents": ["a"]},
+                       {"id": "b", "runtime": 1, "parents": ["z"]}]}
+    r = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "c", "workflow": chain},
+        {"type": "task_finished", "time": 1, "workflow_id": "c", "task_id": "a"},
+        {"type": "task_finished", "time": 1, "workflow_id": "c", "task_id": "z"}]})
+    assert r.status_code == 200, r.text
+    assert [a["task"] for a in r.json()["assignments"]] == ["a", "z", "b"]
+
+
+def test_finishes_that_release_too_much_work_are_refused_before_anything_runs(
+        api: httpx.Client) -> None:
+    """Arrivals were sized against the 30 s a session request may take, finishes not: two
+    roots releasing 2,000 tasks each kept goodrl busy for 36 s (QA sweep)."""
+    fan = {"tasks": [{"id": "r", "runtime": 1}] + [
+        {"id": f"c{i}", "runtime": 1, "parents": ["r"]} for i in range(1999)]}
+    url = _session(api, "6x4", "goodrl")
+    for name in ("f1", "f2"):
+        r = api.post(f"{url}/events", json={"events": [
+            {"type": "workflow_arrived", "time": 0, "workflow_id": name, "workflow": fan}]})
+        assert r.status_code == 200, r.text
+    finishes = [{"type": "task_finished", "time": 1, "workflow_id": name, "task_id": "r"}
+                for name in ("f1", "f2")]
+    estimate = 2 * estimated_seconds(["goodrl"], 1999, 2000, 1999)
+    assert estimate > 30  # the premise: this much work is over the limit
+    body = assert_problem(api.post(f"{url}/events", json={"events": finishes}), 413,
+                          field="events")
+    assert "release 3998 tasks" in body["detail"]
+    assert api.get(url).json()["now"] == 0  # nothing was applied

@@ -155,3 +155,33 @@ def test_an_unexpected_parser_error_is_still_a_422_on_file(
     with pytest.raises(ApiError) as info:
         scheduling.task_from_upload(files * 2, {}, Settings())
     assert (info.value.status, info.value.field) == (422, "file[0]")
+
+
+def test_idle_sessions_expire_on_any_access_and_any_request_keeps_one_alive() -> None:
+    """QA sweep: expiry ran only when a session was created, and GET did not count as
+    activity, so an expired session kept answering and polling could not keep one alive."""
+    import time
+
+    from solvers.scheduling.heuristics import HEURISTICS
+    from solvers.scheduling.session import Session
+    from solvers.scheduling.simulator import parse_pool
+
+    def live(idle: float) -> scheduling._Live:
+        entry = scheduling._Live(Session(parse_pool("1x2"), HEURISTICS["heft"]()), "1x2",
+                                 "heft")
+        entry.touched = time.monotonic() - idle
+        return entry
+
+    old, fresh = live(scheduling.SESSION_IDLE_S + 5), live(scheduling.SESSION_IDLE_S - 5)
+    with scheduling._sessions_lock:
+        scheduling._sessions.update({"old-session": old, "fresh-session": fresh})
+    try:
+        with pytest.raises(ApiError) as info:
+            scheduling._get("old-session")
+        assert info.value.status == 404
+        assert scheduling._get("fresh-session") is fresh  # a GET is activity
+        assert time.monotonic() - fresh.touched < 1
+    finally:
+        with scheduling._sessions_lock:
+            scheduling._sessions.pop("old-session", None)
+            scheduling._sessions.pop("fresh-session", None)
