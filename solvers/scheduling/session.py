@@ -54,6 +54,7 @@ class Session:
         self.runs: dict[str, Run] = {}
         self.events = 0
         self.decisions = 0
+        self._next_auto = 1  # the lowest wfN that may be free
 
     def _check_time(self, t: float, field: str) -> None:
         if not math.isfinite(t) or t < 0:
@@ -133,10 +134,11 @@ class Session:
             raise InstanceError("workflow_id", f"workflow id {workflow_id!r} is already in use")
         wid = workflow_id
         if wid is None:
-            k = len(self.runs) + 1
-            while f"wf{k}" in self.runs:
-                k += 1
-            wid = f"wf{k}"
+            # runs are never removed, so the first free number only moves up (QA sweep: after
+            # 16 client-named workflows the first automatic id was wf17 while wf1 was free)
+            while f"wf{self._next_auto}" in self.runs:
+                self._next_auto += 1
+            wid = f"wf{self._next_auto}"
         self._advance(time, field)
         run = Run(len(self.runs), workflow, self.state.now, wid)
         self.runs[wid] = run

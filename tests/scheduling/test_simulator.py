@@ -164,3 +164,17 @@ def test_a_deadline_stops_a_burst_of_slow_decisions() -> None:
     with pytest.raises(TimeoutError):
         simulate([wide], parse_pool("6x4"), Arrivals(1), Slow(), deadline=t0 + 0.2)
     assert time.perf_counter() - t0 < 0.5  # 400 decisions would take 2 s
+
+
+def test_a_sessions_automatic_workflow_ids_take_the_first_free_number() -> None:
+    """Its schema says wf1, wf2, ...: after client-named workflows the first automatic id
+    was wf<count + 1> while wf1 was free (QA sweep)."""
+    from solvers.scheduling.session import Session
+    from solvers.scheduling.simulator import parse_pool
+
+    session = Session(parse_pool("1x2"), HEURISTICS["heft"]())
+    chain = workflow_from_dict({"tasks": [{"id": "a", "runtime": 1}]})
+    for name in ("mine", "wf2", "other"):
+        session.workflow_arrived(chain, 0.0, name)
+    got = [session.workflow_arrived(chain, 0.0)[0] for _ in range(3)]
+    assert got == ["wf1", "wf3", "wf4"]
