@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -63,6 +65,35 @@ def operation_id(route: APIRoute) -> str:
     return f"{route.tags[0]}-{route.name}" if route.tags else route.name
 
 
+def _flag_exit_signals(stopping: threading.Event) -> Callable[[], None]:
+    """Set ``stopping`` on SIGINT/SIGTERM, then hand the signal on to the server's own
+    handler. Uvicorn waits for open responses before it stops, and a job's event stream stays
+    open until the job ends, so a bare ``uvicorn app.main:app`` (without
+    --timeout-graceful-shutdown) waited up to the job's time limit (QA sweep: 21 s for a
+    25 s job); the streams now see the flag and end at once. Returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    installed: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+        if not callable(previous):
+            continue  # no graceful handler to chain onto (the default ends the process)
+
+        def on_exit(signum: int, frame: Any, previous: Callable[..., Any] = previous) -> None:
+            stopping.set()
+            previous(signum, frame)
+
+        signal.signal(sig, on_exit)
+        installed[sig] = (previous, on_exit)
+
+    def undo() -> None:
+        for sig, (previous, ours) in installed.items():
+            if signal.getsignal(sig) is ours:
+                signal.signal(sig, previous)
+
+    return undo
+
+
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Import the solver registry now, so a broken install fails at start-up and the first
@@ -90,9 +121,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     logger.info("cosolve ready: %d solvers (%s unavailable), %s executor, %d jobs re-queued",
                 len(specs), ", ".join(unavailable) or "none", service.executor.name,
                 len(requeued))
+    app.state.stopping = threading.Event()
+    undo = _flag_exit_signals(app.state.stopping)
     try:
         yield
     finally:
+        undo()
         service.stop()
 
 

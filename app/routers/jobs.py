@@ -177,7 +177,8 @@ def get_job(job_id: str, service: ServiceDep) -> JobStatus:
 
 @router.get("/jobs/{job_id}/events", responses={
     200: {"content": {"text/event-stream": {}},
-          "description": "`progress` events carrying the job status; `end` when it is final."},
+          "description": "`progress` events carrying the job status; `end` when it is final "
+                         "(`shutdown` instead when the server stops first)."},
     **problem_responses(404)})
 async def job_events(job_id: str, request: Request, service: ServiceDep) -> StreamingResponse:
     """Server-sent events: one ``progress`` event per change, then ``end``."""
@@ -203,6 +204,13 @@ async def job_events(job_id: str, request: Request, service: ServiceDep) -> Stre
                 quiet = 0.0
                 yield ": keep-alive\n\n"
             if await request.is_disconnected():
+                return
+            stopping = getattr(request.app.state, "stopping", None)
+            if stopping is not None and stopping.is_set():
+                # the server is stopping: the job is re-queued and resumes on the next start,
+                # so the stream ends now rather than holding the shutdown until the job ends
+                yield ("event: shutdown\ndata: {\"message\": \"the server is stopping; the "
+                       "job resumes when it restarts: follow it again then\"}\n\n")
                 return
             await asyncio.sleep(EVENT_POLL_S)
             quiet += EVENT_POLL_S

@@ -3,6 +3,7 @@ solution, cancel, survive a kill -9, run on Ray, batches, and every bad upload."
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -500,3 +501,49 @@ def test_a_batch_is_cancelled_as_a_whole(api: httpx.Client) -> None:
     again = api.delete(f"/v1/batches/{batch['id']}")  # finished: nothing changes
     assert again.status_code == 202 and again.json()["summary"] == batch["summary"]
     assert_problem(api.delete("/v1/batches/nosuchbatch"), 404, field="batch_id")
+
+
+def test_a_bare_uvicorn_stops_at_once_while_a_client_follows_a_job(tmp_path: Path) -> None:
+    """uvicorn waits for open responses before it stops, and an events stream stays open
+    until its job ends: a bare `uvicorn app.main:app` (no --timeout-graceful-shutdown) took
+    21 s to stop for a 25 s job (QA sweep). The stream now ends with a `shutdown` event."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from tests.api.conftest import REPO, _free_port, _wait_until_healthy
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
+    env["COSOLVE_DATA_DIR"] = str(tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    lines: list[str] = []
+    with tempfile.TemporaryFile(mode="w+") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.main:app", "--port",
+                                 str(port), "--log-level", "warning"], cwd=REPO, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_until_healthy(proc, url, log)
+            job = httpx.post(f"{url}/v1/jobs", json={
+                "problem": "tsp", "solver": "ortools", "time_limit": 120,
+                "instance": {"coords": [[i % 7, i // 7] for i in range(40)]}},
+                timeout=30).json()
+
+            def follow() -> None:
+                with contextlib.suppress(httpx.HTTPError), httpx.stream(
+                        "GET", f"{url}/v1/jobs/{job['id']}/events", timeout=150) as stream:
+                    lines.extend(stream.iter_lines())
+
+            follower = threading.Thread(target=follow, daemon=True)
+            follower.start()
+            time.sleep(3)
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+            assert time.monotonic() - started < 15
+            follower.join(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert "event: shutdown" in lines, lines[-5:]
