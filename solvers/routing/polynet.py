@@ -66,6 +66,7 @@ from solvers.routing.problem import (
 )
 from solvers.routing.reconstruct import reconstruct_routes, reconstruct_tour
 from solvers.routing.reld import (
+    MAX_ROUND_SECONDS,
     MIN_SAMPLES,
     RECONSTRUCT_SHARE,
     ROUND_MARGIN,
@@ -254,7 +255,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             # one sampling round takes what time is left (up to a cap), so the fixed cost of
             # a pass is paid once and the tail of the budget is not left unused
             # (with a margin for a slowdown while it runs)
-            seconds = left() / ROUND_MARGIN
+            seconds = min(left() / ROUND_MARGIN, MAX_ROUND_SECONDS)
             cap = SAMPLE_CAP * sample_size
             if largest_round:
                 # the time model is extrapolated at most GROWTH-fold past the largest round

@@ -86,6 +86,10 @@ MIN_SAMPLES = 16
 #: processes on two cores single rounds ran 1.2-1.6 times their prediction. Only the last
 #: round is smaller for it (the rounds before it are held to SAMPLE_CAP).
 ROUND_MARGIN = 1.6
+#: Longest a sampling round is planned to take: a cancel (an API job's DELETE, the CLI's
+#: Ctrl-C) is seen between rounds, and one round fitted to a 60 s budget's time left ran on
+#: 3-8 s after a Ctrl-C (QA sweep: 2,048 trajectories of X-n176-k26 in one round).
+MAX_ROUND_SECONDS = 1.0
 #: Views of the instance decoded greedily before sampling: the base one and rotations by
 #: angles in (0, π/2) (``view_angles``), each on the eight symmetries. 32 TSP100 at equal
 #: solutions: all 100 starts × 8 symmetries on 2 views 0.980 %, on 4 views 0.918 %, against
@@ -446,7 +450,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
             else:
                 # a sampling round takes the time left (fewer, larger rounds pay the fixed
                 # cost per decoding step once), at most SAMPLE_CAP first passes' worth
-                seconds = left() / ROUND_MARGIN
+                seconds = min(left() / ROUND_MARGIN, MAX_ROUND_SECONDS)
                 size = max(fit_trajectories(n, 1, seconds, sample_scale,
                                             SAMPLE_CAP * sample_size, steps),
                            min(sample_size, MIN_SAMPLES))
