@@ -81,6 +81,16 @@ def test_a_ragged_or_short_explicit_matrix_is_named_in_plain_words():
     with pytest.raises(InstanceError) as exc:
         _tsp(text)
     assert exc.value.field == "EDGE_WEIGHT_SECTION" and "'x' is not a number" in str(exc.value)
+    # a stray word opening a line, or the first value, is named too, not taken for the end
+    # of the section; "1_000" is no TSPLIB number (float() reads it); a colon after the
+    # keyword is no value (QA sweep)
+    for bad, word in (("1\nabc 3 4 5 6\n", "'abc'"), ("abc\n2 3 4 5 6\n", "'abc'"),
+                      ("1 1_000 3 4 5 6\n", "'1_000'")):
+        with pytest.raises(InstanceError) as exc:
+            _tsp(short.replace("1\n2 3\n", bad))
+        assert exc.value.field == "EDGE_WEIGHT_SECTION" and word in str(exc.value), bad
+    colon = short.replace("EDGE_WEIGHT_SECTION\n1\n2 3\n", "EDGE_WEIGHT_SECTION :\n1 2 3 4 5 6\n")
+    assert _tsp(colon).tour_cost([0, 1, 2, 3]) == 1 + 3 + 6 + 4  # d01 d12 d23 d30
 
 
 BURMA14 = """NAME : burma14

@@ -469,6 +469,12 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
                        "COSOLVE_RESULT_TTL_S after they finish)", kind="unknown-batch",
                        title="Unknown batch", field="batch_id")
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
+    if not jobs and batch["size"] > 0:
+        # its jobs expired together; the row itself goes at the next purge (QA sweep: it
+        # answered 200 with the rejected files only for up to a minute)
+        raise ApiError(404, f"no batch {batch_id!r} (batches expire with their jobs, "
+                       "COSOLVE_RESULT_TTL_S after they finish)", kind="unknown-batch",
+                       title="Unknown batch", field="batch_id")
     jobs.sort(key=lambda j: j.filename)
     counts = {s: sum(1 for j in jobs if j.state == s)
               for s in ("queued", "running", "succeeded", "failed", "cancelled")}

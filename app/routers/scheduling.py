@@ -192,7 +192,7 @@ def _task(options: SimulateOptions, templates: list[Workflow], settings: Setting
             raise ApiError(413, f"the schedules would list about {rows:,.0f} tasks for each of "
                            f"{len(options.policies)} policies; an answer lists at most "
                            f"{MAX_SCHEDULE_ROWS:,} (fewer workflows or policies, or the CLI's "
-                           "cosolve schedule simulate --schedule FILE)",
+                           "cosolve schedule simulate --schedule FOLDER)",
                            kind="simulation-too-large", title="Schedule too large",
                            field="schedule")
     return SimTask(templates, _pool(options.pool), arrivals, options.policies, options.seed,
@@ -502,6 +502,9 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
         # as the simulator decides them (HEFT orders them by upward rank).
         ready: list[tuple[Run, int]] = []
         instant = -1.0
+        # an automatic id never takes one a later event of the request names (QA sweep)
+        named = {ev.workflow_id for ev in body.events
+                 if isinstance(ev, WorkflowArrived) and ev.workflow_id}
 
         def decide() -> None:
             if ready:
@@ -521,7 +524,7 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
                 if isinstance(ev, WorkflowArrived):
                     wf = generated[i] if i in generated else _arrival_workflow(ev, where)
                     wid, got = live.session.workflow_arrived(wf, ev.time, ev.workflow_id,
-                                                             dispatch=False)
+                                                             dispatch=False, avoid=named)
                     ids.append(wid)
                 else:
                     got = live.session.task_finished(ev.workflow_id, ev.task_id, ev.time,

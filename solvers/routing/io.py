@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import math
+import re
 import sys
 import zlib
 from pathlib import Path
@@ -277,17 +278,25 @@ def _edge_weight_section(text: str) -> tuple[str, list[str]]:
     if start is None:
         return text, []
     tokens = lines[start].split()[1:]
+    if tokens and tokens[0] == ":":  # "EDGE_WEIGHT_SECTION :"
+        tokens = tokens[1:]
     end = start + 1
     while end < len(lines):
         row = lines[end].split()
         if row:
-            try:
-                float(row[0])
-            except ValueError:
-                break  # the next section, or EOF
+            if not _is_number(row[0]):
+                if not _KEYWORD.match(row[0]):
+                    # not the next section or EOF: a stray word inside the weights
+                    raise InstanceError("EDGE_WEIGHT_SECTION", f"line {end + 1}: {row[0]!r} "
+                                        "is not a number")
+                break
             tokens += row
         end += 1
     return "\n".join(lines[:start] + lines[end:]) + "\n", tokens
+
+
+#: What may follow an EDGE_WEIGHT_SECTION: another section, a KEY : value line, or EOF.
+_KEYWORD = re.compile(r"^[A-Z][A-Z0-9_]*:?$")
 
 
 def explicit_matrix(tokens: list[str], fmt: str, n: int) -> np.ndarray:
@@ -304,7 +313,10 @@ def explicit_matrix(tokens: list[str], fmt: str, n: int) -> np.ndarray:
     if len(tokens) != need:
         raise InstanceError("EDGE_WEIGHT_SECTION", f"{len(tokens)} values where a {layout} "
                             f"of DIMENSION {n} has {need}")
+    bad = next((t for t in tokens if "_" in t), None)
     try:
+        if bad is not None:
+            raise ValueError(bad)
         values = np.array(tokens, dtype=np.float64)
     except ValueError:
         bad = next(t for t in tokens if not _is_number(t))
@@ -353,6 +365,8 @@ def geo_matrix(coords: np.ndarray) -> np.ndarray:
 
 
 def _is_number(token: str) -> bool:
+    if "_" in token:  # float() reads "1_000" as 1000; a TSPLIB number has no underscore
+        return False
     try:
         float(token)
     except ValueError:

@@ -121,11 +121,13 @@ class Session:
         return released
 
     def workflow_arrived(self, workflow: Workflow, time: float, workflow_id: str | None = None,
-                         field: str = "time", dispatch: bool = True
+                         field: str = "time", dispatch: bool = True,
+                         avoid: set[str] | frozenset[str] = frozenset()
                          ) -> tuple[str, list[Assignment] | list[tuple[Run, int]]]:
         """Add a workflow; its root tasks are assigned at once (``dispatch=False``: returned
         as ready, for ``dispatch`` with the other events of the same instant). Without an id
-        it gets the first ``wfN`` not in use (a client may have chosen ``wf2`` itself)."""
+        it gets the first ``wfN`` not in use (a client may have chosen ``wf2`` itself) nor in
+        ``avoid``."""
         self._check_time(time, field)
         if len(self.state.active) >= MAX_ACTIVE_WORKFLOWS:
             raise InstanceError("workflow", f"the session already holds {MAX_ACTIVE_WORKFLOWS} "
@@ -138,7 +140,10 @@ class Session:
             # 16 client-named workflows the first automatic id was wf17 while wf1 was free)
             while f"wf{self._next_auto}" in self.runs:
                 self._next_auto += 1
-            wid = f"wf{self._next_auto}"
+            k = self._next_auto
+            while f"wf{k}" in avoid:  # named by the caller for a later arrival
+                k += 1
+            wid = f"wf{k}"
         self._advance(time, field)
         run = Run(len(self.runs), workflow, self.state.now, wid)
         self.runs[wid] = run

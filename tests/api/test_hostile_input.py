@@ -137,7 +137,7 @@ class _FakeStore:
 
     def batch(self, batch_id: str) -> dict[str, Any]:
         return {"solver": "nearest_neighbor", "time_limit": 1.0, "created_at": 0.0,
-                "rejected": self.rejected, "max_vehicles": None}
+                "rejected": self.rejected, "max_vehicles": None, "size": 0}
 
     def list(self, **_: Any) -> tuple[list[Any], int]:
         return [], 0

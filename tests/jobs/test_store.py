@@ -123,6 +123,30 @@ def test_a_batch_keeps_its_results_until_its_last_job_expires(tmp_path: Path) ->
     assert store.get(first.id) is None and store.batch(batch_id) is None
 
 
+def test_a_batch_whose_jobs_expired_is_a_404_at_once(tmp_path: Path) -> None:
+    """The row goes a minute after creation at the earliest; until then it answered 200 with
+    its rejected files only (QA sweep, with a TTL under a minute)."""
+    from app.errors import ApiError
+    from app.jobs.service import JobService
+    from app.routers.jobs import batch_status
+    from app.settings import Settings
+
+    service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
+    store = service.store
+    batch_id = store.create_batch("nearest_neighbor", 1.0, 1,
+                                  [{"filename": "bad.tsp", "error": "unreadable"}])
+    job = store.create(problem="tsp", solver="nearest_neighbor", time_limit=1.0, seed=0,
+                       filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(), nodes=51,
+                       batch_id=batch_id)
+    run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=0.0)
+    assert batch_status(service, batch_id).summary.files == 2
+    assert store.purge_expired(now=time.time() + 1) == 1
+    assert store.batch(batch_id) is not None  # the row is still there
+    with pytest.raises(ApiError) as info:
+        batch_status(service, batch_id)
+    assert info.value.status == 404
+
+
 def test_cancel_before_start_and_expiry(tmp_path: Path) -> None:
     store = JobStore(tmp_path)
     job = _job(store)

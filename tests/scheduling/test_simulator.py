@@ -178,3 +178,6 @@ def test_a_sessions_automatic_workflow_ids_take_the_first_free_number() -> None:
         session.workflow_arrived(chain, 0.0, name)
     got = [session.workflow_arrived(chain, 0.0)[0] for _ in range(3)]
     assert got == ["wf1", "wf3", "wf4"]
+    # an id a later event of the same request names is skipped too (QA sweep)
+    assert session.workflow_arrived(chain, 0.0, avoid={"wf5", "wf6"})[0] == "wf7"
+    assert session.workflow_arrived(chain, 0.0, "wf5")[0] == "wf5"
