@@ -160,6 +160,16 @@ def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
         fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
 
 
+def _warm_up_or_stop(names: list[str]) -> None:
+    """Load the solvers (imports, weights, compiled kernels); a Ctrl-C meanwhile says so and
+    exits 130 (it exited silently)."""
+    try:
+        for name in names:
+            warm_up(name)
+    except KeyboardInterrupt:
+        fail("interrupted (Ctrl-C) while loading the solvers, before solving", EXIT_INTERRUPTED)
+
+
 def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolveProgress,
                 as_json: bool = False) -> Solution:
     """The solve, its failures as one line (and, under ``--json``, a JSON document on stdout
@@ -301,7 +311,7 @@ def solve(
     _check_out_path(out, instance)
     _check_svg_file(svg)
     _check_solver(solver, instance, time_limit)
-    warm_up(solver)  # imports and weights before the clock starts, as the server does
+    _warm_up_or_stop([solver])  # imports and weights before the clock starts, as the server
 
     with first_ctrl_c_cancels() as cancel, \
             SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
@@ -384,8 +394,7 @@ def compare(
                 mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
                 fail(f"--solvers: {mismatch}")
 
-    for name in names:  # equal time means equal search time: no solver loads inside it
-        warm_up(name)
+    _warm_up_or_stop(names)  # equal time means equal search time: no solver loads inside it
     with first_ctrl_c_cancels() as cancel, \
             SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         comparison = compare_solvers(instance, names,
