@@ -486,13 +486,8 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
     seconds = sum(estimated_seconds([live.policy], n, n, e) for n, e in sizes)
     if seconds > SESSION_REQUEST_SECONDS:
         # a live session answers while its caller waits, holding the session's lock
-        raise ApiError(413, f"deciding the arriving workflows' {total} tasks with "
-                       f"{live.policy} would take about {seconds:,.0f} s; one request of a "
-                       f"session may take {SESSION_REQUEST_SECONDS:g} s: send the arrivals in "
-                       "several requests, or use a faster policy",
-                       kind="session-work-too-large", title="Too much work for one request",
-                       field="events", extra={"estimated_seconds": round(seconds, 1),
-                                              "limit": SESSION_REQUEST_SECONDS})
+        raise _too_much_work(f"deciding the arriving workflows' {total} tasks with "
+                             f"{live.policy}", seconds, "arrivals")
     out: list[Assignment] = []
     ids: list[str] = []
     with live.lock:
@@ -565,14 +560,19 @@ def _check_released_work(live: _Live, body: EventsRequest, arrivals_seconds: flo
         estimated_seconds([live.policy], k, runs[wid].wf.n, runs[wid].wf.edges)
         for wid, k in released.items())
     if seconds > SESSION_REQUEST_SECONDS:
-        tasks = sum(released.values())
-        raise ApiError(413, f"the finishes release {tasks} tasks, and deciding them (with the "
-                       f"arrivals) with {live.policy} would take about {seconds:,.0f} s; one "
-                       f"request of a session may take {SESSION_REQUEST_SECONDS:g} s: report "
-                       "the finishes in several requests, or use a faster policy",
-                       kind="session-work-too-large", title="Too much work for one request",
-                       field="events", extra={"estimated_seconds": round(seconds, 1),
-                                              "limit": SESSION_REQUEST_SECONDS})
+        raise _too_much_work(f"the finishes release {sum(released.values())} tasks, and "
+                             f"deciding them (with the arrivals) with {live.policy}", seconds,
+                             "finishes")
+
+
+def _too_much_work(work: str, seconds: float, events: str) -> ApiError:
+    """The 413 of a session request whose decisions would outlast SESSION_REQUEST_SECONDS."""
+    return ApiError(413, f"{work} would take about {seconds:,.0f} s; one request of a session "
+                    f"may take {SESSION_REQUEST_SECONDS:g} s: send the {events} in several "
+                    "requests, or use a faster policy", kind="session-work-too-large",
+                    title="Too much work for one request", field="events",
+                    extra={"estimated_seconds": round(seconds, 1),
+                           "limit": SESSION_REQUEST_SECONDS})
 
 
 @router.post("/sessions/{session_id}/events", name="session_events",
