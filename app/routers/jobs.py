@@ -462,19 +462,21 @@ def _row_error(service: JobService, job: JobRecord) -> str | None:
     return "infeasible: " + "; ".join(str(v) for v in violations)
 
 
+def _unknown_batch(batch_id: str) -> ApiError:
+    return ApiError(404, f"no batch {batch_id!r} (batches expire with their jobs, "
+                    "COSOLVE_RESULT_TTL_S after they finish)", kind="unknown-batch",
+                    title="Unknown batch", field="batch_id")
+
+
 def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     batch = service.store.batch(batch_id)
     if batch is None:
-        raise ApiError(404, f"no batch {batch_id!r} (batches expire with their jobs, "
-                       "COSOLVE_RESULT_TTL_S after they finish)", kind="unknown-batch",
-                       title="Unknown batch", field="batch_id")
+        raise _unknown_batch(batch_id)
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
     if not jobs and batch["size"] > 0:
         # its jobs expired together; the row itself goes at the next purge (QA sweep: it
         # answered 200 with the rejected files only for up to a minute)
-        raise ApiError(404, f"no batch {batch_id!r} (batches expire with their jobs, "
-                       "COSOLVE_RESULT_TTL_S after they finish)", kind="unknown-batch",
-                       title="Unknown batch", field="batch_id")
+        raise _unknown_batch(batch_id)
     jobs.sort(key=lambda j: j.filename)
     counts = {s: sum(1 for j in jobs if j.state == s)
               for s in ("queued", "running", "succeeded", "failed", "cancelled")}
@@ -517,7 +519,8 @@ def cancel_batch(batch_id: str, service: ServiceDep) -> BatchStatus:
     """Cancel every job of the batch still queued or running, as ``DELETE /v1/jobs/{id}``
     does one: queued ones stop at once, running ones keep their best solution so far;
     finished ones are left as they are. The answer is the batch's status."""
-    batch_status(service, batch_id)  # 404 for an unknown batch
+    if service.store.batch(batch_id) is None:
+        raise _unknown_batch(batch_id)
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
     for job in jobs:
         if not job.final:

@@ -313,14 +313,14 @@ def explicit_matrix(tokens: list[str], fmt: str, n: int) -> np.ndarray:
     if len(tokens) != need:
         raise InstanceError("EDGE_WEIGHT_SECTION", f"{len(tokens)} values where a {layout} "
                             f"of DIMENSION {n} has {need}")
-    bad = next((t for t in tokens if "_" in t), None)
-    try:
-        if bad is not None:
-            raise ValueError(bad)
-        values = np.array(tokens, dtype=np.float64)
-    except ValueError:
-        bad = next(t for t in tokens if not _is_number(t))
-        raise InstanceError("EDGE_WEIGHT_SECTION", f"{bad!r} is not a number") from None
+    bad = next((t for t in tokens if "_" in t), None)  # float() would read "1_000"
+    if bad is None:
+        try:
+            values = np.array(tokens, dtype=np.float64)
+        except ValueError:
+            bad = next(t for t in tokens if not _is_number(t))
+    if bad is not None:
+        raise InstanceError("EDGE_WEIGHT_SECTION", f"{bad!r} is not a number")
     if not np.isfinite(values).all():
         raise InstanceError("EDGE_WEIGHT_SECTION", "the weights must be finite numbers")
     if fmt == "FULL_MATRIX":
@@ -394,7 +394,7 @@ def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     except Exception as exc:  # vrplib raises bare ValueError/IndexError on malformed text
         if "inhomogeneous" in str(exc):  # numpy's words for a ragged section
             raise InstanceError("file", "could not parse the file: the rows of a section have "
-                                "different lengths (e.g. an EDGE_WEIGHT_SECTION row short of "
+                                "different lengths (e.g. a NODE_COORD_SECTION row short of "
                                 "its values)") from None
         raise InstanceError("file", f"could not parse the file: {exc}") from None
     if matrix is not None:

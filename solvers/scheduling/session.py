@@ -78,7 +78,11 @@ class Session:
             if queue and st.vm_free[m] < t:
                 self._requeue(m, head_running=True)
 
-    def _dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
+    def dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
+        """Assign ready tasks in the policy's order (HEFT's upward rank). Events reported
+        with ``dispatch=False`` hand theirs here all together per instant, as the simulator
+        decides them (QA sweep: two finishes at the same time were decided one by one, so
+        their order in the request changed HEFT's plan and it disagreed with simulate)."""
         order = getattr(self.policy, "order", None)
         if order is not None and len(ready) > 1:
             ready = order(self.state, ready)
@@ -90,13 +94,6 @@ class Session:
             out.append(Assignment(run.label, run.wf.ids[task], vm,
                                   float(self.state.vm_speed[vm]), start, finish))
         return out
-
-    def dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
-        """Assign tasks made ready by events reported with ``dispatch=False``: all the events
-        of one instant together, in the policy's order (HEFT's upward rank), as the simulator
-        decides them (QA sweep: two finishes at the same time were decided one by one, so
-        their order in the request changed HEFT's plan and it disagreed with simulate)."""
-        return self._dispatch(ready)
 
     def released_by(self, finishes: list[tuple[str, str]]) -> dict[str, int]:
         """How many tasks of each workflow the given finishes (workflow id, task id) would
@@ -149,7 +146,7 @@ class Session:
         self.runs[wid] = run
         self.events += 1
         ready = [(run, t) for t in self.state.add(run)]
-        return wid, (self._dispatch(ready) if dispatch else ready)
+        return wid, (self.dispatch(ready) if dispatch else ready)
 
     def task_finished(self, workflow_id: str, task_id: str, time: float, dispatch: bool = True
                       ) -> list[Assignment] | list[tuple[Run, int]]:
@@ -178,7 +175,7 @@ class Session:
         released = self.state.finish(run, task)
         self._requeue(vm, head_running)
         ready = [(run, c) for c in released]
-        return self._dispatch(ready) if dispatch else ready
+        return self.dispatch(ready) if dispatch else ready
 
     def _requeue(self, vm: int, head_running: bool = False) -> None:
         """Re-project the VM's FIFO queue from now: the next task starts when this one really
