@@ -235,8 +235,12 @@ def test_a_tight_capacity_fleet_is_met_by_ejecting_small_customers(seed: int) ->
     start = polish_routes(np.asarray(inst.coords, dtype=float), inst.depot,
                           random_insertion_routes(inst, seed))
     assert len(start) > 30
-    out = eliminate_routes(inst, start, 26, time.perf_counter() + 1.5, seed)
+    # the wall-clock deadline is generous so that other processes on the machine cannot
+    # fail the test; the speed claim is held on this process's own CPU time
+    cpu = time.process_time()
+    out = eliminate_routes(inst, start, 26, time.perf_counter() + 6.0, seed)
     assert len(out) == 26 and _valid(inst, out)
+    assert time.process_time() - cpu < 1.5
 
 
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
