@@ -30,6 +30,7 @@ from starlette.datastructures import UploadFile
 from app.concurrency import run_while_connected
 from app.errors import (
     LOCATION_HEADER,
+    RETRY_AFTER_HEADER,
     ApiError,
     instance_problem,
     invalid_request,
@@ -64,6 +65,7 @@ from app.schemas.scheduling import (
 )
 from app.settings import Settings, get_settings
 from solvers.errors import InstanceError, SolverUnavailableError, UnknownSolverError
+from solvers.routing.io import load_json
 from solvers.scheduling.registry import (
     POLICIES,
     estimated_seconds,
@@ -79,6 +81,7 @@ from solvers.scheduling.workflow import (
     classic_set,
     generate_set,
     generate_workflow,
+    parse_dax,
     parse_workflow_bytes,
     workflow_from_dict,
 )
@@ -377,6 +380,7 @@ class _Live:
     policy: str
     lock: threading.Lock = field(default_factory=threading.Lock)
     touched: float = field(default_factory=time.monotonic)
+    ended: bool = False  # set under ``lock`` by DELETE (or by expiry)
 
 
 _sessions: dict[str, _Live] = {}
@@ -386,7 +390,13 @@ _sessions_lock = threading.Lock()
 def _expire(now: float) -> None:
     """Drop the sessions idle longer than SESSION_IDLE_S (the caller holds _sessions_lock)."""
     for sid in [s for s, v in _sessions.items() if now - v.touched > SESSION_IDLE_S]:
-        del _sessions[sid]
+        _sessions.pop(sid).ended = True
+
+
+def _unknown_session(session_id: str) -> ApiError:
+    return ApiError(404, f"no scheduling session {session_id!r} (it ended, expired after "
+                    f"{SESSION_IDLE_S / 60:g} idle minutes, or the server restarted)",
+                    kind="unknown-session", title="Unknown session", field="session_id")
 
 
 def _get(session_id: str) -> _Live:
@@ -400,9 +410,7 @@ def _get(session_id: str) -> _Live:
         if live is not None:
             live.touched = now
     if live is None:
-        raise ApiError(404, f"no scheduling session {session_id!r} (it ended, expired after "
-                       f"{SESSION_IDLE_S / 60:g} idle minutes, or the server restarted)",
-                       kind="unknown-session", title="Unknown session", field="session_id")
+        raise _unknown_session(session_id)
     return live
 
 
@@ -417,7 +425,8 @@ def _state(session_id: str, live: _Live) -> SessionState:
 
 @router.post("/sessions", name="create_session", response_model=SessionState, status_code=201,
              summary="Start an online scheduling session",
-             responses=with_headers(problem_responses(404, 413, 415, 422, 429, 503), 201,
+             responses=with_headers(with_headers(problem_responses(404, 413, 415, 422, 429, 503),
+                                                 429, RETRY_AFTER_HEADER), 201,
                                     LOCATION_HEADER, "Created: the new session's state"),
              openapi_extra=_body(SessionCreate))
 async def create_session(request: Request, response: Response) -> SessionState:
@@ -439,8 +448,12 @@ async def create_session(request: Request, response: Response) -> SessionState:
     with _sessions_lock:
         _expire(now)
         if len(_sessions) >= MAX_SESSIONS:
-            raise ApiError(429, f"{MAX_SESSIONS} sessions are open; DELETE finished ones",
-                           kind="too-many-sessions", title="Too many sessions")
+            # the idlest session expires first: the wait until then (QA sweep: no hint)
+            idlest = min(v.touched for v in _sessions.values())
+            wait = max(1, math.ceil(SESSION_IDLE_S - (now - idlest)))
+            raise ApiError(429, f"{MAX_SESSIONS} sessions are open; DELETE finished ones (the "
+                           f"idlest expires in {wait} s)", kind="too-many-sessions",
+                           title="Too many sessions", headers={"Retry-After": str(wait)})
         sid = uuid.uuid4().hex
         live = _Live(Session(pool, policy, body.seed), pool.label, body.policy)
         _sessions[sid] = live
@@ -449,40 +462,60 @@ async def create_session(request: Request, response: Response) -> SessionState:
 
 
 def _arrival_workflow(ev: WorkflowArrived, where: str) -> Workflow:
-    if (ev.workflow is None) == (ev.shape is None):
-        raise invalid_request("give either workflow (the DAG) or shape (a generated one)",
-                              f"{where}.workflow")
+    given = [ev.workflow is not None, ev.document is not None, ev.shape is not None]
+    if sum(given) != 1:
+        raise invalid_request("give one of workflow (the DAG), document (a DAX or WfCommons "
+                              "file's text) or shape (a generated one)", f"{where}.workflow")
+    if ev.format is not None and ev.document is None:
+        raise invalid_request("format describes a document; this event has none",
+                              f"{where}.format")
+    name = ev.workflow_id or "workflow"
     try:
         if ev.workflow is not None:
             return workflow_from_dict(ev.workflow.model_dump(exclude_none=True),
-                                      name=ev.workflow.name or ev.workflow_id or "workflow")
+                                      name=ev.workflow.name or name)
+        if ev.document is not None:
+            return _document_workflow(ev.document, ev.format, name)
         return generate_workflow(ev.shape or "", ev.tasks, ev.seed)
     except InstanceError as exc:
-        raise instance_problem(exc, f"{where}.workflow") from None
+        source = f"{where}.document" if ev.document is not None else f"{where}.workflow"
+        if exc.field == "file":  # the parsers' word for a document as a whole
+            exc.field = source
+        raise instance_problem(exc, source) from None
 
 
-def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
-    total = sum((len(ev.workflow.tasks) if ev.workflow is not None else ev.tasks)
-                for ev in body.events if isinstance(ev, WorkflowArrived))
+def _document_workflow(text: str, fmt: str | None, name: str) -> Workflow:
+    """A DAX or WfCommons document sent inline, read by the parsers `simulate` uses for
+    files (a session could only take the compact JSON form before)."""
+    if fmt is None:
+        fmt = "dax" if text.lstrip().startswith("<") else "wfcommons"
+    data = text.encode()
+    if fmt == "dax":
+        return parse_dax(data, name)
+    return workflow_from_dict(load_json(data, "the document"), name)
+
+
+def _apply(session_id: str, live: _Live, body: EventsRequest) -> EventsResponse:
+    # Documents and generated shapes are read first (milliseconds; a document's size is only
+    # known once read): the request is sized on the workflows themselves (a guess of four
+    # parents a task refused one 2,000-task sipht arrival with advice to split it, QA sweep).
+    # A bad one is reported in its turn below, after the events before it are applied.
+    built: dict[int, Workflow] = {}
+    for i, ev in enumerate(body.events):
+        if isinstance(ev, WorkflowArrived) and ev.workflow is None:
+            with contextlib.suppress(ApiError):
+                built[i] = _arrival_workflow(ev, f"events[{i}]")
+    sizes = [(len(ev.workflow.tasks), sum(len(t.parents or []) for t in ev.workflow.tasks))
+             if ev.workflow is not None
+             else ((len(built[i].ids), sum(len(p) for p in built[i].parents))
+                   if i in built else (ev.tasks if ev.document is None else 0, 4 * ev.tasks))
+             for i, ev in enumerate(body.events) if isinstance(ev, WorkflowArrived)]
+    total = sum(n for n, _ in sizes)
     if total > MAX_TOTAL_TASKS:
         raise ApiError(413, f"the arriving workflows hold {total} tasks together; one request "
                        f"may bring {MAX_TOTAL_TASKS}: send the events in several requests",
                        kind="instance-too-large", title="Too many tasks", field="events",
                        extra={"tasks": total, "limit": MAX_TOTAL_TASKS})
-    # (tasks, dependencies) of each arrival, a generated shape's from the workflow itself
-    # (generated now, in milliseconds, and used below: a guess of four parents a task refused
-    # one 2,000-task sipht arrival with advice to split it, QA sweep)
-    generated: dict[int, Workflow] = {}
-    for i, ev in enumerate(body.events):
-        if isinstance(ev, WorkflowArrived) and ev.workflow is None:
-            # a bad one is reported in its turn below, after the events before it are applied
-            with contextlib.suppress(ApiError):
-                generated[i] = _arrival_workflow(ev, f"events[{i}]")
-    sizes = [(len(ev.workflow.tasks), sum(len(t.parents or []) for t in ev.workflow.tasks))
-             if ev.workflow is not None
-             else ((len(generated[i].ids), sum(len(p) for p in generated[i].parents))
-                   if i in generated else (ev.tasks, 4 * ev.tasks))
-             for i, ev in enumerate(body.events) if isinstance(ev, WorkflowArrived)]
     seconds = sum(estimated_seconds([live.policy], n, n, e) for n, e in sizes)
     if seconds > SESSION_REQUEST_SECONDS:
         # a live session answers while its caller waits, holding the session's lock
@@ -491,6 +524,8 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
     out: list[Assignment] = []
     ids: list[str] = []
     with live.lock:
+        if live.ended:  # a DELETE came first while this request waited for the lock
+            raise _unknown_session(session_id)
         live.touched = time.monotonic()
         _check_released_work(live, body, seconds)
         # The tasks an instant's events make ready are decided together, after all of them,
@@ -517,7 +552,7 @@ def _apply(live: _Live, body: EventsRequest) -> EventsResponse:
                 decide()
             try:
                 if isinstance(ev, WorkflowArrived):
-                    wf = generated[i] if i in generated else _arrival_workflow(ev, where)
+                    wf = built[i] if i in built else _arrival_workflow(ev, where)
                     wid, got = live.session.workflow_arrived(wf, ev.time, ev.workflow_id,
                                                              dispatch=False, avoid=named)
                     ids.append(wid)
@@ -589,7 +624,7 @@ async def session_events(session_id: str, request: Request) -> EventsResponse:
     live = _get(session_id)
     _json_body(request)
     body = validate_json(EventsRequest, await request.body())
-    return await run_in_threadpool(_apply, live, body)
+    return await run_in_threadpool(_apply, session_id, live, body)
 
 
 @router.get("/sessions/{session_id}", name="session_state", response_model=SessionState,
@@ -597,15 +632,32 @@ async def session_events(session_id: str, request: Request) -> EventsResponse:
             responses=problem_responses(404))
 async def session_state(session_id: str) -> SessionState:
     live = _get(session_id)
-    with live.lock:
-        return _state(session_id, live)
+
+    def state() -> SessionState:
+        with live.lock:  # an events request in flight answers first
+            if live.ended:
+                raise _unknown_session(session_id)
+            return _state(session_id, live)
+
+    return await run_in_threadpool(state)
 
 
 @router.delete("/sessions/{session_id}", name="delete_session", status_code=204,
                summary="End a session", responses=problem_responses(404))
 async def delete_session(session_id: str) -> Response:
-    with _sessions_lock:
-        if _sessions.pop(session_id, None) is None:
-            raise ApiError(404, f"no scheduling session {session_id!r}",
-                           kind="unknown-session", title="Unknown session", field="session_id")
+    live = _get(session_id)
+
+    def end() -> None:
+        # An events request in flight finishes first and answers its assignments; requests
+        # waiting behind it then find the session ended (QA sweep: one answered 200 for a
+        # session already deleted).
+        with live.lock:
+            if live.ended:
+                raise _unknown_session(session_id)
+            live.ended = True
+        with _sessions_lock:
+            if _sessions.get(session_id) is live:
+                del _sessions[session_id]
+
+    await run_in_threadpool(end)
     return Response(status_code=204)

@@ -198,6 +198,13 @@ class WorkflowArrived(_Strict):
     workflow_id: str | None = Field(default=None, min_length=1, max_length=200,
                                     description="Your id for it; default wf1, wf2, …")
     workflow: WorkflowIn | None = None
+    document: str | None = Field(
+        default=None, min_length=1,
+        description="Instead of workflow: a workflow file's whole text, a Pegasus DAX (XML) "
+        "or a WfCommons JSON document, as `simulate` takes them as files.")
+    format: Literal["dax", "wfcommons"] | None = Field(
+        default=None, description="The document's format; by default told from its first "
+        "character (`<` is DAX).")
     shape: Literal["montage", "cybershake", "inspiral", "sipht"] | None = Field(
         default=None, description="Instead of workflow: a generated workflow of this shape.")
     tasks: int = Field(default=30, ge=10, le=MAX_TEMPLATE_TASKS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import gzip
 import itertools
+import json
 import time
 from typing import Any
 
@@ -439,3 +440,88 @@ def test_finishes_that_release_too_much_work_are_refused_before_anything_runs(
                           field="events")
     assert "release 3998 tasks" in body["detail"]
     assert api.get(url).json()["now"] == 0  # nothing was applied
+
+
+def test_a_session_takes_dax_and_wfcommons_documents(api: httpx.Client) -> None:
+    """Sessions took only the compact JSON form; a user with a DAX or WfCommons file had to
+    convert it. The document's workflow is the one `simulate` reads from the same file."""
+    from solvers.scheduling.workflow import load_workflow
+
+    dax = (WORKFLOWS / "Montage_25.xml").read_text()
+    montage = load_workflow(WORKFLOWS / "Montage_25.xml")
+    roots = {montage.ids[i] for i in range(montage.n) if not montage.parents[i]}
+    wfcommons = {"name": "tiny", "schemaVersion": "1.5", "workflow": {
+        "specification": {"tasks": [{"id": "a", "parents": []}, {"id": "b", "parents": ["a"]}]},
+        "execution": {"tasks": [{"id": "a", "runtimeInSeconds": 2.0},
+                                {"id": "b", "runtimeInSeconds": 1.0}]}}}
+    url = _session(api, "6x4", "heft")
+    r = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "m", "document": dax},
+        {"type": "workflow_arrived", "time": 0, "workflow_id": "w", "format": "wfcommons",
+         "document": json.dumps(wfcommons)}]})
+    assert r.status_code == 200, r.text
+    decided = {(a["workflow"], a["task"]) for a in r.json()["assignments"]}
+    assert decided == {("m", t) for t in roots} | {("w", "a")}
+    state = {w["id"]: w for w in api.get(url).json()["workflows"]}
+    assert state["m"]["tasks"] == 25 and state["w"]["tasks"] == 2
+    # faults name the document: not XML, a DAX with a job without runtime, two sources
+    bad = dax.replace('runtime="', 'rt="', 1)
+    for event, field in (
+            ({"document": "<adag><job", "format": "dax"}, "events[0].document"),
+            ({"document": bad}, "events[0].document.tasks[0].runtime"),
+            ({"document": "{", "format": "wfcommons"}, "events[0].document"),
+            ({"document": dax, "shape": "montage"}, "events[0].workflow"),
+            ({"shape": "montage", "format": "dax"}, "events[0].format")):
+        body = {"events": [{"type": "workflow_arrived", "time": 1, **event}]}
+        assert_problem(api.post(f"{url}/events", json=body), 422, field=field)
+
+
+def test_a_delete_waits_for_the_events_request_in_flight(api: httpx.Client) -> None:
+    """QA sweep: a DELETE during a long events request ended the session at once, and the
+    request then answered 200 with assignments of a session that no longer existed. Now the
+    request in flight answers first, the DELETE after it, and the session is gone."""
+    import threading
+
+    url = _session(api, "6x4", "goodrl")
+    fan = {"tasks": [{"id": f"t{i}", "runtime": 1} for i in range(600)]}
+    done: dict[str, float] = {}
+
+    def arrive() -> None:
+        r = api.post(f"{url}/events", json={"events": [
+            {"type": "workflow_arrived", "time": 0, "workflow": fan}]}, timeout=60)
+        done["events"] = time.perf_counter()
+        done["status"] = r.status_code
+
+    worker = threading.Thread(target=arrive)
+    started = time.perf_counter()
+    worker.start()
+    time.sleep(0.3)  # the events request holds the session now
+    assert api.delete(url, timeout=60).status_code == 204
+    deleted = time.perf_counter()
+    worker.join()
+    assert done["status"] == 200
+    assert done["events"] - started > 1.0  # the premise: a request long enough to overlap
+    # the DELETE answered after the events request (give or take the client's threads)
+    assert deleted > done["events"] - 0.2, (deleted - started, done["events"] - started)
+    assert_problem(api.get(url), 404, "session_id")
+    assert_problem(api.delete(url), 404, "session_id")
+
+
+def test_too_many_sessions_says_when_one_frees(api: httpx.Client) -> None:
+    """The 429 at the session cap said only "DELETE finished ones": it now carries a
+    Retry-After, the seconds until the idlest session expires."""
+    from app.routers.scheduling import MAX_SESSIONS, SESSION_IDLE_S
+
+    made = []
+    try:
+        for _ in range(MAX_SESSIONS + 1):
+            r = api.post(SESSIONS, json={"pool": "1x2"})
+            if r.status_code != 201:
+                break
+            made.append(r.headers["location"])
+        body = assert_problem(r, 429)
+        wait = int(r.headers["retry-after"])
+        assert 0 < wait <= SESSION_IDLE_S and f"expires in {wait} s" in body["detail"]
+    finally:
+        for location in made:
+            api.delete(location)
