@@ -14,6 +14,7 @@ hour without events.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import threading
@@ -65,7 +66,6 @@ from app.schemas.scheduling import (
 )
 from app.settings import Settings, get_settings
 from solvers.errors import InstanceError, SolverUnavailableError, UnknownSolverError
-from solvers.routing.io import load_json
 from solvers.scheduling.registry import (
     POLICIES,
     estimated_seconds,
@@ -74,14 +74,13 @@ from solvers.scheduling.registry import (
     run_policies,
 )
 from solvers.scheduling.render import gantt_svg
-from solvers.scheduling.session import Assignment, Session
-from solvers.scheduling.simulator import Arrivals, Run, VMPool, parse_pool
+from solvers.scheduling.session import Arrived, EventError, Finished, Session
+from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     Workflow,
+    arrival_workflow,
     classic_set,
     generate_set,
-    generate_workflow,
-    parse_dax,
     parse_workflow_bytes,
     workflow_from_dict,
 )
@@ -462,37 +461,13 @@ async def create_session(request: Request, response: Response) -> SessionState:
 
 
 def _arrival_workflow(ev: WorkflowArrived, where: str) -> Workflow:
-    given = [ev.workflow is not None, ev.document is not None, ev.shape is not None]
-    if sum(given) != 1:
-        raise invalid_request("give one of workflow (the DAG), document (a DAX or WfCommons "
-                              "file's text) or shape (a generated one)", f"{where}.workflow")
-    if ev.format is not None and ev.document is None:
-        raise invalid_request("format describes a document; this event has none",
-                              f"{where}.format")
-    name = ev.workflow_id or "workflow"
     try:
-        if ev.workflow is not None:
-            return workflow_from_dict(ev.workflow.model_dump(exclude_none=True),
-                                      name=ev.workflow.name or name)
-        if ev.document is not None:
-            return _document_workflow(ev.document, ev.format, name)
-        return generate_workflow(ev.shape or "", ev.tasks, ev.seed)
+        return arrival_workflow(
+            workflow=None if ev.workflow is None else ev.workflow.model_dump(exclude_none=True),
+            document=ev.document, fmt=ev.format, shape=ev.shape, tasks=ev.tasks, seed=ev.seed,
+            name=ev.workflow_id or "workflow")
     except InstanceError as exc:
-        source = f"{where}.document" if ev.document is not None else f"{where}.workflow"
-        if exc.field == "file":  # the parsers' word for a document as a whole
-            exc.field = source
-        raise instance_problem(exc, source) from None
-
-
-def _document_workflow(text: str, fmt: str | None, name: str) -> Workflow:
-    """A DAX or WfCommons document sent inline, read by the parsers `simulate` uses for
-    files (a session could only take the compact JSON form before)."""
-    if fmt is None:
-        fmt = "dax" if text.lstrip().startswith("<") else "wfcommons"
-    data = text.encode()
-    if fmt == "dax":
-        return parse_dax(data, name)
-    return workflow_from_dict(load_json(data, "the document"), name)
+        raise instance_problem(exc, where) from None
 
 
 def _apply(session_id: str, live: _Live, body: EventsRequest) -> EventsResponse:
@@ -521,64 +496,39 @@ def _apply(session_id: str, live: _Live, body: EventsRequest) -> EventsResponse:
         # a live session answers while its caller waits, holding the session's lock
         raise _too_much_work(f"deciding the arriving workflows' {total} tasks with "
                              f"{live.policy}", seconds, "arrivals")
-    out: list[Assignment] = []
-    ids: list[str] = []
+    events = [Arrived(ev.time, built[i] if i in built
+                      else functools.partial(_arrival_workflow, ev, f"events[{i}]"),
+                      ev.workflow_id)
+              if isinstance(ev, WorkflowArrived) else Finished(ev.time, ev.workflow_id, ev.task_id)
+              for i, ev in enumerate(body.events)]
     with live.lock:
         if live.ended:  # a DELETE came first while this request waited for the lock
             raise _unknown_session(session_id)
         live.touched = time.monotonic()
         _check_released_work(live, body, seconds)
-        # The tasks an instant's events make ready are decided together, after all of them,
-        # as the simulator decides them (HEFT orders them by upward rank).
-        ready: list[tuple[Run, int]] = []
-        instant = -1.0
-        # an automatic id never takes one a later event of the request names (QA sweep)
-        named = {ev.workflow_id for ev in body.events
-                 if isinstance(ev, WorkflowArrived) and ev.workflow_id}
-
-        def decide() -> None:
-            if ready:
-                out.extend(live.session.dispatch(ready))
-                ready.clear()
-
-        for i, ev in enumerate(body.events):
-            where = f"events[{i}]"
-            if ready and (ev.time != instant or (
-                    not isinstance(ev, WorkflowArrived)
-                    and any(run.label == ev.workflow_id and run.wf.ids[t] == ev.task_id
-                            for run, t in ready))):
-                # a later instant, or the finish of a task this instant released (a
-                # zero-length task): what is ready is decided first
-                decide()
-            try:
-                if isinstance(ev, WorkflowArrived):
-                    wf = built[i] if i in built else _arrival_workflow(ev, where)
-                    wid, got = live.session.workflow_arrived(wf, ev.time, ev.workflow_id,
-                                                             dispatch=False, avoid=named)
-                    ids.append(wid)
-                else:
-                    got = live.session.task_finished(ev.workflow_id, ev.task_id, ev.time,
-                                                     dispatch=False)
-            except (InstanceError, ApiError) as exc:
-                # The earlier events stay applied (their tasks decided): the problem carries
-                # what they answered, or the client would never learn of tasks it must run.
-                decide()
-                applied = {"applied": i, "workflow_ids": ids,
-                           "assignments": [a.to_dict() for a in out]}
-                if isinstance(exc, ApiError):
-                    exc.extra.update(applied)
-                    raise
-                raise ApiError(422, f"{where}.{exc.field}: {exc.message} ({i} earlier events "
-                               "of this request were applied; their assignments are in "
-                               "'assignments')", kind="invalid-event",
-                               title="Invalid event", field=f"{where}.{exc.field}",
-                               extra=applied) from None
-            ready.extend(got)  # type: ignore[arg-type]
-            instant = live.session.state.now
-        decide()
+        try:
+            ids, out = live.session.apply(events)
+        except EventError as failed:
+            raise _event_problem(failed) from None
         now = live.session.state.now
     return EventsResponse(now=now, workflow_ids=ids,
                           assignments=[AssignmentOut(**a.to_dict()) for a in out])
+
+
+def _event_problem(failed: EventError) -> Exception:
+    """The refused event's problem, carrying what the events before it answered."""
+    applied = {"applied": failed.index, "workflow_ids": failed.workflow_ids,
+               "assignments": [a.to_dict() for a in failed.assignments]}
+    exc, where = failed.cause, f"events[{failed.index}]"
+    if isinstance(exc, ApiError):
+        exc.extra.update(applied)
+        return exc
+    if isinstance(exc, InstanceError):
+        return ApiError(422, f"{where}.{exc.field}: {exc.message} ({failed.index} earlier "
+                        "events of this request were applied; their assignments are in "
+                        "'assignments')", kind="invalid-event", title="Invalid event",
+                        field=f"{where}.{exc.field}", extra=applied)
+    return exc
 
 
 def _check_released_work(live: _Live, body: EventsRequest, arrivals_seconds: float) -> None:

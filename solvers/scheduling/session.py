@@ -9,6 +9,7 @@ caller, so a task that runs long or short moves its VM's queue accordingly.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,38 @@ class Assignment:
         return {"workflow": self.workflow, "task": self.task, "vm": self.vm,
                 "vcpus": self.vcpus, "expected_start": self.expected_start,
                 "expected_finish": self.expected_finish}
+
+
+@dataclass(frozen=True)
+class Arrived:
+    """A workflow arrived at ``time``. ``workflow`` may be a function that reads it when its
+    turn comes, so that a bad one is refused in order, after the events before it."""
+
+    time: float
+    workflow: Workflow | Callable[[], Workflow]
+    workflow_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Task ``task_id`` of workflow ``workflow_id`` finished at ``time``."""
+
+    time: float
+    workflow_id: str
+    task_id: str
+
+
+class EventError(Exception):
+    """Event ``index`` of a batch was refused (``cause``); the events before it stay applied
+    and their answers are here, or the caller would never learn of tasks it must run."""
+
+    def __init__(self, index: int, cause: Exception, workflow_ids: list[str],
+                 assignments: list[Assignment]) -> None:
+        super().__init__(f"event {index}: {cause}")
+        self.index = index
+        self.cause = cause
+        self.workflow_ids = workflow_ids
+        self.assignments = assignments
 
 
 class Session:
@@ -94,6 +127,48 @@ class Session:
             out.append(Assignment(run.label, run.wf.ids[task], vm,
                                   float(self.state.vm_speed[vm]), start, finish))
         return out
+
+    def apply(self, events: Sequence[Arrived | Finished]
+              ) -> tuple[list[str], list[Assignment]]:
+        """Apply a batch of events in order: (the arrived workflows' ids, the assignments).
+        The tasks an instant's events make ready are decided together, after all of them,
+        as the simulator decides them (HEFT orders them by upward rank); an automatic id
+        never takes one a later arrival of the batch names (QA sweep)."""
+        named = {ev.workflow_id for ev in events if isinstance(ev, Arrived) and ev.workflow_id}
+        out: list[Assignment] = []
+        ids: list[str] = []
+        ready: list[tuple[Run, int]] = []
+        instant = -1.0
+
+        def decide() -> None:
+            if ready:
+                out.extend(self.dispatch(ready))
+                ready.clear()
+
+        for i, ev in enumerate(events):
+            if ready and (ev.time != instant or (
+                    isinstance(ev, Finished)
+                    and any(run.label == ev.workflow_id and run.wf.ids[t] == ev.task_id
+                            for run, t in ready))):
+                # a later instant, or the finish of a task this instant released (a
+                # zero-length task): what is ready is decided first
+                decide()
+            try:
+                if isinstance(ev, Arrived):
+                    wf = ev.workflow if isinstance(ev.workflow, Workflow) else ev.workflow()
+                    wid, got = self.workflow_arrived(wf, ev.time, ev.workflow_id,
+                                                     dispatch=False, avoid=named)
+                    ids.append(wid)
+                else:
+                    got = self.task_finished(ev.workflow_id, ev.task_id, ev.time,
+                                             dispatch=False)
+            except Exception as exc:
+                decide()
+                raise EventError(i, exc, ids, out) from exc
+            ready.extend(got)  # type: ignore[arg-type]
+            instant = self.state.now
+        decide()
+        return ids, out
 
     def released_by(self, finishes: list[tuple[str, str]]) -> dict[str, int]:
         """How many tasks of each workflow the given finishes (workflow id, task id) would

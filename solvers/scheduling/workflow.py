@@ -544,3 +544,39 @@ def generate_set(shapes: Sequence[str], tasks: int = 30, seed: int = 0) -> list[
 def classic_set(seed: int = 0, size: int = 30) -> list[Workflow]:
     """The four GOODRL templates' shapes at one size (size 30 gives 25/30/30/29 tasks)."""
     return generate_set(GENERATORS, size, seed)
+
+
+def _within(prefix: str, field: str) -> str:
+    return prefix + field if field.startswith("[") else f"{prefix}.{field}"
+
+
+def arrival_workflow(*, workflow: dict[str, Any] | None = None, document: str | None = None,
+                     fmt: str | None = None, shape: str | None = None, tasks: int = 30,
+                     seed: int = 0, name: str = "workflow") -> Workflow:
+    """The workflow of a session's arrival, given one of three ways: ``workflow`` (the compact
+    JSON form), ``document`` (a DAX or WfCommons file's text, ``fmt`` "dax" or "wfcommons",
+    told from a leading ``<`` by default) or ``shape`` (generated). The HTTP sessions and
+    ``cosolve schedule session`` read events alike; errors name fields within the event
+    (``document.tasks[0].runtime``)."""
+    if (workflow is not None) + (document is not None) + (shape is not None) != 1:
+        raise InstanceError("workflow", "give one of workflow (the DAG), document (a DAX or "
+                            "WfCommons file's text) or shape (a generated one)")
+    if fmt is not None and document is None:
+        raise InstanceError("format", "format describes a document; this event has none")
+    if shape is not None:
+        return generate_workflow(shape, tasks, seed)
+    source = "workflow" if workflow is not None else "document"
+    try:
+        if workflow is not None:
+            return workflow_from_dict(workflow, name=str(workflow.get("name") or name))
+        assert document is not None
+        if fmt is None:
+            fmt = "dax" if document.lstrip().startswith("<") else "wfcommons"
+        data = document.encode()
+        if fmt == "dax":
+            return parse_dax(data, name)
+        return workflow_from_dict(load_json(data, "the document"), name)
+    except InstanceError as exc:
+        # the parsers' "file" is the document as a whole
+        field = source if exc.field in ("file", source) else _within(source, exc.field)
+        raise type(exc)(field, exc.message) from None
