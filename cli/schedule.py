@@ -4,6 +4,7 @@
                               [--workflows-count N] [--policies goodrl,heft,eft] [--seed S]
                               [--gantt DIR] [--json]
     cosolve schedule policies [--json]
+    cosolve schedule session [--pool 6x4] [--policy heft] [--seed S] [--events FILE]
 
 Without ``--workflows`` the four classic shapes (Montage, CyberShake, Inspiral, SIPHT) are
 generated (``--shapes``, ``--tasks``). Exit codes as everywhere: 0 success, 2 bad input, 1 when
@@ -12,23 +13,41 @@ no policy could run.
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from cli.common import EXIT_SOLVER_FAILED, fail, jsonable, stdout_console
+from cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_SOLVER_FAILED,
+    fail,
+    jsonable,
+    stdout_console,
+)
 from solvers.base import MAX_SEED
-from solvers.errors import InstanceError
-from solvers.scheduling.registry import DEFAULT_POLICIES, POLICIES, policy_names, run_policies
+from solvers.errors import InstanceError, SolverUnavailableError, UnknownSolverError
+from solvers.scheduling.registry import (
+    DEFAULT_POLICIES,
+    POLICIES,
+    get_policy,
+    policy_names,
+    run_policies,
+)
 from solvers.scheduling.render import gantt_svg
+from solvers.scheduling.session import Arrived, EventError, Finished, Session
 from solvers.scheduling.simulator import RATE_RANGE, Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     GENERATORS,
     Workflow,
+    arrival_workflow,
     generate_set,
     load_workflows,
 )
@@ -218,3 +237,101 @@ def policies_command(
         table.add_row(r["name"], r["kind"], "yes" if r["available"] else
                       f"no: {r['unavailable_reason']}", r["description"])
     stdout_console().print(table)
+
+
+def _session_line(session: Session, obj: Any) -> dict[str, Any]:
+    """One input line's answer: the assignments, or the problem (with the answers of the
+    events before a refused one, which stay applied), as the HTTP session answers."""
+    from app.errors import ApiError
+    from app.intake import validate_json
+    from app.schemas.scheduling import EventsRequest, WorkflowArrived
+
+    if not isinstance(obj, dict):
+        return {"error": {"field": "line", "detail": "expected a JSON object: an event, "
+                          "{\"events\": [...]} or {\"type\": \"state\"}"}}
+    events = obj.get("events", [obj])
+    for i, ev in enumerate(events if isinstance(events, list) else []):
+        if isinstance(ev, dict) and "file" in ev:
+            # a local file instead of its text (CLI only): read here, parsed as a document
+            path = Path(str(ev.pop("file")))
+            try:
+                raw = path.read_bytes()
+                if path.suffix.lower() == ".gz":
+                    raw = gzip.decompress(raw)
+                ev["document"] = raw.decode()
+            except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as exc:
+                return {"error": {"field": f"events[{i}].file",
+                                  "detail": f"cannot read {path}: {exc}"}}
+            plain = path.name.lower().removesuffix(".gz")
+            ev.setdefault("format", "wfcommons" if plain.endswith(".json") else "dax")
+    try:
+        body = validate_json(EventsRequest, json.dumps({"events": events}).encode())
+    except ApiError as exc:
+        return {"error": {"field": exc.field, "detail": exc.detail}}
+    batch = [Arrived(ev.time, functools.partial(
+                arrival_workflow, workflow=None if ev.workflow is None
+                else ev.workflow.model_dump(exclude_none=True), document=ev.document,
+                fmt=ev.format, shape=ev.shape, tasks=ev.tasks, seed=ev.seed,
+                name=ev.workflow_id or "workflow"), ev.workflow_id)
+             if isinstance(ev, WorkflowArrived) else Finished(ev.time, ev.workflow_id, ev.task_id)
+             for ev in body.events]
+    try:
+        ids, out = session.apply(batch)
+    except EventError as failed:
+        if not isinstance(failed.cause, InstanceError):
+            raise failed.cause from None
+        field = f"events[{failed.index}].{failed.cause.field}"
+        return {"error": {"field": field, "detail": f"{field}: {failed.cause.message}",
+                          "applied": failed.index, "workflow_ids": failed.workflow_ids,
+                          "assignments": [a.to_dict() for a in failed.assignments]}}
+    return {"now": session.state.now, "workflow_ids": ids,
+            "assignments": [a.to_dict() for a in out]}
+
+
+@app.command("session")
+def session_command(
+    pool: Annotated[str, typer.Option(help="VM pool: TYPESxEACH (6x4, 5x5) or vCPUs "
+                                      "'8,16,96'.")] = "6x4",
+    policy: Annotated[str, typer.Option(help="The policy deciding the assignments.")] = "heft",
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The policy's seed.")] = 0,
+    events: Annotated[Path | None, typer.Option(
+        help="Read the events from this file instead of standard input.")] = None,
+) -> None:
+    """A live scheduling session on standard input and output (the twin of
+    POST /v1/scheduling/sessions): each input line is an event, {"events": [...]} as the
+    HTTP session takes them, or {"type": "state"}; each gets one JSON line back, the
+    assignments to carry out or {"error": ...}. An event may name a local workflow "file"
+    (DAX or WfCommons, .gz too) instead of "workflow"/"document"/"shape". Exit code 2 when a
+    line was refused (the later lines still ran), 0 otherwise."""
+    try:
+        chosen = get_policy(policy)
+    except (UnknownSolverError, SolverUnavailableError) as exc:
+        fail(f"--policy: {exc}; known policies: {', '.join(policy_names())}")
+    session = Session(_pool(pool), chosen, seed)
+    refused = False
+    try:
+        source = events.open() if events is not None else sys.stdin
+    except OSError as exc:
+        fail(f"--events: cannot read {events}: {exc.strerror or exc}")
+    try:
+        with source:
+            for line in source:
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    answer: dict[str, Any] = {"error": {"field": "line",
+                                                        "detail": f"not JSON: {exc}"}}
+                else:
+                    if isinstance(obj, dict) and obj.get("type") == "state":
+                        answer = {"pool": pool, "policy": policy, **session.snapshot()}
+                    else:
+                        answer = _session_line(session, obj)
+                refused |= "error" in answer
+                sys.stdout.write(json.dumps(jsonable(answer)) + "\n")
+                sys.stdout.flush()  # a live caller waits on each answer
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if refused:
+        raise typer.Exit(EXIT_BAD_INPUT)

@@ -140,3 +140,51 @@ def test_generated_shapes_give_the_apis_numbers_for_the_same_seed(api: httpx.Cli
     other = json.loads(_run("simulate", "--workflows-count", "30", "--policies", "heft",
                             "--seed", "7", "--template-seed", "3", "--json").stdout)
     assert other["rows"][0]["mean_flowtime"] != cli["rows"][0]["mean_flowtime"]
+
+
+def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client) -> None:
+    """``cosolve schedule session`` is the sessions' CLI twin: the same events give the same
+    assignments line by line as over HTTP, a refused line answers its problem (with what the
+    events before it answered) and the later lines still run; exit code 2 then."""
+    montage = (WORKFLOWS / "Montage_25.xml").read_text()
+    requests: list[dict[str, object]] = [
+        {"events": [{"type": "workflow_arrived", "time": 0, "workflow_id": "m",
+                     "document": montage},
+                    {"type": "workflow_arrived", "time": 0, "shape": "sipht", "seed": 3}]},
+        {"events": [{"type": "task_finished", "time": 2.5, "workflow_id": "m",
+                     "task_id": "ID00001"},
+                    {"type": "task_finished", "time": 2.5, "workflow_id": "m",
+                     "task_id": "ID00003"},
+                    {"type": "task_finished", "time": 2.0, "workflow_id": "m",
+                     "task_id": "ID00004"}]},  # refused: before the session's time
+        {"events": [{"type": "task_finished", "time": 3, "workflow_id": "m",
+                     "task_id": "ID00004"}]},
+    ]
+    r = api.post("/v1/scheduling/sessions", json={"pool": "5x5", "policy": "heft_slack"})
+    url = r.headers["location"]
+    over_http = [api.post(f"{url}/events", json=body).json() for body in requests]
+    # a local file may stand for the document, and a single event is a line too
+    first = json.loads(json.dumps(requests[0]))
+    del first["events"][0]["document"]
+    first["events"][0]["file"] = str(WORKFLOWS / "Montage_25.xml")
+    lines = [json.dumps(first), json.dumps(requests[1]),
+             json.dumps(requests[2]["events"][0]), '{"type": "state"}']  # type: ignore[index]
+    result = runner.invoke(app, ["schedule", "session", "--pool", "5x5", "--policy",
+                                 "heft_slack"], input="\n".join(lines) + "\n")
+    assert result.exit_code == 2, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(answers) == 4
+    assert answers[0] == over_http[0] and len(answers[0]["assignments"]) > 2
+    problem = over_http[1]
+    assert answers[1]["error"]["field"] == problem["field"] == "events[2].time"
+    assert answers[1]["error"]["applied"] == problem["applied"] == 2
+    assert answers[1]["error"]["assignments"] == problem["assignments"]
+    assert answers[2] == over_http[2]
+    assert answers[3]["now"] == 3.0 and answers[3]["policy"] == "heft_slack"
+    # bad lines: not JSON, an unknown event type, an unreadable file
+    bad = ["{", '{"type": "task_done", "time": 1}',
+           '{"type": "workflow_arrived", "time": 0, "file": "/no/such.xml"}']
+    result = runner.invoke(app, ["schedule", "session"], input="\n".join(bad) + "\n")
+    assert result.exit_code == 2
+    fields = [json.loads(line)["error"]["field"] for line in result.stdout.splitlines()]
+    assert fields == ["line", "events[0].type", "events[0].file"]
