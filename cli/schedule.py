@@ -62,8 +62,19 @@ app = typer.Typer(
 )
 
 
-def _names(text: str, option: str) -> list[str]:
-    names = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+def _names(text: str, option: str, repeats: bool = True) -> list[str]:
+    """The comma-separated values of ``option``, once each; ``repeats=False``: a value given
+    twice is a mistake (a policy would run once), as the HTTP API says too."""
+    names: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if not name:
+            continue
+        if name in names:
+            if not repeats:
+                fail(f"{option}: {name!r} is listed twice")
+            continue
+        names.append(name)
     if not names:
         fail(f"{option}: give at least one value")
     return names
@@ -153,7 +164,7 @@ def simulate_command(
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     if not 0 <= template_seed <= MAX_SEED:
         fail(f"--template-seed: must be an integer in [0, {MAX_SEED}], got {template_seed}")
-    names = _names(policies, "--policies")
+    names = _names(policies, "--policies", repeats=False)
     for n in names:
         if n not in POLICIES:
             fail(f"--policies: unknown policy {n!r}; known: {', '.join(policy_names())}")

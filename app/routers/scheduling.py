@@ -115,15 +115,24 @@ class SimTask:
 
 # -- reading the request -------------------------------------------------------------------------
 def _check_policies(names: list[str], field_name: str = "policies") -> list[str]:
-    unique = list(dict.fromkeys(n.strip() for n in names if n.strip()))
-    if not unique:
-        raise invalid_request("give at least one policy, e.g. heft,eft", field_name)
-    for i, name in enumerate(unique):
+    first_seen: dict[str, int] = {}
+    for i, raw in enumerate(names):
+        name = raw.strip()
+        if not name:
+            continue
+        if name in first_seen:
+            # a comparison of solvers refuses a repeat too (QA sweep: one row came back)
+            raise invalid_request(f"policy {name!r} is listed twice ({field_name}"
+                                  f"[{first_seen[name]}] and {field_name}[{i}])",
+                                  f"{field_name}[{i}]")
+        first_seen[name] = i
         if name not in POLICIES:
             raise ApiError(404, f"unknown policy {name!r}; known policies: "
                            f"{', '.join(policy_names())}", kind="unknown-solver",
                            title="Unknown policy", field=f"{field_name}[{i}]")
-    return unique
+    if not first_seen:
+        raise invalid_request("give at least one policy, e.g. heft,eft", field_name)
+    return list(first_seen)
 
 
 def _field_error(exc: InstanceError) -> ApiError:

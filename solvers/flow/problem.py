@@ -14,6 +14,7 @@ against the *original* network with exact integer arithmetic, independently of t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,18 @@ def _is_whole(v: Any) -> bool:
 
 
 # -- integer arrays with the field at fault named ------------------------------------------------
+def _shown(value: Any) -> str:
+    """A number as an error quotes it: a float as %.6g (1e+300, not its 301 digits, QA sweep),
+    an integer whole unless it is very long."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    bits = abs(int(value)).bit_length()
+    if bits <= 64:
+        return str(int(value))
+    # str() of a 5,000-digit integer raises (Python's 4,300-digit limit)
+    return f"about {'-' if value < 0 else ''}1e+{int(bits * math.log10(2))}"
+
+
 def _as_int_array(
     values: Any, name: str, item_field: FieldName, *, allow_none: bool = False,
     bound: int = MAX_AMOUNT,
@@ -98,8 +111,8 @@ def _as_int_array(
                 raise InstanceError(item_field(k), f"{name} must be an integer, got {v!r}")
             else:
                 if abs(int(v)) > bound:
-                    raise InstanceError(item_field(k), f"{name} {int(v)} is larger in magnitude "
-                                        f"than the supported {bound:.0e}")
+                    raise InstanceError(item_field(k), f"{name} {_shown(v)} is larger in "
+                                        f"magnitude than the supported {bound:.0e}")
                 out[k] = int(v)
         return out, present
     too_big = (out > bound) | (out < -bound)  # not np.abs: |−2⁶³| wraps to −2⁶³ in int64

@@ -19,6 +19,7 @@ from solvers.errors import InstanceError
 from solvers.routing.construct import random_insertion_routes, random_insertion_tour
 from solvers.routing.descent import cvrp_kicks, fit_fleet, kick_temperature, polish_routes
 from solvers.routing.descent import warm_up as descent_warm_up
+from solvers.routing.exact import exact_solution
 from solvers.routing.localsearch import (
     kick_stats,
     nearest_neighbours,
@@ -102,6 +103,9 @@ class ILSSolver:
         if instance.coords is None:
             raise InstanceError("coords", "the ils solver needs node coordinates; this "
                                 "instance has only a distance matrix")
+        exact = exact_solution(instance, self.name, clock, budget, progress)
+        if exact is not None:
+            return exact
         if isinstance(instance, CVRPInstance):
             return self._solve_cvrp(instance, budget, clock, progress)
         xy = np.ascontiguousarray(instance.coords, dtype=np.float64)

@@ -36,6 +36,7 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
+from solvers.routing.exact import exact_solution
 from solvers.routing.ils import iterate
 from solvers.routing.localsearch import (
     kick_stats,
@@ -330,6 +331,9 @@ class SILSolver:
         if instance.coords is None:
             raise InstanceError("coords", f"the {self.name} solver needs node coordinates; "
                                 "this instance has only a distance matrix")
+        exact = exact_solution(instance, self.name, clock, budget, progress)
+        if exact is not None:
+            return exact
         if isinstance(instance, CVRPInstance):
             from solvers.routing.sil_cvrp import solve_cvrp
 

@@ -55,6 +55,12 @@ def test_unbalanced_supplies_name_the_sums() -> None:
     (lambda o: o["arcs"][1].update(cost=2**64 - 1), "arcs[1].cost", "larger in magnitude"),
     (lambda o: o["arcs"][0].update(cost=-1e300), "arcs[0].cost", "larger in magnitude"),
     (lambda o: o.update(supplies=[-(2**63), 0, 2**63 - 1]), "supplies[0]", "larger in magnitude"),
+    # beside a null the values are read one by one: quoted short all the same (QA sweep: a
+    # 300-digit integer for 1e300)
+    (lambda o: o.update(node_capacities=[1e300, None, None]), "node_capacities[0]",
+     "capacity 1e+300 is larger"),
+    (lambda o: o.update(node_capacities=[None, -(10**5000), None]), "node_capacities[1]",
+     "about -1e+5000 is larger"),
 ])
 def test_invalid_networks_name_the_field(change: Any, field: str, words: str) -> None:
     obj = _base()

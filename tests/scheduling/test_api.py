@@ -95,6 +95,10 @@ def test_bad_options(api: httpx.Client) -> None:
     assert_problem(api.post(SIMULATE, json={"pool": "9x9"}), 422, "pool")
     assert_problem(api.post(SIMULATE, json={"policies": ["heft", "magic"]}), 404,
                    "policies[1]")
+    # a repeated policy is refused as a repeated solver is (QA sweep: one row came back)
+    body = assert_problem(api.post(SIMULATE, json={"policies": ["heft", "eft", "heft"]}), 422,
+                          "policies[2]")
+    assert "policies[0] and policies[2]" in body["detail"]
     assert_problem(api.post(SIMULATE, json={"workflows_count": 10**6}), 422, "workflows_count")
     assert_problem(api.post(SIMULATE, json={"rates": [0]}), 422, "rates[0]")
     # bounds that keep the simulator's times finite (these overflowed to null flowtimes)

@@ -73,6 +73,7 @@ def test_bad_input_exits_2_naming_the_option(tmp_path: Path) -> None:
     cases = [
         (["--pool", "8x2"], "--pool"),
         (["--policies", "heft,zzz"], "--policies"),
+        (["--policies", "heft,eft,heft"], "--policies"),
         (["--rate", "fast"], "--rate"),
         (["--rate", "-1"], "--rate"),
         (["--rate", "5.4,1e-320"], "--rate"),
