@@ -27,6 +27,13 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells expect of a command stopped 
 PIPE_WIDTH = 140
 
 
+def debugging() -> bool:
+    """``COSOLVE_DEBUG`` set to anything but empty, 0, false, no or off: unexpected solver
+    errors print their traceback (QA: ``COSOLVE_DEBUG=0`` turned it on)."""
+    value = os.environ.get("COSOLVE_DEBUG", "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """One line on stderr and an exit code; plain echo so nothing wraps the line."""
     typer.echo(f"error: {message}", err=True)

@@ -13,7 +13,6 @@ proves it on stderr).
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -26,6 +25,7 @@ from cli.common import (
     EXIT_SOLVER_FAILED,
     check_parent_folder,
     check_time_limit,
+    debugging,
     fail,
     jsonable,
     load_or_fail,
@@ -114,7 +114,7 @@ def _solver_failed(name: str, exc: Exception, file: Path) -> NoReturn:
         fail(f"{file}: {exc.field}: {exc.message}")
     if isinstance(exc, CosolveError):
         fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
-    if os.environ.get("COSOLVE_DEBUG"):
+    if debugging():
         raise exc
     fail(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} (set "
          "COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)

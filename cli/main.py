@@ -13,7 +13,6 @@ import importlib.metadata
 import importlib.util
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -27,6 +26,7 @@ from cli.common import (
     EXIT_SOLVER_FAILED,
     check_parent_folder,
     check_time_limit,
+    debugging,
     fail,
     first_ctrl_c_cancels,
     jsonable,
@@ -192,7 +192,7 @@ def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolvePr
                    EXIT_INTERRUPTED)
         failed(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
     except Exception as exc:
-        if os.environ.get("COSOLVE_DEBUG"):
+        if debugging():
             raise
         failed(f"solver {name!r} failed unexpectedly: {type(exc).__name__}: {exc} "
                "(set COSOLVE_DEBUG=1 for a traceback)", EXIT_SOLVER_FAILED)
