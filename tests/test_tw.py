@@ -273,3 +273,18 @@ def test_scale_with_att_is_refused():
     with pytest.raises(InstanceError) as err:
         parse_instance_bytes(text.encode(), "tiny.vrp")
     assert err.value.field == "SCALE"
+
+
+@pytest.mark.parametrize(("edit", "field", "words"), [
+    (("SERVICE_TIME : 90", "SERVICE_TIME : -5"), "SERVICE_TIME", "service time -5 must not"),
+    (("\n2 912 967\n", "\n2 967 912\n"), "TIME_WINDOW_SECTION",
+     "node 2: window [967.0, 912.0]: earliest is after latest"),
+])
+def test_a_scaled_files_errors_quote_the_values_written(edit, field, words):
+    """QA sweep: with SCALE 10, SERVICE_TIME -5 was reported as "service_times[1]: service
+    time -50", and a window as its tenfold under the JSON field's 0-based index."""
+    text = (SOLOMON / "C101.100.10.vrptw").read_text()
+    assert edit[0] in text
+    with pytest.raises(InstanceError) as err:
+        parse_instance_bytes(text.replace(edit[0], edit[1]).encode(), "C101.vrptw")
+    assert err.value.field == field and words in err.value.message, err.value

@@ -33,6 +33,8 @@ from solvers.routing.problem import (
     Instance,
     Solution,
     TSPInstance,
+    validate_service_times,
+    validate_windows,
 )
 
 SUPPORTED_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "GEO", "EXPLICIT")
@@ -527,6 +529,8 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
     service = np.asarray(service, dtype=np.float64) if service is not None else None
     if service is not None and service.ndim == 2 and service.shape[1] == 1:
         service = service[:, 0]
+    if scale != 1:
+        _check_unscaled(data, windows, service, n)
     return CVRPTWInstance(
         demands=data["demand"],
         capacity=data["capacity"],
@@ -537,6 +541,33 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
         scale=scale,
         **common,
     )
+
+
+def _check_unscaled(data: dict[str, Any], windows: np.ndarray, service: np.ndarray | None,
+                    n: int | None) -> None:
+    """The windows and service times as the file writes them, before SCALE multiplies them:
+    an error quotes the value written, under the file's own field (QA sweep: SERVICE_TIME
+    -5 with SCALE 10 read "service_times[1]: service time -50 must not be negative")."""
+    nodes = len(windows) if n is None else n
+    try:
+        validate_windows(windows, nodes)
+    except InstanceError as exc:
+        raise InstanceError("TIME_WINDOW_SECTION", _row_words(exc)) from None
+    if service is None:
+        return
+    try:
+        validate_service_times(service if service.ndim else float(service), nodes,
+                               _single_depot(data, n))
+    except InstanceError as exc:
+        section = "SERVICE_TIME" if service.ndim == 0 else "SERVICE_TIME_SECTION"
+        raise InstanceError(section, _row_words(exc) if service.ndim else exc.message) from None
+
+
+def _row_words(exc: InstanceError) -> str:
+    """``time_windows[3]: …`` as the file's node 4 (TSPLIB ids count from 1)."""
+    rest = exc.field.partition("[")[2]
+    index = rest.rstrip("]")
+    return f"node {int(index) + 1}: {exc.message}" if index.isdigit() else exc.message
 
 
 #: Longest instance name a file may carry, as the API's JSON bodies (``name``, 256).

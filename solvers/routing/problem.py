@@ -344,8 +344,8 @@ class CVRPTWInstance(CVRPInstance):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.time_windows = _validate_windows(time_windows, self.n)
-        self.service_times = _validate_service_times(service_times, self.n, self.depot)
+        self.time_windows = validate_windows(time_windows, self.n)
+        self.service_times = validate_service_times(service_times, self.n, self.depot)
         if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or scale < 1:
             raise InstanceError("scale", f"must be a positive integer, got {scale!r}")
         self.scale = int(scale)
@@ -511,7 +511,9 @@ def _integral_distances(instance: RoutingInstance) -> bool:
     return instance.distance in INTEGER_CONVENTIONS
 
 
-def _validate_windows(windows: Any, n: int) -> np.ndarray:
+def validate_windows(windows: Any, n: int) -> np.ndarray:
+    """Checked ``[earliest, latest]`` per node; the file readers check a file's own values
+    with it before SCALE multiplies them."""
     try:
         arr = np.asarray(windows, dtype=np.float64)
     except (TypeError, ValueError):
@@ -534,7 +536,8 @@ def _validate_windows(windows: Any, n: int) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
+def validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
+    """Checked service time per node (one number: every customer's, the depot's 0)."""
     if service is None:
         return np.zeros(n)
     try:
