@@ -42,7 +42,7 @@ from app.schemas.routing import (
     TSPSolveRequest,
 )
 from app.settings import Settings
-from solvers.base import all_specs, get_solver, get_spec
+from solvers.base import all_specs, get_solver, get_spec, specs_for
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.io import (
     instance_from_dict,
@@ -330,8 +330,12 @@ def check_solver_name(name: str, problem: str, field: str) -> None:
     solve this problem. Availability and size limits are left to the solve itself."""
     try:
         spec = get_spec(name)
-    except UnknownSolverError as exc:
-        raise ApiError(404, f"{exc}. GET /v1/solvers lists them.", kind="unknown-solver",
+    except UnknownSolverError:
+        # the names that solve this problem, not the whole registry (QA: a TSP's 404 listed
+        # the min-cost-flow solvers)
+        known = ", ".join(s.name for s in specs_for(problem))
+        raise ApiError(404, f"unknown solver {name!r}; the {problem} solvers: {known}. "
+                       "GET /v1/solvers lists them.", kind="unknown-solver",
                        title="Unknown solver", field=field) from None
     if problem not in spec.problems:
         raise ApiError(422, f"solver {name!r} does not solve {problem}; it solves: "

@@ -190,6 +190,8 @@ def test_unknown_solver(api: httpx.Client) -> None:
     body = assert_problem(_tsp(api, {"coords": SQUARE}, solver="simulated-annealing"), 404,
                           field="solver")
     assert "ortools" in body["detail"]
+    # the TSP solvers, not the min-cost-flow ones (QA: the whole registry was listed)
+    assert "the tsp solvers" in body["detail"] and "ortools_mcf" not in body["detail"]
 
 
 def test_unknown_solver_in_a_comparison(api: httpx.Client) -> None:
