@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from solvers.base import Budget
+from solvers.errors import NoSolutionError
 from solvers.routing.exact import TINY_CUSTOMERS, tiny_optimum
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 from solvers.routing.solve import solve
@@ -64,10 +65,15 @@ def test_the_dp_matches_brute_force(seed: int) -> None:
     assert cvrp.cost(routes) == pytest.approx(_brute_cvrp(cvrp), abs=1e-9)
     fewest = cvrp.min_vehicles()
     capped = cvrp.with_fleet(fewest)
-    tight = tiny_optimum(capped)
-    assert tight is None or len(tight) <= fewest  # None: no packing into so few vehicles
-    if tight is not None:
-        assert capped.cost(tight) == pytest.approx(_brute_cvrp(capped), abs=1e-9)
+    best = _brute_cvrp(capped)
+    if best == math.inf:  # no packing into so few vehicles: proven, not searched for
+        with pytest.raises(NoSolutionError) as exc:
+            tiny_optimum(capped)
+        assert exc.value.field == "max_vehicles" and not exc.value.more_time_helps
+    else:
+        tight = tiny_optimum(capped)
+        assert tight is not None and len(tight) <= fewest
+        assert capped.cost(tight) == pytest.approx(best, abs=1e-9)
 
 
 def test_only_tiny_tsp_and_cvrp_instances_are_solved_this_way() -> None:

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.errors import NoSolutionError
 from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
@@ -68,7 +69,7 @@ def _route(best: list[list[float]], d: np.ndarray, depot: int, nodes: list[int],
 
 def tiny_optimum(instance: Instance) -> list[list[int]] | None:
     """The optimal routes of a TSP or CVRP with at most ``TINY_CUSTOMERS`` customers (None
-    above, for CVRPTW, or when no partition meets the fleet cap)."""
+    above, or for CVRPTW); ``NoSolutionError`` when no partition meets the fleet cap."""
     if isinstance(instance, CVRPTWInstance):
         return None
     if isinstance(instance, TSPInstance):
@@ -114,7 +115,12 @@ def tiny_optimum(instance: Instance) -> list[list[int]] | None:
                 t = (t - 1) & rest
     k = min(range(1, fleet + 1), key=lambda q: cover[q][full])
     if cover[k][full] == math.inf:
-        return None
+        # every partition was tried: the search solvers would only run out of time
+        raise NoSolutionError(
+            f"no plan within the fleet exists (max_vehicles is {instance.max_vehicles}): "
+            f"the {m} customers' demands fit in no {fleet} routes of capacity "
+            f"{instance.capacity} (proven by enumerating every partition); raise "
+            "max_vehicles", field="max_vehicles", more_time_helps=False)
     routes, s = [], full
     while s:
         r = choice[k][s]
