@@ -24,7 +24,7 @@ runner = CliRunner()
 GEO_TSP = """NAME : geo5
 TYPE : TSP
 DIMENSION : 5
-EDGE_WEIGHT_TYPE : MAN_2D
+EDGE_WEIGHT_TYPE : XRAY1
 NODE_COORD_SECTION
 1 38.24 20.42
 2 39.57 26.15
@@ -295,7 +295,7 @@ def test_unread_edge_weights_are_refused_naming_the_field(tmp_path: Path) -> Non
     geo = tmp_path / "geo5.tsp"
     geo.write_text(GEO_TSP)
     result = _run("compare", str(geo), "--solvers", "nearest_neighbor")
-    _assert_user_error(result, "EDGE_WEIGHT_TYPE", "MAN_2D")
+    _assert_user_error(result, "EDGE_WEIGHT_TYPE", "XRAY1")
 
 
 def test_unknown_solver_lists_known_names() -> None:

@@ -30,11 +30,11 @@ from tests.conftest import DATA, OPTIMA
 runner = CliRunner()
 SCRIPT = Path(sys.executable).parent / "cosolve"
 GOOD = ("eil51.tsp", "berlin52.tsp", "X-n101-k25.vrp", "kroA100.tsp.gz")
-#: MAN_2D: a distance convention we do not read
+#: XRAY1 (crystallography): a distance convention we do not read
 MAN_TSP = """NAME : man3
 TYPE : TSP
 DIMENSION : 3
-EDGE_WEIGHT_TYPE : MAN_2D
+EDGE_WEIGHT_TYPE : XRAY1
 NODE_COORD_SECTION
 1 38.24 20.42
 2 39.57 26.15
@@ -111,12 +111,12 @@ def test_the_broken_file_is_rejected_with_its_reason(first_run: tuple[Any, Path,
     result, _, out = first_run
     bad = next(r for r in json.loads(result.stdout)["rows"] if r["file"] == "bad.tsp")
     assert bad["state"] == "rejected" and bad["job_id"] is None
-    assert "EDGE_WEIGHT_TYPE" in bad["error"] and "MAN_2D" in bad["error"]
+    assert "EDGE_WEIGHT_TYPE" in bad["error"] and "XRAY1" in bad["error"]
     assert result.stderr.startswith("error: ") and "bad.tsp" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (out / "bad.json").exists() and not (out / "notes.json").exists()
     summary = (out / "summary.md").read_text()
-    assert "| bad.tsp |" in summary and "rejected" in summary and "MAN_2D" in summary
+    assert "| bad.tsp |" in summary and "rejected" in summary and "XRAY1" in summary
     for name in GOOD:
         assert f"| {name} |" in summary
     assert _jobs_in_store(out) == len(GOOD)  # the rejected file never became a job

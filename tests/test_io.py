@@ -167,12 +167,30 @@ def test_every_tsplib_matrix_layout_reads_whatever_the_line_wrapping(fmt):
     assert inst.tour_cost(tour) == sum(matrix[tour[k], tour[(k + 1) % n]] for k in range(n))
 
 
-@pytest.mark.parametrize("ewt", ["MAX_2D", "MAN_2D", "XRAY1", "SPECIAL"])
+@pytest.mark.parametrize("ewt", ["XRAY1", "XRAY2", "SPECIAL"])
 def test_unsupported_edge_weight_type_is_a_clear_error(ewt):
     with pytest.raises(UnsupportedFormatError) as exc:
         _tsp(HEADER + f"EDGE_WEIGHT_TYPE : {ewt}\n" + COORDS)
     assert exc.value.field == "EDGE_WEIGHT_TYPE"
     assert ewt in exc.value.message and "EUC_2D" in exc.value.message
+
+
+@pytest.mark.parametrize(("ewt", "coords", "cost"), [
+    # a 3 × 4 rectangle, and one node inside it at (1, 2.6)
+    ("MAN_2D", COORDS_2D := "1 0 0\n2 3 0\n3 3 4\n4 0 4\n5 1 2.6\n", [3, 4, 3, 2, 4]),
+    ("MAX_2D", COORDS_2D, [3, 4, 3, 1, 3]),
+    ("EUC_3D", "1 0 0 0\n2 3 0 4\n3 3 4 4\n4 0 4 0\n5 1 2 2\n", [5, 4, 5, 3, 3]),
+])
+def test_tsplibs_other_norms_are_read_as_their_integer_matrix(ewt, coords, cost):
+    """MAN_2D, MAX_2D and EUC_3D were refused; each is TSPLIB's norm rounded to the nearest
+    integer (nint), read as an explicit matrix with the first two coordinates kept."""
+    text = ("NAME : n\nTYPE : TSP\nDIMENSION : 5\nEDGE_WEIGHT_TYPE : " + ewt
+            + "\nNODE_COORD_SECTION\n" + coords + "EOF\n")
+    inst = _tsp(text)
+    tour = [0, 1, 2, 3, 4]
+    legs = [int(inst.matrix[tour[k], tour[(k + 1) % 5]]) for k in range(5)]
+    assert legs == cost and inst.tour_cost(tour) == sum(cost)
+    assert inst.coords.shape == (5, 2) and inst.distance == "EXPLICIT"
 
 
 def test_unsupported_type_and_format():

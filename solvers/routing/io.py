@@ -37,9 +37,14 @@ from solvers.routing.problem import (
     validate_windows,
 )
 
-SUPPORTED_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "GEO", "EXPLICIT")
-#: A GEO file is read as the explicit matrix of its great-circle distances (n² numbers).
+SUPPORTED_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "GEO", "MAN_2D",
+                               "MAX_2D", "EUC_3D", "EXPLICIT")
+#: A GEO file is read as the explicit matrix of its great-circle distances (n² numbers), and
+#: so are MAN_2D, MAX_2D and EUC_3D files (their coordinates' first two columns are kept for
+#: drawings and the solvers that read geometry).
 MAX_GEO_NODES = 10_000
+#: TSPLIB's other coordinate norms, each rounded to the nearest integer (``nint``).
+MATRIX_NORMS = ("MAN_2D", "MAX_2D", "EUC_3D")
 #: Conventions for which a file's SCALE can be applied to the coordinates: LKH-3 multiplies
 #: the Euclidean distance by SCALE before rounding, the same as scaling coordinates first.
 SCALABLE_EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "FLOOR_2D")
@@ -404,6 +409,34 @@ def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     return _from_vrplib(data, default_name)
 
 
+def norm_matrix(coords: np.ndarray, ewt: str) -> np.ndarray:
+    """TSPLIB's MAN_2D (nint(|dx| + |dy|)), MAX_2D (max(nint|dx|, nint|dy|)) and EUC_3D
+    (nint of the 3-D distance) as an explicit integer matrix, by row blocks."""
+    n = len(coords)
+    if n > MAX_GEO_NODES:
+        raise InstanceError("DIMENSION", f"a {ewt} file is read as an explicit n×n matrix; at "
+                            f"most {MAX_GEO_NODES:,} nodes, got {n:,}")
+    dims = 3 if ewt == "EUC_3D" else 2
+    if coords.ndim != 2 or coords.shape[1] < dims:
+        raise InstanceError("NODE_COORD_SECTION", f"{ewt} needs {dims} coordinates per node")
+    c = coords[:, :dims]
+    if not np.isfinite(c).all() or np.abs(c).max(initial=0.0) > 1e12:
+        raise InstanceError("NODE_COORD_SECTION", "coordinates must be finite numbers within "
+                            "±1e12")
+    matrix = np.empty((n, n), dtype=np.int64)
+    for lo in range(0, n, 1024):
+        rows = slice(lo, lo + 1024)
+        delta = np.abs(c[rows, None, :] - c[None, :, :])
+        if ewt == "MAN_2D":
+            block = np.floor(delta.sum(axis=2) + 0.5)
+        elif ewt == "MAX_2D":
+            block = np.floor(delta + 0.5).max(axis=2)
+        else:
+            block = np.floor(np.sqrt((delta ** 2).sum(axis=2)) + 0.5)
+        matrix[rows] = block
+    return matrix
+
+
 def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
     name = str(data.get("name") or default_name)
     problem_type = str(data.get("type", "")).upper().split()[0] if data.get("type") else ""
@@ -421,6 +454,13 @@ def _from_vrplib(data: dict[str, Any], default_name: str) -> Instance:
         matrix = geo_matrix(np.asarray(coords, dtype=np.float64))
         # drawn as longitude east, latitude north (the file gives latitude first)
         coords = np.asarray(coords, dtype=np.float64)[:, ::-1]
+        distance = None
+    elif ewt in MATRIX_NORMS:
+        if coords is None:
+            raise InstanceError("NODE_COORD_SECTION", f"{ewt} needs a NODE_COORD_SECTION")
+        coords = np.asarray(coords, dtype=np.float64)
+        matrix = norm_matrix(coords, ewt)
+        coords = coords[:, :2]
         distance = None
     else:
         if coords is None:

@@ -19,7 +19,7 @@ MAN_FILE = "\n".join([  # a convention we do not read
     "NAME : geo5",
     "TYPE : TSP",
     "DIMENSION : 5",
-    "EDGE_WEIGHT_TYPE : MAN_2D",
+    "EDGE_WEIGHT_TYPE : XRAY1",
     "NODE_COORD_SECTION",
     "1 38.24 20.42",
     "2 39.57 26.15",
@@ -228,7 +228,7 @@ def test_comparison_longer_than_a_request_may_run(api: httpx.Client) -> None:
 def test_unsupported_edge_weight_type(api: httpx.Client) -> None:
     response = _upload(api, "/v1/routing/tsp/solve", "geo5.tsp", MAN_FILE)
     body = assert_problem(response, 422, field="file.EDGE_WEIGHT_TYPE")
-    assert "MAN_2D" in body["detail"] and "EUC_2D" in body["detail"]
+    assert "XRAY1" in body["detail"] and "EUC_2D" in body["detail"]
 
 
 def test_wrong_file_extension(api: httpx.Client) -> None:

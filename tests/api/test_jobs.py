@@ -211,7 +211,7 @@ def test_bad_job_submissions(api: httpx.Client, tmp_path: Path) -> None:
                    field="file")
     assert_problem(api.post("/v1/jobs", files={"file": ("eil51.txt", b"hello")}), 422,
                    field="file")
-    geo = b"NAME: a\nTYPE: TSP\nEDGE_WEIGHT_TYPE: MAN_2D\n"
+    geo = b"NAME: a\nTYPE: TSP\nEDGE_WEIGHT_TYPE: XRAY1\n"
     assert_problem(api.post("/v1/jobs", files={"file": ("a.tsp", geo)}), 422,
                    field="file.EDGE_WEIGHT_TYPE")
     assert_problem(_submit_file(api, DATA / "eil51.tsp", solver="nope"), 404, field="solver")
@@ -276,7 +276,7 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("inner/berlin52.tsp", (DATA / "berlin52.tsp").read_bytes())
-        zf.writestr("broken.tsp", b"NAME: b\nTYPE: TSP\nEDGE_WEIGHT_TYPE: MAN_2D\n")
+        zf.writestr("broken.tsp", b"NAME: b\nTYPE: TSP\nEDGE_WEIGHT_TYPE: XRAY1\n")
         # same base name as a file beside the archive: its result could not be told apart
         zf.writestr("again/eil51.tsp", (DATA / "eil51.tsp").read_bytes())
         # an unreadable file does not claim its name: the good one of that name runs (QA)
