@@ -14,7 +14,6 @@ no policy could run.
 from __future__ import annotations
 
 import functools
-import gzip
 import json
 import math
 import sys
@@ -34,6 +33,7 @@ from cli.common import (
 )
 from solvers.base import MAX_SEED
 from solvers.errors import InstanceError, SolverUnavailableError, UnknownSolverError
+from solvers.routing.io import load_json
 from solvers.scheduling.registry import (
     DEFAULT_POLICIES,
     POLICIES,
@@ -50,6 +50,7 @@ from solvers.scheduling.workflow import (
     arrival_workflow,
     generate_set,
     load_workflows,
+    parse_workflow_bytes,
 )
 
 app = typer.Typer(
@@ -250,6 +251,37 @@ def policies_command(
     stdout_console().print(table)
 
 
+#: The event fields that give an arrival's workflow; a CLI event may give a "file" instead.
+_SOURCES = ("workflow", "document", "shape")
+
+
+def _local_file(ev: dict[str, Any], where: str) -> Workflow:
+    """The workflow of an event's local ``file``, read as ``simulate --workflows`` reads one
+    (format from the extension, .gz with the same decompression cap); faults name
+    ``events[i].file``. The event keeps a placeholder shape so that it validates."""
+    def refuse(words: str) -> InstanceError:
+        return InstanceError(f"{where}.file", words)
+
+    if ev.get("type") != "workflow_arrived":
+        raise refuse("only a workflow_arrived event takes a file")
+    if any(k in ev for k in _SOURCES):
+        raise refuse("give one of file, workflow, document or shape")
+    raw = ev.pop("file")
+    if not isinstance(raw, str) or not raw:
+        raise refuse(f"expected a path, got {raw!r}")
+    try:
+        data = Path(raw).read_bytes()
+    except OSError as exc:
+        raise refuse(f"cannot read {raw}: {exc.strerror or exc}") from None
+    try:
+        workflow = parse_workflow_bytes(data, Path(raw).name)
+    except InstanceError as exc:
+        field = "" if exc.field == "file" else f".{exc.field}"
+        raise InstanceError(f"{where}.file{field}", f"{raw}: {exc.message}") from None
+    ev["shape"] = "montage"  # validated as an arrival; the file's workflow replaces it
+    return workflow
+
+
 def _session_line(session: Session, obj: Any) -> dict[str, Any]:
     """One input line's answer: the assignments, or the problem (with the answers of the
     events before a refused one, which stay applied), as the HTTP session answers."""
@@ -261,31 +293,24 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
         return {"error": {"field": "line", "detail": "expected a JSON object: an event, "
                           "{\"events\": [...]} or {\"type\": \"state\"}"}}
     events = obj.get("events", [obj])
+    files: dict[int, Workflow] = {}
     for i, ev in enumerate(events if isinstance(events, list) else []):
         if isinstance(ev, dict) and "file" in ev:
-            # a local file instead of its text (CLI only): read here, parsed as a document
-            path = Path(str(ev.pop("file")))
             try:
-                raw = path.read_bytes()
-                if path.suffix.lower() == ".gz":
-                    raw = gzip.decompress(raw)
-                ev["document"] = raw.decode()
-            except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as exc:
-                return {"error": {"field": f"events[{i}].file",
-                                  "detail": f"cannot read {path}: {exc}"}}
-            plain = path.name.lower().removesuffix(".gz")
-            ev.setdefault("format", "wfcommons" if plain.endswith(".json") else "dax")
+                files[i] = _local_file(ev, f"events[{i}]")
+            except InstanceError as exc:
+                return {"error": {"field": exc.field, "detail": f"{exc.field}: {exc.message}"}}
     try:
         body = validate_json(EventsRequest, json.dumps({"events": events}).encode())
     except ApiError as exc:
         return {"error": {"field": exc.field, "detail": exc.detail}}
-    batch = [Arrived(ev.time, functools.partial(
+    batch = [Arrived(ev.time, files[i] if i in files else functools.partial(
                 arrival_workflow, workflow=None if ev.workflow is None
                 else ev.workflow.model_dump(exclude_none=True), document=ev.document,
                 fmt=ev.format, shape=ev.shape, tasks=ev.tasks, seed=ev.seed,
                 name=ev.workflow_id or "workflow"), ev.workflow_id)
              if isinstance(ev, WorkflowArrived) else Finished(ev.time, ev.workflow_id, ev.task_id)
-             for ev in body.events]
+             for i, ev in enumerate(body.events)]
     try:
         ids, out = session.apply(batch)
     except EventError as failed:
@@ -311,14 +336,18 @@ def session_command(
     """A live scheduling session on standard input and output (the twin of
     POST /v1/scheduling/sessions): each input line is an event, {"events": [...]} as the
     HTTP session takes them, or {"type": "state"}; each gets one JSON line back, the
-    assignments to carry out or {"error": ...}. An event may name a local workflow "file"
-    (DAX or WfCommons, .gz too) instead of "workflow"/"document"/"shape". Exit code 2 when a
-    line was refused (the later lines still ran), 0 otherwise."""
+    assignments to carry out or {"error": ...}. An arrival may name a local workflow "file"
+    instead of "workflow"/"document"/"shape", read as --workflows reads one (.xml/.dax DAX or
+    .json WfCommons by its extension, optionally .gz). Exit code 2 when a line was refused
+    (the later lines still ran), 0 otherwise."""
     try:
         chosen = get_policy(policy)
-    except (UnknownSolverError, SolverUnavailableError) as exc:
-        fail(f"--policy: {exc}; known policies: {', '.join(policy_names())}")
-    session = Session(_pool(pool), chosen, seed)
+    except UnknownSolverError:
+        fail(f"--policy: unknown policy {policy!r}; known: {', '.join(policy_names())}")
+    except SolverUnavailableError as exc:
+        fail(f"--policy: {exc}")
+    vms = _pool(pool)
+    session = Session(vms, chosen, seed)
     refused = False
     try:
         source = events.open() if events is not None else sys.stdin
@@ -330,13 +359,15 @@ def session_command(
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
+                    # every failure a line can bring (too deep, digits past Python's limit)
+                    # is one answer, never the end of the session (QA sweep)
+                    obj = load_json(line, "the line", "line")
+                except InstanceError as exc:
                     answer: dict[str, Any] = {"error": {"field": "line",
-                                                        "detail": f"not JSON: {exc}"}}
+                                                        "detail": exc.message}}
                 else:
                     if isinstance(obj, dict) and obj.get("type") == "state":
-                        answer = {"pool": pool, "policy": policy, **session.snapshot()}
+                        answer = {"pool": vms.label, "policy": policy, **session.snapshot()}
                     else:
                         answer = _session_line(session, obj)
                 refused |= "error" in answer

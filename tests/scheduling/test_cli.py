@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -143,7 +144,8 @@ def test_generated_shapes_give_the_apis_numbers_for_the_same_seed(api: httpx.Cli
     assert other["rows"][0]["mean_flowtime"] != cli["rows"][0]["mean_flowtime"]
 
 
-def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client) -> None:
+def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client,
+                                                      tmp_path: Path) -> None:
     """``cosolve schedule session`` is the sessions' CLI twin: the same events give the same
     assignments line by line as over HTTP, a refused line answers its problem (with what the
     events before it answered) and the later lines still run; exit code 2 then."""
@@ -182,10 +184,30 @@ def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client) -> None
     assert answers[1]["error"]["assignments"] == problem["assignments"]
     assert answers[2] == over_http[2]
     assert answers[3]["now"] == 3.0 and answers[3]["policy"] == "heft_slack"
-    # bad lines: not JSON, an unknown event type, an unreadable file
+    # bad lines: not JSON, an unknown event type, an unreadable file; and what ended the
+    # whole session before (QA sweep): a corrupt .gz, nesting too deep, 5,000 digits
+    corrupt = bytearray(gzip.compress((WORKFLOWS / "Montage_25.xml").read_bytes()))
+    corrupt[20:60] = b"\xff" * 40
+    broken = tmp_path / "corrupt.xml.gz"
+    broken.write_bytes(bytes(corrupt))
     bad = ["{", '{"type": "task_done", "time": 1}',
-           '{"type": "workflow_arrived", "time": 0, "file": "/no/such.xml"}']
-    result = runner.invoke(app, ["schedule", "session"], input="\n".join(bad) + "\n")
+           '{"type": "workflow_arrived", "time": 0, "file": "/no/such.xml"}',
+           json.dumps({"type": "workflow_arrived", "time": 0, "file": str(broken)}),
+           "[" * 100_000 + "]" * 100_000,
+           '{"type": "workflow_arrived", "time": 0, "shape": "montage", "seed": ' + "9" * 5000
+           + "}",
+           '{"type": "task_finished", "time": 0, "workflow_id": "w", "task_id": "t", '
+           '"file": "x.xml"}',
+           json.dumps({"type": "workflow_arrived", "time": 0, "shape": "sipht",
+                       "file": str(WORKFLOWS / "Montage_25.xml")}),
+           json.dumps({"type": "workflow_arrived", "time": 0,
+                       "file": str(WORKFLOWS / "Sipht_30.xml.gz")})]
+    result = runner.invoke(app, ["schedule", "session", "--pool", " 5x5 "],
+                           input="\n".join(bad) + "\n{\"type\": \"state\"}\n")
     assert result.exit_code == 2
-    fields = [json.loads(line)["error"]["field"] for line in result.stdout.splitlines()]
-    assert fields == ["line", "events[0].type", "events[0].file"]
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a.get("error", {}).get("field") for a in answers] == [
+        "line", "events[0].type", "events[0].file", "events[0].file", "line", "line",
+        "events[0].file", "events[0].file", None, None]
+    assert "gzip" in answers[3]["error"]["detail"]
+    assert len(answers[8]["assignments"]) > 0 and answers[9]["pool"] == "5x5"
