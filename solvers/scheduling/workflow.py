@@ -244,7 +244,7 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def parse_dax(data: bytes, name: str = "workflow") -> Workflow:
+def parse_dax(data: bytes | str, name: str = "workflow") -> Workflow:
     """A Pegasus DAX (2.x/3.x ``adag``): ``job`` elements with ``runtime`` and ``uses`` sizes,
     ``child``/``parent`` elements for the dependencies."""
     try:
@@ -340,6 +340,14 @@ def workflow_from_dict(obj: Any, name: str = "workflow") -> Workflow:
         if not isinstance(ps, list):
             raise InstanceError(f"{where}[{i}].parents", "must be a list of task ids")
         parents.append(ps)
+    # WfCommons 1.4 names its tasks' parents by task name where a task has both a name and
+    # an id (QA sweep: "fastqSplit_00000001" was an unknown parent of the task "00000002")
+    by_name = {t["name"]: ident for t, ident in zip(tasks, ids, strict=True)
+               if isinstance(t.get("name"), str) and t["name"] != ident}
+    if by_name:
+        known = {ident for ident in ids if isinstance(ident, str)}
+        parents = [[by_name[p] if isinstance(p, str) and p not in known and p in by_name
+                    else p for p in ps] for ps in parents]
     return build_workflow(label, ids, runtimes, parents, where=where)
 
 
@@ -558,9 +566,13 @@ def arrival_workflow(*, workflow: dict[str, Any] | None = None, document: str | 
     told from a leading ``<`` by default) or ``shape`` (generated). The HTTP sessions and
     ``cosolve schedule session`` read events alike; errors name fields within the event
     (``document.tasks[0].runtime``)."""
-    if (workflow is not None) + (document is not None) + (shape is not None) != 1:
-        raise InstanceError("workflow", "give one of workflow (the DAG), document (a DAX or "
-                            "WfCommons file's text) or shape (a generated one)")
+    given = [k for k, v in (("workflow", workflow), ("document", document), ("shape", shape))
+             if v is not None]
+    if len(given) != 1:
+        # named at the second source given (or at workflow when none is)
+        raise InstanceError(given[1] if len(given) > 1 else "workflow",
+                            "give one of workflow (the DAG), document (a DAX or WfCommons "
+                            "file's text) or shape (a generated one)")
     if fmt is not None and document is None:
         raise InstanceError("format", "format describes a document; this event has none")
     if shape is not None:
@@ -570,13 +582,16 @@ def arrival_workflow(*, workflow: dict[str, Any] | None = None, document: str | 
         if workflow is not None:
             return workflow_from_dict(workflow, name=str(workflow.get("name") or name))
         assert document is not None
+        text = document.removeprefix("\ufeff")  # a byte-order mark is not content (QA)
         if fmt is None:
-            fmt = "dax" if document.lstrip().startswith("<") else "wfcommons"
-        data = document.encode()
+            fmt = "dax" if text.lstrip().startswith("<") else "wfcommons"
         if fmt == "dax":
-            return parse_dax(data, name)
-        return workflow_from_dict(load_json(data, "the document"), name)
+            # parsed as the text it is: re-encoded, an encoding declaration (ISO-8859-1)
+            # garbled every non-ASCII id (QA sweep: "é" came back as "Ã©")
+            return parse_dax(text, name)
+        return workflow_from_dict(load_json(text, "the document"), name)
     except InstanceError as exc:
-        # the parsers' "file" is the document as a whole
-        field = source if exc.field in ("file", source) else _within(source, exc.field)
+        # the parsers' "file" (and a non-object's "workflow") is the document as a whole
+        whole = ("file", source) if workflow is not None else ("file", source, "workflow")
+        field = source if exc.field in whole else _within(source, exc.field)
         raise type(exc)(field, exc.message) from None

@@ -468,13 +468,22 @@ def test_a_session_takes_dax_and_wfcommons_documents(api: httpx.Client) -> None:
     assert decided == {("m", t) for t in roots} | {("w", "a")}
     state = {w["id"]: w for w in api.get(url).json()["workflows"]}
     assert state["m"]["tasks"] == 25 and state["w"]["tasks"] == 2
+    # the text as sent: a byte-order mark is skipped, an encoding declaration does not
+    # garble non-ASCII ids (QA sweep: a BOM read as JSON, and "é" came back as "Ã©")
+    latin = ("\ufeff<?xml version='1.0' encoding='ISO-8859-1'?>"
+             "<adag><job id='é' runtime='1'/></adag>")
+    r = api.post(f"{url}/events", json={"events": [
+        {"type": "workflow_arrived", "time": 1, "workflow_id": "e", "document": latin}]})
+    assert r.status_code == 200, r.text
+    assert [a["task"] for a in r.json()["assignments"]] == ["é"]
     # faults name the document: not XML, a DAX with a job without runtime, two sources
     bad = dax.replace('runtime="', 'rt="', 1)
     for event, field in (
             ({"document": "<adag><job", "format": "dax"}, "events[0].document"),
             ({"document": bad}, "events[0].document.tasks[0].runtime"),
             ({"document": "{", "format": "wfcommons"}, "events[0].document"),
-            ({"document": dax, "shape": "montage"}, "events[0].workflow"),
+            ({"document": dax, "shape": "montage"}, "events[0].shape"),
+            ({"document": "[1, 2]"}, "events[0].document"),
             ({"shape": "montage", "format": "dax"}, "events[0].format")):
         body = {"events": [{"type": "workflow_arrived", "time": 1, **event}]}
         assert_problem(api.post(f"{url}/events", json=body), 422, field=field)

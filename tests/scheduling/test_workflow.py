@@ -104,6 +104,13 @@ def test_wfcommons_json_both_schemas_and_gzip() -> None:
         assert wf.runtimes.tolist() == [2.5, 1.0]
     assert workflow_from_dict(workflow_from_dict(DIAMOND).to_dict()).parents == \
         workflow_from_dict(DIAMOND).parents
+    # 1.4 with both a name and an id: the parents are named by task name (QA sweep)
+    named = {"name": "w", "workflow": {"tasks": [
+        {"name": "fastqSplit_00000001", "id": "00000001", "runtime": 2, "parents": []},
+        {"name": "filterContams_00000002", "id": "00000002", "runtime": 1,
+         "parents": ["fastqSplit_00000001"]}]}}
+    wf = workflow_from_dict(named)
+    assert wf.ids == ("00000001", "00000002") and wf.parents == ((), (0,))
 
 
 @pytest.mark.parametrize(("kind", "n", "exact"), [
