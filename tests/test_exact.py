@@ -97,3 +97,18 @@ def test_search_solvers_return_the_optimum_of_the_readme_instances(solver: str) 
                         demands=[0, 3, 3, 2, 4], capacity=6)
     sol = solve(cvrp, solver, Budget(time_limit=1.0, seed=0))
     assert sol.feasible and sol.cost == pytest.approx(2 + 5 * math.sqrt(2))
+
+
+def test_an_exact_answer_on_a_matrix_carries_no_geometry_warning() -> None:
+    """The DP optimizes the instance's own distances: a MAN_2D file read as a matrix, far
+    from the coordinates' straight lines, is solved to its optimum without the warning the
+    coordinate-reading solvers get (QA sweep)."""
+    from solvers.routing.io import parse_instance_bytes
+
+    text = ("NAME : m\nTYPE : TSP\nDIMENSION : 5\nEDGE_WEIGHT_TYPE : MAN_2D\n"
+            "NODE_COORD_SECTION\n1 0 0\n2 30 0\n3 30 40\n4 0 40\n5 10 26\nEOF\n")
+    inst = parse_instance_bytes(text.encode(), "m.tsp")
+    assert inst.coordinates_mismatch() > 0.05
+    sol = solve(inst, "ils", Budget(time_limit=1.0, seed=0))
+    assert "exact" in sol.stats and "warning" not in sol.stats
+    assert sol.cost == min(inst.cost([[0, *p]]) for p in itertools.permutations(range(1, 5)))
