@@ -35,6 +35,7 @@ from cli.common import (
 from cli.display import SolveProgress, format_cost
 from solvers.base import MAX_SEED, Budget, get_solver, get_spec, specs_for
 from solvers.errors import (
+    BudgetTooSmallError,
     CosolveError,
     InstanceError,
     InstanceTooLargeError,
@@ -112,6 +113,8 @@ def _check_out(out: Path | None) -> None:
 def _solver_failed(name: str, exc: Exception, file: Path) -> NoReturn:
     if isinstance(exc, InstanceError):  # e.g. a negative-cost cycle: named like load errors
         fail(f"{file}: {exc.field}: {exc.message}")
+    if isinstance(exc, BudgetTooSmallError):  # bad input, as the routing CLI and HTTP say
+        fail(f"--time-limit: {exc}")
     if isinstance(exc, CosolveError):
         fail(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
     if debugging():

@@ -60,8 +60,8 @@ class ORToolsFlowSolver:
             # QA sweep: a 1M-arc network asked to finish in 0.05 s answered after 2.4 s
             raise BudgetTooSmallError(
                 f"ortools_mcf cannot be interrupted and needs about {needed:g} s for {core.m} "
-                f"arcs; got {budget.time_limit:g} s. Raise the time limit or choose "
-                "oft_sinkhorn, which stops at its limit.", needed=needed)
+                f"arcs; got {budget.time_limit:g} s. Raise the time limit to at least "
+                f"{needed:g} s.", needed=needed)
         smcf = min_cost_flow.SimpleMinCostFlow()
         if core.m:
             smcf.add_arcs_with_capacity_and_unit_cost(

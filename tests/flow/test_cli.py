@@ -249,3 +249,18 @@ def test_check_refuses_binary_and_out_of_range_solutions(tmp_path: Path) -> None
     huge.write_text("f 1 2 4611686018427387904\n")
     result = _run("check", str(network), str(huge))
     assert result.exit_code == 2 and "out of range" in result.stderr
+
+
+def test_a_time_limit_a_solver_cannot_keep_exits_2(tmp_path: Path) -> None:
+    """QA sweep: ortools_mcf's refusal of a too-short limit exited 1 as a solver failure;
+    it is bad input (the HTTP API's 422 on time_limit), and the advice no longer sends the
+    user to oft_sinkhorn, which refused the same limit and pointed back."""
+    from solvers.flow.generate import netgen_style
+    from solvers.flow.io import dimacs_text
+
+    path = tmp_path / "big.min"
+    path.write_text(dimacs_text(netgen_style(2, 3000, 300_000)))
+    result = _run("solve", str(path), "--solver", "ortools_mcf", "--time-limit", "0.5")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith("error: --time-limit: ortools_mcf cannot be interrupted")
+    assert "at least 0.9 s" in result.stderr and "oft_sinkhorn" not in result.stderr
