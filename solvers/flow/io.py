@@ -129,6 +129,8 @@ def network_from_dict(obj: Any, default_name: str = "network",
         if key not in obj:
             raise InstanceError(key, "missing")
     nodes = obj["nodes"]
+    if isinstance(nodes, float) and nodes.is_integer():  # 3.0, as a JSON body takes it
+        nodes = int(nodes)
     if isinstance(nodes, int) and not isinstance(nodes, bool):
         if nodes < 1:
             raise InstanceError("nodes", f"need at least one node, got {nodes}")

@@ -244,6 +244,7 @@ class CVRPInstance(RoutingInstance):
     def _validate_fleet(self, max_vehicles: Any) -> int | None:
         if max_vehicles is None:
             return None
+        max_vehicles = _whole(max_vehicles)
         if isinstance(max_vehicles, bool) or not isinstance(max_vehicles, (int, np.integer)):
             raise InstanceError("max_vehicles", "must be a positive integer")
         if max_vehicles < 1:
@@ -514,6 +515,7 @@ def _integral_distances(instance: RoutingInstance) -> bool:
 def validate_windows(windows: Any, n: int) -> np.ndarray:
     """Checked ``[earliest, latest]`` per node; the file readers check a file's own values
     with it before SCALE multiplies them."""
+    _numbers(windows, "time_windows", "a time")
     try:
         arr = np.asarray(windows, dtype=np.float64)
     except (TypeError, ValueError):
@@ -540,6 +542,9 @@ def validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
     """Checked service time per node (one number: every customer's, the depot's 0)."""
     if service is None:
         return np.zeros(n)
+    if isinstance(service, (str, bool)):
+        raise InstanceError("service_times", f"must be a number, got {service!r}")
+    _numbers(service, "service_times", "a service time")
     try:
         raw = np.asarray(service, dtype=np.float64)
     except (TypeError, ValueError):
@@ -566,7 +571,39 @@ def validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
     return raw
 
 
+def _whole(value: Any) -> Any:
+    """A whole float (2.0) as the integer it is, as the API's JSON bodies take it (a file's
+    ``"depot": 1.0`` was refused where the body took it, QA sweep); anything else unchanged,
+    for the caller's own check."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _numbers(values: Any, field: str, what: str) -> None:
+    """Refuse text ("3") and true/false among an instance's numbers, as the API's JSON bodies
+    refuse them: numpy reads "3" as 3.0 and true as 1.0, so a JSON file or the CLI took what
+    a body refused (QA sweep). One level of lists is scanned whole (demands, service times,
+    ids); deeper ones (coordinates, matrices: millions of entries) by their numpy type."""
+    if not isinstance(values, (list, tuple)):
+        return
+    for i, v in enumerate(values):
+        if isinstance(v, (str, bool)):
+            raise InstanceError(f"{field}[{i}]", f"{what} must be a number, got {v!r}")
+        if isinstance(v, (list, tuple)) and v:
+            try:
+                kind = np.asarray(v).dtype.kind
+            except ValueError:  # ragged: the caller's conversion names it
+                return
+            if kind in "USOb":  # text, or only true/false, in the row
+                j = next((j for j, w in enumerate(v) if isinstance(w, (str, bool))), None)
+                if j is not None:
+                    raise InstanceError(f"{field}[{i}][{j}]",
+                                        f"{what} must be a number, got {v[j]!r}")
+
+
 def _validate_coords(coords: Any) -> np.ndarray:
+    _numbers(coords, "coords", "a coordinate")
     try:
         arr = np.asarray(coords, dtype=np.float64)
     except (TypeError, ValueError):
@@ -591,6 +628,7 @@ def _validate_coords(coords: Any) -> np.ndarray:
 
 
 def _validate_matrix(matrix: Any) -> np.ndarray:
+    _numbers(matrix, "distance_matrix", "a distance")
     try:
         arr = np.asarray(matrix, dtype=np.float64)
     except (TypeError, ValueError):
@@ -625,6 +663,7 @@ def _validate_ids(node_ids: Any, n: int) -> np.ndarray | None:
     if len(ids) != n:
         raise InstanceError("ids", f"{len(ids)} ids for {n} nodes")
     seen: dict[Any, int] = {}
+    ids = [_whole(v) for v in ids]
     for i, v in enumerate(ids):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise InstanceError(f"ids[{i}]", f"ids must be integers, got {v!r}")
@@ -637,6 +676,7 @@ def _validate_ids(node_ids: Any, n: int) -> np.ndarray | None:
 
 
 def _validate_depot(depot: Any, n: int) -> int:
+    depot = _whole(depot)
     if isinstance(depot, bool) or not isinstance(depot, (int, np.integer)):
         raise InstanceError("depot", f"must be a node index, got {depot!r}")
     if not 0 <= depot < n:
@@ -659,6 +699,7 @@ def _validate_capacity(capacity: Any) -> int:
 
 
 def _validate_demands(demands: Any, n: int, depot: int, capacity: int) -> np.ndarray:
+    _numbers(demands, "demands", "a demand")
     try:
         raw = np.asarray(demands, dtype=np.float64)
     except (TypeError, ValueError):
