@@ -174,10 +174,11 @@ GROWTH = 4
 #: (distinct costs for reld's one-strategy model) each get an equal share of the time left
 #: for reconstruction and polish, and the best result is kept. PolyNet's strategies are
 #: complementary, and reconstructing only the single best decoded solution threw that away.
-#: Measured on the first 128 generated CVRPTW100 at 4 s, the two codes one after the other on
-#: a quiet machine (2026-12-04): polynet 2.02% -> 1.75% above PyVRP (same instances: -0.26%
-#: [-0.41, -0.11]), reld 1.95% -> 1.87% (-0.08% [-0.23, +0.07]); k = 2 and 4 did no better
-#: than 3 in a helper's screening runs.
+#: Measured on the first 128 generated CVRPTW100 at 4 s on a quiet machine (2026-12-04),
+#: against one run of the code before, same instances: two runs read polynet -0.26%
+#: [-0.41, -0.11] and -0.06% [-0.21, +0.08], reld -0.08% and -0.06% (the same code moves by
+#: about 0.2% from run to run); every reading leaned this way, none proves PolyNet ahead of
+#: reld (docs/neural-solvers.md). k = 2 and 4 did no better than 3 in screening runs.
 FINAL_CANDIDATES = 3
 
 
