@@ -108,20 +108,29 @@ def with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
         raise InstanceError("--max-vehicles", exc.message) from None
 
 
-def solver_names(text: str, example: str) -> list[str]:
-    """The names in a comma-separated ``--solvers``; a name given twice is a mistake (a
-    comparison would run it once), as the HTTP API says too."""
+def comma_names(text: str, option: str, *, what: str = "", repeats: bool = False,
+                empty: str = "give at least one value") -> list[str]:
+    """The comma-separated names of ``option``, in order, once each. Unless ``repeats``, a
+    name given twice is a mistake (a comparison would run it once), as the HTTP API says."""
     names: list[str] = []
     for part in text.split(","):
         name = part.strip()
         if not name:
             continue
         if name in names:
-            fail(f"--solvers: solver {name!r} is listed twice")
+            if not repeats:
+                fail(f"{option}: {what + ' ' if what else ''}{name!r} is listed twice")
+            continue
         names.append(name)
     if not names:
-        fail(f"--solvers: give at least one solver name, e.g. --solvers {example}")
+        fail(f"{option}: {empty}")
     return names
+
+
+def solver_names(text: str, example: str) -> list[str]:
+    """The names in a comma-separated ``--solvers``."""
+    return comma_names(text, "--solvers", what="solver",
+                       empty=f"give at least one solver name, e.g. --solvers {example}")
 
 
 def stdout_console() -> Console:

@@ -27,6 +27,7 @@ from cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
+    comma_names,
     fail,
     jsonable,
     stdout_console,
@@ -63,24 +64,6 @@ app = typer.Typer(
 )
 
 
-def _names(text: str, option: str, repeats: bool = True) -> list[str]:
-    """The comma-separated values of ``option``, once each; ``repeats=False``: a value given
-    twice is a mistake (a policy would run once), as the HTTP API says too."""
-    names: list[str] = []
-    for part in text.split(","):
-        name = part.strip()
-        if not name:
-            continue
-        if name in names:
-            if not repeats:
-                fail(f"{option}: {name!r} is listed twice")
-            continue
-        names.append(name)
-    if not names:
-        fail(f"{option}: give at least one value")
-    return names
-
-
 def _rates(text: str) -> tuple[float, ...]:
     parts = [p.strip() for p in text.split(",") if p.strip()]  # in order, repeats kept
     if not parts:
@@ -97,7 +80,7 @@ def _rates(text: str) -> tuple[float, ...]:
 
 def _templates(workflows: str | None, shapes: str, tasks: int, seed: int) -> list[Workflow]:
     if workflows is None:
-        kinds = _names(shapes, "--shapes")
+        kinds = comma_names(shapes, "--shapes", repeats=True)
         for k in kinds:
             if k not in GENERATORS:
                 fail(f"--shapes: unknown shape {k!r}; known: {', '.join(GENERATORS)}")
@@ -105,7 +88,7 @@ def _templates(workflows: str | None, shapes: str, tasks: int, seed: int) -> lis
             return generate_set(kinds, tasks, seed)
         except InstanceError as exc:
             fail(f"--tasks: {exc.message}")
-    paths = [Path(p) for p in _names(workflows, "--workflows")]
+    paths = [Path(p) for p in comma_names(workflows, "--workflows", repeats=True)]
     for p in paths:
         if not p.exists():
             fail(f"--workflows: no such file or folder: {p}")
@@ -165,7 +148,7 @@ def simulate_command(
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     if not 0 <= template_seed <= MAX_SEED:
         fail(f"--template-seed: must be an integer in [0, {MAX_SEED}], got {template_seed}")
-    names = _names(policies, "--policies", repeats=False)
+    names = comma_names(policies, "--policies")
     for n in names:
         if n not in POLICIES:
             fail(f"--policies: unknown policy {n!r}; known: {', '.join(policy_names())}")
