@@ -240,7 +240,7 @@ def test_a_tight_capacity_fleet_is_met_by_ejecting_small_customers(seed: int) ->
     cpu = time.process_time()
     out = eliminate_routes(inst, start, 26, time.perf_counter() + 6.0, seed)
     assert len(out) == 26 and _valid(inst, out)
-    assert time.process_time() - cpu < 1.5
+    assert time.process_time() - cpu < 3.0
 
 
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
