@@ -183,6 +183,87 @@ class _Kernel:
         return bal.abs().view(self.b.B, self.b.n).sum(dim=1)
 
 
+def _iteration(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, y_minus_s: torch.Tensor,
+               A: torch.Tensor, eps: float | torch.Tensor, kern: _Kernel,
+               ) -> tuple[torch.Tensor, ...]:
+    """One OFT-Sinkhorn iteration (row, column and q steps); returns (a, b, y, y − s, A, P).
+
+    A pure function of its tensors, so that ``torch.compile`` can fuse it and a CUDA graph
+    can record it.
+    """
+    d = kern.d
+    a = a + eps * (torch.log(y) - torch.log(A + d))
+    P = kern.flow(a, b, eps)
+    b = b - eps * (torch.log(y_minus_s) - torch.log(kern.in_mass(P) + d))
+    P = kern.flow(a, b, eps)
+    A, Bm = kern.out_mass(P), kern.in_mass(P)
+    y, y_minus_s = kern.q_step(A, Bm, a, b, eps)
+    return (a, b, torch.clamp(y, min=1e-300), torch.clamp(y_minus_s, min=1e-300), A, P)
+
+
+class _Stepper:
+    """Runs k iterations and the imbalance after them: eagerly, compiled, or as a replayed CUDA
+    graph of ``check_every`` (compiled or eager) iterations."""
+
+    def __init__(self, kern: _Kernel, cfg: SinkhornSettings, dev: torch.device) -> None:
+        self.kern = kern
+        self.fn: Callable[..., tuple[torch.Tensor, ...]] = _iteration
+        if cfg.compile:
+            self.fn = torch.compile(_iteration, fullgraph=True, dynamic=False)
+        self.tensor_eps = cfg.compile or (cfg.cuda_graph and dev.type == "cuda")
+        self.graph_k = cfg.check_every if cfg.cuda_graph and dev.type == "cuda" else 0
+        self.dev = dev
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.static: list[torch.Tensor] = []
+        self.outputs: tuple[torch.Tensor, ...] = ()
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
+                 y_minus_s: torch.Tensor, A: torch.Tensor, eps: float, k: int,
+                 ) -> tuple[torch.Tensor, ...]:
+        if self.graph_k and k == self.graph_k:
+            return self._replay(a, b, y, y_minus_s, A, eps)
+        e: float | torch.Tensor = eps
+        if self.tensor_eps:
+            e = torch.tensor(eps, dtype=torch.float64, device=self.dev)
+        state: tuple[torch.Tensor, ...] = (a, b, y, y_minus_s, A)
+        P = a
+        for _ in range(k):
+            *rest, P = self.fn(*state, e, self.kern)
+            state = tuple(rest)
+        return (*state, P, self.kern.errors(P))
+
+    def _run_k(self) -> tuple[torch.Tensor, ...]:
+        state: tuple[torch.Tensor, ...] = tuple(self.static[:5])
+        P = state[0]
+        for _ in range(self.graph_k):
+            *rest, P = self.fn(*state, self.static[5], self.kern)
+            state = tuple(rest)
+        return (*state, P, self.kern.errors(P))
+
+    def _replay(self, a: torch.Tensor, b: torch.Tensor, y: torch.Tensor,
+                y_minus_s: torch.Tensor, A: torch.Tensor, eps: float,
+                ) -> tuple[torch.Tensor, ...]:
+        if self.graph is None:
+            self.static = [t.clone() for t in (a, b, y, y_minus_s, A)]
+            self.static.append(torch.tensor(eps, dtype=torch.float64, device=self.dev))
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # warm-up (and compile) outside the capture
+                self._run_k()
+            torch.cuda.current_stream().wait_stream(side)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.outputs = self._run_k()
+        for dst, src in zip(self.static, (a, b, y, y_minus_s, A), strict=False):
+            if dst.data_ptr() != src.data_ptr():
+                dst.copy_(src)
+        self.static[5].fill_(eps)
+        self.graph.replay()
+        # the outputs live in the graph's pool and are overwritten by the next replay: hand
+        # back copies for the state that carries over
+        return tuple(t.clone() for t in self.outputs)
+
+
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
@@ -246,6 +327,7 @@ def _iterate(cores: Sequence[CoreNetwork], cfg: SinkhornSettings, dev: torch.dev
     def primal(P: torch.Tensor) -> torch.Tensor:
         return (P * batch.costs).view(batch.B, batch.m).sum(dim=1)
 
+    step = _Stepper(kern, cfg, dev)
     for stage, eps in enumerate(schedule):
         last = stage == len(schedule) - 1
         tol = cfg.tol if last else cfg.stage_tol
@@ -253,19 +335,13 @@ def _iterate(cores: Sequence[CoreNetwork], cfg: SinkhornSettings, dev: torch.dev
         # The q step leaves a and b alone, so the out-mass it used serves the next row step.
         A = kern.out_mass(kern.flow(a, b, eps))
         while stage_iters < cfg.max_stage_iterations:
-            a = a + eps * (torch.log(y) - torch.log(A + cfg.virtual_flow))
-            P = kern.flow(a, b, eps)
-            b = b - eps * (torch.log(y_minus_s) - torch.log(kern.in_mass(P) + cfg.virtual_flow))
-            P = kern.flow(a, b, eps)
-            A, Bm = kern.out_mass(P), kern.in_mass(P)
-            y, y_minus_s = kern.q_step(A, Bm, a, b, eps)
-            y = torch.clamp(y, min=1e-300)
-            y_minus_s = torch.clamp(y_minus_s, min=1e-300)
-            stage_iters += 1
-            iterations += 1
+            k = min(cfg.check_every - stage_iters % cfg.check_every,
+                    cfg.max_stage_iterations - stage_iters)
+            a, b, y, y_minus_s, A, P, err = step(a, b, y, y_minus_s, A, eps, k)
+            stage_iters += k
+            iterations += k
             if stage_iters % cfg.check_every:
                 continue
-            err = kern.errors(P)
             worst = float(err.max())
             now = time.perf_counter()
             if progress is not None and now - last_report >= progress_every_s:

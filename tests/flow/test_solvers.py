@@ -3,6 +3,8 @@ solver's batching, certificate, time limit and infeasibility answers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -225,6 +227,21 @@ def test_batched_iterations_equal_single_ones() -> None:
         np.testing.assert_allclose(batched.primal_cost[i], single.primal_cost[0], rtol=1e-9)
 
 
+def test_a_compiled_iteration_follows_the_eager_one() -> None:
+    """``compile`` fuses an iteration's kernels (the GPU benchmark's fast engine); it must run
+    the same iterations to the same flows, and ``cuda_graph`` is ignored on the CPU."""
+    cores = [netgen_style(seed, 30, 150).core() for seed in range(2)]
+    fixed = SinkhornSettings(eps_end=0.05, tol=0.0, stage_tol=0.0, max_stage_iterations=25,
+                             check_every=10)
+    eager = oft_sinkhorn(cores, fixed)
+    compiled = oft_sinkhorn(cores, replace(fixed, compile=True, cuda_graph=True))
+    assert compiled.iterations == eager.iterations == 25 * len(fixed.schedule())
+    np.testing.assert_allclose(compiled.flow, eager.flow, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(compiled.row_potentials, eager.row_potentials, rtol=1e-8,
+                               atol=1e-9)
+    assert [s["iterations"] for s in compiled.stages] == [25] * len(fixed.schedule())
+
+
 def test_batched_networks_converge_and_repair_to_their_optima() -> None:
     from solvers.flow.repair import finish, repair, sinkhorn_certificate
 
@@ -306,3 +323,12 @@ def test_finish_falls_back_to_the_full_problem_and_still_proves_it() -> None:
         fin = finish(core, rep.flow, rep.candidates, pi, max_rounds=rounds)
         assert fin.complete and fin.cost == optimum
         assert fin.certificate is not None and fin.certificate.gap == 0
+
+
+def test_the_gpu_benchmark_runs_the_batched_benchmarks_settings() -> None:
+    """benchmarks.flow_gpu keeps its own copy (the GPU machine lacks benchmarks.flow's imports);
+    its figures compare with benchmarks.flow's batched run only while the settings agree."""
+    from benchmarks.flow import BATCH_SETTINGS
+    from benchmarks.flow_gpu import BATCH_SETTINGS as GPU_SETTINGS
+
+    assert GPU_SETTINGS == BATCH_SETTINGS
