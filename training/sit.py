@@ -117,7 +117,7 @@ def sample_batch(coords: np.ndarray, labels: np.ndarray, max_segment: int, token
 def step_loss(model: SILModel, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, float]:
     feats, cur_pos, cand_pos, target = batch
     h = model.embed_nodes(feats)
-    rows = torch.arange(h.shape[0])
+    rows = torch.arange(h.shape[0], device=h.device)
     cand = h.gather(1, cand_pos.unsqueeze(-1).expand(-1, -1, h.shape[-1]))
     logits = model(h[:, -1], h[rows, cur_pos], cand)
     loss = F.cross_entropy(logits, target)

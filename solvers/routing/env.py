@@ -361,7 +361,8 @@ def replay_tsp(coords: torch.Tensor, tours: torch.Tensor) -> ReplaySteps:
     """Steps of tours (B, M, N): at step t the model saw the prefix tours[..., :t]."""
     B, M, N = tours.shape
     T = N - 1
-    pos = torch.empty_like(tours).scatter_(2, tours, torch.arange(N).expand(B, M, N))
+    order = torch.arange(N, device=tours.device).expand(B, M, N)
+    pos = torch.empty_like(tours).scatter_(2, tours, order)
     steps = torch.arange(1, N, device=coords.device)
     mask = pos[:, :, None, :] >= steps[None, None, :, None]  # (B, M, T, N): not yet visited
     last = tours[..., :-1]
