@@ -9,6 +9,22 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+#: Fused attention kernels allowed on a GPU. cuDNN's is left out: on an H200 (torch 2.11,
+#: cuDNN backend chosen for a boolean mask of 64×100 TSP trajectories) it failed with
+#: "mha_graph.execute(...) is_good()" or returned NaN probabilities, while the memory-efficient
+#: kernel, which takes the same masks, trains the CVRP models there.
+_GPU_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``scaled_dot_product_attention`` with a boolean mask (True = may attend)."""
+    if q.is_cuda:
+        with sdpa_kernel(_GPU_BACKENDS):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
 class MultiHeadAttention(nn.Module):
@@ -39,7 +55,7 @@ class MultiHeadAttention(nn.Module):
         q = self.split(self.wq(query))
         k = self.split(self.wk(context))
         v = self.split(self.wv(context))
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        out = attention(q, k, v, mask)
         return self.wo(self.merge(out))
 
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from models.layers import EncoderLayer, FeedForward, MultiHeadAttention
+from models.layers import EncoderLayer, FeedForward, MultiHeadAttention, attention
 
 
 @dataclass(frozen=True)
@@ -155,9 +155,7 @@ class ReLDModel(nn.Module):
         """
         query, identity = self.context_query(cache, last, extra)
         q = self.glimpse.split(query)  # (B, heads, M, dh)
-        attn = torch.nn.functional.scaled_dot_product_attention(
-            q, cache.glimpse_keys, cache.glimpse_values, attn_mask=mask[:, None]
-        )
+        attn = attention(q, cache.glimpse_keys, cache.glimpse_values, mask[:, None])
         g = self.glimpse.wo(self.glimpse.merge(attn)) + identity
         g = g + self.decoder_ff(g)
         g = self.refine(g, strategy)

@@ -64,3 +64,19 @@ def test_sinkhorn_engines_match_the_cpu(engine: dict[str, bool]) -> None:
     assert dev.iterations == cpu.iterations
     np.testing.assert_allclose(dev.flow, cpu.flow, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(dev.primal_cost, cpu.primal_cost, rtol=1e-9)
+
+
+def test_sampled_tsp_rollouts_of_a_training_batch_stay_finite() -> None:
+    """A ReLD training batch (64 instances × 100 trajectories of TSP100) sampled on the device:
+    on an H200 the cuDNN attention kernel failed or gave NaN probabilities here."""
+    from models.reld import ReLDConfig, ReLDModel
+    from solvers.routing.env import rollout_tsp
+
+    torch.manual_seed(0)
+    model = ReLDModel(ReLDConfig(problem="tsp")).to(DEVICE)
+    coords = torch.rand(64, 100, 2, device=DEVICE)
+    start = torch.stack([torch.randperm(100) for _ in range(64)]).to(DEVICE)
+    with torch.no_grad():
+        out = rollout_tsp(model, coords, start, decode="sample")
+    assert out.actions.shape == (64, 100, 100)
+    assert torch.isfinite(out.lengths).all()
