@@ -28,6 +28,7 @@ from app.middleware import BodySizeLimitMiddleware
 from app.routers import flow, health, jobs, routing, scheduling, solvers
 from app.settings import Settings, get_settings
 from solvers.base import all_specs, get_solver
+from solvers.device import describe, torch_device_name
 
 logger = logging.getLogger("cosolve.api")
 
@@ -100,6 +101,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # request does not pay for importing OR-Tools and PyVRP.
     specs = all_specs()
     unavailable = [s.name for s in specs if not s.available]
+    # A GPU that was asked for and is not there fails the start, not the first request.
+    try:
+        device = torch_device_name(app.state.settings.device)
+    except ValueError as exc:
+        raise RuntimeError(f"COSOLVE_DEVICE: {exc}") from None
+    logger.info("cosolve: the torch solvers run on %s", describe(device))
     # Neural solvers load their weights, and numba kernels compile, now rather than inside
     # the first request's time budget. The first start of a fresh install compiles every
     # kernel (about a minute on 2 cores; later starts read numba's cache in seconds), so the

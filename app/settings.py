@@ -56,6 +56,14 @@ class Settings(BaseSettings):
         default=6, gt=0, description="Most solvers one comparison request may run."
     )
 
+    device: str = Field(
+        default="cpu",
+        pattern=r"^(cpu|auto|cuda(:[0-9]+)?)$",
+        description="torch device of reld, polynet and oft_sinkhorn: cpu, cuda, cuda:N, "
+        "or auto (the GPU when torch sees one). Checked at start-up; classical solvers ignore "
+        "it.",
+    )
+
     # -- jobs ------------------------------------------------------------------------------
     data_dir: Path = Field(
         default=Path("var"),

@@ -15,6 +15,8 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
+from solvers.base import MAX_SEED, Budget
+from solvers.device import torch_device_name
 from solvers.errors import InstanceError
 from solvers.routing.problem import CVRPInstance, Instance
 
@@ -91,6 +93,19 @@ def check_time_limit(time_limit: float) -> None:
         got = (f"{time_limit:,.6f}".rstrip("0").rstrip(".") if time_limit < 1e15
                else f"{time_limit:g}")
         fail(f"--time-limit: at most {MAX_TIME_LIMIT:,.0f} s (30 days), got {got}")
+
+
+def check_budget(time_limit: float, seed: int, device: str = "cpu") -> Budget:
+    """The options every solving command shares, checked (exit 2 naming the option): a time
+    limit, a seed in range, and a torch device that exists here (``auto`` resolved)."""
+    check_time_limit(time_limit)
+    if not 0 <= seed <= MAX_SEED:
+        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
+    try:
+        resolved = torch_device_name(device)
+    except ValueError as exc:
+        fail(f"--device: {exc}")
+    return Budget(time_limit=time_limit, seed=seed, device=resolved)
 
 
 def with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:

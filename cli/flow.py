@@ -23,8 +23,8 @@ from rich.table import Table
 
 from cli.common import (
     EXIT_SOLVER_FAILED,
+    check_budget,
     check_parent_folder,
-    check_time_limit,
     debugging,
     fail,
     jsonable,
@@ -33,7 +33,7 @@ from cli.common import (
     stdout_console,
 )
 from cli.display import SolveProgress, format_cost
-from solvers.base import MAX_SEED, Budget, get_solver, get_spec, specs_for
+from solvers.base import get_solver, get_spec, specs_for
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -52,7 +52,7 @@ from solvers.flow.io import (
 )
 from solvers.flow.options import FlowOptions
 from solvers.flow.problem import Certificate, FlowNetwork, FlowSolution, check_flow
-from solvers.flow.solve import PROBLEM, compare, device_problem, solve
+from solvers.flow.solve import PROBLEM, compare, solve
 from solvers.routing.io import read_file_bytes
 
 app = typer.Typer(
@@ -72,16 +72,6 @@ def _print_json(obj: Any) -> None:
     import json
 
     typer.echo(json.dumps(jsonable(obj), indent=2))
-
-
-def _budget(time_limit: float, seed: int, device: str) -> Budget:
-    check_time_limit(time_limit)
-    if not 0 <= seed <= MAX_SEED:
-        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
-    problem = device_problem(device)
-    if problem is not None:
-        fail(f"--device: {problem}")
-    return Budget(time_limit=time_limit, seed=seed, device=device)
 
 
 def _options(tolerance: float) -> FlowOptions:
@@ -172,11 +162,12 @@ def solve_command(
     tolerance: Annotated[float, typer.Option(
         help="Relative optimality gap the answer may keep (certified); 0 = proven optimum."
     )] = 0.0,
-    device: Annotated[str, typer.Option(help="torch device for oft_sinkhorn (cpu, cuda).")] = "cpu",
+    device: Annotated[str, typer.Option(help="torch device for oft_sinkhorn: cpu, cuda, cuda:N "
+                                         "or auto.", envvar="COSOLVE_DEVICE")] = "cpu",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Solve one network with one solver; optionally write the flow."""
-    budget = _budget(time_limit, seed, device)
+    budget = check_budget(time_limit, seed, device)
     options = _options(tolerance)
     _check_out(out)
     net = load_or_fail(file, load_network, "network")
@@ -215,11 +206,12 @@ def compare_command(
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit per solver.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     tolerance: Annotated[float, typer.Option(help="Relative gap oft_sinkhorn may keep.")] = 0.0,
-    device: Annotated[str, typer.Option(help="torch device for oft_sinkhorn.")] = "cpu",
+    device: Annotated[str, typer.Option(help="torch device for oft_sinkhorn: cpu, cuda, cuda:N "
+                                         "or auto.", envvar="COSOLVE_DEVICE")] = "cpu",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Run several solvers one after another on one network and check they agree."""
-    budget = _budget(time_limit, seed, device)
+    budget = check_budget(time_limit, seed, device)
     options = _options(tolerance)
     net = load_or_fail(file, load_network, "network")
     if solvers is None:

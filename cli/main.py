@@ -24,8 +24,8 @@ from cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
+    check_budget,
     check_parent_folder,
-    check_time_limit,
     debugging,
     fail,
     first_ctrl_c_cancels,
@@ -43,7 +43,7 @@ from cli.display import (
 )
 from cli.flow import app as flow_app
 from cli.schedule import app as schedule_app
-from solvers.base import MAX_SEED, Budget, all_specs, get_solver, get_spec, specs_for, warm_up
+from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for, warm_up
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -93,11 +93,10 @@ def _print_json(obj: Any) -> None:
 
 
 
-def _check_budget(time_limit: float, seed: int) -> Budget:
-    check_time_limit(time_limit)
-    if not 0 <= seed <= MAX_SEED:
-        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
-    return Budget(time_limit=time_limit, seed=seed)
+#: The torch device option of the routing commands (the service reads the same variable).
+DEVICE_OPTION = typer.Option(
+    help="torch device of reld and polynet (sil decodes on the CPU): cpu, cuda, cuda:N, or auto "
+    "(the GPU when torch sees one); the classical solvers ignore it.", envvar="COSOLVE_DEVICE")
 
 
 def _check_reference(reference: float | None) -> None:
@@ -293,9 +292,10 @@ def solve(
         int | None, typer.Option(help="CVRP and CVRPTW: at most this many vehicles, in place "
                                  "of the file's VEHICLES if it has one.")
     ] = None,
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
-    budget = _check_budget(time_limit, seed)
+    budget = check_budget(time_limit, seed, device)
     if max_solutions is not None:
         if max_solutions < 1:
             fail(f"--max-solutions: must be at least 1, got {max_solutions}")
@@ -373,9 +373,10 @@ def compare(
         int | None, typer.Option(help="CVRP and CVRPTW: at most this many vehicles, in place "
                                  "of the file's VEHICLES if it has one.")
     ] = None,
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Run several solvers one after another on one instance with the same budget."""
-    budget = _check_budget(time_limit, seed)
+    budget = check_budget(time_limit, seed, device)
     _check_reference(reference)
     instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
     if svg is not None and not svg.is_dir():

@@ -514,3 +514,20 @@ def test_a_solver_failure_under_json_is_a_json_document() -> None:
     assert document["solution"] is None and "max_vehicles is 15" in document["error"]
     assert document["interrupted"] is False
     assert result.stderr.startswith("error: solver 'nearest_neighbor' failed")
+
+
+@pytest.mark.parametrize("command", ["solve", "compare"])
+def test_routing_commands_check_the_torch_device_first(command: str) -> None:
+    option = "--solver" if command == "solve" else "--solvers"
+    result = _run(command, str(DATA / "eil51.tsp"), option, "reld", "--device", "gpu")
+    _assert_user_error(result, "--device: unknown device 'gpu'", "cpu, cuda or cuda:N")
+    # COSOLVE_DEVICE is the same option (the service reads it too); auto is the CPU here
+    import torch
+
+    if not torch.cuda.is_available():
+        result = runner.invoke(app, [command, str(DATA / "eil51.tsp"), option, "reld",
+                                     "--time-limit", "1"], env={"COSOLVE_DEVICE": "cuda"})
+        _assert_user_error(result, "--device: 'cuda' was asked for", "no CUDA GPU")
+        result = _run(command, str(DATA / "eil51.tsp"), option, "reld", "--time-limit", "1",
+                      "--device", "auto", "--json")
+        assert result.exit_code == 0, result.stderr

@@ -47,10 +47,12 @@ class LocalProcessExecutor:
 
     name = "local"
 
-    def __init__(self, store: JobStore, workers: int, ttl_s: float) -> None:
+    def __init__(self, store: JobStore, workers: int, ttl_s: float,
+                 device: str = "cpu") -> None:
         self.store = store
         self.workers = workers
         self.ttl_s = ttl_s
+        self.device = device
         self._lock = threading.Lock()
         self._closing = False  # set by shutdown: its own terminations are no worker deaths
         self._resubmitted: dict[str, int] = {}  # job id -> times re-submitted after a break
@@ -65,11 +67,11 @@ class LocalProcessExecutor:
         with self._lock:
             try:
                 future = self._pool.submit(run_stored_job, str(self.store.root), job.id,
-                                           job.attempt, self.ttl_s)
+                                           job.attempt, self.ttl_s, self.device)
             except BrokenProcessPool:
                 self._pool = self._new_pool()
                 future = self._pool.submit(run_stored_job, str(self.store.root), job.id,
-                                           job.attempt, self.ttl_s)
+                                           job.attempt, self.ttl_s, self.device)
             pool = self._pool
         future.add_done_callback(lambda f: self._done(job, f, pool))
 
@@ -208,11 +210,12 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, store: JobStore, address: str | None, ttl_s: float,
-                 poll_s: float = 0.25) -> None:
+                 poll_s: float = 0.25, device: str = "cpu") -> None:
         import ray
 
         self.store = store
         self.ttl_s = ttl_s
+        self.device = device
         self.poll_s = poll_s
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
@@ -227,7 +230,8 @@ class RayExecutor:
     def submit(self, job: JobRecord) -> None:
         if not self.store.mark_running(job.id, job.attempt):
             return
-        spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename)
+        spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename,
+                       self.device)
         data = self.store.input_path(job).read_bytes()
         channel = self._channel.remote()
         ref = self._task.remote(spec, data, channel)
@@ -274,10 +278,11 @@ class RayExecutor:
 
 
 def make_executor(kind: str, store: JobStore, *, workers: int, ttl_s: float,
-                  ray_address: str | None = None) -> Executor:
-    """The executor named in settings: ``local`` or ``ray``."""
+                  ray_address: str | None = None, device: str = "cpu") -> Executor:
+    """The executor named in settings: ``local`` or ``ray``; ``device`` is the torch device
+    its jobs solve on."""
     if kind == "local":
-        return LocalProcessExecutor(store, workers, ttl_s)
+        return LocalProcessExecutor(store, workers, ttl_s, device)
     if kind == "ray":
         try:
             import ray  # noqa: F401
@@ -285,5 +290,5 @@ def make_executor(kind: str, store: JobStore, *, workers: int, ttl_s: float,
             raise RuntimeError(
                 "COSOLVE_EXECUTOR=ray needs Ray: pip install 'cosolve[ray]'"
             ) from None
-        return RayExecutor(store, ray_address, ttl_s)
+        return RayExecutor(store, ray_address, ttl_s, device=device)
     raise ValueError(f"unknown executor {kind!r}: use 'local' or 'ray'")

@@ -11,6 +11,7 @@ from typing import Any
 from app.jobs.executors import Executor, make_executor
 from app.jobs.store import JobRecord, JobStore
 from app.settings import Settings
+from solvers.device import torch_device_name
 
 logger = logging.getLogger("cosolve.jobs")
 
@@ -33,6 +34,7 @@ class JobService:
         self.executor = executor or make_executor(
             settings.executor, self.store, workers=settings.max_concurrent_jobs,
             ttl_s=settings.result_ttl_s, ray_address=settings.ray_address,
+            device=torch_device_name(settings.device),
         )
         self._stop = threading.Event()
         self._purger: threading.Thread | None = None

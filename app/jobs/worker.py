@@ -43,6 +43,8 @@ class JobSpec:
     time_limit: float
     seed: int
     filename: str
+    #: torch device of the torch solvers (the server's ``COSOLVE_DEVICE``, resolved)
+    device: str = "cpu"
 
 
 @dataclass
@@ -94,7 +96,8 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
         warm_up(spec.solver)  # a fresh worker: imports and weights outside the time limit
         sink.progress(ProgressEvent(spec.solver, 0.0, 0, None,
                                     f"solving {instance.n} nodes"))
-        budget = Budget(time_limit=spec.time_limit, seed=spec.seed, cancel=cancel)
+        budget = Budget(time_limit=spec.time_limit, seed=spec.seed, cancel=cancel,
+                        device=spec.device)
         throttle = _Throttle(sink)
         solution = solve(instance, spec.solver, budget, throttle)
     except NoSolutionError as exc:
@@ -159,7 +162,8 @@ def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,
                         message=outcome.message, ttl_s=ttl_s)
 
 
-def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float) -> str:
+def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
+                   device: str = "cpu") -> str:
     """Entry point of a local worker process: run one job of the store at ``root``."""
     from app.jobs.store import JobStore
 
@@ -168,7 +172,8 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float) -> str:
     if (job is None or job.attempt != attempt
             or not store.mark_running(job_id, attempt, os.getpid())):
         return "skipped"  # cancelled while queued, or superseded by a newer attempt
-    spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename)
+    spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename,
+                   device)
     outcome = execute(spec, store.input_path(job).read_bytes(), StoreSink(store, job_id, attempt))
     record_outcome(store, job_id, attempt, outcome, ttl_s)
     return outcome.state

@@ -52,6 +52,7 @@ from app.schemas.flow import (
 )
 from app.settings import Settings, get_settings
 from solvers.base import Budget
+from solvers.device import torch_device_name
 from solvers.errors import CosolveError, InstanceError, InstanceTooLargeError
 from solvers.flow.io import network_from_dict, parse_network_bytes
 from solvers.flow.options import FlowOptions
@@ -186,8 +187,9 @@ def _certificate(cert: Certificate | None) -> CertificateOut | None:
     return CertificateOut(**cert.to_dict()) if cert is not None else None
 
 
-def _solve_response(task: FlowTask, cancel: threading.Event) -> FlowSolveResponse:
-    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel)
+def _solve_response(task: FlowTask, cancel: threading.Event,
+                    device: str) -> FlowSolveResponse:
+    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel, device=device)
     try:
         solution = solve(task.network, task.solvers[0], budget,
                          options=FlowOptions(tolerance=task.tolerance))
@@ -209,8 +211,9 @@ def _solve_response(task: FlowTask, cancel: threading.Event) -> FlowSolveRespons
     )
 
 
-def _compare_response(task: FlowTask, cancel: threading.Event) -> FlowCompareResponse:
-    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel)
+def _compare_response(task: FlowTask, cancel: threading.Event,
+                      device: str) -> FlowCompareResponse:
+    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel, device=device)
     try:
         result = compare(task.network, task.solvers, budget,
                          options=FlowOptions(tolerance=task.tolerance))
@@ -264,7 +267,8 @@ OPENAPI_BODY_MODELS: tuple[type[BaseModel], ...] = (
 )
 async def solve_min_cost_flow(request: Request, settings: SettingsDep) -> FlowSolveResponse:
     task = await _read_task(request, settings, solve_task_from_json, solve_task_from_upload)
-    return await run_while_connected(request, lambda cancel: _solve_response(task, cancel))
+    device = torch_device_name(settings.device)
+    return await run_while_connected(request, lambda cancel: _solve_response(task, cancel, device))
 
 
 @router.post(
@@ -280,4 +284,6 @@ async def solve_min_cost_flow(request: Request, settings: SettingsDep) -> FlowSo
 )
 async def compare_min_cost_flow(request: Request, settings: SettingsDep) -> FlowCompareResponse:
     task = await _read_task(request, settings, compare_task_from_json, compare_task_from_upload)
-    return await run_while_connected(request, lambda cancel: _compare_response(task, cancel))
+    device = torch_device_name(settings.device)
+    return await run_while_connected(request,
+                                     lambda cancel: _compare_response(task, cancel, device))

@@ -6,8 +6,9 @@ registry the API uses, and lists which solvers can run on this machine.
 """
 
 import time
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 
 from app.encoding import finite_or_none
 from app.errors import ApiError, problem_responses
@@ -17,7 +18,9 @@ from app.schemas.health import (
     ReadinessResponse,
     SolverAvailability,
 )
+from app.settings import Settings, get_settings
 from solvers.base import Budget, all_specs
+from solvers.device import describe, torch_device_name
 from solvers.routing.io import instance_from_dict
 from solvers.routing.solve import solve
 
@@ -39,7 +42,7 @@ def healthz() -> HealthResponse:
 
 
 @router.get("/readyz", response_model=ReadinessResponse, responses=problem_responses(503))
-def readyz() -> ReadinessResponse:
+def readyz(settings: Annotated[Settings, Depends(get_settings)]) -> ReadinessResponse:
     """Readiness: a real solve succeeds; 503 (with the reason) when it does not."""
     started = time.perf_counter()
     try:
@@ -61,4 +64,5 @@ def readyz() -> ReadinessResponse:
     check = ReadinessCheck(solver=SMOKE_TEST_SOLVER, instance=instance.name, nodes=instance.n,
                            cost=cost, feasible=True,
                            seconds=round(time.perf_counter() - started, 6))
-    return ReadinessResponse(check=check, solvers=solvers)
+    return ReadinessResponse(check=check, solvers=solvers,
+                             device=describe(torch_device_name(settings.device)))

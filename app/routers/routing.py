@@ -49,6 +49,7 @@ from app.schemas.routing import (
 )
 from app.settings import Settings, get_settings
 from solvers.base import Budget
+from solvers.device import torch_device_name
 from solvers.routing.io import solution_to_dict
 from solvers.routing.render import solution_svg
 from solvers.routing.solve import compare, solve
@@ -76,9 +77,9 @@ async def _read_task(
 
 
 # -- solve ---------------------------------------------------------------------------------
-def _solve_response(task: SolveTask, cancel: threading.Event) -> dict[str, Any]:
+def _solve_response(task: SolveTask, cancel: threading.Event, device: str) -> dict[str, Any]:
     budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel,
-                    max_solutions=task.max_solutions)
+                    max_solutions=task.max_solutions, device=device)
     solution = solve(task.instance, task.solver, budget)
     body = solution_to_dict(solution, task.instance)
     body.update(
@@ -95,14 +96,17 @@ def _solve_endpoint(problem: str) -> Callable[..., Awaitable[dict[str, Any]]]:
     async def solve_instance(request: Request, settings: SettingsDep) -> dict[str, Any]:
         task = await _read_task(request, problem, settings, solve_task_from_json,
                                 solve_task_from_upload)
-        return await run_while_connected(request, lambda cancel: _solve_response(task, cancel))
+        device = torch_device_name(settings.device)
+        return await run_while_connected(request,
+                                         lambda cancel: _solve_response(task, cancel, device))
 
     return solve_instance
 
 
 # -- compare -------------------------------------------------------------------------------
-def _compare_response(task: CompareTask, cancel: threading.Event) -> CompareResponse:
-    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel)
+def _compare_response(task: CompareTask, cancel: threading.Event,
+                      device: str) -> CompareResponse:
+    budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel, device=device)
     result = compare(task.instance, task.solvers, budget, reference=task.reference)
     rows = []
     for row in result.rows:
@@ -137,8 +141,9 @@ def _compare_endpoint(problem: str) -> Callable[..., Awaitable[CompareResponse]]
     async def compare_solvers(request: Request, settings: SettingsDep) -> CompareResponse:
         task = await _read_task(request, problem, settings, compare_task_from_json,
                                 compare_task_from_upload)
+        device = torch_device_name(settings.device)
         return await run_while_connected(request,
-                                          lambda cancel: _compare_response(task, cancel))
+                                          lambda cancel: _compare_response(task, cancel, device))
 
     return compare_solvers
 

@@ -36,3 +36,5 @@ class ReadinessResponse(BaseModel):
     status: Literal["ready"] = "ready"
     check: ReadinessCheck
     solvers: list[SolverAvailability]
+    device: str = Field(description="Where the torch solvers run (COSOLVE_DEVICE, resolved; "
+                        "a GPU with its name).", examples=["cpu"])

@@ -3,7 +3,6 @@ CLI and the benchmarks share, so a number shown anywhere was produced the same w
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from solvers.base import Budget, ProgressCallback, get_solver, no_progress
@@ -16,27 +15,6 @@ from solvers.flow.problem import FlowNetwork, FlowSolution
 PROBLEM = "mincostflow"
 #: The solvers a comparison runs when none are named.
 DEFAULT_COMPARE = ("ortools_mcf", "networkx_simplex", "oft_sinkhorn")
-
-
-_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
-
-
-def device_problem(device: str) -> str | None:
-    """What is wrong with a torch device name for oft_sinkhorn, or ``None``: checked before
-    any solver runs, so a typo is not a torch traceback halfway through a comparison."""
-    if not _DEVICE.fullmatch(device):
-        return f"unknown device {device!r}; use cpu, cuda or cuda:N"
-    if device == "cpu":
-        return None
-    import torch  # only here: importing torch takes seconds
-
-    if not torch.cuda.is_available():
-        return f"{device!r} was asked for, but torch sees no CUDA GPU here; use cpu"
-    count = torch.cuda.device_count()
-    if int(device.partition(":")[2] or 0) >= count:
-        return (f"{device!r} was asked for, but torch sees {count} CUDA GPU(s): cuda:0 to "
-                f"cuda:{count - 1}")
-    return None
 
 
 def solve(net: FlowNetwork, solver: str, budget: Budget,

@@ -101,6 +101,30 @@ def test_inconsistent_settings_fail_at_start() -> None:
         Settings(max_time_limit=5, default_time_limit=10)
 
 
+@pytest.mark.parametrize("device", ["gpu", "cuda:", "CPU", ""])
+def test_a_device_setting_that_names_no_device_is_refused(device: str) -> None:
+    with pytest.raises(ValueError, match="device"):
+        Settings(device=device)
+
+
+def test_a_missing_gpu_fails_the_start_not_a_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """COSOLVE_DEVICE=cuda on a machine where torch sees no GPU: the server does not start
+    (the error says why) instead of failing every neural request later."""
+    import torch
+
+    from solvers.device import torch_device_name
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    torch_device_name.cache_clear()
+    try:
+        app = create_app(Settings(device="cuda"))
+        with pytest.raises(RuntimeError, match="COSOLVE_DEVICE: 'cuda' was asked for, but "
+                           "torch sees no CUDA GPU"), TestClient(app):
+            pass
+    finally:
+        torch_device_name.cache_clear()
+
+
 def test_unexpected_error_is_a_500_problem_without_traceback() -> None:
     app: FastAPI = create_app()
 

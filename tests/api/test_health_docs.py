@@ -26,6 +26,7 @@ def test_readyz_solves_and_lists_solvers(api: httpx.Client) -> None:
     names = {s["name"]: s for s in body["solvers"]}
     assert {"ortools", "pyvrp", "nearest_neighbor"} <= set(names)
     assert names["nearest_neighbor"]["available"] is True
+    assert body["device"] == "cpu"  # COSOLVE_DEVICE's default
 
 
 def test_docs_and_openapi(api: httpx.Client) -> None:

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from solvers.base import Budget
+from solvers.device import device_problem
 from solvers.errors import InstanceError
 from solvers.flow import solve as flow_solve
 from solvers.flow.io import network_from_dict
 from solvers.flow.problem import Certificate, FlowSolution
-from solvers.flow.solve import compare, device_problem
+from solvers.flow.solve import compare
 from tests.flow.conftest import HAND_CHECKED
 
 NET = network_from_dict({"name": "t", **HAND_CHECKED["two_paths"][0]})
@@ -89,3 +90,22 @@ def test_cuda_devices_are_checked_against_what_torch_sees(
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     assert device_problem("cuda") is None and device_problem("cuda:1") is None
     assert "2 CUDA GPU" in (device_problem("cuda:2") or "")
+
+
+def test_auto_takes_the_gpu_only_when_torch_sees_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from solvers.device import torch_device_name
+
+    try:
+        for available, expected in ((False, "cpu"), (True, "cuda")):
+            torch_device_name.cache_clear()
+            monkeypatch.setattr(torch.cuda, "is_available", lambda a=available: a)
+            monkeypatch.setattr(torch.cuda, "device_count", lambda a=available: int(a))
+            assert torch_device_name("auto") == expected
+        torch_device_name.cache_clear()
+        assert torch_device_name("cpu") == "cpu"
+        with pytest.raises(ValueError, match="'cuda:1' was asked for, but torch sees 1 CUDA"):
+            torch_device_name("cuda:1")
+    finally:
+        torch_device_name.cache_clear()
