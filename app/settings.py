@@ -8,12 +8,15 @@ can start a server with small limits.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from solvers.device import DEVICE_PATTERN
 
 MIB = 1024 * 1024
 
@@ -58,7 +61,6 @@ class Settings(BaseSettings):
 
     device: str = Field(
         default="cpu",
-        pattern=r"^(cpu|auto|cuda(:[0-9]+)?)$",
         description="torch device of reld, polynet and oft_sinkhorn: cpu, cuda, cuda:N, "
         "or auto (the GPU when torch sees one). Checked at start-up; classical solvers ignore "
         "it.",
@@ -100,6 +102,14 @@ class Settings(BaseSettings):
     max_batch_files: int = Field(
         default=500, gt=0, description="Most instance files in one batch."
     )
+
+    @field_validator("device")
+    @classmethod
+    def _device_name(cls, value: str) -> str:
+        # only the spelling here (importing torch to look for a GPU is the start-up's job)
+        if not re.fullmatch(DEVICE_PATTERN, value):
+            raise ValueError(f"unknown device {value!r}; use cpu, cuda, cuda:N or auto")
+        return value
 
     @model_validator(mode="after")
     def _default_within_max(self) -> Self:

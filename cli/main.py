@@ -44,6 +44,7 @@ from cli.display import (
 from cli.flow import app as flow_app
 from cli.schedule import app as schedule_app
 from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for, warm_up
+from solvers.device import torch_device_name
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -471,7 +472,22 @@ def serve(
     import socket
 
     import uvicorn
+    from pydantic import ValidationError
 
+    from app.settings import Settings
+
+    # The COSOLVE_* settings are checked before uvicorn starts: a bad value (or a GPU that is
+    # not there) is one line naming the variable, not a traceback from the app's start-up.
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        fail("; ".join((f"COSOLVE_{'_'.join(map(str, e['loc'])).upper()}" if e["loc"]
+                        else "settings") + f": {e['msg'].removeprefix('Value error, ')}"
+                       for e in exc.errors()))
+    try:
+        torch_device_name(settings.device)
+    except ValueError as exc:
+        fail(f"COSOLVE_DEVICE: {exc}")
     try:  # a busy port or an unknown host is the caller's to fix: say so, exit 2
         with socket.create_server((host, port)):
             pass

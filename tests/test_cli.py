@@ -531,3 +531,15 @@ def test_routing_commands_check_the_torch_device_first(command: str) -> None:
         result = _run(command, str(DATA / "eil51.tsp"), option, "reld", "--time-limit", "1",
                       "--device", "auto", "--json")
         assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(("env", "words"), [
+    ({"COSOLVE_DEVICE": "gpu"}, ["COSOLVE_DEVICE: unknown device 'gpu'"]),
+    ({"COSOLVE_MAX_TIME_LIMIT": "-1"}, ["COSOLVE_MAX_TIME_LIMIT: ", "greater than 0"]),
+    ({"COSOLVE_DEFAULT_TIME_LIMIT": "999"}, ["settings: default_time_limit (999 s) is above"]),
+])
+def test_serve_checks_its_settings_before_starting(env: dict[str, str],
+                                                   words: list[str]) -> None:
+    """A bad COSOLVE_* value is one line and exit 2, not uvicorn's start-up traceback."""
+    result = runner.invoke(app, ["serve", "--port", "8799"], env=env)
+    _assert_user_error(result, *words)
