@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
-# One GPU session's training: every model that needs more training, in parallel, resuming from
-# the committed checkpoints, each stopping well inside the device tool's 10-minute call limit.
-# Checkpoints and learning curves go to $OUT; copy a checkpoint back into weights/ (and run
-# `python -m training.reld <problem> --minutes 0` locally to refresh MANIFEST.json) only when
-# its validation gap is better than the committed one.
+# One GPU session's work in one call: every model that needs more training, in parallel,
+# resuming from the committed checkpoints, each stopping well inside the device tool's 10-minute
+# call limit; with FLOW=1 first the GPU half of benchmarks.flow_gpu. Everything is staged in
+# $STAGE and comes back as $OUT/device_run.tgz.aa, .ab, … (the tool returns at most 8 files of
+# 16 MiB): `cat device_run.tgz.* | tar xzf -` here. Copy a checkpoint back into weights/ only
+# when its validation (and, for PolyNet, the fresh-instance gate) beat the committed one, then
+# refresh its MANIFEST.json entry; append the *.curve.csv rows to weights/curves/.
 #
-#   run: bash training/device_run.sh      (with OUT set by the device tool)
-set -euo pipefail
+#   run: MINUTES=3.5 FLOW=1 bash training/device_run.sh   (OUT set by the device tool)
+#
+# The first session (2026-12-04, one H200) used FLOW=1 MINUTES=3.5: about 200 s of flow
+# benchmark and 300 s of training, 460 s in all.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the folder that comes back}
-MINUTES=${MINUTES:-7}
+MINUTES=${MINUTES:-4}
 DEVICE=${DEVICE:-cuda}  # DEVICE=cpu runs the same commands on a CPU
+STAGE=${STAGE:-/tmp/device_run}
+mkdir -p "$STAGE/train" "$STAGE/repo"
+# six trainers share the machine's cores: torch's default of one thread per core each would
+# oversubscribe them
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} PYTHONUNBUFFERED=1
 # The device machine cannot reach PyPI, but its image's python3 already holds everything the
-# trainers import (torch, numpy, numba, scipy, tqdm; checked with `python -c "import sys,
-# training.sit; print(sys.modules)"`), so use it with the repository on PYTHONPATH. A local
-# machine with the project's .venv uses that instead.
+# trainers and the flow benchmark's GPU half import (torch, numpy, numba, scipy, tqdm,
+# networkx), so use it with the repository on PYTHONPATH. A local machine with the project's
+# .venv uses that instead.
 if python3 -c "import torch, numpy, numba, scipy, tqdm" 2>/dev/null; then
   PY=python3
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -25,30 +35,43 @@ else
   exit 1
 fi
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" \
-    | tee "$OUT/env.txt"
+    | tee "$STAGE/env.txt"
+nvidia-smi > "$STAGE/nvidia-smi.txt" 2>&1 || true
+if [ "${FLOW:-0}" = 1 ]; then
+  mkdir -p "$STAGE/flow"
+  timeout 200 "$PY" -m benchmarks.flow_gpu device --out "$STAGE/flow" --device "$DEVICE" \
+      > "$STAGE/flow/log.txt" 2>&1
+  echo "flow benchmark: exit $? (124: cut at 200 s; what finished is in flow_gpu.json)"
+fi
+T="$STAGE/train"
 for problem in tsp cvrp; do
-  if [ -f "weights/reld_${problem}.pt" ]; then cp "weights/reld_${problem}.pt" "$OUT/"; fi
+  if [ -f "weights/reld_${problem}.pt" ]; then cp "weights/reld_${problem}.pt" "$T/"; fi
   "$PY" -m training.reld "$problem" --phase reinforce --minutes "$MINUTES" --eval-minutes 2 \
-      --batch 64 --starts 100 --device "$DEVICE" --out "$OUT/reld_${problem}.pt" \
-      > "$OUT/train_reld_${problem}.log" 2>&1 &
+      --batch 64 --starts 100 --device "$DEVICE" --out "$T/reld_${problem}.pt" \
+      > "$T/train_reld_${problem}.log" 2>&1 &
 done
-# PolyNet: best-of-K on the strategy block, continuing the committed checkpoint (copied to $OUT,
-# where the run resumes from it and writes its best and its curve); the settings are those of
-# the CPU runs that last moved each validation (TSP and CVRP with the ReLD parent frozen).
+# PolyNet: best-of-K on the strategy block, continuing the committed checkpoint (copied to the
+# stage, where the run resumes from it and writes its best and its curve); the settings are
+# those of the CPU runs that last moved each validation (TSP and CVRP with the parent frozen).
 for spec in "tsp --lr 0 --poly-lr 1e-4" "cvrp --lr 0 --poly-lr 3e-5" \
             "cvrptw --lr 2e-6 --poly-lr 2e-5"; do
   problem=${spec%% *}
-  if [ -f "weights/polynet_${problem}.pt" ]; then cp "weights/polynet_${problem}.pt" "$OUT/"; fi
+  if [ -f "weights/polynet_${problem}.pt" ]; then cp "weights/polynet_${problem}.pt" "$T/"; fi
   # shellcheck disable=SC2086  # the flags in $spec are meant to split
   "$PY" -m training.polynet $spec --phase best_of_k --minutes "$MINUTES" --eval-minutes 2 \
-      --batch 64 --device "$DEVICE" --out "$OUT/polynet_${problem}.pt" \
-      > "$OUT/train_polynet_${problem}.log" 2>&1 &
+      --batch 64 --device "$DEVICE" --out "$T/polynet_${problem}.pt" \
+      > "$T/train_polynet_${problem}.log" 2>&1 &
 done
 # SIL (Self-Improved Training): continues var/checkpoints/sil_tsp.last.pt when carried,
-# else the committed weights/sil_tsp.pt; its best checkpoint, manifest and curve come back.
+# else the committed weights/sil_tsp.pt; writes weights/ itself when validation improves.
 "$PY" -m training.sit tsp --minutes "$MINUTES" --eval-minutes 2 --label-minutes 3 \
-    --tokens 65536 --device "$DEVICE" > "$OUT/train_sil_tsp.log" 2>&1 &
+    --tokens 65536 --device "$DEVICE" > "$T/train_sil_tsp.log" 2>&1 &
 wait
-cp weights/sil_tsp.pt weights/MANIFEST.json weights/curves/sil_tsp.csv "$OUT/" 2>/dev/null || true
-cp var/checkpoints/sil_tsp.last.pt "$OUT/" 2>/dev/null || true
-nvidia-smi --query-gpu=name,memory.used --format=csv > "$OUT/gpu.txt" || true
+cp weights/sil_tsp.pt weights/MANIFEST.json "$STAGE/repo/" 2>/dev/null || true
+cp -r weights/curves var/checkpoints "$STAGE/repo/" 2>/dev/null || true
+for f in "$T"/train_*.log; do echo "== $f"; tail -n 4 "$f"; done
+# the ReLD/PolyNet *.last.pt hold optimizer state (17 MB each) and are not needed to continue:
+# the next session resumes from the committed weights; SIL's holds its SIT labels and stays
+tar czf - -C "$STAGE" --exclude='.*.lock' --exclude='reld_*.last.pt' \
+    --exclude='polynet_*.last.pt' . | split -b 15m - "$OUT/device_run.tgz."
+ls -la "$OUT"
