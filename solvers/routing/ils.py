@@ -20,6 +20,7 @@ from solvers.routing.construct import random_insertion_routes, random_insertion_
 from solvers.routing.descent import cvrp_kicks, fit_fleet, kick_temperature, polish_routes
 from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.exact import exact_solution
+from solvers.routing.exact import warm_up as exact_warm_up
 from solvers.routing.localsearch import (
     kick_stats,
     nearest_neighbours,
@@ -93,6 +94,7 @@ class ILSSolver:
         tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
         perturb(xy, tour, 0.01)
         descent_warm_up()
+        exact_warm_up()
 
     def solve(self, instance: Instance, budget: Budget,
               progress: ProgressCallback = no_progress) -> Solution:

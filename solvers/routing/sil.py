@@ -37,6 +37,7 @@ from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
 from solvers.routing.exact import exact_solution
+from solvers.routing.exact import warm_up as exact_warm_up
 from solvers.routing.ils import iterate
 from solvers.routing.localsearch import (
     kick_stats,
@@ -312,6 +313,7 @@ class SILSolver:
     def warm_up(self) -> None:
         """Load the weights, compile the numba kernels and run one tiny reconstruction, so
         no request pays for first-call costs (about 1–3 s on the development machine)."""
+        exact_warm_up()
         if not weights_path("tsp").exists():
             return
         model = self.model("tsp")
