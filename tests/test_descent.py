@@ -107,6 +107,9 @@ def test_a_passed_deadline_stops_the_descent_but_not_the_polish() -> None:
     """The descent itself stops at its deadline; the solvers' polish still gets
     MIN_POLISH_SECONDS when a reconstruction round overran the time kept for it (a CI run's
     plan came back unpolished)."""
+    from solvers.routing.descent import warm_up
+
+    warm_up()  # as the solvers do at start-up: alone, loading the kernels took the 50 ms
     rng = np.random.default_rng(3)
     xy, dem, cap = random_cvrp(rng, 40)
     inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)

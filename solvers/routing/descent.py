@@ -76,6 +76,10 @@ def tour_polish_keep(n: int, remaining: float) -> float:
     return max(0.0, min(POLISH_SHARE * remaining, 0.005 + 5e-6 * n))
 
 
+#: 2-opt + Or-opt passes at most in ``polish_tour`` (each from a fresh queue).
+MAX_TOUR_POLISH_PASSES = 5
+
+
 def polish_tour(instance: TSPInstance, tour: list[int], deadline: float) -> dict[str, Any]:
     """The final tour of a neural TSP solve through 2-opt + Or-opt over 10-nearest-neighbour
     lists (``localsearch.two_opt``, numba) to a local optimum. Returns ``tour``, ``factor``
@@ -90,6 +94,13 @@ def polish_tour(instance: TSPInstance, tour: list[int], deadline: float) -> dict
         return {"tour": tour, "factor": 1.0, "gain_percent": 0.0, "seconds": 0.0}
     before = instance.tour_cost(tour)
     improved, _ = two_opt(instance.coords, np.asarray(tour, dtype=np.int64))
+    # the queue of the neighbour-list search can settle with a move left (a second call
+    # took 0.04% more from a 600-node PolyNet tour): repeat while a pass still gains
+    for _ in range(MAX_TOUR_POLISH_PASSES - 1):
+        again, moves = two_opt(instance.coords, improved)
+        if moves == 0:
+            break
+        improved = again
     after = instance.tour_cost(improved)
     out = [int(v) for v in improved] if after < before else tour
     after = min(after, before)
