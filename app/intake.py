@@ -89,6 +89,9 @@ class SolveTask:
     time_limit: float
     seed: int
     max_solutions: int | None = None
+    #: where the fleet cap came from, for an error about it: ``instance.max_vehicles`` in a
+    #: JSON body, the ``max_vehicles`` form field, or the uploaded ``file``'s VEHICLES
+    fleet_field: str = "max_vehicles"
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,8 @@ def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveT
     _check_solution_budget(request.solver, request.max_solutions)
     instance = instance_from_json(request.instance, problem)
     _check_sync_size(instance, settings, "instance")
-    return SolveTask(instance, request.solver, time_limit, request.seed, request.max_solutions)
+    return SolveTask(instance, request.solver, time_limit, request.seed, request.max_solutions,
+                     "instance.max_vehicles")
 
 
 def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> SolveTask:
@@ -216,7 +220,8 @@ def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> 
     _check_solution_budget(options.solver, options.max_solutions)
     instance = _instance_from_upload(upload, problem, settings, options.max_vehicles)
     _check_sync_size(instance, settings, "file")
-    return SolveTask(instance, options.solver, time_limit, options.seed, options.max_solutions)
+    return SolveTask(instance, options.solver, time_limit, options.seed, options.max_solutions,
+                     "max_vehicles" if options.max_vehicles is not None else "file")
 
 
 def compare_task_from_json(raw: bytes, problem: str, settings: Settings) -> CompareTask:

@@ -50,6 +50,7 @@ from app.schemas.routing import (
 from app.settings import Settings, get_settings
 from solvers.base import Budget
 from solvers.device import torch_device_name
+from solvers.errors import NoSolutionError
 from solvers.routing.io import solution_to_dict
 from solvers.routing.render import solution_svg
 from solvers.routing.solve import compare, solve
@@ -80,7 +81,12 @@ async def _read_task(
 def _solve_response(task: SolveTask, cancel: threading.Event, device: str) -> dict[str, Any]:
     budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel,
                     max_solutions=task.max_solutions, device=device)
-    solution = solve(task.instance, task.solver, budget)
+    try:
+        solution = solve(task.instance, task.solver, budget)
+    except NoSolutionError as exc:
+        if exc.field == "max_vehicles":  # named where this request put the fleet cap
+            exc.field = task.fleet_field
+        raise
     body = solution_to_dict(solution, task.instance)
     body.update(
         nodes=task.instance.n,

@@ -421,7 +421,7 @@ def test_a_fleet_ils_cannot_meet_is_a_422_naming_max_vehicles(api: httpx.Client)
         "instance": {"coords": [[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1], [1, 1]],
                      "demands": [0, 3, 3, 3, 3, 3], "capacity": 8, "max_vehicles": 2},
         "solver": "ils", "time_limit": 1.0})
-    body = assert_problem(response, 422, field="max_vehicles")
+    body = assert_problem(response, 422, field="instance.max_vehicles")
     # five customers are few enough to try every partition: no plan exists, and ils says so
     # at once instead of searching its whole time limit
     assert "max_vehicles is 2" in body["detail"] and "proven" in body["detail"]

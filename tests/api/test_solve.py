@@ -160,7 +160,25 @@ def test_a_plan_over_the_fleet_cap_is_a_422_naming_it(api: httpx.Client, solver:
                         json={"instance": instance, "solver": solver, "time_limit": 1})
     assert response.status_code == 422, response.text
     body = response.json()
-    assert body["field"] == "max_vehicles" and "max_vehicles is 2" in body["detail"], body
+    # the field where this request put the cap (QA sweep: a JSON body was told `max_vehicles`)
+    assert body["field"] == "instance.max_vehicles", body
+    assert "max_vehicles is 2" in body["detail"], body
+
+
+def test_a_fleet_from_the_file_or_the_form_is_named_there(api: httpx.Client) -> None:
+    """The same infeasible fleet in an uploaded file's VEHICLES is the ``file``'s fault; as
+    the ``max_vehicles`` form field, that field's."""
+    text = ("NAME : five\nTYPE : CVRP\nDIMENSION : 6\nVEHICLES : 2\nCAPACITY : 8\n"
+            "EDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n1 0 0\n2 10 0\n3 0 10\n4 10 10\n"
+            "5 20 0\n6 20 10\nDEMAND_SECTION\n1 0\n2 3\n3 3\n4 3\n5 3\n6 3\nDEPOT_SECTION\n1\n"
+            "-1\nEOF\n")
+    for form, field in (({}, "file"), ({"max_vehicles": "2"}, "max_vehicles")):
+        response = api.post("/v1/routing/cvrp/solve",
+                            files={"file": ("five.vrp", text.encode(), "text/plain")},
+                            data={"solver": "ils", "time_limit": "1", **form})
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert body["field"] == field and "max_vehicles is 2" in body["detail"], body
 
 
 def test_gzipped_tsp_upload(api: httpx.Client, data_dir: Path) -> None:
