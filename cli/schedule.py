@@ -288,10 +288,7 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
     except ApiError as exc:
         return {"error": {"field": exc.field, "detail": exc.detail}}
     batch = [Arrived(ev.time, files[i] if i in files else functools.partial(
-                arrival_workflow, workflow=None if ev.workflow is None
-                else ev.workflow.model_dump(exclude_none=True), document=ev.document,
-                fmt=ev.format, shape=ev.shape, tasks=ev.tasks, seed=ev.seed,
-                name=ev.workflow_id or "workflow"), ev.workflow_id)
+                arrival_workflow, **ev.arrival_sources()), ev.workflow_id)
              if isinstance(ev, WorkflowArrived) else Finished(ev.time, ev.workflow_id, ev.task_id)
              for i, ev in enumerate(body.events)]
     try:

@@ -471,10 +471,7 @@ async def create_session(request: Request, response: Response) -> SessionState:
 
 def _arrival_workflow(ev: WorkflowArrived, where: str) -> Workflow:
     try:
-        return arrival_workflow(
-            workflow=None if ev.workflow is None else ev.workflow.model_dump(exclude_none=True),
-            document=ev.document, fmt=ev.format, shape=ev.shape, tasks=ev.tasks, seed=ev.seed,
-            name=ev.workflow_id or "workflow")
+        return arrival_workflow(**ev.arrival_sources())
     except InstanceError as exc:
         raise instance_problem(exc, where) from None
 

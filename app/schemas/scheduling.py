@@ -8,7 +8,7 @@ workflows with the same words.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -207,8 +207,21 @@ class WorkflowArrived(_Strict):
         "character (`<` is DAX).")
     shape: Literal["montage", "cybershake", "inspiral", "sipht"] | None = Field(
         default=None, description="Instead of workflow: a generated workflow of this shape.")
-    tasks: int = Field(default=30, ge=10, le=MAX_TEMPLATE_TASKS)
-    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    tasks: int = Field(default=30, ge=10, le=MAX_TEMPLATE_TASKS,
+                       description="With shape: the generated workflow's size.")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED,
+                      description="With shape: the seed of the generated workflow.")
+
+    def arrival_sources(self) -> dict[str, Any]:
+        """``arrival_workflow``'s arguments; tasks and seed only where the event gave them
+        (beside a workflow or a document they are refused, not ignored)."""
+        given = self.model_fields_set
+        return {"workflow": None if self.workflow is None
+                else self.workflow.model_dump(exclude_none=True),
+                "document": self.document, "fmt": self.format, "shape": self.shape,
+                "tasks": self.tasks if "tasks" in given else None,
+                "seed": self.seed if "seed" in given else None,
+                "name": self.workflow_id or "workflow"}
 
 
 class TaskFinished(_Strict):

@@ -559,13 +559,16 @@ def _within(prefix: str, field: str) -> str:
 
 
 def arrival_workflow(*, workflow: dict[str, Any] | None = None, document: str | None = None,
-                     fmt: str | None = None, shape: str | None = None, tasks: int = 30,
-                     seed: int = 0, name: str = "workflow") -> Workflow:
+                     fmt: str | None = None, shape: str | None = None,
+                     tasks: int | None = None, seed: int | None = None,
+                     name: str = "workflow") -> Workflow:
     """The workflow of a session's arrival, given one of three ways: ``workflow`` (the compact
     JSON form), ``document`` (a DAX or WfCommons file's text, ``fmt`` "dax" or "wfcommons",
     told from a leading ``<`` by default) or ``shape`` (generated). The HTTP sessions and
     ``cosolve schedule session`` read events alike; errors name fields within the event
-    (``document.tasks[0].runtime``)."""
+    (``document.tasks[0].runtime``). ``tasks`` (default 30) and ``seed`` (default 0) size and
+    seed a generated workflow, and are refused beside a workflow or a document, which they
+    would not change."""
     given = [k for k, v in (("workflow", workflow), ("document", document), ("shape", shape))
              if v is not None]
     if len(given) != 1:
@@ -575,8 +578,16 @@ def arrival_workflow(*, workflow: dict[str, Any] | None = None, document: str | 
                             "file's text) or shape (a generated one)")
     if fmt is not None and document is None:
         raise InstanceError("format", "format describes a document; this event has none")
-    if shape is not None:
-        return generate_workflow(shape, tasks, seed)
+    if shape is None:
+        for key, value in (("tasks", tasks), ("seed", seed)):
+            if value is not None:
+                # QA sweep: they were ignored beside a document, silently
+                raise InstanceError(key, f"{key} sizes or seeds a generated workflow (shape); "
+                                    f"this event gives its {given[0]}, which {key} would not "
+                                    "change")
+    else:
+        return generate_workflow(shape, 30 if tasks is None else tasks,
+                                 0 if seed is None else seed)
     source = "workflow" if workflow is not None else "document"
     try:
         if workflow is not None:

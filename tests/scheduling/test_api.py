@@ -478,15 +478,24 @@ def test_a_session_takes_dax_and_wfcommons_documents(api: httpx.Client) -> None:
     assert [a["task"] for a in r.json()["assignments"]] == ["é"]
     # faults name the document: not XML, a DAX with a job without runtime, two sources
     bad = dax.replace('runtime="', 'rt="', 1)
+    wfcommons_compact = {"tasks": [{"id": "a", "runtime": 1}]}
     for event, field in (
             ({"document": "<adag><job", "format": "dax"}, "events[0].document"),
             ({"document": bad}, "events[0].document.tasks[0].runtime"),
             ({"document": "{", "format": "wfcommons"}, "events[0].document"),
             ({"document": dax, "shape": "montage"}, "events[0].shape"),
             ({"document": "[1, 2]"}, "events[0].document"),
-            ({"shape": "montage", "format": "dax"}, "events[0].format")):
+            ({"shape": "montage", "format": "dax"}, "events[0].format"),
+            # tasks and seed size a generated workflow: beside a document or a workflow they
+            # were silently ignored (QA sweep)
+            ({"document": dax, "tasks": 50}, "events[0].tasks"),
+            ({"workflow": wfcommons_compact, "seed": 3}, "events[0].seed")):
         body = {"events": [{"type": "workflow_arrived", "time": 1, **event}]}
         assert_problem(api.post(f"{url}/events", json=body), 422, field=field)
+    generated = {"type": "workflow_arrived", "time": 2, "shape": "sipht", "tasks": 40,
+                 "seed": 5}
+    r = api.post(f"{url}/events", json={"events": [generated]})
+    assert r.status_code == 200, r.text
 
 
 def test_a_delete_waits_for_the_events_request_in_flight(api: httpx.Client) -> None:
