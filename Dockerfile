@@ -27,4 +27,6 @@ USER cosolve
 
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
-CMD ["uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "5"]
+# the settings are checked first (one line naming a bad COSOLVE_* variable, exit 2); run
+# from the source tree like uvicorn was, so weights/ is found beside the code
+CMD ["python", "-m", "cli.main", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/uvicorn app.main:app --host $(HOST) --port $(PORT) --timeout-graceful-shutdown 5
+	$(BIN)/cosolve serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
 	$(BIN)/ruff check .

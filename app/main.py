@@ -29,6 +29,7 @@ from app.routers import flow, health, jobs, routing, scheduling, solvers
 from app.settings import Settings, get_settings
 from solvers.base import all_specs, get_solver
 from solvers.device import describe, torch_device_name
+from solvers.tuning import check_tuning
 
 logger = logging.getLogger("cosolve.api")
 
@@ -106,6 +107,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         device = torch_device_name(app.state.settings.device)
     except ValueError as exc:
         raise RuntimeError(f"COSOLVE_DEVICE: {exc}") from None
+    check_tuning()  # the solvers' own COSOLVE_* variables (ValueError naming the variable)
     logger.info("cosolve: the torch solvers run on %s", describe(device))
     # Neural solvers load their weights, and numba kernels compile, now rather than inside
     # the first request's time budget. The first start of a fresh install compiles every

@@ -8,7 +8,6 @@ can start a server with small limits.
 from __future__ import annotations
 
 import os
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
@@ -16,7 +15,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from solvers.device import DEVICE_PATTERN
+from solvers.device import spelling_problem
 
 MIB = 1024 * 1024
 
@@ -107,8 +106,9 @@ class Settings(BaseSettings):
     @classmethod
     def _device_name(cls, value: str) -> str:
         # only the spelling here (importing torch to look for a GPU is the start-up's job)
-        if not re.fullmatch(DEVICE_PATTERN, value):
-            raise ValueError(f"unknown device {value!r}; use cpu, cuda, cuda:N or auto")
+        problem = spelling_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -41,8 +41,10 @@ from rich.table import Table
 from app.jobs.executors import Executor, make_executor
 from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
 from cli.common import (
+    DEVICE_OPTION,
     EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
+    check_device,
     check_time_limit,
     fail,
     jsonable,
@@ -522,7 +524,7 @@ def _interrupt(store: JobStore, rows: list[BatchRow], out: Path,
 
 
 def _start_executor(kind: str, store: JobStore, workers: int,
-                    ray_address: str | None) -> tuple[Executor, bool]:
+                    ray_address: str | None, device: str = "cpu") -> tuple[Executor, bool]:
     """The executor, and whether this command started Ray (so it should stop it again)."""
     started_ray = False
     if kind == "ray":
@@ -533,7 +535,7 @@ def _start_executor(kind: str, store: JobStore, workers: int,
         started_ray = not ray.is_initialized()
     try:
         executor = make_executor(kind, store, workers=workers, ttl_s=STORE_TTL_S,
-                                 ray_address=ray_address)
+                                 ray_address=ray_address, device=device)
     except Exception as exc:  # Ray cannot connect, a pool cannot start: not the user's input
         fail(f"--executor {kind}: cannot start: {type(exc).__name__}: {exc}", EXIT_SOLVER_FAILED)
     return executor, started_ray
@@ -661,15 +663,17 @@ def batch(
     max_vehicles: Annotated[int | None, typer.Option(
         help="CVRP and CVRPTW: at most this many vehicles for every file, in place of a file's "
              "VEHICLES; a TSP file is then rejected.")] = None,
+    device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Solve every instance file in DIR as jobs; resumable (files solved in OUT are skipped)."""
     workers = _check_options(solver, time_limit, seed, workers, executor, ray_address,
                              max_vehicles)
+    resolved = check_device(device)
     files, ignored = _check_folders(folder, out)
     try:
         rows, completed = _solve_all(files, out, solver, time_limit, seed, workers, executor,
                                      ray_address, show_progress=not as_json and sys.stderr.isatty(),
-                                     max_vehicles=max_vehicles)
+                                     max_vehicles=max_vehicles, device=resolved)
     except KeyboardInterrupt:  # while reading the files or starting the executor
         fail("interrupted before the batch started; run the same command again",
               EXIT_INTERRUPTED)
@@ -680,7 +684,8 @@ def batch(
 def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, seed: int,
                workers: int, executor: str, ray_address: str | None,
                show_progress: bool,
-               max_vehicles: int | None = None) -> tuple[list[BatchRow], bool]:
+               max_vehicles: int | None = None,
+               device: str = "cpu") -> tuple[list[BatchRow], bool]:
     """Prepare, run and collect; returns the rows and False if Ctrl-C stopped the jobs."""
     rows, pending = prepare(files, out, solver, time_limit, seed, max_vehicles)
     if not pending:
@@ -688,7 +693,7 @@ def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, see
     rejected = [r for r in rows if r.state == REJECTED]
     store = JobStore(out / STORE_FOLDER)
     store.purge_expired()
-    runner, started_ray = _start_executor(executor, store, workers, ray_address)
+    runner, started_ray = _start_executor(executor, store, workers, ray_address, device)
     try:
         completed = run_jobs(store, runner, pending, solver, time_limit, seed, rejected, out,
                              show_progress, max_vehicles)

@@ -95,17 +95,29 @@ def check_time_limit(time_limit: float) -> None:
         fail(f"--time-limit: at most {MAX_TIME_LIMIT:,.0f} s (30 days), got {got}")
 
 
+#: The torch device option of the routing commands and the batch (the service reads the same
+#: variable).
+DEVICE_OPTION = typer.Option(
+    help="torch device of reld and polynet (sil decodes on the CPU): cpu, cuda, cuda:N, or auto "
+    "(the GPU when torch sees one); the classical solvers ignore it.", envvar="COSOLVE_DEVICE")
+
+
 def check_budget(time_limit: float, seed: int, device: str = "cpu") -> Budget:
     """The options every solving command shares, checked (exit 2 naming the option): a time
     limit, a seed in range, and a torch device that exists here (``auto`` resolved)."""
     check_time_limit(time_limit)
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
+    return Budget(time_limit=time_limit, seed=seed, device=check_device(device))
+
+
+def check_device(device: str) -> str:
+    """``--device`` (or COSOLVE_DEVICE) resolved to a torch device that exists here; exit 2
+    naming both otherwise (the value may come from either)."""
     try:
-        resolved = torch_device_name(device)
+        return torch_device_name(device)
     except ValueError as exc:
-        fail(f"--device: {exc}")
-    return Budget(time_limit=time_limit, seed=seed, device=resolved)
+        fail(f"--device (or COSOLVE_DEVICE): {exc}")
 
 
 def with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:

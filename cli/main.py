@@ -21,6 +21,7 @@ import typer
 
 from cli.batch import batch, output_stem
 from cli.common import (
+    DEVICE_OPTION,
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
@@ -50,6 +51,7 @@ from solvers.errors import (
     CosolveError,
     InstanceError,
     InstanceTooLargeError,
+    NoSolutionError,
     ProblemMismatchError,
     UnknownSolverError,
 )
@@ -59,6 +61,7 @@ from solvers.routing.render import solution_svg
 from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import gap_percent
 from solvers.routing.solve import solve as solve_instance
+from solvers.tuning import check_tuning
 
 SOLUTION_EXTENSIONS = (".tour", ".sol", ".json")
 INSTANCE_ARGUMENT = typer.Argument(
@@ -94,10 +97,6 @@ def _print_json(obj: Any) -> None:
 
 
 
-#: The torch device option of the routing commands (the service reads the same variable).
-DEVICE_OPTION = typer.Option(
-    help="torch device of reld and polynet (sil decodes on the CPU): cpu, cuda, cuda:N, or auto "
-    "(the GPU when torch sees one); the classical solvers ignore it.", envvar="COSOLVE_DEVICE")
 
 
 def _check_reference(reference: float | None) -> None:
@@ -186,6 +185,13 @@ def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolvePr
         return solve_instance(instance, name, budget, progress)
     except InstanceError as exc:  # the instance lacks what this solver needs: the input's
         failed(f"solver {name!r} cannot take this instance: {exc}", EXIT_BAD_INPUT)
+    except NoSolutionError as exc:
+        if budget.cancelled():
+            failed(f"interrupted: solver {name!r} had no solution yet ({exc})",
+                   EXIT_INTERRUPTED)
+        if exc.proven:  # no plan exists (e.g. none meets the fleet cap): the input's fault
+            failed(f"{name}: {exc.field}: {exc}", EXIT_BAD_INPUT)
+        failed(f"solver {name!r} failed: {exc}", EXIT_SOLVER_FAILED)
     except CosolveError as exc:
         if budget.cancelled():
             failed(f"interrupted: solver {name!r} had no solution yet ({exc})",
@@ -218,6 +224,10 @@ def main(
 ) -> None:
     """Solve routing, min-cost flow and workflow scheduling problems with the registered
     solvers."""
+    try:  # the solvers' COSOLVE_* variables, for every command (a typo was a traceback)
+        check_tuning()
+    except ValueError as exc:
+        fail(str(exc))
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -498,3 +508,7 @@ def serve(
 
 
 __all__ = ["app"]
+
+
+if __name__ == "__main__":  # `python -m cli.main serve` in the Docker image
+    app()

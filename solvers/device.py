@@ -15,11 +15,19 @@ from functools import lru_cache
 DEVICE_PATTERN = r"^(cpu|auto|cuda(:[0-9]+)?)$"
 
 
+def spelling_problem(setting: str) -> str | None:
+    """What is wrong with how a device setting is written, or ``None`` (no torch needed)."""
+    if not re.fullmatch(DEVICE_PATTERN, setting):
+        return f"unknown device {setting!r}; use cpu, cuda or cuda:N (or auto)"
+    return None
+
+
 def device_problem(setting: str) -> str | None:
     """What is wrong with a device setting, or ``None``: checked before anything runs, so a
     typo or a missing GPU is one clear sentence, not a torch traceback halfway through."""
-    if not re.fullmatch(DEVICE_PATTERN, setting):
-        return f"unknown device {setting!r}; use cpu, cuda or cuda:N (or auto)"
+    spelling = spelling_problem(setting)
+    if spelling is not None:
+        return spelling
     if setting in ("cpu", "auto"):
         return None
     import torch  # only here: importing torch takes seconds

@@ -84,7 +84,10 @@ class NoSolutionError(CosolveError):
     advising a larger time limit makes sense (not when the search ended on its own)."""
 
     def __init__(self, message: str, field: str = "time_limit",
-                 more_time_helps: bool = True) -> None:
+                 more_time_helps: bool = True, proven: bool = False) -> None:
         super().__init__(message)
         self.field = field
         self.more_time_helps = more_time_helps
+        #: no solution exists at all (an exhaustive search said so): the input is at fault,
+        #: not the solver
+        self.proven = proven

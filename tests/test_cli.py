@@ -520,14 +520,15 @@ def test_a_solver_failure_under_json_is_a_json_document() -> None:
 def test_routing_commands_check_the_torch_device_first(command: str) -> None:
     option = "--solver" if command == "solve" else "--solvers"
     result = _run(command, str(DATA / "eil51.tsp"), option, "reld", "--device", "gpu")
-    _assert_user_error(result, "--device: unknown device 'gpu'", "cpu, cuda or cuda:N")
+    _assert_user_error(result, "--device (or COSOLVE_DEVICE): unknown device 'gpu'",
+                       "cpu, cuda or cuda:N")
     # COSOLVE_DEVICE is the same option (the service reads it too); auto is the CPU here
     import torch
 
     if not torch.cuda.is_available():
         result = runner.invoke(app, [command, str(DATA / "eil51.tsp"), option, "reld",
                                      "--time-limit", "1"], env={"COSOLVE_DEVICE": "cuda"})
-        _assert_user_error(result, "--device: 'cuda' was asked for", "no CUDA GPU")
+        _assert_user_error(result, "COSOLVE_DEVICE): 'cuda' was asked for", "no CUDA GPU")
         result = _run(command, str(DATA / "eil51.tsp"), option, "reld", "--time-limit", "1",
                       "--device", "auto", "--json")
         assert result.exit_code == 0, result.stderr
@@ -541,5 +542,36 @@ def test_routing_commands_check_the_torch_device_first(command: str) -> None:
 def test_serve_checks_its_settings_before_starting(env: dict[str, str],
                                                    words: list[str]) -> None:
     """A bad COSOLVE_* value is one line and exit 2, not uvicorn's start-up traceback."""
+    result = runner.invoke(app, ["serve", "--port", "8799"], env=env)
+    _assert_user_error(result, *words)
+
+
+def test_a_fleet_proven_impossible_is_the_inputs_fault(tmp_path: Path) -> None:
+    """Five customers of 4 on vehicles of 10 with max_vehicles 2: the demand fits two
+    vehicles, no partition does. The exact search proves it, so the CLI exits 2 (bad input)
+    as the API answers 422, not 1 ("solver failed", QA sweep)."""
+    path = tmp_path / "inf.json"
+    path.write_text(json.dumps({"problem": "cvrp", "coords": [[0, 0], [1, 0], [0, 1], [1, 1],
+                                                             [2, 2], [3, 3]],
+                                "demands": [0, 4, 4, 4, 4, 4], "capacity": 10,
+                                "max_vehicles": 2}))
+    result = _run("solve", str(path), "--solver", "ils", "--time-limit", "1")
+    _assert_user_error(result, "ils: max_vehicles: no plan within the fleet exists",
+                       "proven by enumerating every partition")
+
+
+@pytest.mark.parametrize(("env", "words"), [
+    ({"COSOLVE_TORCH_THREADS": "abc"}, ["COSOLVE_TORCH_THREADS: must be a positive integer"]),
+    ({"COSOLVE_TORCH_THREADS": "0"}, ["COSOLVE_TORCH_THREADS", "got '0'"]),
+    ({"COSOLVE_SIL_PRECISION": "fp64"}, ["COSOLVE_SIL_PRECISION: must be auto, fp32 or bf16"]),
+    ({"COSOLVE_SIL_VIEWS": "yes"}, ["COSOLVE_SIL_VIEWS: must be 0 or 1"]),
+])
+def test_the_solvers_own_variables_are_checked_by_every_command(
+        env: dict[str, str], words: list[str]) -> None:
+    """QA sweep: COSOLVE_TORCH_THREADS=abc was a traceback in `solve` and `serve`, and a
+    misspelt SIL precision fell back to fp32 silently."""
+    result = runner.invoke(app, ["solve", str(DATA / "eil51.tsp"), "--solver",
+                                 "nearest_neighbor"], env=env)
+    _assert_user_error(result, *words)
     result = runner.invoke(app, ["serve", "--port", "8799"], env=env)
     _assert_user_error(result, *words)

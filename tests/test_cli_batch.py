@@ -450,3 +450,17 @@ def test_bad_options_name_the_option(tmp_path: Path) -> None:
     _assert_user_error(_run(*base, out, "--workers", "0"), "--workers")
     _assert_user_error(_run(*base, out, "--executor", "dask"), "--executor", "local", "ray")
     _assert_user_error(_run(*base, str(folder)), "--out", "DIR")
+
+
+def test_the_device_is_checked_and_reaches_the_jobs(tmp_path: Path) -> None:
+    """QA sweep: batch ignored COSOLVE_DEVICE (a misspelt one too) and had no --device."""
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    out = str(tmp_path / "out")
+    bad = runner.invoke(app, ["batch", str(folder), "--solver", "reld", "--out", out],
+                        env={"COSOLVE_DEVICE": "gpu"})
+    assert bad.exit_code == 2 and "COSOLVE_DEVICE): unknown device 'gpu'" in bad.stderr
+    result = _run(str(folder), "--solver", "reld", "--out", out, "--time-limit", "1",
+                  "--workers", "1", "--device", "auto", "--json")
+    assert result.exit_code == 0, result.stderr
+    solved = json.loads((tmp_path / "out" / "eil51.json").read_text())
+    assert solved["stats"]["device"] == "cpu"  # auto, with no GPU here

@@ -162,7 +162,7 @@ def tiny_optimum(instance: Instance) -> list[list[int]] | None:
             f"no plan within the fleet exists (max_vehicles is {instance.max_vehicles}): "
             f"the {m} customers' demands fit in no {fleet} routes of capacity "
             f"{instance.capacity} (proven by enumerating every partition); raise "
-            "max_vehicles", field="max_vehicles", more_time_helps=False)
+            "max_vehicles", field="max_vehicles", more_time_helps=False, proven=True)
     routes, s = [], full
     while s:
         r = int(choice[k, s])

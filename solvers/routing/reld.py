@@ -26,7 +26,6 @@ and a CVRP fleet cap is kept by route elimination (``descent.fleet_repair``).
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -69,11 +68,12 @@ from solvers.routing.problem import (
     build_solution,
 )
 from solvers.routing.reconstruct import path_lengths, reconstruct_routes, reconstruct_tour
+from solvers.tuning import torch_threads
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 #: Intra-op threads for torch. One per solve: the service runs solves and jobs side by side,
 #: and OpenMP threads fighting for cores made a pass 20× slower on the 2-core machine.
-TORCH_THREADS = int(os.environ.get("COSOLVE_TORCH_THREADS", "1"))
+TORCH_THREADS = torch_threads()
 MAX_STARTS = 100
 #: A sampling round decodes at most SAMPLE_CAP first passes' worth of trajectories (larger
 #: single passes overran the limit under load: 2.7 s of 2 s at 8), the last

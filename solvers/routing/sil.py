@@ -23,7 +23,6 @@ part earns which gain.
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -47,9 +46,10 @@ from solvers.routing.localsearch import (
     two_opt,
 )
 from solvers.routing.problem import CVRPInstance, Instance, Solution, build_solution
+from solvers.tuning import torch_threads, tuning
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
-TORCH_THREADS = int(os.environ.get("COSOLVE_TORCH_THREADS", "1"))
+TORCH_THREADS = torch_threads()
 MAX_NODES = {"tsp": 200_000, "cvrp": 200_000}
 #: Longest segment rebuilt by default. The paper uses 1,000 on a GPU; on CPU cores a round
 #: costs ~n·ω/2 token evaluations, so shorter segments buy many more rounds per minute.
@@ -92,10 +92,10 @@ def _cpu_has_fast_bf16() -> bool:
 #: on the development machine (same tour length to 1e-4); acceptance still compares float64
 #: lengths, so a rounding slip can only cost an improvement, never feasibility.
 #: COSOLVE_SIL_PRECISION=fp32|bf16 overrides.
-PRECISION = os.environ.get("COSOLVE_SIL_PRECISION", "auto")
+PRECISION = tuning("COSOLVE_SIL_PRECISION")
 USE_BF16 = PRECISION == "bf16" or (PRECISION == "auto" and _cpu_has_fast_bf16())
 #: A random symmetry of the unit box per reconstruction round (COSOLVE_SIL_VIEWS=0: identity).
-RANDOM_VIEWS = os.environ.get("COSOLVE_SIL_VIEWS", "1") != "0"
+RANDOM_VIEWS = tuning("COSOLVE_SIL_VIEWS") == "1"
 
 
 def per_token_prior(model: SILModel) -> float:

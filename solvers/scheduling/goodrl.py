@@ -9,7 +9,6 @@ HEFT-style rule, because GOODRL decides only the VM, not the task order.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,12 @@ from solvers.scheduling.features import collate, observe
 from solvers.scheduling.heuristics import HEFT
 from solvers.scheduling.registry import GOODRL_DESCRIPTION
 from solvers.scheduling.simulator import ClusterState, Run
+from solvers.tuning import torch_threads
 
 WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 WEIGHTS = WEIGHTS_DIR / "goodrl.pt"
 #: Threads torch may use (one is fastest for these small graphs; same knob as ReLD's).
-TORCH_THREADS = int(os.environ.get("COSOLVE_TORCH_THREADS", "1"))
+TORCH_THREADS = torch_threads()
 TRAIN_COMMAND = "nice -n 10 python -m training.goodrl --minutes 60"
 
 _lock = threading.Lock()

@@ -1,0 +1,44 @@
+"""The solvers' own COSOLVE_* environment variables (the service's limits live in
+app/settings.py): read once at import, where a bad value falls back to the default, and checked
+by ``check_tuning`` where the service and the CLI start, so a typo is one line naming the
+variable instead of a traceback or a silent fallback."""
+
+from __future__ import annotations
+
+import os
+
+#: Each variable: its default and what it may be.
+TUNING = {
+    "COSOLVE_TORCH_THREADS": ("1", "a positive integer (torch CPU threads per solve)"),
+    "COSOLVE_SIL_PRECISION": ("auto", "auto, fp32 or bf16"),
+    "COSOLVE_SIL_VIEWS": ("1", "0 or 1"),
+}
+
+
+def _problem(name: str, value: str) -> str | None:
+    if name == "COSOLVE_TORCH_THREADS":
+        ok = value.isdigit() and int(value) > 0
+    elif name == "COSOLVE_SIL_PRECISION":
+        ok = value in ("auto", "fp32", "bf16")
+    else:
+        ok = value in ("0", "1")
+    return None if ok else f"{name}: must be {TUNING[name][1]}, got {value!r}"
+
+
+def tuning(name: str) -> str:
+    """The variable's value, or its default when unset or invalid (``check_tuning`` is where
+    an invalid one is reported)."""
+    value = os.environ.get(name, TUNING[name][0])
+    return TUNING[name][0] if _problem(name, value) else value
+
+
+def torch_threads() -> int:
+    return int(tuning("COSOLVE_TORCH_THREADS"))
+
+
+def check_tuning() -> None:
+    """ValueError naming every variable set to something it may not be."""
+    problems = [p for name in TUNING if name in os.environ
+                for p in [_problem(name, os.environ[name])] if p]
+    if problems:
+        raise ValueError("; ".join(problems))
