@@ -35,6 +35,12 @@ class SinkhornSettings:
     #: 100 nodes on an H200, benchmarks/results/flow_gpu.md). Ignored on the CPU.
     cuda_graph: bool = True
 
+    def __post_init__(self) -> None:
+        if self.check_every < 1 or self.max_stage_iterations < 1:
+            raise ValueError("check_every and max_stage_iterations must be at least 1")
+        if self.cpu_threads is not None and self.cpu_threads < 1:
+            raise ValueError("cpu_threads must be at least 1 (or None)")
+
     def schedule(self) -> list[float]:
         """The ε values of the stages, from ``eps_start`` down to exactly ``eps_end``."""
         if not (0 < self.eps_end <= self.eps_start and 0 < self.eps_decay < 1):

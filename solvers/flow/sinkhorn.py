@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from solvers.device import torch_device_name
 from solvers.errors import SolverUnavailableError
 from solvers.flow.options import SinkhornSettings
 from solvers.flow.problem import CoreNetwork
@@ -88,12 +89,12 @@ class SinkhornResult:
 
 
 def resolve_device(name: str) -> torch.device:
-    """A torch device, refusing CUDA where torch sees none (instead of a deep torch error)."""
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise SolverUnavailableError("oft_sinkhorn", f"device {name!r} was asked for, but torch "
-                                     "sees no CUDA GPU here; use device 'cpu'")
-    return dev
+    """A torch device (``auto`` resolved), refusing CUDA where torch sees none (instead of a
+    deep torch error)."""
+    try:
+        return torch.device(torch_device_name(name))
+    except ValueError as exc:
+        raise SolverUnavailableError("oft_sinkhorn", str(exc)) from None
 
 
 @dataclass
@@ -121,6 +122,8 @@ def _flow_scale(core: CoreNetwork) -> float:
 
 
 def _batch(cores: Sequence[CoreNetwork], device: torch.device) -> _Batch:
+    if not cores:
+        raise ValueError("oft_sinkhorn needs at least one network")
     n, m = cores[0].n, cores[0].m
     if any(c.n != n or c.m != m for c in cores):
         raise ValueError("a batch needs networks with the same node and arc counts")
@@ -340,7 +343,9 @@ def _iterate(cores: Sequence[CoreNetwork], cfg: SinkhornSettings, dev: torch.dev
             a, b, y, y_minus_s, A, P, err = step(a, b, y, y_minus_s, A, eps, k)
             stage_iters += k
             iterations += k
-            if stage_iters % cfg.check_every:
+            # checked every check_every iterations and at the stage's last one (a stage shorter
+            # than check_every was never checked for its deadline or cancel flag, QA sweep)
+            if stage_iters % cfg.check_every and stage_iters < cfg.max_stage_iterations:
                 continue
             worst = float(err.max())
             now = time.perf_counter()

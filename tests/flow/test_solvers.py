@@ -332,3 +332,19 @@ def test_the_gpu_benchmark_runs_the_batched_benchmarks_settings() -> None:
     from benchmarks.flow_gpu import BATCH_SETTINGS as GPU_SETTINGS
 
     assert GPU_SETTINGS == BATCH_SETTINGS
+
+
+def test_odd_sinkhorn_settings_are_refused_or_honoured() -> None:
+    """QA sweep: check_every=0 divided by zero, an empty batch was an IndexError, 'auto' a
+    torch error, and a stage shorter than check_every never looked at its deadline."""
+    import time
+
+    with pytest.raises(ValueError, match="check_every"):
+        SinkhornSettings(check_every=0)
+    with pytest.raises(ValueError, match="at least one network"):
+        oft_sinkhorn([], SinkhornSettings())
+    core = netgen_style(1, 30, 150).core()
+    short = SinkhornSettings(max_stage_iterations=7, eps_end=1e-3)
+    assert oft_sinkhorn([core], short, device="auto").iterations == 7 * len(short.schedule())
+    late = oft_sinkhorn([core], short, deadline=time.perf_counter() - 1.0)
+    assert late.stopped == "time_limit" and late.iterations == 7
