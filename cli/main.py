@@ -455,6 +455,9 @@ def compare(
              "best so far" + (f"; not run: {', '.join(skipped)}" if skipped else ""),
              EXIT_INTERRUPTED)
     if comparison.best_solver is None:
+        proof = next((r for r in comparison.rows if r.proven_impossible), None)
+        if proof is not None:  # the input's fault: exit 2, as `solve` does (and the API's 422)
+            fail(f"no solution exists ({proof.solver}): {proof.error}")
         fail("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
 
 

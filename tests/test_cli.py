@@ -558,6 +558,9 @@ def test_a_fleet_proven_impossible_is_the_inputs_fault(tmp_path: Path) -> None:
     result = _run("solve", str(path), "--solver", "ils", "--time-limit", "1")
     _assert_user_error(result, "ils: max_vehicles: no plan within the fleet exists",
                        "proven by enumerating every partition")
+    result = _run("compare", str(path), "--solvers", "ils,nearest_neighbor", "--time-limit",
+                  "1")
+    _assert_user_error(result, "no solution exists (ils): no plan within the fleet exists")
 
 
 @pytest.mark.parametrize(("env", "words"), [

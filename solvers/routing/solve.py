@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solvers.base import Budget, ProgressCallback, get_solver, get_spec, no_progress
-from solvers.errors import CosolveError
+from solvers.errors import CosolveError, NoSolutionError
 from solvers.routing.problem import Instance, Solution, TSPInstance, build_solution
 
 
@@ -106,6 +106,8 @@ class ComparisonRow:
     error: str | None = None
     gap_to_best: float | None = None
     gap_to_reference: float | None = None
+    #: the error is a proof that no solution exists (the input's fault, not the solver's)
+    proven_impossible: bool = False
 
     @property
     def cost(self) -> float | None:
@@ -144,7 +146,8 @@ def compare(
         try:
             rows.append(ComparisonRow(name, solve(instance, name, budget, progress)))
         except CosolveError as exc:
-            rows.append(ComparisonRow(name, None, error=str(exc)))
+            rows.append(ComparisonRow(name, None, error=str(exc), proven_impossible=bool(
+                isinstance(exc, NoSolutionError) and exc.proven)))
         except Exception as exc:  # one solver's crash must not lose the other rows
             first_line = (str(exc).splitlines() or [""])[0]
             rows.append(ComparisonRow(name, None, error=f"failed unexpectedly: "
