@@ -190,8 +190,8 @@ def device_half(args: argparse.Namespace) -> int:
 
 
 def report_half(args: argparse.Namespace) -> int:
-    from benchmarks.flow import machine_info
-    from solvers.flow.repair import finish, repair, sinkhorn_certificate, solve_min_cost_flow
+    from benchmarks.flow import exact_from_entropic, machine_info
+    from solvers.flow.repair import solve_min_cost_flow
 
     rec = json.loads((args.dir / "flow_gpu.json").read_text())
     with np.load(args.dir / "entropic.npz") as npz:  # decompressed once, not per access
@@ -213,20 +213,10 @@ def report_half(args: argparse.Namespace) -> int:
     agree = int(sum(int(a) == int(b) for a, b in zip(optima, nx_optima, strict=False)))
     # Exactness of the GPU's entropic flows: rounding, repair, certificate, finish (CPU).
     first = len(saved["flow"])
-    t0 = time.perf_counter()
-    repaired_opt = finished_opt = 0
-    cert_gaps = []
-    for i in range(first):
-        core = cores[i]
-        pot = 0.5 * (saved["row"][i] + saved["col"][i])
-        rep = repair(core, saved["flow"][i], pot, float(saved["final_eps"][i]))
-        cert, pi = sinkhorn_certificate(core, rep.cost, [saved["row"][i], saved["col"][i], pot])
-        cert_gaps.append(100.0 * cert.relative_gap)
-        repaired_opt += rep.cost == optima[i]
-        fin = finish(core, rep.flow, rep.candidates, pi)
-        finished_opt += (fin.cost == optima[i] and fin.certificate is not None
-                         and fin.certificate.gap == 0)
-    exact_s = time.perf_counter() - t0
+    exact = exact_from_entropic(cores[:first], saved["flow"], saved["row"], saved["col"],
+                                saved["final_eps"], optima[:first])
+    repaired_opt, finished_opt = exact["repair_optimal"], exact["finished_optimal"]
+    cert_gaps, exact_s = exact["certified_gaps_pct"], exact["seconds"]
     here = machine_info()
     ort_rate = count / ortools_s
     m = rec["machine"]
