@@ -227,7 +227,8 @@ def main(
     try:  # the solvers' COSOLVE_* variables, for every command (a typo was a traceback)
         check_tuning()
     except ValueError as exc:
-        fail(str(exc))
+        if not {"--help", "-h"} & set(sys.argv[1:]):  # help prints whatever the environment
+            fail(str(exc))
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -456,7 +457,7 @@ def compare(
              EXIT_INTERRUPTED)
     if comparison.best_solver is None:
         proof = next((r for r in comparison.rows if r.proven_impossible), None)
-        if proof is not None:  # the input's fault: exit 2, as `solve` does (and the API's 422)
+        if proof is not None:  # the input's fault: exit 2, as `solve` does
             fail(f"no solution exists ({proof.solver}): {proof.error}")
         fail("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
 

@@ -238,31 +238,43 @@ def policies_command(
 _SOURCES = ("workflow", "document", "shape")
 
 
-def _local_file(ev: dict[str, Any], where: str) -> Workflow:
+def _local_file(ev: dict[str, Any], where: str) -> Workflow | InstanceError:
     """The workflow of an event's local ``file``, read as ``simulate --workflows`` reads one
-    (format from the extension, .gz with the same decompression cap); faults name
-    ``events[i].file``. The event keeps a placeholder shape so that it validates."""
-    def refuse(words: str) -> InstanceError:
-        return InstanceError(f"{where}.file", words)
-
+    (format from the extension, .gz with the same decompression cap), or the problem to report
+    at the event's turn, as HTTP reports a bad document after applying the events before it
+    (fields within the event: ``file``, ``tasks``). The event is left valid either way (a
+    placeholder shape that the file's workflow replaces). Only a ``file`` on another kind of
+    event is an InstanceError at once (naming ``events[i].file``)."""
     if ev.get("type") != "workflow_arrived":
-        raise refuse("only a workflow_arrived event takes a file")
-    if any(k in ev for k in _SOURCES):
-        raise refuse("give one of file, workflow, document or shape")
+        raise InstanceError(f"{where}.file", "only a workflow_arrived event takes a file")
     raw = ev.pop("file")
+    others = [k for k in _SOURCES if k in ev]
+    extras = [k for k in ("tasks", "seed", "format") if k in ev]
+    for key in others + extras:
+        ev.pop(key)
+    ev["shape"] = "montage"
+    if others:
+        return InstanceError(others[0], "give one of file, workflow, document or shape")
+    if extras:
+        # QA sweep: beside a file they were ignored, as they were beside a document
+        return InstanceError(extras[0], f"{extras[0]} does not apply to a file (its format comes "
+                             "from its extension; tasks and seed size and seed a generated "
+                             "shape)")
     if not isinstance(raw, str) or not raw:
-        raise refuse(f"expected a path, got {raw!r}")
+        return InstanceError("file", f"expected a path, got {raw!r}")
     try:
         data = Path(raw).read_bytes()
     except OSError as exc:
-        raise refuse(f"cannot read {raw}: {exc.strerror or exc}") from None
+        return InstanceError("file", f"cannot read {raw}: {exc.strerror or exc}")
     try:
-        workflow = parse_workflow_bytes(data, Path(raw).name)
+        return parse_workflow_bytes(data, Path(raw).name)
     except InstanceError as exc:
         field = "" if exc.field == "file" else f".{exc.field}"
-        raise InstanceError(f"{where}.file{field}", f"{raw}: {exc.message}") from None
-    ev["shape"] = "montage"  # validated as an arrival; the file's workflow replaces it
-    return workflow
+        return InstanceError(f"file{field}", f"{raw}: {exc.message}")
+
+
+def _raise(exc: Exception) -> Workflow:
+    raise exc
 
 
 def _session_line(session: Session, obj: Any) -> dict[str, Any]:
@@ -276,19 +288,26 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
         return {"error": {"field": "line", "detail": "expected a JSON object: an event, "
                           "{\"events\": [...]} or {\"type\": \"state\"}"}}
     events = obj.get("events", [obj])
-    files: dict[int, Workflow] = {}
+    files: dict[int, Workflow | InstanceError] = {}
     for i, ev in enumerate(events if isinstance(events, list) else []):
         if isinstance(ev, dict) and "file" in ev:
             try:
                 files[i] = _local_file(ev, f"events[{i}]")
             except InstanceError as exc:
                 return {"error": {"field": exc.field, "detail": f"{exc.field}: {exc.message}"}}
+
+    def source(i: int, ev: WorkflowArrived) -> Any:
+        read = files.get(i)
+        if isinstance(read, InstanceError):
+            return functools.partial(_raise, read)  # refused in its turn, after the ones before
+        return read if read is not None else functools.partial(arrival_workflow,
+                                                                **ev.arrival_sources())
+
     try:
         body = validate_json(EventsRequest, json.dumps({"events": events}).encode())
     except ApiError as exc:
         return {"error": {"field": exc.field, "detail": exc.detail}}
-    batch = [Arrived(ev.time, files[i] if i in files else functools.partial(
-                arrival_workflow, **ev.arrival_sources()), ev.workflow_id)
+    batch = [Arrived(ev.time, source(i, ev), ev.workflow_id)
              if isinstance(ev, WorkflowArrived) else Finished(ev.time, ev.workflow_id, ev.task_id)
              for i, ev in enumerate(body.events)]
     try:

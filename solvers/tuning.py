@@ -8,16 +8,24 @@ from __future__ import annotations
 import os
 
 #: Each variable: its default and what it may be.
+#: More torch threads than any machine has cores (torch itself overflows far above).
+MAX_THREADS = 4096
 TUNING = {
-    "COSOLVE_TORCH_THREADS": ("1", "a positive integer (torch CPU threads per solve)"),
+    "COSOLVE_TORCH_THREADS": ("1", f"an integer from 1 to {MAX_THREADS} (torch CPU threads per "
+                              "solve)"),
     "COSOLVE_SIL_PRECISION": ("auto", "auto, fp32 or bf16"),
     "COSOLVE_SIL_VIEWS": ("1", "0 or 1"),
 }
 
 
+def _value(name: str) -> str:
+    """The variable as set, spaces around it dropped; unset or empty is the default."""
+    return os.environ.get(name, "").strip() or TUNING[name][0]
+
+
 def _problem(name: str, value: str) -> str | None:
     if name == "COSOLVE_TORCH_THREADS":
-        ok = value.isdigit() and int(value) > 0
+        ok = value.isascii() and value.isdigit() and 0 < int(value) <= MAX_THREADS
     elif name == "COSOLVE_SIL_PRECISION":
         ok = value in ("auto", "fp32", "bf16")
     else:
@@ -28,7 +36,7 @@ def _problem(name: str, value: str) -> str | None:
 def tuning(name: str) -> str:
     """The variable's value, or its default when unset or invalid (``check_tuning`` is where
     an invalid one is reported)."""
-    value = os.environ.get(name, TUNING[name][0])
+    value = _value(name)
     return TUNING[name][0] if _problem(name, value) else value
 
 
@@ -38,7 +46,6 @@ def torch_threads() -> int:
 
 def check_tuning() -> None:
     """ValueError naming every variable set to something it may not be."""
-    problems = [p for name in TUNING if name in os.environ
-                for p in [_problem(name, os.environ[name])] if p]
+    problems = [p for name in TUNING for p in [_problem(name, _value(name))] if p]
     if problems:
         raise ValueError("; ".join(problems))

@@ -564,8 +564,11 @@ def test_a_fleet_proven_impossible_is_the_inputs_fault(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("env", "words"), [
-    ({"COSOLVE_TORCH_THREADS": "abc"}, ["COSOLVE_TORCH_THREADS: must be a positive integer"]),
+    ({"COSOLVE_TORCH_THREADS": "abc"}, ["COSOLVE_TORCH_THREADS: must be an integer from 1"]),
     ({"COSOLVE_TORCH_THREADS": "0"}, ["COSOLVE_TORCH_THREADS", "got '0'"]),
+    # QA sweep: '²' is a digit to str.isdigit, and 10^20 overflowed inside torch
+    ({"COSOLVE_TORCH_THREADS": "²"}, ["COSOLVE_TORCH_THREADS", "got '²'"]),
+    ({"COSOLVE_TORCH_THREADS": "9" * 20}, ["COSOLVE_TORCH_THREADS", "to 4096"]),
     ({"COSOLVE_SIL_PRECISION": "fp64"}, ["COSOLVE_SIL_PRECISION: must be auto, fp32 or bf16"]),
     ({"COSOLVE_SIL_VIEWS": "yes"}, ["COSOLVE_SIL_VIEWS: must be 0 or 1"]),
 ])

@@ -208,6 +208,25 @@ def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client,
     answers = [json.loads(line) for line in result.stdout.splitlines()]
     assert [a.get("error", {}).get("field") for a in answers] == [
         "line", "events[0].type", "events[0].file", "events[0].file", "line", "line",
-        "events[0].file", "events[0].file", None, None]
+        "events[0].file", "events[0].shape", None, None]
     assert "gzip" in answers[3]["error"]["detail"]
     assert len(answers[8]["assignments"]) > 0 and answers[9]["pool"] == "5x5"
+
+
+def test_a_local_file_takes_no_tasks_and_fails_in_its_turn() -> None:
+    """QA sweep: tasks, seed and format beside a local file were ignored (as beside a
+    document over HTTP), and an unreadable file later in a batch applied none of the events
+    before it; now it is refused in its turn, after them, as HTTP refuses a bad document."""
+    montage = str(WORKFLOWS / "Montage_25.xml")
+    lines = [json.dumps({"type": "workflow_arrived", "time": 0, "file": montage, key: value})
+             for key, value in (("tasks", 12), ("seed", 5), ("format", "dax"))]
+    lines.append(json.dumps({"events": [
+        {"type": "workflow_arrived", "time": 1, "workflow_id": "a", "shape": "montage"},
+        {"type": "workflow_arrived", "time": 2, "workflow_id": "b", "file": "/no/such.xml"}]}))
+    result = runner.invoke(app, ["schedule", "session"], input="\n".join(lines) + "\n")
+    assert result.exit_code == 2
+    answers = [json.loads(line)["error"] for line in result.stdout.splitlines()]
+    assert [a["field"] for a in answers] == ["events[0].tasks", "events[0].seed",
+                                            "events[0].format", "events[1].file"]
+    assert answers[3]["applied"] == 1 and answers[3]["workflow_ids"] == ["a"]
+    assert answers[3]["assignments"]
