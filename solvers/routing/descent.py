@@ -113,8 +113,9 @@ def polish(instance: CVRPInstance, routes: list[list[int]], deadline: float) -> 
     """The final plan of a neural CVRP or CVRPTW solve through a classical descent:
     ``cvrp_descent`` for CVRP, ``timewindows.exchange_descent`` for CVRPTW (relocations,
     tail exchanges, swaps and reversals that keep windows). Returns the polished
-    ``routes``, ``factor`` (cost after / before), and for the stats ``gain_percent`` and
-    ``seconds``.
+    ``routes``, ``factor`` (cost after / before), and for the stats ``gain_percent``,
+    ``seconds`` and ``converged`` (False when the deadline, not the descent, ended it: the plan
+    may then hold a move or two more).
 
     The models' plans keep detours that these moves remove in milliseconds
     (``benchmarks.polish``, 64 instances at 1 s: CVRP100 -0.31% (polynet) and -0.37% (reld)
@@ -134,9 +135,10 @@ def polish(instance: CVRPInstance, routes: list[list[int]], deadline: float) -> 
         # every move saves distance by the descent's own arithmetic; an ulp's difference from
         # the instance's costing (a rounding convention at .5) must not make a plan worse
         polished, after = routes, before
+    done = time.perf_counter()
     return {"routes": polished, "factor": after / before if before > 0 else 1.0,
             "gain_percent": round(100 * (1 - after / before), 4) if before > 0 else 0.0,
-            "seconds": round(time.perf_counter() - t0, 4)}
+            "seconds": round(done - t0, 4), "converged": done < deadline}
 
 
 #: Share of the remaining time the fleet repair (route elimination) may take; it stops as
