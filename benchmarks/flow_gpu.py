@@ -190,8 +190,7 @@ def device_half(args: argparse.Namespace) -> int:
 
 
 def report_half(args: argparse.Namespace) -> int:
-    from benchmarks.flow import exact_from_entropic, machine_info
-    from solvers.flow.repair import solve_min_cost_flow
+    from benchmarks.flow import exact_from_entropic, machine_info, ortools_optima
 
     rec = json.loads((args.dir / "flow_gpu.json").read_text())
     with np.load(args.dir / "entropic.npz") as npz:  # decompressed once, not per access
@@ -200,15 +199,8 @@ def report_half(args: argparse.Namespace) -> int:
     cores = networks(count, rec["nodes"], rec["arcs"], rec["seed"])
     # OR-Tools, one network after another, on this machine's CPU (as benchmarks.flow times it),
     # after one untimed solve that loads the library
-    w = cores[0]
-    solve_min_cost_flow(w.n, w.tails, w.heads, w.caps, w.costs, w.supplies)
-    t0 = time.perf_counter()
-    optima = []
-    for c in cores:
-        flow = solve_min_cost_flow(c.n, c.tails, c.heads, c.caps, c.costs, c.supplies)
-        assert flow is not None
-        optima.append(c.cost(flow))
-    ortools_s = time.perf_counter() - t0
+    ortools_optima(cores[:1])
+    optima, ortools_s = ortools_optima(cores)
     nx_optima = saved["optima"]
     agree = int(sum(int(a) == int(b) for a, b in zip(optima, nx_optima, strict=False)))
     # Exactness of the GPU's entropic flows: rounding, repair, certificate, finish (CPU).
