@@ -160,3 +160,30 @@ def test_slack_rule_beats_heft_when_workflows_compete(classic: list[Workflow]) -
             heft += simulate(*args, HEFT(), seed=seed).mean_flowtime
             slack += simulate(*args, HEFTSlack(), seed=seed).mean_flowtime
         assert slack < 0.995 * heft, pool
+
+
+def test_no_policy_beats_the_critical_path_bound(tmp_path) -> None:
+    """benchmarks/scheduling_headroom.py's lower bound holds for every workflow of a loaded
+    stream under every correct rule, HEFT meets it for a workflow alone that is no wider than
+    the fastest VMs, and the report is written."""
+    from benchmarks.scheduling_headroom import critical_path_seconds, main
+    from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS
+    from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
+    from training.goodrl import classic_templates
+
+    templates = classic_templates()
+    pool = parse_pool("6x4")
+    bound = [critical_path_seconds(t, max(pool.speeds)) for t in templates]
+    for name in CORRECT_HEURISTICS:
+        result = simulate(templates, pool, Arrivals(40, (20.0,)), HEURISTICS[name](), seed=3,
+                          record=True)
+        assert result.workflows is not None
+        assert all(f - a >= bound[k] - 1e-6 for _, k, a, f in result.workflows), name
+    cybershake = next(k for k, t in enumerate(templates) if t.name.startswith("CyberShake"))
+    alone = simulate([templates[cybershake]], pool, Arrivals(1, (1.0,)), HEURISTICS["heft"](),
+                     seed=0).mean_flowtime
+    assert alone == pytest.approx(bound[cybershake])
+    out = tmp_path / "headroom.md"
+    assert main(["--workflows", "20", "--seeds", "1", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| 6×4 @ 9/h |" in text and "heft_slack above the bound" in text
