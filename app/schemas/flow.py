@@ -103,6 +103,12 @@ class InfeasibilityOut(BaseModel):
                         "supplies sum to net_supply − forced.")
     lower_arcs: list[int] = Field(default_factory=list, description="Indices of the "
                                   "lower-bounded arcs that cross the set's boundary.")
+    inflow_nodes: list[int] = Field(default_factory=list, description=(
+        "Nodes with a capacity whose inflow side only is in the set: their demand lies past "
+        "their capacity, outside it, and is not in net_supply."))
+    outflow_nodes: list[int] = Field(default_factory=list, description=(
+        "Nodes with a capacity whose outflow side only is in the set: their supply lies "
+        "before their capacity, outside it, and is not in net_supply."))
     message: str
 
 

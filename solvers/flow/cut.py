@@ -45,7 +45,27 @@ def blocking_cut(net: FlowNetwork) -> BlockingCut | None:
     leaving = np.flatnonzero(in_s[core.tails] & ~in_s[core.heads])
     user_arcs = leaving[leaving < core.m_orig]
     split_arcs = leaving[leaving >= core.m_orig]
-    nodes = np.unique(core.origin[np.flatnonzero(in_s)])
+    n = len(net.node_ids)
+    # A node with a capacity is two core nodes (in-half i, out-half n + j): its supply sits on
+    # the in-half, its demand on the out-half. A node whose halves fall on both sides of the cut
+    # counts toward the set's net supply with only the half inside, so it is listed with the
+    # set's nodes only when that half holds all of its supply or demand; otherwise apart, so
+    # that the listed nodes' supplies add up to net_supply as sent (QA sweep: nodes {1, 2}
+    # "have a net supply of 3" with supplies 3 and -3, node 2's demand past its capacity).
+    inflow_only: list[int] = []
+    outflow_only: list[int] = []
+    whole = in_s[:n].copy()
+    for j, i in enumerate(core.split_nodes.tolist()):
+        inside_in, inside_out = bool(in_s[i]), bool(in_s[n + j])
+        if inside_in and not inside_out and net.supplies[i] < 0:
+            inflow_only.append(i)
+            whole[i] = False
+        elif inside_out and not inside_in:
+            if net.supplies[i] > 0:
+                outflow_only.append(i)
+            else:
+                whole[i] = True
+    nodes = np.flatnonzero(whole)
     capped_nodes = core.split_nodes[split_arcs - core.m_orig]
     # user arcs whose lower bound moves flow across the cut (core supplies carry it)
     user = np.arange(core.m_orig)
@@ -61,4 +81,6 @@ def blocking_cut(net: FlowNetwork) -> BlockingCut | None:
         node_capacities=[int(net.node_ids[i]) for i in capped_nodes],
         forced=forced,
         lower_arcs=[int(k) for k in lower_arcs],
+        inflow_nodes=[int(net.node_ids[i]) for i in inflow_only],
+        outflow_nodes=[int(net.node_ids[i]) for i in outflow_only],
     )

@@ -538,7 +538,10 @@ class BlockingCut:
     the set (``arcs``, user arc indices) and the node capacities inside it (``node_capacities``,
     user ids) let at most ``capacity`` units out. With lower bounds, ``net_supply`` includes the
     flow they force across the set: ``forced`` units (into it, net) on ``lower_arcs``, so the
-    nodes' own supplies sum to ``net_supply − forced``.
+    nodes' own supplies sum to ``net_supply − forced``. A node with a capacity can be cut
+    through: ``inflow_nodes`` have only their inflow side in the set (their demand lies past
+    their capacity, outside), ``outflow_nodes`` only their outflow side (their supply lies
+    before their capacity, outside); neither counts in ``net_supply``.
     """
 
     nodes: list[int]
@@ -548,11 +551,24 @@ class BlockingCut:
     node_capacities: list[int]
     forced: int = 0
     lower_arcs: list[int] = field(default_factory=list)
+    inflow_nodes: list[int] = field(default_factory=list)
+    outflow_nodes: list[int] = field(default_factory=list)
 
     @property
     def message(self) -> str:
         shown = ", ".join(str(v) for v in self.nodes[:10])
         more = f" and {len(self.nodes) - 10} more" if len(self.nodes) > 10 else ""
+        sides = []
+        for ids, side, what, where in ((self.inflow_nodes, "inflow", "demand", "past"),
+                                       (self.outflow_nodes, "outflow", "supply", "before")):
+            if ids:
+                one = len(ids) == 1
+                its = "its" if one else "their"
+                listed = ", ".join(map(str, ids[:10])) + (" …" if len(ids) > 10 else "")
+                sides.append(f"the {side} side of node{'' if one else 's'} {listed} ({its} "
+                             f"{what} {'lies' if one else 'lie'} {where} {its} node capacity, "
+                             "outside the set)")
+        subject = f"nodes {{{shown}{more}}}" + "".join(f" and {s}" for s in sides)
         ways = [f"{len(self.arcs)} arc{'s' if len(self.arcs) != 1 else ''}"]
         if self.node_capacities:
             caps = ", ".join(map(str, self.node_capacities[:10]))
@@ -568,7 +584,7 @@ class BlockingCut:
             forced = (f" (their supplies sum to {self.net_supply - self.forced}; the lower "
                       f"bounds of arc{'s' if len(self.lower_arcs) > 1 else ''} {arcs}{more_arcs} "
                       f"force {self.forced} more {'in' if self.forced >= 0 else 'out'})")
-        return (f"no feasible flow: nodes {{{shown}{more}}} have a net supply of "
+        return (f"no feasible flow: {subject} have a net supply of "
                 f"{self.net_supply} units{forced}, but at most {self.capacity} can leave them "
                 f"(through {' and '.join(ways)})")
 
@@ -576,6 +592,7 @@ class BlockingCut:
         return {"nodes": self.nodes, "net_supply": self.net_supply, "capacity": self.capacity,
                 "arcs": self.arcs, "node_capacities": self.node_capacities,
                 "forced": self.forced, "lower_arcs": self.lower_arcs,
+                "inflow_nodes": self.inflow_nodes, "outflow_nodes": self.outflow_nodes,
                 "message": self.message}
 
 

@@ -156,6 +156,47 @@ def test_random_infeasible_cuts_are_real_proofs() -> None:
         assert sorted(np.flatnonzero(leaving).tolist()) == sol.cut.arcs
 
 
+def test_cuts_through_capacitated_nodes_add_up_as_sent() -> None:
+    """QA sweep: nodes {1, 2} "had a net supply of 3" while their supplies are 3 and -3: node
+    2's demand lies past its own capacity, outside the cut. The listed nodes' supplies (plus
+    what lower bounds force) are net_supply, and the arcs and node capacities named carry
+    exactly ``capacity``, on random infeasible networks with node capacities."""
+    obj = {"nodes": [1, 2], "supplies": [3, -3], "node_capacities": [None, 2],
+           "arcs": [{"tail": 1, "head": 2, "cost": 1}]}
+    cut = solve(network_from_dict(obj), "ortools_mcf", Budget(time_limit=5)).cut
+    assert cut is not None and (cut.nodes, cut.inflow_nodes, cut.net_supply) == ([1], [2], 3)
+    assert "the inflow side of node 2" in cut.message
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(200):
+        n = int(rng.integers(3, 8))
+        supplies = np.zeros(n, dtype=int)
+        for _ in range(2):
+            a, b = rng.choice(n, 2, replace=False)
+            q = int(rng.integers(1, 6))
+            supplies[a] += q
+            supplies[b] -= q
+        arcs = [{"tail": int(t) + 1, "head": int(h) + 1, "cost": int(rng.integers(0, 5)),
+                 "capacity": int(rng.integers(1, 6))}
+                for t, h in rng.integers(0, n, (2 * n, 2)) if t != h]
+        caps = [int(rng.integers(0, 5)) if rng.random() < 0.5 else None for _ in range(n)]
+        net = network_from_dict({"nodes": list(range(1, n + 1)),
+                                 "supplies": supplies.tolist(), "node_capacities": caps,
+                                 "arcs": arcs})
+        sol = solve(net, "ortools_mcf", Budget(time_limit=5))
+        if sol.status != "infeasible":
+            continue
+        cut = sol.cut
+        assert cut is not None
+        inside = np.isin(net.node_ids, cut.nodes)
+        assert int(net.supplies[inside].sum()) == cut.net_supply - cut.forced
+        named = (int(net.capacities[cut.arcs].sum())
+                 + sum(caps[v - 1] for v in cut.node_capacities))
+        assert named == cut.capacity < cut.net_supply
+        checked += 1
+    assert checked >= 20
+
+
 def test_node_capacity_in_the_cut() -> None:
     obj = {"nodes": [1, 2, 3], "supplies": [5, 0, -5], "node_capacities": [None, 2, None],
            "arcs": [{"tail": 1, "head": 2, "cost": 1}, {"tail": 2, "head": 3, "cost": 1}]}
