@@ -443,3 +443,16 @@ def test_the_best_plans_of_distinct_strategies_are_each_rebuilt(solver):
     assert sol.wall_time < 3.3
     # the answer is the cheapest candidate's: its cost is the polished plan's own
     assert sol.cost == pytest.approx(inst.cost(sol.routes))
+
+
+def test_pyvrp_reports_no_best_cost_while_it_has_no_feasible_plan() -> None:
+    """QA sweep: a failed job's progress said best_cost 9.2e18, PyVRP's cost of an infeasible
+    solution passed on as if it were one."""
+    inst = CVRPTWInstance(coords=[[0, 0], [10, 0], [0, 10], [20, 0]], distance="EUC_2D",
+                          demands=[0, 3, 3, 3], capacity=9, max_vehicles=1,
+                          time_windows=[[0, 50], [0, 10], [0, 10], [20, 20]],
+                          service_times=[0, 5, 5, 0])
+    events: list[ProgressEvent] = []
+    with pytest.raises(NoSolutionError):
+        solve(inst, "pyvrp", Budget(time_limit=0.6, seed=0), events.append)
+    assert events and all(e.best_cost is None for e in events)

@@ -39,6 +39,11 @@ from solvers.routing.timewindows import (
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 5_000}
 
 
+#: PyVRP's cost of a solution that is not feasible is int64's maximum; anything this large is
+#: that sentinel, not a cost (scaled costs stay far below it).
+NO_SOLUTION_COST = 2.0**62
+
+
 class _StopAndReport:
     """PyVRP stopping criterion: the time limit, cancellation, and progress every 0.25 s."""
 
@@ -57,7 +62,10 @@ class _StopAndReport:
         now = self.clock.elapsed
         if now - self._last >= 0.25:
             self._last = now
-            cost = best_cost / self.scale if math.isfinite(best_cost) else None
+            # PyVRP reports int64's maximum while it has no feasible solution (QA sweep: a
+            # failed job's best cost read 9.2e18)
+            found = math.isfinite(best_cost) and best_cost < NO_SOLUTION_COST
+            cost = best_cost / self.scale if found else None
             self.progress(ProgressEvent(self.name, now, self.iterations, cost, "searching"))
         return now >= self.deadline or self.clock.budget.cancelled()
 
