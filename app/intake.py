@@ -220,6 +220,7 @@ def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> 
     _check_solution_budget(options.solver, options.max_solutions)
     instance = _instance_from_upload(upload, problem, settings, options.max_vehicles)
     _check_sync_size(instance, settings, "file")
+    _check_reads_instance(options.solver, instance, "file")
     return SolveTask(instance, options.solver, time_limit, options.seed, options.max_solutions,
                      "max_vehicles" if options.max_vehicles is not None else "file")
 
@@ -448,6 +449,18 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
     except UnknownSolverError as exc:
         raise domain_problem(exc) from None  # the 404 on ``solver`` a solve answers
     _job_time_limit(time_limit, settings)
+
+
+def _check_reads_instance(solver: str, instance: Instance, source: str) -> None:
+    """A solver that reads coordinates, given a file with only a distance matrix: refused
+    naming the file, not the ``instance`` of a JSON body the request did not have (QA sweep:
+    an EXPLICIT TSPLIB upload to ils answered ``instance.coords``)."""
+    try:
+        get_solver(solver, problem=instance.problem, has_coordinates=instance.coords is not None)
+    except InstanceError as exc:
+        raise instance_problem(exc, source) from None
+    except CosolveError as exc:
+        raise domain_problem(exc) from None
 
 
 def _check_job_solver(solver: str, instance: Instance, time_limit: float,

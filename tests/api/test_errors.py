@@ -231,6 +231,17 @@ def test_unsupported_edge_weight_type(api: httpx.Client) -> None:
     assert "XRAY1" in body["detail"] and "EUC_2D" in body["detail"]
 
 
+def test_a_matrix_only_file_for_a_coordinate_solver_names_the_file(api: httpx.Client) -> None:
+    """QA sweep: an EXPLICIT upload to ils answered ``instance.coords`` (no instance was sent)."""
+    text = (b"NAME : m\nTYPE : TSP\nDIMENSION : 4\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+            b"EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n0 1 2 3\n1 0 4 5\n"
+            b"2 4 0 6\n3 5 6 0\nEOF\n")
+    response = api.post("/v1/routing/tsp/solve", files={"file": ("m.tsp", text)},
+                        data={"solver": "ils", "time_limit": "1"})
+    body = assert_problem(response, 422, field="file.coords")
+    assert "needs node coordinates" in body["detail"]
+
+
 def test_wrong_file_extension(api: httpx.Client) -> None:
     response = _upload(api, "/v1/routing/tsp/solve", "kroA100.txt", b"NAME: x\n")
     body = assert_problem(response, 422, field="file")
