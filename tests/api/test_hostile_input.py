@@ -344,3 +344,24 @@ def test_a_tar_batch_lists_its_links_and_special_files_as_rejected(api: httpx.Cl
     reasons = {r["filename"]: r["error"] for r in batch["rejected"]}
     assert set(reasons) == {"link.tsp", "pipe.tsp"}, reasons
     assert "a link" in reasons["link.tsp"] and "not a regular file" in reasons["pipe.tsp"]
+
+
+def test_a_zip_batch_lists_its_links_as_rejected(api: httpx.Client) -> None:
+    """A zip's symlink was read as a file, its target path parsed as an instance (QA sweep);
+    it is left out like a tar's, and a zip without Unix modes is read as before."""
+    import zipfile
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        link = zipfile.ZipInfo("link.tsp")
+        link.external_attr = 0o120777 << 16
+        zf.writestr(link, "/etc/passwd")
+        plain = zipfile.ZipInfo("eil51.tsp")  # no mode bits recorded: a regular file
+        zf.writestr(plain, (DATA / "eil51.tsp").read_bytes())
+    response = api.post("/v1/batches", files=[("files", ("set.zip", archive.getvalue()))],
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    assert batch["summary"]["files"] == 2 and batch["summary"]["rejected"] == 1
+    (rejected,) = batch["rejected"]
+    assert rejected["filename"] == "link.tsp" and "a link" in rejected["error"], rejected
