@@ -444,10 +444,20 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
     """What is wrong for every file of a batch is the request's fault, not each file's: an
     unknown solver (404 on ``solver``) or a time limit above the jobs' maximum (422 on
     ``time_limit``)."""
+    routing = [spec.name for spec in all_specs()
+               if set(spec.problems) & set(PROBLEMS)]
     try:
-        get_spec(solver)
-    except UnknownSolverError as exc:
-        raise domain_problem(exc) from None  # the 404 on ``solver`` a solve answers
+        spec = get_spec(solver)
+    except UnknownSolverError:
+        # the routing solvers, not the whole registry (QA sweep: the flow solvers were listed)
+        raise ApiError(404, f"unknown solver {solver!r}; the routing solvers: "
+                       f"{', '.join(routing)}. GET /v1/solvers lists them.",
+                       kind="unknown-solver", title="Unknown solver", field="solver") from None
+    if spec.name not in routing:
+        raise ApiError(422, f"solver {solver!r} does not solve routing problems (it solves: "
+                       f"{', '.join(spec.problems)}); a batch takes TSP, CVRP and CVRPTW "
+                       f"files, for: {', '.join(routing)}", kind="problem-mismatch",
+                       title="Solver does not solve this problem", field="solver")
     _job_time_limit(time_limit, settings)
 
 
