@@ -158,9 +158,10 @@ def compare_task_from_json(raw: bytes, settings: Settings) -> FlowTask:
 def compare_task_from_upload(filename: str, data: bytes, fields: dict[str, list[str]],
                              settings: Settings) -> FlowTask:
     plain: dict[str, Any] = single_values({k: v for k, v in fields.items() if k != "solvers"})
-    if "solvers" in fields:
-        joined = ",".join(fields["solvers"])
-        plain["solvers"] = [name.strip() for name in joined.split(",") if name.strip()]
+    names = [name.strip() for name in ",".join(fields.get("solvers", [])).split(",")
+             if name.strip()]
+    if names:  # a blank field (a form left empty) is the default, as when it is left out
+        plain["solvers"] = names
     options = validate_fields(FlowCompareOptionsIn, plain)
     return _task(options, list(options.solvers),
                  lambda limit: parse_network_bytes(data, filename,

@@ -91,6 +91,13 @@ def test_compare_runs_all_three_by_default(api: httpx.Client) -> None:
     assert [r["solver"] for r in body["rows"]] == ["ortools_mcf", "networkx_simplex",
                                                    "oft_sinkhorn"]
     assert body["agree"] is True and body["best_cost"] == -8
+    # a form's blank solvers field is the default too (QA sweep: 422 "at least 1 item")
+    import json
+
+    upload = {"file": ("net.json", json.dumps(_network("negative_cycle")).encode())}
+    response = api.post(COMPARE, files=upload, data={"solvers": " , "})
+    assert response.status_code == 200, response.text
+    assert len(response.json()["rows"]) == 3
 
 
 def test_infeasible_network_is_an_answer_with_its_cut(api: httpx.Client) -> None:
