@@ -386,3 +386,21 @@ def test_a_byte_order_mark_is_not_part_of_the_first_word() -> None:
     assert inst.n == 4 and inst.name == "tiny"
     zipped = parse_instance_bytes(gzip.compress(b"\xef\xbb\xbf" + text.encode()), "tiny.tsp.gz")
     assert zipped.n == 4
+
+
+@pytest.mark.parametrize(("row", "section", "token"), [
+    ("NODE_COORD_SECTION\n1 0 0\n2 4x9 49\n3 5 5\n", "NODE_COORD_SECTION", "'4x9'"),
+    ("NODE_COORD_SECTION\n1 0 0\n2 4 9\n3 5 5\nDEMAND_SECTION\n1 0\n2 three\n3 1\n",
+     "DEMAND_SECTION", "'three'"),
+])
+def test_a_word_in_a_numeric_section_is_named_with_its_line(row: str, section: str,
+                                                             token: str) -> None:
+    """QA sweep: "2 4x9 49" was refused as "coords: must be a list of [x, y] number pairs",
+    with no row or line."""
+    kind = "CVRP\nCAPACITY : 5" if "DEMAND" in row else "TSP"
+    text = (f"NAME : t\nTYPE : {kind}\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : EUC_2D\n{row}"
+            "DEPOT_SECTION\n1\n-1\nEOF\n")
+    with pytest.raises(InstanceError) as exc:
+        parse_instance_bytes(text.encode(), "t.vrp" if "DEMAND" in row else "t.tsp")
+    assert exc.value.field == section and token in exc.value.message
+    assert "line " in exc.value.message

@@ -272,6 +272,13 @@ def _check_node_ids(text: str) -> None:
             raise InstanceError(
                 section, f"line {lineno}: node id {node} where {expected} was expected (the "
                 "rows must list the ids 1..DIMENSION once each, in order)")
+        for token in tokens[1:]:
+            # (QA sweep: "2 4x9 49" was only "coords: must be a list of number pairs")
+            try:
+                float(token)
+            except ValueError:
+                raise InstanceError(section, f"line {lineno}: {token!r} is not a number "
+                                    f"(node {node})") from None
         expected += 1
 
 
