@@ -3,12 +3,14 @@ that stay readable in a pipe, and plain JSON."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -36,8 +38,26 @@ def debugging() -> bool:
     return value not in ("", "0", "false", "no", "off")
 
 
+_json_failure: ContextVar[dict[str, Any] | None] = ContextVar("json_failure", default=None)
+
+
+@contextmanager
+def json_failures(enabled: bool, **document: Any) -> Iterator[None]:
+    """Under ``--json``, a ``fail`` inside the block also prints ``document`` with the
+    ``error`` on stdout, as a failed solve does (README: exit codes 1 and 2 come with a JSON
+    document; QA sweep: a bad option or file left a script reading stdout with nothing)."""
+    token = _json_failure.set(document if enabled else None)
+    try:
+        yield
+    finally:
+        _json_failure.reset(token)
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """One line on stderr and an exit code; plain echo so nothing wraps the line."""
+    document = _json_failure.get()
+    if document is not None:
+        typer.echo(json.dumps(jsonable({**document, "error": message}), indent=2))
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 

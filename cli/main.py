@@ -30,6 +30,7 @@ from cli.common import (
     debugging,
     fail,
     first_ctrl_c_cancels,
+    json_failures,
     jsonable,
     load_or_fail,
     solver_names,
@@ -307,23 +308,25 @@ def solve(
     device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
-    budget = check_budget(time_limit, seed, device)
-    if max_solutions is not None:
-        if max_solutions < 1:
-            fail(f"--max-solutions: must be at least 1, got {max_solutions}")
-        try:
-            takes = get_spec(solver).solution_budget
-        except UnknownSolverError as exc:
-            fail(f"--solver: {exc}")
-        if not takes:
-            fail(f"--max-solutions: solver {solver!r} takes a time limit only")
-        budget = dataclasses.replace(budget, max_solutions=max_solutions)
-    _check_reference(reference)
-    instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
-    _check_out_path(out, instance)
-    _check_svg_file(svg)
-    _check_solver(solver, instance, time_limit)
-    _warm_up_or_stop([solver])  # imports and weights before the clock starts, as the server
+    with json_failures(as_json, instance=None, solver=solver, time_limit=time_limit, seed=seed,
+                       solution=None):
+        budget = check_budget(time_limit, seed, device)
+        if max_solutions is not None:
+            if max_solutions < 1:
+                fail(f"--max-solutions: must be at least 1, got {max_solutions}")
+            try:
+                takes = get_spec(solver).solution_budget
+            except UnknownSolverError as exc:
+                fail(f"--solver: {exc}")
+            if not takes:
+                fail(f"--max-solutions: solver {solver!r} takes a time limit only")
+            budget = dataclasses.replace(budget, max_solutions=max_solutions)
+        _check_reference(reference)
+        instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
+        _check_out_path(out, instance)
+        _check_svg_file(svg)
+        _check_solver(solver, instance, time_limit)
+        _warm_up_or_stop([solver])  # imports and weights before the clock starts, as the server
 
     with first_ctrl_c_cancels() as cancel, \
             SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
@@ -388,26 +391,27 @@ def compare(
     device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Run several solvers one after another on one instance with the same budget."""
-    budget = check_budget(time_limit, seed, device)
-    _check_reference(reference)
-    instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
-    if svg is not None and not svg.is_dir():
-        fail(f"--svg: {svg} is a file; give a folder for the charts" if svg.exists()
-             else f"--svg: folder {svg} does not exist")
-    if solvers is None:
-        names = [s.name for s in specs_for(instance.problem) if s.available]
-    else:
-        names = solver_names(solvers, "ortools,pyvrp")
-        for name in names:
-            try:
-                spec = get_spec(name)
-            except UnknownSolverError as exc:
-                fail(f"--solvers: {exc}")
-            if instance.problem not in spec.problems:  # as `solve --solver` and the API say
-                mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
-                fail(f"--solvers: {mismatch}")
+    with json_failures(as_json, instance=None, time_limit=time_limit, seed=seed, rows=[]):
+        budget = check_budget(time_limit, seed, device)
+        _check_reference(reference)
+        instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
+        if svg is not None and not svg.is_dir():
+            fail(f"--svg: {svg} is a file; give a folder for the charts" if svg.exists()
+                 else f"--svg: folder {svg} does not exist")
+        if solvers is None:
+            names = [s.name for s in specs_for(instance.problem) if s.available]
+        else:
+            names = solver_names(solvers, "ortools,pyvrp")
+            for name in names:
+                try:
+                    spec = get_spec(name)
+                except UnknownSolverError as exc:
+                    fail(f"--solvers: {exc}")
+                if instance.problem not in spec.problems:  # as `solve --solver` and the API say
+                    mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
+                    fail(f"--solvers: {mismatch}")
 
-    _warm_up_or_stop(names)  # equal time means equal search time: no solver loads inside it
+        _warm_up_or_stop(names)  # equal time means equal search time: no solver loads inside it
     with first_ctrl_c_cancels() as cancel, \
             SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         comparison = compare_solvers(instance, names,

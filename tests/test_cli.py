@@ -516,6 +516,28 @@ def test_a_solver_failure_under_json_is_a_json_document() -> None:
     assert result.stderr.startswith("error: solver 'nearest_neighbor' failed")
 
 
+def test_bad_input_under_json_is_a_json_document_too() -> None:
+    """QA sweep: a solver that does not solve the problem, a missing file or a bad time limit
+    under ``--json`` printed nothing on stdout (only a failure during the solve did)."""
+    cases = [
+        ("solve", str(DATA / "solomon" / "R101.100.20.vrptw"), "--solver", "ils",
+         "--time-limit", "1", "--json"),
+        ("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit", "-1",
+         "--json"),
+        ("compare", "/nonexistent/x.tsp", "--json"),
+        ("compare", str(DATA / "eil51.tsp"), "--solvers", "ortools,nosuch", "--json"),
+    ]
+    for args in cases:
+        result = _run(*args)
+        _assert_user_error(result)
+        document = json.loads(result.stdout)
+        assert document["error"] == result.stderr.strip().removeprefix("error: "), args
+        assert document.get("solution", "absent") is None or document.get("rows") == []
+    plain = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nosuch")
+    _assert_user_error(plain)
+    assert plain.stdout == ""  # without --json, stdout stays empty as before
+
+
 @pytest.mark.parametrize("command", ["solve", "compare"])
 def test_routing_commands_check_the_torch_device_first(command: str) -> None:
     option = "--solver" if command == "solve" else "--solvers"
