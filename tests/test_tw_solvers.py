@@ -397,8 +397,9 @@ def test_a_window_narrower_than_the_integer_time_step_is_named(solver):
 
 
 def test_ortools_dropping_every_customer_is_no_solution():
-    """850 customers at 0.05 s (0.1 s now, the floor): the first answer dropped them all and came back as a
-    'solution' with no routes and a NaN cost; it is NoSolutionError (as for CVRP)."""
+    """850 customers at 0.05 s (0.1 s now, the floor): the first answer dropped them all and
+    came back as a 'solution' with no routes and a NaN cost; it is NoSolutionError (as for
+    CVRP)."""
     import math
 
     from solvers.errors import NoSolutionError
