@@ -142,14 +142,21 @@ def _write_svg(path: Path, instance: Instance, solution: Solution, option: str) 
         fail(f"{option}: cannot write {path}: {exc.strerror or exc}")
 
 
+def _unknown(name: str, problem: str) -> str:
+    """An unknown solver's message, listing the solvers of this problem (QA sweep: the
+    min-cost-flow solvers were listed for a routing instance), as the API's 404 does."""
+    known = ", ".join(s.name for s in specs_for(problem))
+    return f"unknown solver {name!r}; the {problem} solvers: {known} (`cosolve solvers`)"
+
+
 def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
     """Unknown names, wrong problems, oversized instances and a time limit below the
     solver's start-up are input mistakes (exit 2)."""
     try:
         get_solver(name, problem=instance.problem, nodes=instance.n, time_limit=time_limit,
                    has_coordinates=instance.coords is not None)
-    except UnknownSolverError as exc:
-        fail(f"--solver: {exc}")
+    except UnknownSolverError:
+        fail(f"--solver: {_unknown(name, instance.problem)}")
     except (ProblemMismatchError, InstanceTooLargeError) as exc:
         fail(f"--solver: {exc}")
     except BudgetTooSmallError as exc:
@@ -405,8 +412,8 @@ def compare(
             for name in names:
                 try:
                     spec = get_spec(name)
-                except UnknownSolverError as exc:
-                    fail(f"--solvers: {exc}")
+                except UnknownSolverError:
+                    fail(f"--solvers: {_unknown(name, instance.problem)}")
                 if instance.problem not in spec.problems:  # as `solve --solver` and the API say
                     mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
                     fail(f"--solvers: {mismatch}")

@@ -536,6 +536,8 @@ def test_bad_input_under_json_is_a_json_document_too() -> None:
     plain = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nosuch")
     _assert_user_error(plain)
     assert plain.stdout == ""  # without --json, stdout stays empty as before
+    # the solvers of the instance's problem, not the flow solvers too (QA sweep)
+    assert "the tsp solvers: ortools" in plain.stderr and "ortools_mcf" not in plain.stderr
 
 
 @pytest.mark.parametrize("command", ["solve", "compare"])
