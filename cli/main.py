@@ -454,6 +454,9 @@ def compare(
                     "error": row.error,
                     "distance": row.solution.distance if row.solution else instance.distance,
                     "stats": row.solution.stats if row.solution else {},
+                    # the plan itself, to check or keep (QA sweep: only its cost was here)
+                    "routes": solution_to_dict(row.solution, instance)["routes"]
+                    if row.solution else None,
                     "svg": drawings.get(row.solver),
                 }
                 for row in comparison.rows

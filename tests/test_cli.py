@@ -192,6 +192,13 @@ def test_compare_draws_each_solution_into_the_svg_folder(tmp_path: Path) -> None
         text = path.read_text()
         assert text.startswith("<svg") and text.rstrip().endswith("</svg>")
         assert text.count("<polyline") >= 25  # X-n101-k25 needs at least 25 vehicles
+        # each row carries its plan, so it can be checked (QA sweep: only the cost was there)
+        from solvers.routing.io import load_instance
+
+        inst = load_instance(DATA / "X-n101-k25.vrp")
+        routes = rows[solver]["routes"]
+        assert sorted(c for r in routes for c in r) == list(range(1, inst.n))
+        assert inst.cost(routes) == pytest.approx(rows[solver]["cost"])
 
 
 def test_compare_svg_folder_must_exist(tmp_path: Path) -> None:
