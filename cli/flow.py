@@ -6,8 +6,8 @@
 
 FILE is a DIMACS ``.min`` or a ``.json`` network, optionally gzipped. Solutions are written as
 DIMACS solution lines (``s COST``, ``f FROM TO FLOW``) or JSON. Exit codes as everywhere: 0
-success, 2 bad input, 1 solver failure — and 1 for an infeasible network (with the cut that
-proves it on stderr).
+success, 2 bad input — including an infeasible network, with the cut that proves it on stderr,
+as a fleet cap no routing plan meets is — and 1 a solver failure.
 """
 
 from __future__ import annotations
@@ -190,9 +190,8 @@ def solve_command(
         _print_json(body)
     else:
         stdout_console().print(_summary(net, sol, out))
-    if sol.status == "infeasible":
-        fail(sol.cut.message if sol.cut else "the network has no feasible flow",
-             EXIT_SOLVER_FAILED)
+    if sol.status == "infeasible":  # proven by the cut: the input's fault (QA sweep: was 1)
+        fail(sol.cut.message if sol.cut else "the network has no feasible flow")
     if not sol.feasible:
         fail(f"solver {solver!r} returned a flow the checker rejects: "
              + "; ".join(sol.violations), EXIT_SOLVER_FAILED)
@@ -279,7 +278,7 @@ def compare_command(
             stdout_console().print("no solver proved optimality, so there is no optimum to "
                                    "agree on")
     if result.infeasible:
-        fail("the network has no feasible flow", EXIT_SOLVER_FAILED)
+        fail("the network has no feasible flow")
     if result.best_solver is None:
         fail("no solver produced a feasible flow", EXIT_SOLVER_FAILED)
     if result.agree is False:

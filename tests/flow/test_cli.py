@@ -122,11 +122,14 @@ def test_compare_agrees(tmp_path: Path) -> None:
     assert table.exit_code == 0 and "agree" in table.stdout
 
 
-def test_infeasible_network_exits_1_with_the_cut(tmp_path: Path) -> None:
+def test_infeasible_network_exits_2_with_the_cut(tmp_path: Path) -> None:
+    """No flow exists, proven by the cut: the input's fault, exit 2, as a fleet cap no routing
+    plan meets (QA sweep: it was 1, a solver failure)."""
     network = tmp_path / "bad.min"
     network.write_text("p min 2 1\nn 1 5\nn 2 -5\na 1 2 0 3 1\n")
+    assert _run("compare", str(network)).exit_code == 2
     result = _run("solve", str(network))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "no feasible flow" in result.stderr and "at most 3" in result.stderr
 
 
