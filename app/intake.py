@@ -102,6 +102,8 @@ class CompareTask:
     seed: int
     reference: float | None
     svg: bool
+    #: where the fleet cap came from, as SolveTask.fleet_field
+    fleet_field: str = "max_vehicles"
 
 
 # -- reading the request -----------------------------------------------------------------
@@ -231,7 +233,8 @@ def compare_task_from_json(raw: bytes, problem: str, settings: Settings) -> Comp
     """A compare request posted as JSON."""
     request = validate_json(_COMPARE_REQUESTS[problem], raw)
     return _compare_task(request, problem, settings,
-                         lambda: instance_from_json(request.instance, problem), "instance")
+                         lambda: instance_from_json(request.instance, problem), "instance",
+                         "instance.max_vehicles")
 
 
 def compare_task_from_upload(upload: Upload, problem: str, settings: Settings) -> CompareTask:
@@ -245,11 +248,13 @@ def compare_task_from_upload(upload: Upload, problem: str, settings: Settings) -
     options = validate_fields(CompareUploadOptions, fields)
     return _compare_task(options, problem, settings,
                          lambda: _instance_from_upload(upload, problem, settings,
-                                                       options.max_vehicles), "file")
+                                                       options.max_vehicles), "file",
+                         "max_vehicles" if options.max_vehicles is not None else "file")
 
 
 def _compare_task(options: CompareOptions, problem: str, settings: Settings,
-                  load_instance: Callable[[], Instance], source: str) -> CompareTask:
+                  load_instance: Callable[[], Instance], source: str,
+                  fleet_field: str) -> CompareTask:
     names = options.solvers
     check_solver_list(names, problem, settings)
     time_limit = request_time_limit(options.time_limit, settings, runs=len(names),
@@ -257,7 +262,7 @@ def _compare_task(options: CompareOptions, problem: str, settings: Settings,
     instance = load_instance()
     _check_sync_size(instance, settings, source)
     return CompareTask(instance, list(names), time_limit, options.seed, options.reference,
-                       options.svg)
+                       options.svg, fleet_field)
 
 
 # -- checks ------------------------------------------------------------------------------

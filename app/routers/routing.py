@@ -114,6 +114,13 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
                       device: str) -> CompareResponse:
     budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel, device=device)
     result = compare(task.instance, task.solvers, budget, reference=task.reference)
+    proof = next((r for r in result.rows if r.proven_impossible), None)
+    if result.best_solver is None and proof is not None:
+        # no plan exists (e.g. no partition meets the fleet cap): the input's fault, a 422
+        # on the field as from a solve (and exit 2 from `cosolve compare`), not a 200 whose
+        # rows all failed
+        raise NoSolutionError(f"no solution exists ({proof.solver}): {proof.error}",
+                              field=task.fleet_field, more_time_helps=False, proven=True)
     rows = []
     for row in result.rows:
         solution = row.solution

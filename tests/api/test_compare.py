@@ -80,3 +80,23 @@ def test_compare_svg_for_matrix_only_instance(api: httpx.Client) -> None:
     svg = body["rows"][0]["svg"]
     assert svg.startswith("<svg") and "circle" in svg
     ET.fromstring(svg)
+
+
+def test_a_fleet_no_plan_meets_is_a_422_as_from_a_solve(api: httpx.Client) -> None:
+    """Customers of 5, 5 and 2 with capacity 6 need three vehicles; with two, ils's DP proves no
+    plan exists. The comparison answered 200 with every row failed while a solve answers 422
+    and `cosolve compare` exits 2 (stop 38's notes); now a 422 on the field the cap came from,
+    and a row that is merely unsolved by the others keeps the 200."""
+    instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1]], "demands": [0, 5, 5, 2],
+                "capacity": 6, "max_vehicles": 2}
+    response = api.post("/v1/routing/cvrp/compare",
+                        json={"instance": instance, "solvers": ["ils", "nearest_neighbor"],
+                              "time_limit": 1})
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["field"] == "instance.max_vehicles" and "no solution exists (ils)" in \
+        body["detail"], body
+    instance["max_vehicles"] = 3
+    response = api.post("/v1/routing/cvrp/compare",
+                        json={"instance": instance, "solvers": ["ils"], "time_limit": 1})
+    assert response.status_code == 200 and response.json()["best_solver"] == "ils"
