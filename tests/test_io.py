@@ -404,3 +404,15 @@ def test_a_word_in_a_numeric_section_is_named_with_its_line(row: str, section: s
         parse_instance_bytes(text.encode(), "t.vrp" if "DEMAND" in row else "t.tsp")
     assert exc.value.field == section and token in exc.value.message
     assert "line " in exc.value.message
+
+
+def test_a_utf16_file_is_read(data_dir) -> None:
+    """QA sweep: a UTF-16 file (Windows' "Unicode" text) was read as latin-1 and refused
+    with "no EDGE_WEIGHT_TYPE line"."""
+    text = (data_dir / "eil51.tsp").read_text()
+    for encoding in ("utf-16", "utf-16-be"):
+        data = text.encode(encoding)
+        if encoding == "utf-16-be":
+            data = b"\xfe\xff" + data
+        inst = parse_instance_bytes(data, "eil51.tsp")
+        assert inst.n == 51

@@ -79,6 +79,14 @@ def decode_bytes(data: bytes, filename: str, max_bytes: int = DEFAULT_MAX_TEXT_B
         if len(raw) > max_bytes:
             raise InstanceError("file", f"{filename} decompresses to more than {max_bytes} bytes")
         data = raw
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        # UTF-16 with its byte order mark, as Windows editors save "Unicode" text (QA sweep:
+        # read as latin-1, "no EDGE_WEIGHT_TYPE line")
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise InstanceError("file", f"{filename} starts as UTF-16 text but does not "
+                                "decode as UTF-16; save it as UTF-8") from None
     try:
         # utf-8-sig drops a leading byte order mark (Windows editors write one), which the
         # parsers would read as part of the first word
