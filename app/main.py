@@ -113,7 +113,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # the first request's time budget. The first start of a fresh install compiles every
     # kernel (about a minute on 2 cores; later starts read numba's cache in seconds), so the
     # log says what the wait is (a newcomer saw a minute of silence after `make serve`).
-    logger.info("cosolve: warming up the solvers (weights, compiled kernels; up to a minute "
+    logger.info("cosolve: warming up the solvers (weights, compiled kernels; one to two minutes "
                 "on the first start of a fresh install)")
     for spec in specs:
         if spec.available:

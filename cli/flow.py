@@ -277,8 +277,10 @@ def compare_command(
         elif result.best_solver is not None:
             stdout_console().print("no solver proved optimality, so there is no optimum to "
                                    "agree on")
-    if result.infeasible:
-        fail("the network has no feasible flow")
+    if result.infeasible:  # the cut's words, as `flow solve` gives them (QA sweep)
+        cut = next((r.solution.cut for r in result.rows if r.solution and r.solution.cut),
+                   None)
+        fail(cut.message if cut else "the network has no feasible flow")
     if result.best_solver is None:
         fail("no solver produced a feasible flow", EXIT_SOLVER_FAILED)
     if result.agree is False:

@@ -428,6 +428,12 @@ def test_the_neural_fleet_error_names_solvers_that_take_time_windows():
     message = str(over_fleet_error("reld", r101, routes, {}))
     assert "21 vehicles" in message and "try pyvrp or ortools" in message
     assert "ils" not in message
+    # an elimination that removed no route says so (QA: "only from 26 down to 26 routes")
+    stuck = {"fleet_repair": {"routes_before": 21, "routes_after": 21, "seconds": 0.2}}
+    message = str(over_fleet_error("reld", r101, routes, stuck))
+    assert "removed none of its 21 routes" in message and "down to" not in message
+    moved = {"fleet_repair": {"routes_before": 23, "routes_after": 21, "seconds": 0.2}}
+    assert "only from 23 down to 21" in str(over_fleet_error("reld", r101, routes, moved))
 
 
 @pytest.mark.parametrize("solver", ["polynet", "reld"])

@@ -237,9 +237,14 @@ def over_fleet_error(solver: str, instance: CVRPInstance, routes: list[list[int]
     used = sum(1 for r in routes if r)
     # (QA: "ended with 27 vehicles ... brought its best plan from 27 to 26 routes" read as a
     # contradiction; the elimination's plan, still over the cap, is not the one returned)
-    how = (f", and route elimination got the best one only from {repair['routes_before']} "
-           f"down to {repair['routes_after']} routes in {repair['seconds']:.1f} s"
-           if "routes_before" in repair else "")
+    how = ""
+    if "routes_before" in repair:
+        before, after = repair["routes_before"], repair["routes_after"]
+        # (QA: "only from 26 down to 26 routes" when it removed none)
+        how = (f", and route elimination got the best one only from {before} down to {after} "
+               f"routes in {repair['seconds']:.1f} s" if after < before else
+               f", and route elimination removed none of its {before} routes in "
+               f"{repair['seconds']:.1f} s")
     return NoSolutionError(
         f"{solver} found no plan within the fleet (max_vehicles is {instance.max_vehicles}): "
         f"every plan it decoded broke the cap (its best used {used} vehicles){how}. A longer "

@@ -127,7 +127,8 @@ def test_infeasible_network_exits_2_with_the_cut(tmp_path: Path) -> None:
     plan meets (QA sweep: it was 1, a solver failure)."""
     network = tmp_path / "bad.min"
     network.write_text("p min 2 1\nn 1 5\nn 2 -5\na 1 2 0 3 1\n")
-    assert _run("compare", str(network)).exit_code == 2
+    compared = _run("compare", str(network))
+    assert compared.exit_code == 2 and "at most 3" in compared.stderr
     result = _run("solve", str(network))
     assert result.exit_code == 2
     assert "no feasible flow" in result.stderr and "at most 3" in result.stderr
