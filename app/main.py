@@ -121,6 +121,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             if warm is not None:
                 started = time.perf_counter()
                 warm()
+                on_device = getattr(get_solver(spec.name), "warm_up_device", None)
+                if device != "cpu" and on_device is not None:
+                    on_device(device)  # (stop 38: the first GPU request paid for the copy)
                 logger.info("cosolve: %s warmed up in %.1f s", spec.name,
                             time.perf_counter() - started)
     # Jobs a previous server left queued or running are re-queued before we take requests.

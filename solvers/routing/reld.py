@@ -196,6 +196,13 @@ class ReLDSolver:
         descent_warm_up()
         exact_warm_up()
 
+    def warm_up_device(self, device: str) -> None:
+        """Copy every shipped checkpoint to ``device`` now (the service's COSOLVE_DEVICE), so
+        the first request on a GPU does not pay for the CUDA context and the copy."""
+        for problem in self.problems:
+            if self.weights_path(problem).exists():
+                self.model(problem, device)
+
     def model(self, problem: str, device: str) -> Any:
         return self._cache.get(problem, device)
 

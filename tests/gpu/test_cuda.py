@@ -81,3 +81,18 @@ def test_sampled_tsp_rollouts_of_a_training_batch_stay_finite() -> None:
         out = rollout_tsp(model, coords, start, decode="sample")
     assert out.actions.shape == (64, 100, 100)
     assert torch.isfinite(out.lengths).all()
+
+
+@pytest.mark.parametrize("solver", ["reld", "polynet"])
+def test_warm_up_puts_the_checkpoints_on_the_device(solver: str) -> None:
+    """The service's start copies the checkpoints to COSOLVE_DEVICE, so the first request
+    does not pay for it (stop 38's notes); the cached model is then on the device."""
+    from solvers.base import get_solver
+
+    impl = get_solver(solver)
+    impl.warm_up_device(DEVICE)
+    for problem in impl.problems:
+        if impl.weights_path(problem).exists():
+            model = impl.model(problem, DEVICE)
+            param = next(model.parameters())
+            assert param.device.type == torch.device(DEVICE).type
