@@ -96,13 +96,15 @@ class InfeasibilityOut(BaseModel):
     nodes: list[int]
     net_supply: int
     capacity: int
-    arcs: list[int] = Field(description="Indices of the arcs leaving the node set.")
+    arcs: list[int] = Field(description="Indices of the arcs leaving the node set; their "
+                            "capacities as sent, with the node capacities named, add up to "
+                            "capacity.")
     node_capacities: list[int] = Field(description="Nodes whose capacity limits the set.")
-    forced: int = Field(default=0, description="Units the lower bounds force into the set "
-                        "(net; negative: out of it), included in net_supply: the nodes' own "
+    forced: int = Field(default=0, description="Units the lower bounds of the arcs entering "
+                        "the set force into it, included in net_supply: the nodes' own "
                         "supplies sum to net_supply − forced.")
     lower_arcs: list[int] = Field(default_factory=list, description="Indices of the "
-                                  "lower-bounded arcs that cross the set's boundary.")
+                                  "lower-bounded arcs entering the set.")
     inflow_nodes: list[int] = Field(default_factory=list, description=(
         "Nodes with a capacity whose inflow side only is in the set: their demand lies past "
         "their capacity, outside it, and is not in net_supply."))

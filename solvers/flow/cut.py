@@ -67,16 +67,19 @@ def blocking_cut(net: FlowNetwork) -> BlockingCut | None:
                 whole[i] = True
     nodes = np.flatnonzero(whole)
     capped_nodes = core.split_nodes[split_arcs - core.m_orig]
-    # user arcs whose lower bound moves flow across the cut (core supplies carry it)
+    # The core network shifts lower bounds out (x = lower + x'): a leaving arc carries
+    # capacity − lower and its tail supplies lower less. Both are put back, so that the arcs
+    # named add up to ``capacity`` as sent (QA sweep: an arc of capacity 2 and lower bound 1
+    # counted 1); arcs entering the set force their lower bounds in (``forced``).
     user = np.arange(core.m_orig)
     tail_in, head_in = in_s[core.tails[user]], in_s[core.heads[user]]
-    lower_arcs = np.flatnonzero((tail_in != head_in) & (net.lower > 0))
-    forced = int(net.lower[lower_arcs][head_in[lower_arcs]].sum()
-                 - net.lower[lower_arcs][tail_in[lower_arcs]].sum())
+    lower_arcs = np.flatnonzero(head_in & ~tail_in & (net.lower > 0))
+    forced = int(net.lower[lower_arcs].sum())
+    lower_out = int(net.lower[user_arcs].sum())
     return BlockingCut(
         nodes=[int(net.node_ids[i]) for i in nodes],
-        net_supply=int(core.supplies[in_s].sum()),
-        capacity=int(core.caps[leaving].sum()),
+        net_supply=int(core.supplies[in_s].sum()) + lower_out,
+        capacity=int(core.caps[leaving].sum()) + lower_out,
         arcs=[int(k) for k in user_arcs],
         node_capacities=[int(net.node_ids[i]) for i in capped_nodes],
         forced=forced,

@@ -536,12 +536,13 @@ class BlockingCut:
 
     ``nodes`` (user ids) hold ``net_supply`` more units than they consume, but the arcs leaving
     the set (``arcs``, user arc indices) and the node capacities inside it (``node_capacities``,
-    user ids) let at most ``capacity`` units out. With lower bounds, ``net_supply`` includes the
-    flow they force across the set: ``forced`` units (into it, net) on ``lower_arcs``, so the
-    nodes' own supplies sum to ``net_supply − forced``. A node with a capacity can be cut
-    through: ``inflow_nodes`` have only their inflow side in the set (their demand lies past
-    their capacity, outside), ``outflow_nodes`` only their outflow side (their supply lies
-    before their capacity, outside); neither counts in ``net_supply``.
+    user ids) let at most ``capacity`` units out (the arcs' capacities as sent). With lower
+    bounds, ``net_supply`` includes the flow that the arcs entering the set (``lower_arcs``)
+    force into it, ``forced`` units, so the nodes' own supplies sum to ``net_supply − forced``.
+    A node with a capacity can be cut through: ``inflow_nodes`` have only their inflow side
+    in the set (their demand lies past their capacity, outside), ``outflow_nodes`` only their
+    outflow side (their supply lies before their capacity, outside); neither counts in
+    ``net_supply``.
     """
 
     nodes: list[int]
@@ -583,9 +584,10 @@ class BlockingCut:
             more_arcs = f" and {extra} more" if extra > 0 else ""
             forced = (f" (their supplies sum to {self.net_supply - self.forced}; the lower "
                       f"bounds of arc{'s' if len(self.lower_arcs) > 1 else ''} {arcs}{more_arcs} "
-                      f"force {self.forced} more {'in' if self.forced >= 0 else 'out'})")
+                      f"force {self.forced} more in)")
+        units = "unit" if abs(self.net_supply) == 1 else "units"
         return (f"no feasible flow: {subject} have a net supply of "
-                f"{self.net_supply} units{forced}, but at most {self.capacity} can leave them "
+                f"{self.net_supply} {units}{forced}, but at most {self.capacity} can leave them "
                 f"(through {' and '.join(ways)})")
 
     def to_dict(self) -> dict[str, Any]:

@@ -159,8 +159,9 @@ def test_random_infeasible_cuts_are_real_proofs() -> None:
 def test_cuts_through_capacitated_nodes_add_up_as_sent() -> None:
     """QA sweep: nodes {1, 2} "had a net supply of 3" while their supplies are 3 and -3: node
     2's demand lies past its own capacity, outside the cut. The listed nodes' supplies (plus
-    what lower bounds force) are net_supply, and the arcs and node capacities named carry
-    exactly ``capacity``, on random infeasible networks with node capacities."""
+    what lower bounds force in) are net_supply, and the arcs and node capacities named carry
+    exactly ``capacity`` as sent, on random infeasible networks with node capacities and
+    lower bounds."""
     obj = {"nodes": [1, 2], "supplies": [3, -3], "node_capacities": [None, 2],
            "arcs": [{"tail": 1, "head": 2, "cost": 1}]}
     cut = solve(network_from_dict(obj), "ortools_mcf", Budget(time_limit=5)).cut
@@ -177,7 +178,7 @@ def test_cuts_through_capacitated_nodes_add_up_as_sent() -> None:
             supplies[a] += q
             supplies[b] -= q
         arcs = [{"tail": int(t) + 1, "head": int(h) + 1, "cost": int(rng.integers(0, 5)),
-                 "capacity": int(rng.integers(1, 6))}
+                 "capacity": int(rng.integers(2, 6)), "lower": int(rng.integers(0, 2))}
                 for t, h in rng.integers(0, n, (2 * n, 2)) if t != h]
         caps = [int(rng.integers(0, 5)) if rng.random() < 0.5 else None for _ in range(n)]
         net = network_from_dict({"nodes": list(range(1, n + 1)),
@@ -193,6 +194,12 @@ def test_cuts_through_capacitated_nodes_add_up_as_sent() -> None:
         named = (int(net.capacities[cut.arcs].sum())
                  + sum(caps[v - 1] for v in cut.node_capacities))
         assert named == cut.capacity < cut.net_supply
+        assert cut.forced == int(net.lower[cut.lower_arcs].sum())
+        # the lower bounds named enter the set (QA sweep: a leaving arc's counted net of its
+        # lower bound, so the capacities named did not add up)
+        in_set = set(cut.nodes) | set(cut.inflow_nodes)
+        for k in cut.lower_arcs:
+            assert int(net.node_ids[net.heads[k]]) in in_set
         checked += 1
     assert checked >= 20
 
