@@ -156,8 +156,14 @@ def simulate_command(
     rates = _rates(rate)
     for option, folder in (("--gantt", gantt), ("--schedule", schedule)):
         if folder is not None and not folder.is_dir():
-            fail(f"{option}: {folder} is a file; give a folder" if folder.exists()
-                 else f"{option}: folder {folder} does not exist")
+            if folder.exists():
+                fail(f"{option}: {folder} is a file; give a folder")
+            if not folder.parent.is_dir():
+                fail(f"{option}: folder {folder.parent} does not exist")
+            try:  # a new folder in an existing one is made (QA sweep: it was refused)
+                folder.mkdir()
+            except OSError as exc:
+                fail(f"{option}: cannot make folder {folder}: {exc.strerror or exc}")
     # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
     templates = _templates(workflows, shapes, tasks, template_seed)
     runs = run_policies(templates, vm_pool, Arrivals(workflows_count, rates), names, seed,

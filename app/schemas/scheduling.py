@@ -112,9 +112,11 @@ class WorkflowInfo(BaseModel):
     name: str
     tasks: int
     edges: int
-    total_runtime: float
-    critical_path: float = Field(description="Seconds of the longest chain at 1 vCPU-second "
-                                 "per second of work (divide by a VM's vCPUs for its time).")
+    total_runtime: float = Field(description="Seconds of all tasks' runtimes as the workflow "
+                                 "gives them (on a 16-vCPU VM; a VM of v vCPUs takes 16 / v "
+                                 "times as long).")
+    critical_path: float = Field(description="Seconds of the longest chain of runtimes, in the "
+                                 "same units as total_runtime.")
 
 
 class ScheduledWorkflow(BaseModel):

@@ -128,6 +128,14 @@ def test_rates_keep_their_order_and_repeats(tmp_path: Path) -> None:
                  "--gantt", str(a_file))
     # a file given for the folder is named as such, not "does not exist" (QA sweep)
     assert named.exit_code == 2 and "is a file; give a folder" in named.stderr
+    # a new folder in an existing one is made (QA sweep: it was refused), a deeper one not
+    made = _run("simulate", "--workflows-count", "3", "--policies", "heft",
+                "--schedule", str(tmp_path / "new"))
+    assert made.exit_code == 0, made.stderr
+    assert any((tmp_path / "new").iterdir())
+    deep = _run("simulate", "--workflows-count", "3", "--policies", "heft",
+                "--schedule", str(tmp_path / "a" / "b"))
+    assert deep.exit_code == 2 and "does not exist" in deep.stderr
 
 
 def test_generated_shapes_give_the_apis_numbers_for_the_same_seed(api: httpx.Client) -> None:

@@ -37,6 +37,8 @@ def test_heft_paper_dag_derived_quantities() -> None:
     wf = load_workflow(WORKFLOWS / "HEFT_paper.xml")
     # critical path T1 → T2 (or T4) → T9 → T10: 14 + 13 + 18 + 21 = 66 runtime seconds
     assert wf.critical_path() == pytest.approx(66 * SIZE_FACTOR)
+    # described in the runtimes' own seconds, beside total_runtime (QA sweep: 16× apart)
+    assert wf.describe()["critical_path"] == pytest.approx(66)
     assert wf.roots == (0,)
     assert wf.children[0] == (1, 2, 3, 4, 5)
     # upward rank (no communication): T10 = 21, T9 = 39, T2 = T4 = 13 + 39, T1 = 14 + 52
