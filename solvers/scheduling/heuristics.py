@@ -14,9 +14,11 @@ published "HEFT" is ~40 % worse than a correct earliest-finish-time rule (resear
 * ``heft_slack``: ours, HEFT-style with slack: a long task that can finish later without
   delaying its workflow's projected completion goes to a slower VM (up to two speed types
   below its earliest-finish VM), keeping the fast ones for work that needs them. HEFT reaches
-  each classic workflow's critical-path bound when the workflow runs alone, so what is left to
-  gain comes from workflows competing for the fast VMs; this rule takes part of it (about
-  0.4–1.3 % below HEFT on held-out streams, benchmarks/results/scheduling.md).
+  each classic workflow's critical-path bound when the workflow runs alone (but Montage,
+  wider than the fastest VMs), so what is left to gain comes from workflows competing for the
+  fast VMs; this rule takes part of it (about 0.4–1.3 % below HEFT on held-out streams,
+  benchmarks/results/scheduling.md; 19–48 % of HEFT's excess over the bound,
+  benchmarks/results/scheduling_headroom.md).
 * ``round_robin``, ``random``.
 
 Ties go to a seeded random choice among the tied VMs, as in the original code.
