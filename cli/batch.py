@@ -39,7 +39,15 @@ from rich.progress import (
 from rich.table import Table
 
 from app.jobs.executors import Executor, make_executor
-from app.jobs.store import FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
+from app.jobs.store import (
+    FAILED,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    JobRecord,
+    JobStore,
+    StoredSolutionError,
+)
 from cli.common import (
     DEVICE_OPTION,
     EXIT_INTERRUPTED,
@@ -429,7 +437,11 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path,
     if job.state != SUCCEEDED:
         row.state = job.state  # failed, or cancelled by a Ctrl-C: partial is not an answer
         return
-    payload = store.read_solution(job.id)
+    try:
+        payload = store.read_solution(job.id, job.attempt)
+    except StoredSolutionError as exc:
+        row.state, row.error = FAILED, str(exc)
+        return
     if payload is None:
         row.state, row.error = FAILED, "the job succeeded but its solution file is missing"
         return

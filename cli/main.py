@@ -516,6 +516,13 @@ def serve(
         torch_device_name(settings.device)
     except ValueError as exc:
         fail(f"COSOLVE_DEVICE: {exc}")
+    from app.jobs.store import DataDirError, check_data_dir
+
+    try:  # (QA sweep: a file, a read-only folder or a damaged database was a traceback after
+        # the warm-up, and a second server on the same folder took over the first one's jobs)
+        check_data_dir(Path(settings.data_dir))
+    except DataDirError as exc:
+        fail(f"COSOLVE_DATA_DIR: {exc}")
     try:  # a busy port or an unknown host is the caller's to fix: say so, exit 2
         with socket.create_server((host, port)):
             pass

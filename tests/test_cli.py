@@ -569,6 +569,8 @@ def test_routing_commands_check_the_torch_device_first(command: str) -> None:
     ({"COSOLVE_DEVICE": "gpu"}, ["COSOLVE_DEVICE: unknown device 'gpu'"]),
     ({"COSOLVE_MAX_TIME_LIMIT": "-1"}, ["COSOLVE_MAX_TIME_LIMIT: ", "greater than 0"]),
     ({"COSOLVE_DEFAULT_TIME_LIMIT": "999"}, ["settings: default_time_limit (999 s) is above"]),
+    # a file for the data folder (QA sweep: a traceback after the warm-up)
+    ({"COSOLVE_DATA_DIR": str(DATA / "eil51.tsp")}, ["COSOLVE_DATA_DIR: ", "is a file"]),
 ])
 def test_serve_checks_its_settings_before_starting(env: dict[str, str],
                                                    words: list[str]) -> None:

@@ -14,6 +14,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sqlite3
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -117,11 +118,32 @@ class LocalProcessExecutor:
                                        job.id)
                         self.submit(again)
                     return
-        # The worker died (killed, out of memory) before it could record an outcome.
+        # The worker died (killed, out of memory) before it could record an outcome, or it
+        # could not record it (a full disk: the database or the solution file refused it).
         logger.error("job %s: worker failed: %r", job.id, exc)
-        self.store.finish(job.id, job.attempt, state=FAILED,
-                          error=f"the worker process died ({type(exc).__name__}: {exc})",
-                          message="worker died", ttl_s=self.ttl_s)
+        if isinstance(exc, (sqlite3.Error, OSError)) and not isinstance(exc, BrokenProcessPool):
+            error = (f"the job's outcome could not be stored ({type(exc).__name__}: {exc}); "
+                     "is the data directory's disk full?")
+        else:
+            error = f"the worker process died ({type(exc).__name__}: {exc})"
+        self._record_failure(job, error, tries=FAILURE_RECORD_TRIES)
+
+    def _record_failure(self, job: JobRecord, error: str, tries: int) -> None:
+        """Mark the job failed; while the store cannot take it (the disk that stopped the
+        worker is still full), try again every few seconds rather than leave the job running
+        for ever (QA sweep: it stayed running, uncancellable, until a restart)."""
+        try:
+            self.store.finish(job.id, job.attempt, state=FAILED, error=error,
+                              message="failed", ttl_s=self.ttl_s)
+        except sqlite3.Error as exc:
+            if tries <= 1 or self._closing:
+                logger.error("job %s: could not record its failure (%r); the next server "
+                             "re-queues it", job.id, exc)
+                return
+            timer = threading.Timer(FAILURE_RECORD_RETRY_S, self._record_failure,
+                                    (job, error, tries - 1))
+            timer.daemon = True
+            timer.start()
 
     def shutdown(self) -> None:
         """Stop now: running jobs are not waited for (they are re-queued on the next start),
@@ -132,6 +154,12 @@ class LocalProcessExecutor:
         for process in processes:
             if process.is_alive():
                 process.terminate()
+
+
+#: How often, and how many times, a job's failure is written again while the store refuses
+#: writes (a full disk): an hour in all.
+FAILURE_RECORD_RETRY_S = 5.0
+FAILURE_RECORD_TRIES = 720
 
 
 def _worker_alive(pool: ProcessPoolExecutor | None, pid: int | None) -> bool:

@@ -4,12 +4,13 @@ what a previous server left unfinished, cancels, and expires old results."""
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from app.jobs.executors import Executor, make_executor
-from app.jobs.store import JobRecord, JobStore
+from app.jobs.store import JobRecord, JobStore, lock_data_dir
 from app.settings import Settings
 from solvers.device import torch_device_name
 
@@ -39,10 +40,13 @@ class JobService:
         self._stop = threading.Event()
         self._purger: threading.Thread | None = None
         self._submit_lock = threading.Lock()
+        self._lock: int | None = None  # the data directory's lock while started
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> list[JobRecord]:
-        """Re-queue interrupted jobs, start the expiry loop; returns the re-queued jobs."""
+        """Take the data directory (``DataDirError`` when another server holds it), re-queue
+        interrupted jobs, start the expiry loop; returns the re-queued jobs."""
+        self._lock = lock_data_dir(self.store.root)
         requeued = self.store.requeue_interrupted(ttl_s=self.settings.result_ttl_s)
         for job in requeued:
             logger.info("re-queueing job %s (attempt %d)", job.id, job.attempt)
@@ -55,6 +59,9 @@ class JobService:
     def stop(self) -> None:
         self._stop.set()
         self.executor.shutdown()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def _purge_loop(self) -> None:
         while not self._stop.wait(self.settings.purge_interval_s):

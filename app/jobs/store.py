@@ -154,6 +154,62 @@ def _record(row: sqlite3.Row) -> JobRecord:
     return JobRecord(**d)
 
 
+LOCK_FILE = "server.lock"
+
+
+class DataDirError(Exception):
+    """The data directory cannot serve: not a folder, not writable, a damaged database, or
+    held by another server."""
+
+
+def lock_data_dir(root: Path) -> int:
+    """An exclusive lock on ``root`` for this server's lifetime (the open descriptor; close it
+    to release). A second server on the same folder re-queued the first one's running jobs and
+    solved them twice (QA sweep), so it is refused with the holder's pid. The lock dies with
+    the process, so a killed server leaves nothing stale behind."""
+    import fcntl
+
+    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise DataDirError(f"{root} is in use by another cosolve server (pid {holder}); give "
+                           "each server its own COSOLVE_DATA_DIR") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def check_data_dir(root: Path) -> None:
+    """Everything about the data directory a server needs, checked before it starts (one
+    line instead of a traceback after the warm-up): a folder that can be made and written,
+    a jobs database that opens, and no other server holding it."""
+    if root.exists() and not root.is_dir():
+        raise DataDirError(f"{root} is a file; give a folder")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise DataDirError(f"cannot write in {root}: {exc.strerror or exc}") from None
+    db = root / "jobs.sqlite3"
+    if db.exists():
+        try:
+            with sqlite3.connect(db) as conn:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise DataDirError(f"{db} cannot be opened ({exc}); move it away to start with "
+                               "an empty job store") from None
+    os.close(lock_data_dir(root))
+
+
+class StoredSolutionError(Exception):
+    """A finished job's solution file is there but unreadable (damaged on disk)."""
+
+
 class JobStore:
     """Thread-safe access to the SQLite file; each thread/process opens its own connection."""
 
@@ -210,21 +266,41 @@ class JobStore:
     def input_path(self, job: JobRecord) -> Path:
         return self.job_dir(job.id) / f"input-{job.filename}"
 
-    def solution_path(self, job_id: str) -> Path:
-        return self.job_dir(job_id) / "solution.json"
+    def solution_path(self, job_id: str, attempt: int) -> Path:
+        """One file per attempt: a superseded attempt that still finishes (a worker left
+        running by a server that was killed) writes its own file, which is never served (QA
+        sweep: a cancelled job served a stale attempt's solution)."""
+        return self.job_dir(job_id) / f"solution-{attempt}.json"
 
-    def write_solution(self, job_id: str, payload: dict[str, Any]) -> None:
+    def write_solution(self, job_id: str, attempt: int, payload: dict[str, Any]) -> None:
         """Write atomically (temp file + rename), so a reader never sees half a solution."""
-        path = self.solution_path(job_id)
+        path = self.solution_path(job_id, attempt)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload))
         os.replace(tmp, path)
 
-    def read_solution(self, job_id: str) -> dict[str, Any] | None:
-        path = self.solution_path(job_id)
+    def read_solution(self, job_id: str, attempt: int | None = None) -> dict[str, Any] | None:
+        """The solution of the job's current attempt (or of ``attempt``); None when there is
+        none. A file that cannot be read is a ``StoredSolutionError``."""
+        if attempt is None:
+            job = self.get(job_id)
+            if job is None:
+                return None
+            attempt = job.attempt
+        path = self.solution_path(job_id, attempt)
         if not path.exists():
-            return None
-        return json.loads(path.read_text())
+            legacy = self.job_dir(job_id) / "solution.json"  # stores written before 2026-12-04
+            if not legacy.exists():
+                return None
+            path = legacy
+        try:
+            payload = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StoredSolutionError(f"the stored solution of job {job_id} cannot be read "
+                                      f"({exc.__class__.__name__}: {exc})") from None
+        if not isinstance(payload, dict):
+            raise StoredSolutionError(f"the stored solution of job {job_id} is not a solution")
+        return payload
 
     # -- creating --------------------------------------------------------------------
     def create(

@@ -156,7 +156,7 @@ def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,
                    ttl_s: float) -> bool:
     """Write the solution file, then the final row (guarded by the attempt)."""
     if outcome.solution is not None:
-        store.write_solution(job_id, outcome.solution)
+        store.write_solution(job_id, attempt, outcome.solution)
     return store.finish(job_id, attempt, state=outcome.state, cost=outcome.cost,
                         feasible=outcome.feasible, partial=outcome.partial, error=outcome.error,
                         message=outcome.message, ttl_s=ttl_s)

@@ -50,7 +50,7 @@ from app.intake import (
     validate_fields,
 )
 from app.jobs.service import JobService, QueueFullError
-from app.jobs.store import FINAL_STATES, JobRecord
+from app.jobs.store import FINAL_STATES, JobRecord, StoredSolutionError
 from app.schemas.jobs import (
     BatchFileResult,
     BatchOptions,
@@ -233,7 +233,14 @@ def job_solution(job_id: str, service: ServiceDep,
         raise ApiError(409, f"job {job_id} is {job.state}; follow /v1/jobs/{job_id}/events "
                        "or poll the job until it is final", kind="job-not-finished",
                        title="Not finished", field="job_id", extra={"state": job.state})
-    payload = service.store.read_solution(job_id)
+    try:
+        payload = service.store.read_solution(job_id, job.attempt)
+    except StoredSolutionError as exc:  # (QA sweep: a truncated file was a bare 500)
+        raise _storage_problem(f"{exc}; the data directory was damaged") from None
+    if payload is None and job.has_solution:
+        raise _storage_problem(f"job {job_id} ended {job.state} with a solution (cost "
+                               f"{job.cost:g}) but its "
+                               "stored solution is missing from the data directory")
     if payload is None:
         raise ApiError(404, f"job {job_id} ended {job.state} without a solution"
                        + (f": {job.error}" if job.error else ""), kind="no-solution",
@@ -462,11 +469,19 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     return batch_status(service, batch_id)
 
 
+def _storage_problem(detail: str) -> ApiError:
+    """The server's own files are damaged: a 500 that says so, not the generic one."""
+    return ApiError(500, detail, kind="storage-error", title="Stored data unreadable")
+
+
 def _row_error(service: JobService, job: JobRecord) -> str | None:
     """A batch row's error: the job's own, or for an infeasible solution its violations."""
     if job.error or job.feasible is not False:
         return job.error
-    payload = service.store.read_solution(job.id)
+    try:
+        payload = service.store.read_solution(job.id, job.attempt)
+    except StoredSolutionError as exc:
+        return str(exc)
     violations = (payload or {}).get("violations") or ["(no reason recorded)"]
     return "infeasible: " + "; ".join(str(v) for v in violations)
 

@@ -137,3 +137,40 @@ def test_a_worker_death_does_not_fail_the_jobs_beside_it(tmp_path: Path) -> None
         assert done.error is None
     finally:
         service.stop()
+
+
+def test_a_failure_the_store_refuses_is_written_once_it_takes_it(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """QA sweep: with the disk full, the worker could not record its outcome, nor the server
+    the failure, and the job stayed running (uncancellable) until a restart. The failure is
+    written again every few seconds until the store takes it, and says why."""
+    import sqlite3
+    from concurrent.futures import Future
+
+    from app.jobs import executors
+
+    monkeypatch.setattr(executors, "FAILURE_RECORD_RETRY_S", 0.05)
+    store = JobStore(tmp_path)
+    job = store.create(problem="tsp", solver="nearest_neighbor", time_limit=1.0, seed=0,
+                       filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(), nodes=51)
+    assert store.mark_running(job.id, job.attempt)
+    real_finish = store.finish
+    refusals = []
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if len(refusals) < 3:
+            refusals.append(1)
+            raise sqlite3.OperationalError("database or disk is full")
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(store, "finish", full_disk)
+    executor = executors.LocalProcessExecutor(store, workers=1, ttl_s=60)
+    try:
+        future: Future[str] = Future()
+        future.set_exception(sqlite3.OperationalError("database or disk is full"))
+        executor._done(job, future)
+        failed = _wait_state(store, job.id, FAILED, timeout=5)
+        assert len(refusals) == 3
+        assert "could not be stored" in (failed.error or "") and "disk full" in failed.error
+    finally:
+        executor.shutdown()

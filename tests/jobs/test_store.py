@@ -86,7 +86,57 @@ def test_requeue_bumps_the_attempt_and_fences_off_the_old_worker(tmp_path: Path)
     assert not store.finish(job.id, 0, state=SUCCEEDED, cost=1.0, feasible=True)
     # nor did its progress survive the requeue: the new attempt starts from nothing
     assert store.get(job.id).best_cost is None
+    # nor is its solution file ever served (QA sweep: a cancelled job served a stale
+    # attempt's solution, written before the row refused it)
+    store.write_solution(job.id, 0, {"cost": 1.0, "stale": True})
+    assert store.read_solution(job.id) is None
     assert run_stored_job(str(tmp_path), job.id, 1, ttl_s=60) == SUCCEEDED
+    assert "stale" not in store.read_solution(job.id)
+
+
+def test_a_damaged_solution_file_is_said_to_be_damaged(tmp_path: Path) -> None:
+    """QA sweep: a truncated solution file was a bare 500."""
+    from app.jobs.store import StoredSolutionError
+
+    store = JobStore(tmp_path)
+    job = _job(store)
+    run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=60)
+    path = store.solution_path(job.id, job.attempt)
+    path.write_text(path.read_text()[:20])
+    with pytest.raises(StoredSolutionError, match="cannot be read"):
+        store.read_solution(job.id)
+
+
+def test_one_server_per_data_directory(tmp_path: Path) -> None:
+    """QA sweep: a second server on the same folder re-queued the first one's running job and
+    solved it too. It is refused with the holder's pid; the folder is free again once the
+    first stops. A file, an unwritable folder or a damaged database is refused up front."""
+    import os
+
+    from app.jobs.service import JobService
+    from app.jobs.store import DataDirError, check_data_dir
+    from app.settings import Settings
+
+    first = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
+    first.start()
+    try:
+        with pytest.raises(DataDirError, match=f"in use by another cosolve server .pid "
+                                               f"{os.getpid()}"):
+            JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1)).start()
+        with pytest.raises(DataDirError, match="in use"):
+            check_data_dir(tmp_path)
+    finally:
+        first.stop()
+    check_data_dir(tmp_path)  # free again
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    with pytest.raises(DataDirError, match="is a file"):
+        check_data_dir(a_file)
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "jobs.sqlite3").write_bytes(os.urandom(4096))
+    with pytest.raises(DataDirError, match="cannot be opened"):
+        check_data_dir(damaged)
 
 
 def test_a_batch_expires_with_its_last_job(tmp_path: Path) -> None:
