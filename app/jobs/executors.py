@@ -9,6 +9,7 @@ server copies between that actor and the store.
 
 from __future__ import annotations
 
+import errno
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -121,7 +122,8 @@ class LocalProcessExecutor:
         # The worker died (killed, out of memory) before it could record an outcome, or it
         # could not record it (a full disk: the database or the solution file refused it).
         logger.error("job %s: worker failed: %r", job.id, exc)
-        if isinstance(exc, (sqlite3.Error, OSError)) and not isinstance(exc, BrokenProcessPool):
+        if isinstance(exc, sqlite3.Error) or (isinstance(exc, OSError) and exc.errno in (
+                errno.ENOSPC, errno.EDQUOT, errno.EROFS)):
             error = (f"the job's outcome could not be stored ({type(exc).__name__}: {exc}); "
                      "is the data directory's disk full?")
         else:

@@ -415,7 +415,7 @@ class JobStore:
             )
             c.execute(
                 "UPDATE jobs SET state=?, attempt=attempt+1, updated_at=?, best_cost=NULL, "
-                "elapsed=0, iterations=0, "
+                "elapsed=0, iterations=0, started_at=NULL, worker_pid=NULL, "
                 "message=CASE WHEN state=? THEN 're-queued after a server restart' "
                 "ELSE message END WHERE state IN (?, ?)",
                 (QUEUED, now, RUNNING, *ACTIVE_STATES),
@@ -496,7 +496,7 @@ class JobStore:
             if cur.rowcount == 0:
                 cur = c.execute(
                     "UPDATE jobs SET state=?, attempt=attempt+1, updated_at=?, best_cost=NULL, "
-                    "elapsed=0, iterations=0, message=?, worker_pid=NULL "
+                    "elapsed=0, iterations=0, message=?, worker_pid=NULL, started_at=NULL "
                     "WHERE id=? AND attempt=? AND state=?",
                     (QUEUED, now, message, job_id, attempt, RUNNING))
                 if cur.rowcount == 0:

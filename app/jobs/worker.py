@@ -174,6 +174,13 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
         return "skipped"  # cancelled while queued, or superseded by a newer attempt
     spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename,
                    device)
-    outcome = execute(spec, store.input_path(job).read_bytes(), StoreSink(store, job_id, attempt))
+    try:
+        data = store.input_path(job).read_bytes()
+    except FileNotFoundError:  # (QA sweep: reported as "the worker process died")
+        outcome = JobOutcome("failed", error="the job's input file is missing from the data "
+                             f"directory ({store.input_path(job)})", message="input missing")
+        record_outcome(store, job_id, attempt, outcome, ttl_s)
+        return outcome.state
+    outcome = execute(spec, data, StoreSink(store, job_id, attempt))
     record_outcome(store, job_id, attempt, outcome, ttl_s)
     return outcome.state

@@ -507,7 +507,10 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     # a plan that breaks the rules (OR-Tools' dropped customers under a fleet cap) is not
     # summed with full plans, and its row says why, as `cosolve batch` does (QA sweep: it
     # read as a plain success)
-    costs = [j.cost for j in jobs if j.cost is not None and j.feasible is not False]
+    # solved files only: a cancelled job's partial plan is not an answer (QA sweep: it was
+    # summed, while `cosolve batch` sums solved rows only)
+    costs = [j.cost for j in jobs
+             if j.state == "succeeded" and j.cost is not None and j.feasible is not False]
     return BatchStatus(
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
         max_vehicles=batch["max_vehicles"],

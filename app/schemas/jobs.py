@@ -135,8 +135,9 @@ class BatchSummary(BaseModel):
     cancelled: int
     rejected: int = Field(description="Files refused at submission (listed in `rejected` with "
                           "the reason); they have no job.")
-    total_cost: float | None = Field(description="Sum over files with a feasible solution "
-                                     "(an infeasible one's row says why in its error).")
+    total_cost: float | None = Field(description="Sum over files solved with a feasible "
+                                     "solution (an infeasible one's row says why in its error; "
+                                     "a cancelled one's partial plan is not counted).")
 
 
 class BatchStatus(BaseModel):

@@ -81,6 +81,8 @@ def test_requeue_bumps_the_attempt_and_fences_off_the_old_worker(tmp_path: Path)
     requeued = JobStore(tmp_path).requeue_interrupted()
     assert [j.id for j in requeued] == [job.id] and requeued[0].attempt == 1
     assert requeued[0].state == QUEUED
+    # it waits again, so it has not started (QA sweep: the old attempt's started_at stayed)
+    assert requeued[0].started_at is None and requeued[0].worker_pid is None
     # The orphaned attempt-0 worker can no longer write.
     store.report_progress(job.id, 0, 2.0, 9, 400.0, "stale")
     assert not store.finish(job.id, 0, state=SUCCEEDED, cost=1.0, feasible=True)
@@ -287,3 +289,14 @@ def test_a_batch_is_accepted_whole_or_not_at_all(tmp_path: Path) -> None:
     with pytest.raises(QueueFullError) as exc:
         service.submit(**job)
     assert exc.value.active == 4  # the job it refused counts (it said 3 of at most 3)
+
+
+def test_a_missing_input_file_is_said_to_be_missing(tmp_path: Path) -> None:
+    """QA sweep: a deleted input read as "the worker process died (FileNotFoundError …)"."""
+    from app.jobs.store import FAILED
+
+    store = JobStore(tmp_path)
+    job = _job(store)
+    store.input_path(job).unlink()
+    assert run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=60) == FAILED
+    assert "input file is missing" in (store.get(job.id).error or "")
