@@ -46,6 +46,7 @@ from app.jobs.store import (
     SUCCEEDED,
     JobRecord,
     JobStore,
+    StorageError,
     StoredSolutionError,
 )
 from cli.common import (
@@ -483,10 +484,14 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
                 except CosolveError as exc:  # changed since it was checked
                     row.state, row.error = FAILED, str(exc)
                     continue
-                job = store.create(problem=row.problem or "", solver=solver,
-                                   time_limit=time_limit, seed=seed, filename=filename,
-                                   data=data, nodes=row.nodes or 0, batch_id=batch_id,
-                                   max_vehicles=max_vehicles)
+                try:
+                    job = store.create(problem=row.problem or "", solver=solver,
+                                       time_limit=time_limit, seed=seed, filename=filename,
+                                       data=data, nodes=row.nodes or 0, batch_id=batch_id,
+                                       max_vehicles=max_vehicles)
+                except StorageError as exc:  # a full disk under the work folder
+                    row.state, row.error = FAILED, str(exc)
+                    continue
                 row.job_id = job.id
                 waiting[job.id] = row
                 executor.submit(job)

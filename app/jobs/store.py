@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -206,6 +207,10 @@ def check_data_dir(root: Path) -> None:
     os.close(lock_data_dir(root))
 
 
+class StorageError(Exception):
+    """A submission the data directory could not take (a full disk): nothing was kept."""
+
+
 class StoredSolutionError(Exception):
     """A finished job's solution file is there but unreadable (damaged on disk)."""
 
@@ -322,21 +327,28 @@ class JobStore:
         filename = safe_filename(filename)
         job_id = uuid.uuid4().hex
         folder = self.job_dir(job_id)
-        folder.mkdir(parents=True)
-        path = folder / f"input-{filename}"
-        with open(path, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        now = time.time()
-        with self._conn() as c:
-            c.execute(
-                "INSERT INTO jobs (id, batch_id, state, problem, solver, time_limit, seed, "
-                "filename, nodes, created_at, updated_at, max_vehicles) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (job_id, batch_id, QUEUED, problem, solver, time_limit, seed, filename, nodes,
-                 now, now, max_vehicles),
-            )
+        try:
+            folder.mkdir(parents=True)
+            path = folder / f"input-{filename}"
+            with open(path, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            now = time.time()
+            with self._conn() as c:
+                c.execute(
+                    "INSERT INTO jobs (id, batch_id, state, problem, solver, time_limit, seed, "
+                    "filename, nodes, created_at, updated_at, max_vehicles) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (job_id, batch_id, QUEUED, problem, solver, time_limit, seed, filename,
+                     nodes, now, now, max_vehicles),
+                )
+        except (OSError, sqlite3.OperationalError) as exc:
+            # nothing half-made stays behind: the expiry loop works from rows, so a folder
+            # without one was never removed (QA sweep: a full disk left them, and a bare 500)
+            shutil.rmtree(folder, ignore_errors=True)
+            raise StorageError(f"the job could not be stored ({type(exc).__name__}: {exc}); "
+                               "the server's data directory may be full") from None
         job = self.get(job_id)
         assert job is not None
         return job

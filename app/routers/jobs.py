@@ -50,7 +50,7 @@ from app.intake import (
     validate_fields,
 )
 from app.jobs.service import JobService, QueueFullError
-from app.jobs.store import FINAL_STATES, JobRecord, StoredSolutionError
+from app.jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError
 from app.schemas.jobs import (
     BatchFileResult,
     BatchOptions,
@@ -154,6 +154,8 @@ async def submit_job(request: Request, settings: SettingsDep, service: ServiceDe
         job = await run_in_threadpool(lambda: service.submit(**vars(job_input)))
     except QueueFullError as exc:
         raise _queue_full(exc) from None
+    except StorageError as exc:
+        raise _storage_full(exc) from None
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return job_status(job)
 
@@ -466,7 +468,16 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
                                         options.max_vehicles)
     except QueueFullError as exc:
         raise _queue_full(exc) from None
+    except StorageError as exc:
+        raise _storage_full(exc) from None
     return batch_status(service, batch_id)
+
+
+def _storage_full(exc: StorageError) -> ApiError:
+    """507 Insufficient Storage: the submission was not kept; the same request can be sent
+    again once the server has room."""
+    return ApiError(507, f"{exc}; nothing was kept, send it again later", kind="storage-full",
+                    title="No room to store the job")
 
 
 def _storage_problem(detail: str) -> ApiError:

@@ -300,3 +300,23 @@ def test_a_missing_input_file_is_said_to_be_missing(tmp_path: Path) -> None:
     store.input_path(job).unlink()
     assert run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=60) == FAILED
     assert "input file is missing" in (store.get(job.id).error or "")
+
+
+def test_a_submission_the_disk_refuses_leaves_nothing_behind(tmp_path: Path,
+                                                             monkeypatch) -> None:
+    """QA sweep: with the disk full a submission was a bare 500 and its folder stayed, with no
+    row, so the expiry loop never removed it. It is a StorageError and nothing is left."""
+    import errno
+    import os
+
+    from app.jobs.store import StorageError
+
+    store = JobStore(tmp_path)
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(StorageError, match="may be full"):
+        _job(store)
+    assert list((tmp_path / "jobs").iterdir()) == [] and store.list()[0] == []
