@@ -282,11 +282,9 @@ def _check_node_ids(text: str) -> None:
                 "rows must list the ids 1..DIMENSION once each, in order)")
         for token in tokens[1:]:
             # (QA sweep: "2 4x9 49" was only "coords: must be a list of number pairs")
-            try:
-                float(token)
-            except ValueError:
+            if not _is_number(token):
                 raise InstanceError(section, f"line {lineno}: {token!r} is not a number "
-                                    f"(node {node})") from None
+                                    f"(node {node})")
         expected += 1
 
 
