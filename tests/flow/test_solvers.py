@@ -98,6 +98,8 @@ def test_netgen_files_give_their_known_optima_with_every_solver(name: str) -> No
     # The target: the entropic flow's cost, before any repair, within 1 % of optimal.
     assert abs(stats["entropic_gap_percent"]) < 1.0, stats
     assert stats["marginal_error"] < 1e-3
+    # ε in cost units in the schedule and the stages alike (QA sweep: two scales)
+    assert [st["eps"] for st in stats["stages"]] == pytest.approx(stats["eps_schedule"])
 
 
 def test_infeasible_networks_come_with_a_blocking_cut() -> None:
