@@ -117,15 +117,15 @@ def test_waiting_for_a_window_is_allowed(tiny):
 def test_late_arrival_names_route_and_node(tiny):
     violations = check_solution(tiny, [[2], [3, 1]])
     # 0 -> 3 at 20, waits to 28, -> 1 at 38 > 15, leaves at 43 and is back at 53 > 50.
-    assert violations == ["route 1: late at node 1: arrives 38 > latest 15",
-                          "route 1: late at the depot (0): returns 53 > latest 50"]
+    assert violations == ["route 1: late at node 1: arrives 38 > latest 15 (by 23)",
+                          "route 1: late at the depot (0): returns 53 > latest 50 (by 3)"]
     assert not build_solution(tiny, [[2], [3, 1]], solver="t", wall_time=0).feasible
 
 
 def test_late_return_to_the_depot_is_caught(tiny):
     # 1 at 10 (leaves 15), 3 at 25 (waits to 28), 2 at 28 + 22 = 50 (leaves 55), back at 65.
     violations = check_solution(tiny, [[1, 3, 2]])
-    assert violations == ["route 0: late at the depot (0): returns 65 > latest 50"]
+    assert violations == ["route 0: late at the depot (0): returns 65 > latest 50 (by 15)"]
 
 
 @pytest.mark.parametrize(
@@ -288,3 +288,40 @@ def test_a_scaled_files_errors_quote_the_values_written(edit, field, words):
     with pytest.raises(InstanceError) as err:
         parse_instance_bytes(text.replace(edit[0], edit[1]).encode(), "C101.vrptw")
     assert err.value.field == field and words in err.value.message, err.value
+
+
+def test_times_far_from_zero_keep_a_tight_tolerance() -> None:
+    """QA sweep: the float tolerance was 1e-9 of the horizon's end, so with Unix-second times
+    (1.7e9) a customer 1.6 s late was accepted and plans through it called feasible."""
+    t0 = 1.7e9
+    with pytest.raises(InstanceError) as exc:
+        CVRPTWInstance(coords=[[0, 0], [1001.6, 0], [0, 500]], demands=[0, 1, 1], capacity=5,
+                       distance="exact",
+                       time_windows=[[t0, t0 + 3600], [t0, t0 + 1000], [t0, t0 + 3600]])
+    assert exc.value.field == "time_windows[1]" and "1.6 after its latest" in exc.value.message
+    inst = CVRPTWInstance(coords=[[0, 0], [1000.5, 0], [0, 500]], demands=[0, 1, 1],
+                          capacity=5, distance="exact",
+                          time_windows=[[t0, t0 + 3600], [t0, t0 + 1001], [t0, t0 + 600]])
+    assert check_solution(inst, [[1], [2]]) == []
+    late = check_solution(inst, [[2, 1]])  # 500 to node 2, then 1118 more to node 1
+    assert any("late at node 1" in v and "(by " in v for v in late), late
+
+
+def test_integer_time_solvers_take_decimal_windows_and_refuse_overflow() -> None:
+    """QA sweep: 2.03 × 1000 is 2029.9999999999998 in floats, so pyvrp and ortools refused the
+    window [2.03, 2.03] as holding "no whole step of 0.001"; and windows of 1e12 on a map 0.01
+    wide overflowed int64 and blamed the depot's window for holding no step."""
+    from solvers.base import Budget
+    from solvers.routing.solve import solve
+
+    decimal = CVRPTWInstance(coords=[[0, 0], [1, 0], [0, 1]], demands=[0, 1, 1], capacity=5,
+                             distance="EUC_2D",
+                             time_windows=[[0, 100], [2.03, 2.03], [0, 100]])
+    wide = CVRPTWInstance(coords=[[0, 0], [0.01, 0], [0, 0.01]], demands=[0, 1, 1], capacity=2,
+                          distance="exact", time_windows=[[0, 1e12], [0, 1e12], [0, 1e12]])
+    for solver in ("pyvrp", "ortools"):
+        sol = solve(decimal, solver, Budget(time_limit=0.5, seed=0))
+        assert sol.feasible and check_solution(decimal, sol.routes) == []
+        with pytest.raises(InstanceError, match="too large for this solver's integer time"):
+            solve(wide, solver, Budget(time_limit=0.5, seed=0))
+    assert solve(wide, "nearest_neighbor", Budget(time_limit=0.5)).feasible

@@ -113,15 +113,16 @@ def check_cvrptw(instance: CVRPTWInstance, routes: list[list[int]]) -> list[str]
             if t > latest[node] + tol:
                 count += 1
                 if len(late) < _MAX_LISTED:
-                    late.append(f"route {k}: late at node {node}: arrives {t:g} > latest "
-                                f"{latest[node]:g}")
+                    # (digits enough to tell them apart: "1.7e+09 > latest 1.7e+09")
+                    late.append(f"route {k}: late at node {node}: arrives {t:.10g} > latest "
+                                f"{latest[node]:.10g} (by {t - latest[node]:.4g})")
             t = max(t, early[node]) + service[node]
         t += legs[-1]
         if t > end + tol:
             count += 1
             if len(late) < _MAX_LISTED:
-                late.append(f"route {k}: late at the depot ({depot}): returns {t:g} > latest "
-                            f"{end:g}")
+                late.append(f"route {k}: late at the depot ({depot}): returns {t:.10g} > "
+                            f"latest {end:.10g} (by {t - end:.4g})")
     problems += late
     if count > len(late):
         problems.append(f"{count - len(late)} more late arrivals")

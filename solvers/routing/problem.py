@@ -373,11 +373,14 @@ class CVRPTWInstance(CVRPInstance):
         return float(e), float(l_)
 
     def time_tolerance(self) -> float:
-        """Slack allowed when comparing times: none for integer data; for float data a
-        relative 1e-9 of the horizon, so summation order cannot make a schedule late."""
+        """Slack allowed when comparing times: none for integer data; for float data 1e-9 of
+        the horizon's length, so summation order cannot make a schedule late, plus 1e-12 of
+        the times' magnitude for their own rounding. (It was 1e-9 of the horizon's end: with
+        times in Unix seconds, 1.7e9, a plan 1.6 s late passed — QA sweep.)"""
         if self.integral_times:
             return 0.0
-        return 1e-9 * max(1.0, abs(self.horizon[1]))
+        start, end = (float(t) for t in self.horizon)
+        return 1e-9 * max(1.0, end - start) + 1e-12 * max(abs(start), abs(end))
 
     def _check_reachable(self) -> None:
         """Refuse a customer that no vehicle can serve: leaving the depot when it opens, the
@@ -395,8 +398,9 @@ class CVRPTWInstance(CVRPInstance):
             i = int(cust[k])
             raise InstanceError(
                 f"time_windows[{i}]",
-                f"customer {i} is unreachable within its window: leaving the depot at {start:g}, "
-                f"a vehicle arrives at {arrive[k]:g}, after its latest {self.latest[i]:g}",
+                f"customer {i} is unreachable within its window: leaving the depot at "
+                f"{start:.10g}, a vehicle arrives at {arrive[k]:.10g}, "
+                f"{arrive[k] - self.latest[i]:.4g} after its latest {self.latest[i]:.10g}",
             )
         back = (np.maximum(arrive, self.earliest[cust]) + self.service_times[cust]
                 + self.edge_lengths(cust, depot))
@@ -407,7 +411,8 @@ class CVRPTWInstance(CVRPInstance):
             raise InstanceError(
                 f"time_windows[{i}]",
                 f"customer {i} is unreachable within the horizon: serving it alone, a vehicle is "
-                f"back at the depot at {back[k]:g}, after the depot's latest {end:g}",
+                f"back at the depot at {back[k]:.10g}, {back[k] - end:.4g} after the depot's "
+                f"latest {end:.10g}",
             )
 
     def describe(self) -> dict[str, Any]:

@@ -48,10 +48,34 @@ class IntegerTimes:
         return int(self.windows[:, 1].max())
 
 
+#: Largest scaled time the integer solvers are given: their schedules add times in int64,
+#: and a float cast above this is not exact (QA sweep: windows of 1e12 on a 0.01-wide map
+#: overflowed and were reported as "holding no whole step").
+MAX_INTEGER_TIME = 2.0**53
+
+
+def _snapped(scaled: np.ndarray) -> np.ndarray:
+    """Scaled times that float error left a hair off a whole step put back on it, so that
+    ceil/floor do not move them a step (QA sweep: 2.03 × 1000 = 2029.9999999999998, so a
+    window [2.03, 2.03] held "no whole step of 0.001")."""
+    near = np.round(scaled)
+    close = np.abs(scaled - near) <= 1e-9 * np.maximum(1.0, np.abs(near))
+    return np.where(close, near, scaled)
+
+
 def integer_times(instance: CVRPTWInstance, scale: float) -> IntegerTimes:
     """Windows and service times scaled to integers, rounded so the schedule stays on time."""
-    w = instance.time_windows * scale
-    s = instance.service_times * scale
+    w = _snapped(instance.time_windows * scale)
+    s = _snapped(instance.service_times * scale)
+    big = np.flatnonzero(np.abs(w).max(axis=1) > MAX_INTEGER_TIME)
+    if big.size:
+        i = int(big[0])
+        e, late = instance.time_windows[i]
+        raise InstanceError(
+            f"time_windows[{i}]", f"[{e:.10g}, {late:.10g}] is too large for this solver's "
+            f"integer time ({1 / scale:.3g} time units a step: {np.abs(w[i]).max():.3g} steps, "
+            "above 2^53); shift the times to start near 0, or use polynet, reld or "
+            "nearest_neighbor, which keep exact times")
     if instance.integral_times and scale == 1.0:
         windows = np.round(w).astype(np.int64)
         service = np.round(s).astype(np.int64)
@@ -66,7 +90,7 @@ def integer_times(instance: CVRPTWInstance, scale: float) -> IntegerTimes:
             i = int(empty[0])
             e, late = instance.time_windows[i]
             raise InstanceError(
-                f"time_windows[{i}]", f"[{e:g}, {late:g}] holds no whole step of this "
+                f"time_windows[{i}]", f"[{e:.10g}, {late:.10g}] holds no whole step of this "
                 f"solver's integer time ({1 / scale:g} time units), so it cannot serve node "
                 f"{i} on time; widen the window a little, or use polynet, reld or "
                 "nearest_neighbor, which keep exact times")
@@ -105,7 +129,7 @@ def integer_travel(lengths: np.ndarray, instance: CVRPTWInstance, scale: float) 
     """Travel times from edge lengths: exact for integer data, rounded up otherwise."""
     if instance.integral_times and scale == 1.0:
         return np.round(lengths).astype(np.int64)
-    return np.ceil(lengths * scale).astype(np.int64)
+    return np.ceil(_snapped(lengths * scale)).astype(np.int64)
 
 
 def time_window_routes(instance: CVRPTWInstance) -> list[list[int]]:
