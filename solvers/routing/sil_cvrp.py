@@ -101,7 +101,7 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
 
 def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,
                progress: ProgressCallback) -> tuple[list[list[int]], dict[str, Any]]:
-    from solvers.routing.sil import per_token_prior, prc_round
+    from solvers.routing.sil import model_coords, per_token_prior, prc_round
 
     assert instance.coords is not None
     model = solver.model("tsp")
@@ -122,7 +122,7 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
     cost = _euclid_cost(xy, depot, routes)
     stats["start_length"] = cost
     progress(ProgressEvent(solver.name, clock.elapsed, 0, instance.cost(routes), "start"))
-    coords = torch.as_tensor(xy, dtype=torch.float32)
+    coords = model_coords(xy)
     n = xy.shape[0]
     top = min(solver.max_segment, n)
     rounds = accepted = kicks_kept = 0
