@@ -66,8 +66,11 @@ _WARM_LOCK = threading.Lock()
 
 def _warm(name: str, impl: Any) -> None:
     """``solvers.base.warm_up`` once per solver and process before its first solve, so a
-    library user's first call keeps its time limit as the server's and the CLI's do (QA
-    sweep: a first ``ils`` call at 0.3 s took 4.4 s, numba compiling inside the clock)."""
+    library user's first call searches for its whole time limit as the server's and the
+    CLI's do (QA sweep: a first ``ils`` call at 0.3 s took 4.4 s, numba compiling inside the
+    clock). The warm-up itself comes on top of that first call, outside the solver's clock
+    (seconds; up to a minute of numba compiling in a fresh checkout); call
+    ``solvers.base.warm_up(name)`` beforehand to keep it out of a timed call."""
     if name in _WARMED:
         return
     with _WARM_LOCK:
