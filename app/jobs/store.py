@@ -537,10 +537,13 @@ class JobStore:
             cur = c.execute(
                 "UPDATE jobs SET state=?, finished_at=?, updated_at=?, cost=?, feasible=?, "
                 "partial=?, error=?, message=?, best_cost=COALESCE(?, best_cost), "
-                "expires_at=CASE WHEN ? IS NULL THEN NULL ELSE ? + ? END "
+                "expires_at=CASE WHEN ? IS NULL THEN NULL ELSE ? + ? END, "
+                # a failure's progress says how long it ran (QA sweep: 0.0 after 2 s)
+                "elapsed=CASE WHEN ?=? AND started_at IS NOT NULL "
+                "THEN MAX(COALESCE(elapsed, 0), ? - started_at) ELSE elapsed END "
                 "WHERE id=? AND attempt=? AND state IN (?, ?)",
                 (state, now, now, cost, None if feasible is None else int(feasible),
-                 int(partial), error, message, cost, ttl_s, now, ttl_s, job_id, attempt,
-                 *ACTIVE_STATES),
+                 int(partial), error, message, cost, ttl_s, now, ttl_s, state, FAILED, now,
+                 job_id, attempt, *ACTIVE_STATES),
             )
             return cur.rowcount == 1

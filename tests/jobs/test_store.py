@@ -320,3 +320,15 @@ def test_a_submission_the_disk_refuses_leaves_nothing_behind(tmp_path: Path,
     with pytest.raises(StorageError, match="may be full"):
         _job(store)
     assert list((tmp_path / "jobs").iterdir()) == [] and store.list()[0] == []
+
+
+def test_a_failure_says_how_long_its_job_ran(tmp_path: Path) -> None:
+    """QA sweep: a job that failed after 2 s showed progress.elapsed 0.0."""
+    from app.jobs.store import FAILED
+
+    store = JobStore(tmp_path)
+    job = _job(store)
+    assert store.mark_running(job.id, job.attempt)
+    time.sleep(0.2)
+    assert store.finish(job.id, job.attempt, state=FAILED, error="boom")
+    assert store.get(job.id).elapsed >= 0.2
