@@ -27,6 +27,7 @@ from cli.common import (
     check_parent_folder,
     debugging,
     fail,
+    json_failures,
     jsonable,
     load_or_fail,
     solver_names,
@@ -167,11 +168,12 @@ def solve_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Solve one network with one solver; optionally write the flow."""
-    budget = check_budget(time_limit, seed, device)
-    options = _options(tolerance)
-    _check_out(out)
-    net = load_or_fail(file, load_network, "network")
-    _check_solver(solver, net)
+    with json_failures(as_json, network=None, solver=solver, status=None, flow=None):
+        budget = check_budget(time_limit, seed, device)
+        options = _options(tolerance)
+        _check_out(out)
+        net = load_or_fail(file, load_network, "network")
+        _check_solver(solver, net)
     enabled = not as_json and sys.stderr.isatty()
     with SolveProgress(time_limit, enabled=enabled) as progress:
         progress.start(solver)
@@ -179,14 +181,15 @@ def solve_command(
             sol = solve(net, solver, budget, progress, options)
         except Exception as exc:
             _solver_failed(solver, exc, file)
-    if out is not None:
-        try:
-            write_solution_file(out, sol, net)
-        except OSError as exc:
-            fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+    body = {**solution_to_dict(sol, net), "out": str(out) if out is not None else None}
+    # a file that cannot be written still leaves the flow on stdout under --json
+    with json_failures(as_json, **body):
+        if out is not None:
+            try:
+                write_solution_file(out, sol, net)
+            except OSError as exc:
+                fail(f"--out: cannot write {out}: {exc.strerror or exc}")
     if as_json:
-        body = solution_to_dict(sol, net)
-        body["out"] = str(out) if out is not None else None
         _print_json(body)
     else:
         stdout_console().print(_summary(net, sol, out))
@@ -210,20 +213,22 @@ def compare_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Run several solvers one after another on one network and check they agree."""
-    budget = check_budget(time_limit, seed, device)
-    options = _options(tolerance)
-    net = load_or_fail(file, load_network, "network")
-    if solvers is None:
-        names = [s.name for s in specs_for(PROBLEM) if s.available]
-    else:
-        names = solver_names(solvers, "ortools_mcf,oft_sinkhorn")
-        for name in names:
-            try:
-                spec = get_spec(name)
-            except UnknownSolverError as exc:
-                fail(f"--solvers: {exc}")
-            if PROBLEM not in spec.problems:
-                fail(f"--solvers: solver {name!r} does not solve min-cost flow")
+    with json_failures(as_json, network=None, time_limit=time_limit, tolerance=tolerance,
+                       best_solver=None, rows=[]):
+        budget = check_budget(time_limit, seed, device)
+        options = _options(tolerance)
+        net = load_or_fail(file, load_network, "network")
+        if solvers is None:
+            names = [s.name for s in specs_for(PROBLEM) if s.available]
+        else:
+            names = solver_names(solvers, "ortools_mcf,oft_sinkhorn")
+            for name in names:
+                try:
+                    spec = get_spec(name)
+                except UnknownSolverError as exc:
+                    fail(f"--solvers: {exc}")
+                if PROBLEM not in spec.problems:
+                    fail(f"--solvers: solver {name!r} does not solve min-cost flow")
     enabled = not as_json and sys.stderr.isatty()
     with SolveProgress(time_limit, enabled=enabled) as progress:
         try:

@@ -342,26 +342,30 @@ def solve(
         solution = _run_solver(solver, instance, budget, progress, as_json)
     interrupted = cancel.is_set()
 
-    if out is not None:
-        try:
-            write_solution_file(out, solution, instance)
-        except OSError as exc:
-            fail(f"--out: cannot write {out}: {exc.strerror or exc}")
-    if svg is not None:
-        _write_svg(svg, instance, solution, "--svg")
     gap = gap_percent(solution.cost, reference)
+    document = {
+        "instance": instance.describe(),
+        "time_limit": time_limit,
+        "seed": seed,
+        "reference": reference,
+        "gap_percent": gap,
+        "out": str(out) if out is not None else None,
+        "svg": str(svg) if svg is not None else None,
+        "interrupted": interrupted,
+        "solution": solution_to_dict(solution, instance),
+    }
+    # a file that cannot be written still leaves the solution on stdout under --json (a
+    # full disk must not throw away a long solve)
+    with json_failures(as_json, **document):
+        if out is not None:
+            try:
+                write_solution_file(out, solution, instance)
+            except OSError as exc:
+                fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+        if svg is not None:
+            _write_svg(svg, instance, solution, "--svg")
     if as_json:
-        _print_json({
-            "instance": instance.describe(),
-            "time_limit": time_limit,
-            "seed": seed,
-            "reference": reference,
-            "gap_percent": gap,
-            "out": str(out) if out is not None else None,
-            "svg": str(svg) if svg is not None else None,
-            "interrupted": interrupted,
-            "solution": solution_to_dict(solution, instance),
-        })
+        _print_json(document)
     else:
         stdout_console().print(solution_summary(instance, solution, time_limit, reference, gap,
                                          str(out) if out is not None else None))
@@ -427,15 +431,9 @@ def compare(
     interrupted = cancel.is_set()
 
     drawings: dict[str, str] = {}
-    if svg is not None:
-        for row in comparison.rows:
-            if row.solution is not None:
-                path = svg / f"{output_stem(file.name)}_{row.solver}.svg"
-                _write_svg(path, instance, row.solution, "--svg")
-                drawings[row.solver] = str(path)
 
-    if as_json:
-        _print_json({
+    def document() -> dict[str, Any]:
+        return {
             "instance": instance.describe(),
             "time_limit": time_limit,
             "seed": seed,
@@ -461,7 +459,18 @@ def compare(
                 }
                 for row in comparison.rows
             ],
-        })
+        }
+
+    # a drawing that cannot be written still leaves the results on stdout under --json
+    with json_failures(as_json, **document()):
+        if svg is not None:
+            for row in comparison.rows:
+                if row.solution is not None:
+                    path = svg / f"{output_stem(file.name)}_{row.solver}.svg"
+                    _write_svg(path, instance, row.solution, "--svg")
+                    drawings[row.solver] = str(path)
+    if as_json:
+        _print_json(document())
     else:
         stdout_console().print(comparison_table(comparison))
     if interrupted:

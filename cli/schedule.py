@@ -29,6 +29,7 @@ from cli.common import (
     EXIT_SOLVER_FAILED,
     comma_names,
     fail,
+    json_failures,
     jsonable,
     stdout_console,
 )
@@ -141,31 +142,32 @@ def simulate_command(
         False,
 ) -> None:
     """Run every policy on the same seeded stream and report mean flowtime and more."""
-    if not 1 <= workflows_count <= MAX_CLI_WORKFLOWS:
-        fail(f"--workflows-count: must be in [1, {MAX_CLI_WORKFLOWS:,}], got {workflows_count}"
-             " (a larger study is several seeded runs)")
-    if not 0 <= seed <= MAX_SEED:
-        fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
-    if not 0 <= template_seed <= MAX_SEED:
-        fail(f"--template-seed: must be an integer in [0, {MAX_SEED}], got {template_seed}")
-    names = comma_names(policies, "--policies")
-    for n in names:
-        if n not in POLICIES:
-            fail(f"--policies: unknown policy {n!r}; known: {', '.join(policy_names())}")
-    vm_pool = _pool(pool)
-    rates = _rates(rate)
-    for option, folder in (("--gantt", gantt), ("--schedule", schedule)):
-        if folder is not None and not folder.is_dir():
-            if folder.exists():
-                fail(f"{option}: {folder} is a file; give a folder")
-            if not folder.parent.is_dir():
-                fail(f"{option}: folder {folder.parent} does not exist")
-            try:  # a new folder in an existing one is made (QA sweep: it was refused)
-                folder.mkdir()
-            except OSError as exc:
-                fail(f"{option}: cannot make folder {folder}: {exc.strerror or exc}")
-    # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
-    templates = _templates(workflows, shapes, tasks, template_seed)
+    with json_failures(as_json, best_policy=None, rows=[]):
+        if not 1 <= workflows_count <= MAX_CLI_WORKFLOWS:
+            fail(f"--workflows-count: must be in [1, {MAX_CLI_WORKFLOWS:,}], got {workflows_count}"
+                 " (a larger study is several seeded runs)")
+        if not 0 <= seed <= MAX_SEED:
+            fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
+        if not 0 <= template_seed <= MAX_SEED:
+            fail(f"--template-seed: must be an integer in [0, {MAX_SEED}], got {template_seed}")
+        names = comma_names(policies, "--policies")
+        for n in names:
+            if n not in POLICIES:
+                fail(f"--policies: unknown policy {n!r}; known: {', '.join(policy_names())}")
+        vm_pool = _pool(pool)
+        rates = _rates(rate)
+        for option, folder in (("--gantt", gantt), ("--schedule", schedule)):
+            if folder is not None and not folder.is_dir():
+                if folder.exists():
+                    fail(f"{option}: {folder} is a file; give a folder")
+                if not folder.parent.is_dir():
+                    fail(f"{option}: folder {folder.parent} does not exist")
+                try:  # a new folder in an existing one is made (QA sweep: it was refused)
+                    folder.mkdir()
+                except OSError as exc:
+                    fail(f"{option}: cannot make folder {folder}: {exc.strerror or exc}")
+        # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
+        templates = _templates(workflows, shapes, tasks, template_seed)
     runs = run_policies(templates, vm_pool, Arrivals(workflows_count, rates), names, seed,
                         record=gantt is not None or schedule is not None,
                         measure_latency=latency)

@@ -82,6 +82,25 @@ def test_solve_tsp_nearest_neighbor_writes_a_tour(tmp_path: Path) -> None:
     assert "gap" in result.stdout
 
 
+def test_solve_json_keeps_the_solution_when_out_cannot_be_written(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """QA sweep: under --json a write failure after the solve printed no document, so a
+    script lost the solution of a long run along with the file."""
+    import cli.main
+
+    def full_disk(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli.main, "write_solution_file", full_disk)
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                  "--time-limit", "1", "--out", str(tmp_path / "x.tour"), "--json")
+    assert result.exit_code == 2, result.stderr
+    printed = json.loads(result.stdout)
+    assert "No space left" in printed["error"]
+    assert sorted(printed["solution"]["tour"]) == list(range(51))
+    assert printed["solution"]["cost"] > 0
+
+
 def test_solve_tsp_ortools_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "eil51.json"
     result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "ortools", "--time-limit", "1",

@@ -269,3 +269,30 @@ def test_a_time_limit_a_solver_cannot_keep_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.stderr
     assert result.stderr.startswith("error: --time-limit: ortools_mcf cannot be interrupted")
     assert "at least 0.9 s" in result.stderr and "oft_sinkhorn" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["solve", "compare"])
+def test_bad_input_under_json_prints_a_document(tmp_path: Path, command: str) -> None:
+    """Under --json a refused input also prints a JSON document with the error, as the
+    routing commands do (it printed nothing on stdout, and a script had nothing to parse)."""
+    result = _run(command, str(tmp_path / "missing.min"), "--json")
+    assert result.exit_code == 2
+    printed = json.loads(result.stdout)
+    assert "no such file" in printed["error"] and printed["network"] is None
+    assert result.stderr.startswith("error: ")
+
+
+def test_solve_json_keeps_the_flow_when_out_cannot_be_written(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import cli.flow
+
+    def full_disk(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli.flow, "write_solution_file", full_disk)
+    result = _run("solve", str(netgen_path("netgen_8_08a")), "--out", str(tmp_path / "x.sol"),
+                  "--json")
+    assert result.exit_code == 2
+    printed = json.loads(result.stdout)
+    assert "No space left" in printed["error"]
+    assert printed["cost"] == NETGEN_OPTIMA["netgen_8_08a"] and printed["flow"]

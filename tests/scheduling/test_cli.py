@@ -238,3 +238,12 @@ def test_a_local_file_takes_no_tasks_and_fails_in_its_turn() -> None:
                                             "events[0].format", "events[1].file"]
     assert answers[3]["applied"] == 1 and answers[3]["workflow_ids"] == ["a"]
     assert answers[3]["assignments"]
+
+
+def test_bad_input_under_json_prints_a_document() -> None:
+    """Under --json a refused option also prints a JSON document with the error, as the
+    routing commands do."""
+    result = _run("simulate", "--rate", "abc", "--json")
+    assert result.exit_code == 2
+    printed = json.loads(result.stdout)
+    assert printed["rows"] == [] and "--rate" in printed["error"]
