@@ -59,8 +59,8 @@ from solvers.errors import (
 from solvers.routing.io import load_instance, solution_to_dict, write_solution_file
 from solvers.routing.problem import Instance, Solution
 from solvers.routing.render import solution_svg
+from solvers.routing.solve import REFUSALS, gap_percent
 from solvers.routing.solve import compare as compare_solvers
-from solvers.routing.solve import gap_percent
 from solvers.routing.solve import solve as solve_instance
 from solvers.tuning import check_tuning
 
@@ -402,7 +402,8 @@ def compare(
     device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Run several solvers one after another on one instance with the same budget."""
-    with json_failures(as_json, instance=None, time_limit=time_limit, seed=seed, rows=[]):
+    with json_failures(as_json, instance=None, time_limit=time_limit, seed=seed,
+                       reference=reference, best_solver=None, interrupted=False, rows=[]):
         budget = check_budget(time_limit, seed, device)
         _check_reference(reference)
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
@@ -446,7 +447,7 @@ def compare(
                     "cost": row.cost,
                     "gap_to_best": row.gap_to_best,
                     "gap_to_reference": row.gap_to_reference,
-                    "wall_time": row.solution.wall_time if row.solution else None,
+                    "wall_time": None if isinstance(row.refusal, REFUSALS) else row.elapsed,
                     "feasible": row.feasible,
                     "violations": row.solution.violations if row.solution else [],
                     "error": row.error,
@@ -469,20 +470,23 @@ def compare(
                     path = svg / f"{output_stem(file.name)}_{row.solver}.svg"
                     _write_svg(path, instance, row.solution, "--svg")
                     drawings[row.solver] = str(path)
-    if as_json:
-        _print_json(document())
-    else:
-        stdout_console().print(comparison_table(comparison))
+    failure: tuple[str, int] | None = None
     if interrupted:
         skipped = names[len(comparison.rows):]
-        fail(f"interrupted (Ctrl-C): {comparison.rows[-1].solver!r} stopped early with its "
-             "best so far" + (f"; not run: {', '.join(skipped)}" if skipped else ""),
-             EXIT_INTERRUPTED)
-    if comparison.best_solver is None:
-        proof = next((r for r in comparison.rows if r.proven_impossible), None)
-        if proof is not None:  # the input's fault: exit 2, as `solve` does
-            fail(f"no solution exists ({proof.solver}): {proof.error}")
-        fail("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
+        failure = (f"interrupted (Ctrl-C): {comparison.rows[-1].solver!r} stopped early with "
+                   "its best so far" + (f"; not run: {', '.join(skipped)}" if skipped else ""),
+                   EXIT_INTERRUPTED)
+    elif comparison.refusal is not None:  # the input's fault: exit 2, as `solve` does
+        failure = (comparison.refusal_message(), EXIT_BAD_INPUT)
+    elif comparison.best_solver is None:
+        failure = ("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
+    if as_json:  # a failure's reason is in the document too, as the README says
+        _print_json({**document(), **({"error": failure[0]} if failure else {})})
+    else:
+        stdout_console().print(comparison_table(comparison))
+    if failure is not None:
+        typer.echo(f"error: {failure[0]}", err=True)
+        raise typer.Exit(failure[1])
 
 
 app.command("batch")(batch)

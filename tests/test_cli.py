@@ -633,3 +633,24 @@ def test_the_solvers_own_variables_are_checked_by_every_command(
     _assert_user_error(result, *words)
     result = runner.invoke(app, ["serve", "--port", "8799"], env=env)
     _assert_user_error(result, *words)
+
+
+def test_compare_every_solver_refuses_exits_2_with_the_reasons_in_the_json(
+        tmp_path: Path) -> None:
+    """QA sweep: every row refused (0.2 s for 1,000 nodes) exited 1, a solver failure, and
+    the --json document had no error; now exit 2 as `solve` gives, the reasons in both."""
+    coords = [[(i * 7919) % 1000, (i * 104729) % 997] for i in range(1000)]
+    path = tmp_path / "tsp1000.json"
+    path.write_text(json.dumps({"coords": coords}))
+    result = _run("compare", str(path), "--solvers", "ortools,pyvrp", "--time-limit", "0.2",
+                  "--json")
+    assert result.exit_code == 2, result.stderr
+    printed = json.loads(result.stdout)
+    assert "'ortools'" in printed["error"] and "'pyvrp'" in printed["error"]
+    assert [r["wall_time"] for r in printed["rows"]] == [None, None]
+    assert result.stderr.startswith("error: no solver could run")
+    # a bad option's document has the same keys as a comparison's
+    bad = _run("compare", str(path), "--solvers", "ortools,nosuch", "--json")
+    assert bad.exit_code == 2
+    assert {"reference", "best_solver", "interrupted", "rows", "error"} <= set(
+        json.loads(bad.stdout))

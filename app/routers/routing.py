@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.concurrency import run_while_connected
 from app.encoding import finite_or_none, json_safe
-from app.errors import ApiError, problem_responses
+from app.errors import ApiError, domain_problem, problem_responses
 from app.intake import (
     PROBLEMS,
     BodyFormat,
@@ -50,10 +50,10 @@ from app.schemas.routing import (
 from app.settings import Settings, get_settings
 from solvers.base import Budget
 from solvers.device import torch_device_name
-from solvers.errors import NoSolutionError
+from solvers.errors import BudgetTooSmallError, NoSolutionError
 from solvers.routing.io import solution_to_dict
 from solvers.routing.render import solution_svg
-from solvers.routing.solve import compare, solve
+from solvers.routing.solve import REFUSALS, compare, solve
 
 router = APIRouter(prefix="/routing", tags=["routing"])
 
@@ -114,26 +114,43 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
                       device: str) -> CompareResponse:
     budget = Budget(time_limit=task.time_limit, seed=task.seed, cancel=cancel, device=device)
     result = compare(task.instance, task.solvers, budget, reference=task.reference)
-    proof = next((r for r in result.rows if r.proven_impossible), None)
-    if result.best_solver is None and proof is not None:
+    refusal = result.refusal
+    if isinstance(refusal, NoSolutionError):
         # no plan exists (e.g. no partition meets the fleet cap): the input's fault, a 422
         # on the field as from a solve (and exit 2 from `cosolve compare`), not a 200 whose
         # rows all failed
-        raise NoSolutionError(f"no solution exists ({proof.solver}): {proof.error}",
-                              field=task.fleet_field, more_time_helps=False, proven=True)
+        raise NoSolutionError(result.refusal_message(), field=task.fleet_field,
+                              more_time_helps=False, proven=True)
+    if refusal is not None:
+        # every solver refused the request (a time limit too short for this size, an
+        # instance too large): the status and field a solve gives, every solver's reason
+        error = domain_problem(refusal)
+        error.detail = result.refusal_message()
+        needed = [r.refusal.needed for r in result.rows
+                  if isinstance(r.refusal, BudgetTooSmallError)]
+        if len(needed) == len(result.rows):
+            error.extra["needed"] = max(needed)
+        raise error
     rows = []
     for row in result.rows:
         solution = row.solution
+        plan = solution_to_dict(solution, task.instance) if solution else {}
         rows.append(
             CompareRow(
                 solver=row.solver,
                 cost=finite_or_none(row.cost),
                 gap_to_best=finite_or_none(row.gap_to_best),
                 gap_to_reference=finite_or_none(row.gap_to_reference),
-                wall_time=solution.wall_time if solution else None,
+                wall_time=None if isinstance(row.refusal, REFUSALS) else row.elapsed,
                 feasible=row.feasible,
                 violations=solution.violations if solution else [],
                 error=row.error,
+                # the plan and the solver's statistics, so a row can be checked and its
+                # settings seen (QA sweep: only the cost was here, unlike the CLI's rows)
+                distance=solution.distance if solution else task.instance.distance,
+                routes=plan.get("routes"),
+                route_ids=plan.get("route_ids"),
+                stats=json_safe(solution.stats) if solution else {},
                 svg=solution_svg(task.instance, solution) if task.svg and solution else None,
             )
         )

@@ -292,10 +292,23 @@ class CompareRow(BaseModel):
     cost: float | None
     gap_to_best: float | None = Field(description="Percent above the best feasible row.")
     gap_to_reference: float | None = Field(description="Percent above the reference cost.")
-    wall_time: float | None
+    wall_time: float | None = Field(
+        description="Seconds the solver took, also when it failed (null only when it was "
+        "refused before it ran)."
+    )
     feasible: bool
     violations: list[str]
     error: str | None
+    distance: str = Field(description="The distance convention of the cost.")
+    routes: list[list[int]] | None = Field(
+        default=None, description="The plan, as a solve returns it (0-based node indices; "
+        "CVRP and CVRPTW: customers per route); null when the row has no solution."
+    )
+    route_ids: list[list[int]] | None = Field(
+        default=None, description="The routes in your ids, when the instance had ids."
+    )
+    stats: dict[str, Any] = Field(
+        default_factory=dict, description="Solver statistics, as a solve returns them.")
     svg: str | None = Field(default=None, description="SVG drawing, when svg was requested.")
 
 

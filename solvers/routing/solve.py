@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from solvers.base import Budget, ProgressCallback, get_solver, get_spec, no_progress
-from solvers.errors import CosolveError, NoSolutionError
+from solvers.errors import (
+    BudgetTooSmallError,
+    CosolveError,
+    InstanceError,
+    InstanceTooLargeError,
+    NoSolutionError,
+    ProblemMismatchError,
+)
 from solvers.routing.problem import Instance, Solution, TSPInstance, build_solution
 
 
@@ -102,6 +110,10 @@ def gap_percent(cost: float, reference: float | None) -> float | None:
     return gap if math.isfinite(gap) else None
 
 
+#: Errors that are the request's fault, not the solver's (see ``ComparisonRow.refusal``).
+REFUSALS = (BudgetTooSmallError, InstanceTooLargeError, ProblemMismatchError, InstanceError)
+
+
 @dataclass
 class ComparisonRow:
     solver: str
@@ -111,6 +123,13 @@ class ComparisonRow:
     gap_to_reference: float | None = None
     #: the error is a proof that no solution exists (the input's fault, not the solver's)
     proven_impossible: bool = False
+    #: the error behind ``error`` when it is the request's fault rather than the solver's (a
+    #: time limit below what the solver needs at this size, an instance above its limit, a
+    #: proof that no plan exists); when every row has one, the comparison as a whole is
+    #: refused as bad input (QA sweep: all rows refused a 0.2 s limit and the API said 200)
+    refusal: CosolveError | None = None
+    #: seconds this row took, also when it failed (a failure may use its whole budget)
+    elapsed: float | None = None
 
     @property
     def cost(self) -> float | None:
@@ -132,6 +151,29 @@ class Comparison:
     best_solver: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def refusal(self) -> CosolveError | None:
+        """Why the request itself is at fault, when no row has a feasible solution and either
+        one row proves that none exists or every row was refused; else None."""
+        if self.best_solver is not None or not self.rows:
+            return None
+        proof = next((r for r in self.rows if r.proven_impossible), None)
+        if proof is not None:
+            return proof.refusal
+        if all(r.refusal is not None for r in self.rows):
+            return self.rows[0].refusal
+        return None
+
+    def refusal_message(self) -> str:
+        """Every row's reason in one line, for the error that refuses the comparison."""
+        proof = next((r for r in self.rows if r.proven_impossible), None)
+        if proof is not None:
+            return f"no solution exists ({proof.solver}): {proof.error}"
+        reasons = [(r.error or "").rstrip(".") for r in self.rows]
+        return "no solver could run on this request: " + "; ".join(
+            reason if repr(r.solver) in reason else f"{r.solver}: {reason}"
+            for r, reason in zip(self.rows, reasons, strict=True))
+
 
 def compare(
     instance: Instance,
@@ -146,15 +188,20 @@ def compare(
     """
     rows: list[ComparisonRow] = []
     for name in solvers:
+        started = time.perf_counter()
         try:
             rows.append(ComparisonRow(name, solve(instance, name, budget, progress)))
         except CosolveError as exc:
-            rows.append(ComparisonRow(name, None, error=str(exc), proven_impossible=bool(
-                isinstance(exc, NoSolutionError) and exc.proven)))
+            proven = isinstance(exc, NoSolutionError) and exc.proven
+            refused = proven or isinstance(exc, REFUSALS)
+            rows.append(ComparisonRow(name, None, error=str(exc), proven_impossible=proven,
+                                      refusal=exc if refused else None))
         except Exception as exc:  # one solver's crash must not lose the other rows
             first_line = (str(exc).splitlines() or [""])[0]
             rows.append(ComparisonRow(name, None, error=f"failed unexpectedly: "
                                       f"{type(exc).__name__}: {first_line}"))
+        rows[-1].elapsed = (rows[-1].solution.wall_time if rows[-1].solution is not None
+                            else time.perf_counter() - started)
         if budget.cancelled():
             break
     feasible = [r for r in rows if r.feasible and r.cost is not None]

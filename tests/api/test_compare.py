@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -100,3 +102,43 @@ def test_a_fleet_no_plan_meets_is_a_422_as_from_a_solve(api: httpx.Client) -> No
     response = api.post("/v1/routing/cvrp/compare",
                         json={"instance": instance, "solvers": ["ils"], "time_limit": 1})
     assert response.status_code == 200 and response.json()["best_solver"] == "ils"
+
+
+def test_rows_carry_the_plan_and_stats_so_a_cost_can_be_checked(api: httpx.Client) -> None:
+    """QA sweep: a compare row had only the cost (the CLI's rows had routes and stats); now
+    the routes recompute to the row's cost and OR-Tools' settings are in its stats."""
+    coords = [[0, 0], [4, 0], [4, 3], [0, 3], [2, 5], [2, -2]]
+    body = api.post("/v1/routing/cvrp/compare", json={
+        "instance": {"coords": coords, "demands": [0, 2, 2, 2, 2, 2], "capacity": 4},
+        "solvers": ["nearest_neighbor", "ortools"], "time_limit": 0.5,
+    }).json()
+    for row in body["rows"]:
+        assert row["distance"] == body["distance"] == "exact" and row["wall_time"] > 0
+        length = 0.0
+        for route in row["routes"]:
+            path = [0, *route, 0]
+            length += sum(math.dist(coords[a], coords[b]) for a, b in itertools.pairwise(path))
+        assert length == pytest.approx(row["cost"]), row
+        assert sorted(c for r in row["routes"] for c in r) == [1, 2, 3, 4, 5]
+    assert "status" in body["rows"][1]["stats"]
+
+
+def test_a_compare_every_solver_refuses_is_a_422_naming_each_reason(
+        api: httpx.Client) -> None:
+    """QA sweep: 1,000 nodes at 0.2 s, too short for OR-Tools and PyVRP alike, answered 200
+    with every row failed (and `cosolve compare` exited 1, a solver failure); a solve says
+    422 on time_limit. Now the comparison does too, with each solver's reason."""
+    coords = [[(i * 7919) % 1000, (i * 104729) % 997] for i in range(1000)]
+    response = api.post("/v1/routing/tsp/compare", json={
+        "instance": {"coords": coords}, "solvers": ["ortools", "pyvrp"], "time_limit": 0.2})
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["field"] == "time_limit" and body["needed"] >= 0.3, body
+    assert "'ortools'" in body["detail"] and "'pyvrp'" in body["detail"]
+    # one solver that can run keeps the 200, the other row says why it did not
+    response = api.post("/v1/routing/tsp/compare", json={
+        "instance": {"coords": coords}, "solvers": ["ortools", "nearest_neighbor"],
+        "time_limit": 0.2})
+    assert response.status_code == 200, response.text
+    rows = response.json()["rows"]
+    assert rows[0]["error"] and rows[0]["wall_time"] is None and rows[1]["feasible"]
