@@ -118,6 +118,8 @@ class PyVRPSolver:
             routes = [[int(order[0]), *routes[0]]] if routes else [[int(order[0])]]
         stats: dict[str, Any] = {
             "seed": budget.seed,
+            "seed_note": ("the seed fixes PyVRP's random choices; how many iterations the time "
+                          "limit allows depends on the machine's speed, so two runs may differ"),
             "iterations": int(result.num_iterations),
             "integer_scale": scale,
             "internal_objective": int(result.cost()),
