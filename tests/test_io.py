@@ -416,3 +416,68 @@ def test_a_utf16_file_is_read(data_dir) -> None:
             data = b"\xfe\xff" + data
         inst = parse_instance_bytes(data, "eil51.tsp")
         assert inst.n == 51
+
+
+SHUFFLED_WITH_COLONS = """NAME : shufc
+TYPE : CVRP
+DIMENSION : 4
+EDGE_WEIGHT_TYPE : EUC_2D
+CAPACITY : 10
+NODE_COORD_SECTION:
+1 0 0
+3 100 0
+2 3 4
+4 -3 4
+DEMAND_SECTION:
+1 0
+2 5
+3 10
+4 5
+DEPOT_SECTION:
+1
+-1
+EOF
+"""
+
+GEOFF_CVRP = """NAME : PROFEOF
+EDGE_WEIGHT_TYPE : EXPLICIT
+COMMENT : GEOFF's matrix, see EDGE_WEIGHT_SECTION
+TYPE : CVRP
+DIMENSION : 4
+EDGE_WEIGHT_FORMAT : FULL_MATRIX
+CAPACITY : 10
+EDGE_WEIGHT_SECTION
+0 5 5 5
+5 0 1 1
+5 1 0 1
+5 1 1 0
+DEMAND_SECTION
+1 0
+2 6
+3 6
+4 6
+DEPOT_SECTION
+1
+-1
+EOF
+"""
+
+
+def test_a_section_name_with_a_colon_still_has_its_node_ids_checked() -> None:
+    """QA sweep: vrplib reads ``NODE_COORD_SECTION:``, our id check did not know it, and the
+    shuffled rows were taken by position: demands on the wrong nodes, a wrong optimum."""
+    with pytest.raises(InstanceError) as info:
+        parse_instance_bytes(SHUFFLED_WITH_COLONS.encode(), "shufc.vrp")
+    assert info.value.field == "NODE_COORD_SECTION" and "line 8" in str(info.value)
+
+
+def test_eof_and_section_inside_a_name_or_comment_do_not_cut_the_file() -> None:
+    """QA sweep: vrplib ends a file at any line containing "EOF" (a COMMENT "GEOFF") and
+    this CVRP was solved as a TSP; lowercase section names and ``eof`` were misread."""
+    inst = parse_instance_bytes(GEOFF_CVRP.encode(), "g.vrp")
+    assert isinstance(inst, CVRPInstance) and inst.name == "PROFEOF"
+    assert inst.cost([[1], [2], [3]]) == 30
+    lower = (HEADER + "EDGE_WEIGHT_TYPE : EUC_2D\n" + COORDS).replace(
+        "NODE_COORD_SECTION", "node_coord_section").replace("EOF", "eof")
+    tiny = _tsp(lower + "5 9 9\n")  # after EOF: not read
+    assert tiny.n == 4 and tiny.name == "tiny"

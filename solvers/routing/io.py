@@ -208,6 +208,40 @@ def load_json(text: str | bytes, filename: str, field: str = "file") -> Any:
                         f"most {limit} digits")
 
 
+def _normalized(text: str) -> tuple[str, str | None]:
+    """The text as vrplib reads it reliably, and the file's NAME. vrplib ends a file at any
+    line that *contains* "EOF" and starts a section at any line containing "_SECTION", and
+    knows section names in capitals only (QA sweep: a COMMENT "GEOFF" cut a CVRP file short
+    and it was solved as a TSP; ``NODE_COORD_SECTION:`` escaped the node-id check and
+    demands went to the wrong nodes). So: the text stops at its ``EOF`` line, NAME and
+    COMMENT lines are blanked (the name is handed back), and section names are written in
+    capitals without a trailing colon; every other line keeps its number."""
+    lines: list[str] = []
+    name = None
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens:
+            lines.append(line)
+            continue
+        first = tokens[0].rstrip(":").upper()
+        if first == "EOF":
+            break
+        if first.endswith("_SECTION"):
+            rest = tokens[1:]
+            if rest and rest[0] == ":":
+                rest = rest[1:]
+            lines.append(" ".join([first, *rest]))
+            continue
+        key, sep, value = line.partition(":")
+        if sep and key.strip().upper() in ("NAME", "COMMENT"):
+            if key.strip().upper() == "NAME" and name is None:
+                name = value.strip() or None
+            lines.append("")  # blank, so that messages' line numbers stay the file's
+            continue
+        lines.append(line)
+    return "\n".join(lines) + "\n", name
+
+
 def _header(text: str) -> dict[str, str]:
     """The ``KEY : value`` lines before the first section, so that what we cannot honour is
     refused with a clear message before vrplib sees the data."""
@@ -396,6 +430,7 @@ def _is_number(token: str) -> bool:
 
 def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     """Interpret a TSPLIB/CVRPLIB/VRPLIB text parsed by vrplib as a TSP, CVRP or CVRPTW."""
+    text, name = _normalized(text)
     head = _header(text)
     _check_supported(head)
     _check_node_ids(text)
@@ -419,6 +454,7 @@ def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
         raise InstanceError("file", f"could not parse the file: {exc}") from None
     if matrix is not None:
         data["edge_weight"] = matrix
+    data["name"] = name
     return _from_vrplib(data, default_name)
 
 
