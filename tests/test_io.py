@@ -481,3 +481,13 @@ def test_eof_and_section_inside_a_name_or_comment_do_not_cut_the_file() -> None:
         "NODE_COORD_SECTION", "node_coord_section").replace("EOF", "eof")
     tiny = _tsp(lower + "5 9 9\n")  # after EOF: not read
     assert tiny.n == 4 and tiny.name == "tiny"
+
+
+def test_errors_about_a_file_name_its_sections_and_node_ids() -> None:
+    """QA sweep: a file's non-zero depot demand read ``demands[0]`` and a bad window
+    ``time_windows[2]`` (0-based JSON fields) unless the file had a SCALE."""
+    text = SHUFFLED_WITH_COLONS.replace("3 100 0\n2 3 4", "2 3 4\n3 100 0").replace(
+        "1 0\n2 5", "1 2\n2 5")
+    with pytest.raises(InstanceError) as info:
+        parse_instance_bytes(text.encode(), "d.vrp")
+    assert info.value.field == "DEMAND_SECTION" and "node 1" in str(info.value)

@@ -455,7 +455,24 @@ def parse_tsplib_text(text: str, default_name: str = "instance") -> Instance:
     if matrix is not None:
         data["edge_weight"] = matrix
     data["name"] = name
-    return _from_vrplib(data, default_name)
+    try:
+        return _from_vrplib(data, default_name)
+    except InstanceError as exc:
+        raise _in_file_terms(exc) from None
+
+
+#: The instance's 0-based fields and the file sections they come from.
+FILE_SECTIONS = {"coords": "NODE_COORD_SECTION", "demands": "DEMAND_SECTION",
+                 "time_windows": "TIME_WINDOW_SECTION", "service_times": "SERVICE_TIME_SECTION"}
+
+
+def _in_file_terms(exc: InstanceError) -> InstanceError:
+    """An instance's complaint about ``demands[0]`` as the file's ``DEMAND_SECTION: node 1``
+    (QA sweep: errors about a file named 0-based JSON fields, off by one from its ids)."""
+    section = FILE_SECTIONS.get(exc.field.partition("[")[0])
+    if section is None or type(exc) is not InstanceError:  # not a subclass (format errors)
+        return exc
+    return InstanceError(section, _row_words(exc))
 
 
 def norm_matrix(coords: np.ndarray, ewt: str) -> np.ndarray:
@@ -618,8 +635,7 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
     service = np.asarray(service, dtype=np.float64) if service is not None else None
     if service is not None and service.ndim == 2 and service.shape[1] == 1:
         service = service[:, 0]
-    if scale != 1:
-        _check_unscaled(data, windows, service, n)
+    _check_unscaled(data, windows, service, n)
     return CVRPTWInstance(
         demands=data["demand"],
         capacity=data["capacity"],

@@ -131,7 +131,9 @@ def test_numbers_that_would_overflow_the_solvers(api: httpx.Client) -> None:
     assert_problem(_cvrp(api, capacity=10**12), 422, field="instance.capacity")
     huge_file = b"TYPE: TSP\nEDGE_WEIGHT_TYPE: EUC_2D\nNODE_COORD_SECTION\n1 0 0\n2 1e300 1\n3 1 1"
     response = _upload(api, "/v1/routing/tsp/solve", "huge.tsp", huge_file)
-    assert_problem(response, 422, field="file.coords[1]")
+    # named in the file's terms: its section and 1-based node id (QA sweep)
+    assert_problem(response, 422, field="file.NODE_COORD_SECTION")
+    assert "node 2" in response.json()["detail"]
 
 
 def test_fleet_larger_than_the_customers_is_capped_not_built(api: httpx.Client) -> None:
