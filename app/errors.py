@@ -256,7 +256,7 @@ def domain_problem(error: CosolveError) -> ApiError:
                         title="Solver does not solve this problem", field="solver")
     if isinstance(error, InstanceTooLargeError):
         return ApiError(413, str(error), kind="instance-too-large", title="Instance too large",
-                        extra={"nodes": error.nodes, "limit": error.limit})
+                        field=error.field, extra={"nodes": error.nodes, "limit": error.limit})
     if isinstance(error, BudgetTooSmallError):
         return ApiError(422, str(error), kind="time-limit-too-small",
                         title="Time limit too small for this solver", field="time_limit",

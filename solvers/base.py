@@ -223,6 +223,7 @@ def get_solver(
                 "`cosolve solvers`).",
                 nodes=nodes,
                 limit=limit,
+                field="solver",
             )
         if time_limit is not None:
             needed = spec.min_time_limit(problem, nodes)

@@ -27,11 +27,13 @@ class UnsupportedFormatError(InstanceError):
 class InstanceTooLargeError(CosolveError):
     """The instance is larger than a solver (or the request path) can handle."""
 
-    def __init__(self, message: str, nodes: int, limit: int, unit: str = "nodes") -> None:
+    def __init__(self, message: str, nodes: int, limit: int, unit: str = "nodes",
+                 field: str | None = None) -> None:
         super().__init__(message)
         self.nodes = nodes  # the count that is too large, of ``unit`` (nodes, or a flow's arcs)
         self.limit = limit
         self.unit = unit
+        self.field = field  # the request's part to change (``solver`` for a solver's limit)
 
 
 class BudgetTooSmallError(CosolveError, ValueError):

@@ -61,6 +61,7 @@ from app.schemas.jobs import (
     JobLinks,
     JobList,
     JobProgress,
+    JobSolution,
     JobStatus,
     JobUpload,
     TSPJobRequest,
@@ -139,7 +140,7 @@ _JOB_BODY = {
 
 @router.post("/jobs", status_code=202, response_model=JobStatus, openapi_extra=_JOB_BODY,
              responses=with_headers(with_headers(
-                 problem_responses(404, 413, 415, 422, 429, 503), 429, RETRY_AFTER_HEADER),
+                 problem_responses(404, 413, 415, 422, 429, 503, 507), 429, RETRY_AFTER_HEADER),
                  202, LOCATION_HEADER, "Accepted: the job's status"))
 async def submit_job(request: Request, settings: SettingsDep, service: ServiceDep,
                      response: Response) -> JobStatus:
@@ -178,10 +179,13 @@ def get_job(job_id: str, service: ServiceDep) -> JobStatus:
     return job_status(_get_job(service, job_id))
 
 
-@router.get("/jobs/{job_id}/events", responses={
-    200: {"content": {"text/event-stream": {}},
-          "description": "`progress` events carrying the job status; `end` when it is final "
-                         "(`shutdown` instead when the server stops first)."},
+@router.get("/jobs/{job_id}/events", response_class=StreamingResponse, responses={
+    200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
+          "description": "Server-sent events. `progress` and `end` carry the job's status as "
+                         "JSON (a JobStatus); `end` comes when the job is final, with "
+                         "`{\"state\": \"expired\"}` when the job has expired meanwhile; "
+                         "`shutdown` (`{\"message\": ...}`) when the server stops first; "
+                         "comment lines keep the connection alive."},
     **problem_responses(404)})
 async def job_events(job_id: str, request: Request, service: ServiceDep) -> StreamingResponse:
     """Server-sent events: one ``progress`` event per change, then ``end``."""
@@ -223,9 +227,11 @@ async def job_events(job_id: str, request: Request, service: ServiceDep) -> Stre
 
 
 @router.get("/jobs/{job_id}/solution", responses={
-    200: {"content": {"application/json": {}, "text/plain": {}},
+    200: {"content": {"application/json": {"schema": {
+              "$ref": "#/components/schemas/JobSolution"}},
+              "text/plain": {"schema": {"type": "string"}}},
           "description": "The solution as JSON, a TSPLIB .tour or a CVRPLIB .sol."},
-    **problem_responses(404, 409, 422)})
+    **problem_responses(404, 409, 422, 500)})
 def job_solution(job_id: str, service: ServiceDep,
                  format: Literal["json", "tour", "sol"] = "json") -> Response:
     """The solution of a finished job (for a cancelled one, the best found before the cancel,
@@ -374,7 +380,7 @@ def _expand(filename: str, data: bytes, max_bytes: int,
 
 @router.post("/batches", status_code=202, response_model=BatchStatus, openapi_extra=_BATCH_BODY,
              responses=with_headers(with_headers(
-                 problem_responses(404, 413, 415, 422, 429, 503), 429, RETRY_AFTER_HEADER),
+                 problem_responses(404, 413, 415, 422, 429, 503, 507), 429, RETRY_AFTER_HEADER),
                  202, LOCATION_HEADER, "Accepted: the batch's status"))
 async def submit_batch(request: Request, response: Response, settings: SettingsDep,
                        service: ServiceDep) -> BatchStatus:
@@ -591,4 +597,4 @@ def batch_markdown(status: BatchStatus) -> str:
     return "\n".join(lines) + "\n"
 
 
-OPENAPI_BODY_MODELS = (TSPJobRequest, CVRPJobRequest, CVRPTWJobRequest, JobUpload)
+OPENAPI_BODY_MODELS = (TSPJobRequest, CVRPJobRequest, CVRPTWJobRequest, JobUpload, JobSolution)

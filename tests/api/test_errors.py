@@ -438,3 +438,16 @@ def test_a_fleet_ils_cannot_meet_is_a_422_naming_max_vehicles(api: httpx.Client)
     # five customers are few enough to try every partition: no plan exists, and ils says so
     # at once instead of searching its whole time limit
     assert "max_vehicles is 2" in body["detail"] and "proven" in body["detail"]
+
+
+def test_a_solvers_own_size_limit_names_the_solver_field() -> None:
+    """QA sweep: the 413 of a solver's node limit named no field ("every error names the
+    field at fault"); the request's fix is another solver, so it names ``solver``."""
+    from app.errors import domain_problem
+    from solvers.base import get_solver
+    from solvers.errors import InstanceTooLargeError
+
+    with pytest.raises(InstanceTooLargeError) as info:
+        get_solver("polynet", problem="cvrptw", nodes=2_001)
+    problem = domain_problem(info.value)
+    assert (problem.status, problem.field) == (413, "solver")

@@ -74,6 +74,19 @@ def test_openapi_says_what_the_server_does(api: httpx.Client) -> None:
     assert "404" in paths["/v1/batches"]["post"]["responses"]
     for path in ("/v1/scheduling/sessions", "/v1/scheduling/sessions/{session_id}/events"):
         assert "413" in paths[path]["post"]["responses"]
+    # QA sweep (OpenAPI contract): a full disk's 507, a damaged store's 500, the event stream
+    # as the only answer of /events, a typed job solution, no 422 where only a path id is read
+    for path in ("/v1/jobs", "/v1/batches"):
+        assert "507" in paths[path]["post"]["responses"]
+    solution = paths["/v1/jobs/{job_id}/solution"]["get"]["responses"]
+    assert "500" in solution
+    assert solution["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/JobSolution"}
+    assert "JobSolution" in spec["components"]["schemas"]
+    events = paths["/v1/jobs/{job_id}/events"]["get"]["responses"]["200"]["content"]
+    assert list(events) == ["text/event-stream"]
+    assert "422" not in paths["/v1/jobs/{job_id}"]["get"]["responses"]
+    assert "422" in paths["/v1/jobs/{job_id}/solution"]["get"]["responses"]  # ?format=
 
 
 def test_list_solvers(api: httpx.Client) -> None:

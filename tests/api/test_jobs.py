@@ -84,6 +84,11 @@ def test_json_job_streams_progress_and_serves_the_solution(api: httpx.Client) ->
                                 "x.json")
     checked = build_solution(inst, solution["routes"], solver="check", wall_time=0)
     assert checked.feasible and checked.cost == pytest.approx(final["cost"])
+    # the documented shape (QA sweep: it had an empty schema), every field of it
+    from app.schemas.jobs import JobSolution
+
+    assert set(solution) <= set(JobSolution.model_fields)
+    assert JobSolution.model_validate(solution).tour == solution["routes"][0]
     tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
     assert tour.status_code == 200 and "TOUR_SECTION" in tour.text
     assert_problem(api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "pdf"}), 422)
