@@ -64,6 +64,31 @@ class ProblemDetails(BaseModel):
     errors: list[FieldProblem] | None = Field(
         default=None, description="Every invalid field (validation errors only)."
     )
+    # the extras some kinds carry (QA sweep: they were sent but not documented, so a typed
+    # client could not reach a session's assignments in its 422)
+    nodes: int | None = Field(default=None, description="413: the instance's node count.")
+    arcs: int | None = Field(default=None, description="413: the network's arc count.")
+    tasks: int | None = Field(default=None, description="413: the workflows' task count.")
+    files: int | None = Field(default=None, description="413: the batch's file count.")
+    active: int | None = Field(default=None, description="429: jobs queued or running.")
+    limit: float | None = Field(
+        default=None, description="413/429: the limit that was exceeded (in the unit of the "
+        "count beside it; bytes for a body, seconds beside estimated_seconds).")
+    estimated_seconds: float | None = Field(
+        default=None, description="413: how long the simulation or session request would run.")
+    needed: float | None = Field(
+        default=None, description="422 time-limit-too-small: the least time limit, seconds.")
+    line: int | None = Field(default=None, description="422: the file's line at fault.")
+    state: str | None = Field(default=None, description="409: the job's state.")
+    applied: int | None = Field(
+        default=None, description="Session events 4xx: how many events of the request were "
+        "applied before the refused one (events[applied]).")
+    workflow_ids: list[str] | None = Field(
+        default=None, description="Session events 4xx: ids of the workflows those applied "
+        "events created.")
+    assignments: list[dict[str, Any]] | None = Field(
+        default=None, description="Session events 4xx: the assignments those applied events "
+        "produced (as in a 200's assignments), to carry out.")
 
 
 class ApiError(Exception):

@@ -22,6 +22,11 @@ def assert_problem(
     assert body["status"] == status
     assert body["instance"] == response.request.url.path
     assert body["title"] and body["detail"]
+    # every key is in the documented error body (QA sweep: extras were sent undocumented)
+    from app.errors import ProblemDetails
+
+    assert set(body) <= set(ProblemDetails.model_fields), set(body) - set(
+        ProblemDetails.model_fields)
     if field is not None:
         assert body.get("field") == field, body
     return body
