@@ -279,6 +279,10 @@ def test_numbers_written_as_text_in_instance_data_are_refused(
     ("/v1/scheduling/simulate", {"workflows_count": "3", "policies": ["heft"]},
      "workflows_count"),
     ("/v1/scheduling/sessions", {"seed": "1"}, "seed"),
+    # a job's JSON too (QA sweep: a 202 for the options /solve refused)
+    ("/v1/jobs", {"problem": "tsp", "instance": {"coords": SQUARE}, "seed": "3"}, "seed"),
+    ("/v1/jobs", {"problem": "tsp", "instance": {"coords": SQUARE}, "time_limit": "0.5"},
+     "time_limit"),
 ])
 def test_json_options_take_the_types_the_schema_gives(api: httpx.Client, url: str,
                                                        body: dict[str, Any], field: str) -> None:
