@@ -300,7 +300,7 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
     try:
         runs = run_policies(task.templates, task.pool, task.arrivals, task.policies, task.seed,
                             record=task.gantt or task.schedule, deadline=deadline,
-                            cancel=cancel.is_set)
+                            cancel=cancel.is_set, measure_latency=True)
     except TimeoutError:
         raise ApiError(413, f"the simulation did not finish within {task.time_limit:g} s; use "
                        "fewer workflows or the CLI (cosolve schedule simulate)",
@@ -316,6 +316,7 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
             median_flowtime=s.get("median_flowtime"), p95_flowtime=s.get("p95_flowtime"),
             makespan=s.get("makespan"), utilization=s.get("utilization"),
             decisions=s.get("decisions"), wall_time=s.get("wall_time"),
+            latency_p50_ms=s.get("latency_p50_ms"), latency_p95_ms=s.get("latency_p95_ms"),
             gap_to_best=r.gap_to_best, error=r.error, gantt_svg=svg,
             schedule=(Schedule(**r.result.schedule_table(task.templates))
                       if task.schedule and r.result is not None else None)))

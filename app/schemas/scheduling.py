@@ -157,8 +157,10 @@ class PolicyRow(BaseModel):
     utilization: float | None = Field(description="Busy fraction of all VMs over the makespan.")
     decisions: int | None
     wall_time: float | None
-    latency_p50_ms: float | None = None
-    latency_p95_ms: float | None = None
+    latency_p50_ms: float | None = Field(
+        default=None, description="Median time the policy took per assignment, milliseconds.")
+    latency_p95_ms: float | None = Field(
+        default=None, description="95th percentile of the time per assignment, milliseconds.")
     gap_to_best: float | None = Field(default=None, description="Percent above the best row.")
     error: str | None = None
     gantt_svg: str | None = None
