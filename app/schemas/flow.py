@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas import examples
 from app.schemas.routing import MAX_SEED, Int64, Number
 
 DEFAULT_FLOW_SOLVER = "ortools_mcf"
@@ -71,6 +72,7 @@ class FlowOptionsIn(_Strict):
 
 
 class FlowSolveRequest(FlowOptionsIn):
+    model_config = ConfigDict(json_schema_extra=examples.FLOW_SOLVE)
     network: FlowNetworkIn
 
 
@@ -153,6 +155,7 @@ class FlowCompareOptionsIn(_Strict):
 
 
 class FlowCompareRequest(FlowCompareOptionsIn):
+    model_config = ConfigDict(json_schema_extra=examples.FLOW_COMPARE)
     network: FlowNetworkIn
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas import examples
 from app.schemas.routing import (
     MAX_SEED,
     CVRPInstanceIn,
@@ -37,16 +38,19 @@ class BatchOptions(JobOptions, UploadFleet):
 
 
 class TSPJobRequest(JobOptions):
+    model_config = ConfigDict(json_schema_extra=examples.TSP_JOB)
     problem: Literal["tsp"]
     instance: TSPInstanceIn
 
 
 class CVRPJobRequest(JobOptions):
+    model_config = ConfigDict(json_schema_extra=examples.CVRP_JOB)
     problem: Literal["cvrp"]
     instance: CVRPInstanceIn
 
 
 class CVRPTWJobRequest(JobOptions):
+    model_config = ConfigDict(json_schema_extra=examples.CVRPTW_JOB)
     problem: Literal["cvrptw"]
     instance: CVRPTWInstanceIn
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from app.schemas import examples
 from solvers.base import MAX_SEED
 
 Distance = Literal["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT"]
@@ -170,14 +171,17 @@ class SolveOptions(_Strict):
 
 
 class TSPSolveRequest(SolveOptions):
+    model_config = ConfigDict(json_schema_extra=examples.TSP_SOLVE)
     instance: TSPInstanceIn
 
 
 class CVRPSolveRequest(SolveOptions):
+    model_config = ConfigDict(json_schema_extra=examples.CVRP_SOLVE)
     instance: CVRPInstanceIn
 
 
 class CVRPTWSolveRequest(SolveOptions):
+    model_config = ConfigDict(json_schema_extra=examples.CVRPTW_SOLVE)
     instance: CVRPTWInstanceIn
 
 
@@ -259,14 +263,17 @@ class CompareOptions(_Strict):
 
 
 class TSPCompareRequest(CompareOptions):
+    model_config = ConfigDict(json_schema_extra=examples.TSP_COMPARE)
     instance: TSPInstanceIn
 
 
 class CVRPCompareRequest(CompareOptions):
+    model_config = ConfigDict(json_schema_extra=examples.CVRP_COMPARE)
     instance: CVRPInstanceIn
 
 
 class CVRPTWCompareRequest(CompareOptions):
+    model_config = ConfigDict(json_schema_extra=examples.CVRPTW_COMPARE)
     instance: CVRPTWInstanceIn
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.errors import UNION_TAGS
+from app.schemas import examples
 from app.schemas.routing import MAX_SEED, DataNumber, Number
 
 #: Caps that keep every request small and finite (413/422 above them).
@@ -88,6 +89,7 @@ class SimulateOptions(_Strict):
 class SimulateRequest(SimulateOptions):
     """Inline workflows, or generator settings; neither means the four classic shapes."""
 
+    model_config = ConfigDict(json_schema_extra=examples.SIMULATE)
     workflows: list[WorkflowIn] | None = Field(default=None, min_length=1,
                                                max_length=MAX_TEMPLATES)
     generator: GeneratorIn | None = None
@@ -189,6 +191,7 @@ class PolicyInfo(BaseModel):
 
 # -- sessions -----------------------------------------------------------------------------------
 class SessionCreate(_Strict):
+    model_config = ConfigDict(json_schema_extra=examples.SESSION)
     pool: str = Field(default="6x4", max_length=5000)
     policy: str = Field(default="heft", max_length=100)
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
@@ -241,6 +244,7 @@ UNION_TAGS.update(("workflow_arrived", "task_finished"))
 
 
 class EventsRequest(_Strict):
+    model_config = ConfigDict(json_schema_extra=examples.EVENTS)
     # tagged by `type`, so a bad event's error names its own field (`events[0].time`), not
     # both union branches
     events: list[Annotated[WorkflowArrived | TaskFinished, Field(discriminator="type")]] = Field(
