@@ -309,12 +309,9 @@ _BATCH_BODY = {
                           "description": "Instance files (.tsp, .vrp, .vrptw, .json, optionally "
                           ".gz), "
                           "or one .zip / .tar / .tar.gz holding them."},
-                "solver": {"type": "string", "default": "ortools"},
-                "time_limit": {"type": "number"},
-                "seed": {"type": "integer", "default": 0},
-                "max_vehicles": {"type": "integer", "minimum": 1,
-                                 "description": "CVRP and CVRPTW files: a fleet cap for "
-                                 "each (a TSP file is then rejected)."},
+                # the form fields as BatchOptions reads them, bounds included (QA sweep: a
+                # hand-written copy lacked them)
+                **BatchOptions.model_json_schema()["properties"],
             }}}},
     }
 }

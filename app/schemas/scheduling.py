@@ -99,14 +99,15 @@ class SimulateUpload(_Strict):
     """multipart/form-data: one or more ``file`` parts (DAX .xml/.dax or WfCommons .json,
     optionally .gz) plus the options as form fields (rates and policies comma-separated)."""
 
-    file: list[bytes]
-    pool: str = "6x4"
+    # the bounds SimulateOptions enforces on the form's values (QA sweep: undocumented here)
+    file: list[bytes] = Field(min_length=1, max_length=MAX_TEMPLATES)
+    pool: str = Field(default="6x4", max_length=5000)
     rates: str = Field(default="5.4", description="e.g. '5.4' or '5.4,9'.")
-    workflows_count: int = 100
+    workflows_count: int = Field(default=100, ge=1, le=MAX_WORKFLOWS_COUNT)
     policies: str = Field(default=",".join(DEFAULT_SIM_POLICIES))
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     gantt: bool = False
-    gantt_workflows: int = 10
+    gantt_workflows: int = Field(default=10, ge=1, le=50)
     schedule: bool = False
 
 
