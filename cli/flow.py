@@ -236,10 +236,16 @@ def compare_command(
         except Exception as exc:
             _solver_failed(",".join(names), exc, file)
     if as_json:
+        # the API's fields (QA sweep: seed, violations and the top-level infeasibility were
+        # missing), the network described as `flow solve --json` does
+        cut = next((r.solution.cut for r in result.rows
+                    if r.solution is not None and r.solution.cut is not None), None)
         _print_json({
-            "network": net.describe(), "time_limit": time_limit, "tolerance": tolerance,
+            "network": net.describe(), "time_limit": time_limit, "seed": seed,
+            "tolerance": tolerance,
             "best_solver": result.best_solver, "best_cost": result.best_cost,
             "agree": result.agree,
+            "infeasibility": cut.to_dict() if cut is not None else None,
             "rows": [{
                 "solver": r.solver,
                 "status": r.solution.status if r.solution else None,
@@ -251,6 +257,7 @@ def compare_command(
                                 if r.solution and r.solution.certificate else None),
                 "infeasibility": r.solution.cut.to_dict() if r.solution and r.solution.cut
                 else None,
+                "violations": r.solution.violations if r.solution else [],
                 "error": r.error,
                 "stats": r.solution.stats if r.solution else {},
             } for r in result.rows],

@@ -118,6 +118,11 @@ def test_compare_agrees(tmp_path: Path) -> None:
     assert body["agree"] is True and body["best_cost"] == 16
     assert {r["solver"] for r in body["rows"]} == {"ortools_mcf", "networkx_simplex",
                                                    "oft_sinkhorn"}
+    # the API's fields (QA sweep: seed, violations and infeasibility were missing)
+    from app.schemas.flow import FlowCompareResponse, FlowCompareRow
+
+    assert set(FlowCompareResponse.model_fields) - {"nodes", "arcs"} <= set(body)
+    assert all(set(FlowCompareRow.model_fields) <= set(r) for r in body["rows"])
     table = _run("compare", str(network), "--solvers", "ortools_mcf,oft_sinkhorn")
     assert table.exit_code == 0 and "agree" in table.stdout
 
