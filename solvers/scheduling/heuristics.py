@@ -3,7 +3,8 @@
 Correct rules take a VM's start time as ``max(now, vm_free)``. The ``*_stale`` rules reproduce
 the GOODRL/DWS-Testbed baselines, whose "VM latest time" of an idle VM is its last finish time
 (in the past): they prefer VMs that have been idle longest, even slow ones, which is why the
-published "HEFT" is ~40 % worse than a correct earliest-finish-time rule (research note §4c).
+published "HEFT" is 20–43 % worse than a correct earliest-finish-time rule by scenario
+(benchmarks/results/scheduling.md; research note §4c).
 
 * ``est``: earliest start (available) time.        ``est_stale``: the published EST.
 * ``eft``: earliest finish time.                    ``eft_stale``: the published "HEFT".
