@@ -258,6 +258,31 @@ class TrainState:
     accepted_norms: list[float] = field(default_factory=list)  # recent actor gradient norms
 
 
+def validation_description() -> str:
+    """The validation set as MANIFEST.json names it (a recorded score counts on it only)."""
+    return (f"classic DAX templates (CyberShake_30, Montage_25, Inspiral_30, Sipht_30); pools "
+            f"{'/'.join(VAL_POOLS)}, rates {'/'.join(map(str, VAL_RATES))} per hour, "
+            f"{VAL_WORKFLOWS} workflows × seeds {','.join(map(str, VAL_SEEDS))}")
+
+
+def manifest_entry() -> dict[str, Any]:
+    """MANIFEST.json's entry for the shipped weights ({} if none)."""
+    if not MANIFEST.exists():
+        return {}
+    entries = json.loads(MANIFEST.read_text()).get("checkpoints", [])
+    return next((e for e in entries if e.get("file") == WEIGHTS.name), {})
+
+
+def shipped_score() -> float | None:
+    """The validation score MANIFEST.json records for the shipped weights, on this run's
+    validation set (None: no weights, no entry, or another set)."""
+    validation = manifest_entry().get("validation", {})
+    if (not WEIGHTS.exists() or validation.get("set") != validation_description()
+            or "score" not in validation):
+        return None
+    return float(validation["score"])
+
+
 class Trainer:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -271,15 +296,28 @@ class Trainer:
         self.started = time.monotonic()
         self.minutes_at_start = 0.0
         self.last_save = time.monotonic()
+        # one run per checkpoint, as every trainer here (QA sweep: two ran side by side)
+        self.claim = manifest.claim_training(CHECKPOINT)
+        self.stopped = manifest.graceful_stop()
         if CHECKPOINT.exists() and not args.fresh:
             self.load()
+        elif WEIGHTS.exists() and not args.fresh:
+            self.continue_shipped()
+        # The shipped weights are replaced only by a better validation score than the one
+        # MANIFEST records for them (QA sweep: a fresh clone's first run started from scratch
+        # and shipped its first, worse, score, since its own best started at infinity)
+        recorded = shipped_score()
+        if recorded is not None and recorded < self.state.best_score:
+            self.state.best_score = recorded
+            log(f"the shipped {WEIGHTS.name} is replaced only below score {recorded:.4f}")
 
     # bookkeeping
     def minutes(self) -> float:
         return self.minutes_at_start + (time.monotonic() - self.started) / 60.0
 
     def out_of_time(self) -> bool:
-        return (time.monotonic() - self.started) / 60.0 >= self.args.minutes
+        """The time is up, or a Ctrl-C asked to stop (the run then saves as at its end)."""
+        return (time.monotonic() - self.started) / 60.0 >= self.args.minutes or self.stopped()
 
     def save(self) -> None:
         CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
@@ -308,6 +346,26 @@ class Trainer:
         self.minutes_at_start = self.state.cpu_minutes
         log(f"resumed {CHECKPOINT} in phase {self.state.phase} after "
             f"{self.state.cpu_minutes:.1f} min")
+
+    def continue_shipped(self) -> None:
+        """A clone without the latest state (var/checkpoints/) continues the shipped weights'
+        lineage: their actor and critic, their step counts and minutes from MANIFEST.json,
+        fresh optimizers."""
+        ckpt = torch.load(WEIGHTS, map_location="cpu", weights_only=True)
+        if dict(ckpt["config"]) != dict(self.model.config):
+            log(f"{WEIGHTS.name} has another architecture ({ckpt['config']}); new model")
+            return
+        self.model.actor.load_state_dict(ckpt["actor"])
+        self.model.critic.load_state_dict(ckpt["critic"])
+        entry = manifest_entry()
+        phases = entry.get("phases", {})
+        self.state.imitation_steps = int(phases.get("imitation", 0))
+        self.state.offline_updates = int(phases.get("offline_ppo", 0))
+        self.state.online_updates = int(phases.get("online_ppo", 0))
+        self.state.cpu_minutes = self.minutes_at_start = float(entry.get("cpu_minutes", 0.0))
+        log(f"continuing {WEIGHTS.name}: {self.state.imitation_steps} imitation steps, "
+            f"{self.state.offline_updates} offline and {self.state.online_updates} online "
+            f"updates, {self.state.cpu_minutes:.1f} CPU min")
 
     def evaluate(self, tag: str) -> None:
         result = validate(self.model, self.templates, self.ref)
@@ -353,10 +411,7 @@ class Trainer:
             "cpu_minutes": best["cpu_minutes"],
             "gpu_minutes": 0.0,
             "validation": {
-                "set": (f"classic DAX templates (CyberShake_30, Montage_25, Inspiral_30, "
-                        f"Sipht_30); pools {'/'.join(VAL_POOLS)}, rates "
-                        f"{'/'.join(map(str, VAL_RATES))} per hour, {VAL_WORKFLOWS} workflows "
-                        f"× seeds {','.join(map(str, VAL_SEEDS))}"),
+                "set": validation_description(),
                 "decoding": "greedy",
                 "mean_flowtime": {k: round(v, 2) for k, v in best["flowtime"].items()},
                 "ratio_to_best_correct_heuristic": {

@@ -12,6 +12,9 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import signal
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -65,6 +68,43 @@ def refresh_sha(weights: Path, path: Path = MANIFEST) -> None:
         return entries
 
     update(change, path)
+
+
+def check_common_args(parser: Any, args: Any) -> None:
+    """Refuse, as a usage error, what would otherwise end in a traceback later (QA sweep):
+    a CUDA device torch cannot see, and input files (``--labels``, ``--parent``) that are not
+    there."""
+    device = str(getattr(args, "device", "cpu"))
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            parser.error(f"--device {device}: torch sees no CUDA device here; use --device cpu")
+    for option in ("labels", "parent"):
+        value = getattr(args, option, None)
+        for name in str(value).split(",") if value else []:
+            if not Path(name).is_file():
+                parser.error(f"--{option}: no such file: {name}")
+
+
+def graceful_stop() -> Callable[[], bool]:
+    """The first Ctrl-C asks the training loop to stop after its current step, so that it
+    validates and saves as at the end of its time (QA sweep: a Ctrl-C lost everything since
+    the last evaluation, up to six minutes); a second Ctrl-C quits at once. Returns the
+    loop's test "was a stop asked for?"."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        return stop.is_set
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("interrupted: finishing this step, then validating and saving "
+              "(Ctrl-C again to quit at once, losing that)", file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    return stop.is_set
 
 
 def claim_training(checkpoint: Path) -> IO[str]:

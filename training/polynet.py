@@ -441,7 +441,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     torch.manual_seed(args.seed)
     np_rng = np.random.default_rng(args.seed)
     shipped = checkpoint_path(args.problem, args.single)
-    out = Path(args.out) if args.out else shipped
+    out = Path(args.out).resolve() if args.out else shipped  # (a relative --out: see reld)
     shortened = args.val_count < VALIDATION_COUNT and (args.problem != "cvrptw"
                                                       or args.val_set == "uniform")
     if shortened and out == shipped:
@@ -622,8 +622,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     model.train()
     # a run given any time makes at least one step, however long the step-0 validation took
     # (a CI run on a busy machine spent all of --minutes 0.02 validating and added none)
+    stopped = manifest.graceful_stop()
     while ((time.time() - t_start) / 60 < args.minutes
-           or (args.minutes > 0 and steps_here == 0)):
+           or (args.minutes > 0 and steps_here == 0)) and not stopped():
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
             if args.phase == "imitation":
                 loss, stats = tw_imitation_loss(model, args.batch, args.variants,
@@ -703,6 +704,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the trained strategy block, swap in the current ReLD parent "
                         "(after the parent improved; TSP and CVRP)")
     args = parser.parse_args(argv)
+    manifest.check_common_args(parser, args)
     if args.phase is None:
         args.phase = "pomo" if args.single else "best_of_k"
     if args.single and args.problem != "cvrptw":

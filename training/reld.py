@@ -304,7 +304,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     torch.manual_seed(args.seed)
     py_rng = random.Random(args.seed)
     np_rng = np.random.default_rng(args.seed)
-    out = Path(args.out) if args.out else checkpoint_path(args.problem)
+    # resolved, so that a relative --out naming the shipped file gets its rules (QA sweep:
+    # `--out weights/reld_tsp.pt` replaced it with a worse model and left MANIFEST stale)
+    out = Path(args.out).resolve() if args.out else checkpoint_path(args.problem)
     shortened = args.val_count < VALIDATION_COUNT
     if shortened and out == checkpoint_path(args.problem):
         # the shipped gap and its manifest entry are on all VALIDATION_COUNT instances
@@ -405,7 +407,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 **({"confirmation": record} if record else {})})
 
     model.train()
-    while (time.time() - t_start) / 60 < args.minutes:
+    stopped = manifest.graceful_stop()
+    while (time.time() - t_start) / 60 < args.minutes and not stopped():
         # bf16 autocast on a GPU; log-probabilities are taken in float32 either way.
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
             if args.phase == "imitation":
@@ -480,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strip", action="store_true",
                         help="only drop optimizer state from the shipped checkpoint and exit")
     args = parser.parse_args(argv)
+    manifest.check_common_args(parser, args)
     if args.strip:
         strip_optimizer(args.problem)
         return 0
