@@ -115,9 +115,13 @@ def availability() -> str | None:
 
 
 def save_model(path: Path, model: SILModel, meta: dict[str, Any]) -> None:
-    """Checkpoint without optimizer state: config, weights and training metadata."""
+    """Checkpoint without optimizer state: config, weights and training metadata. Written to
+    a temporary file and renamed, so an interrupted write never leaves the shipped file
+    half-written."""
+    tmp = path.with_suffix(".tmp")
     torch.save({"config": model.config.to_dict(), "state_dict": model.state_dict(),
-                "meta": meta}, path)
+                "meta": meta}, tmp)
+    tmp.replace(path)
 
 
 def load_model(path: Path, device: str = "cpu") -> tuple[SILModel, dict[str, Any]]:

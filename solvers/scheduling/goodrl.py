@@ -59,8 +59,10 @@ def load_model(path: Path = WEIGHTS) -> GoodRL:
 
 def save_checkpoint(model: GoodRL, path: Path, meta: dict[str, Any]) -> None:
     """Weights and configuration only, so the shipped file stays small."""
+    tmp = path.with_suffix(".tmp")  # renamed into place: never a half-written shipped file
     torch.save({"config": model.config, "actor": model.actor.state_dict(),
-                "critic": model.critic.state_dict(), "meta": meta}, path)
+                "critic": model.critic.state_dict(), "meta": meta}, tmp)
+    tmp.replace(path)
 
 
 class GoodRLPolicy(HEFT):
