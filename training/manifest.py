@@ -87,6 +87,30 @@ def check_common_args(parser: Any, args: Any) -> None:
                 parser.error(f"--{option}: no such file: {name}")
 
 
+def progress_line(every_seconds: float = 60.0) -> Callable[[int, list[float], float, float],
+                                                           None]:
+    """A printer called after every training step: once a minute one line with the steps,
+    their rate, the recent loss and the time left, so a run is not silent until its first
+    validation (QA sweep: five minutes without a word)."""
+    import time
+
+    last = [time.time(), 0]
+
+    def show(steps: int, losses: list[float], started: float, minutes: float) -> None:
+        now = time.time()
+        if now - last[0] < every_seconds:
+            return
+        rate = (steps - last[1]) / (now - last[0]) if last[1] else 0.0
+        recent = losses[-100:]
+        loss = sum(recent) / len(recent) if recent else float("nan")
+        left = max(0.0, minutes - (now - started) / 60)
+        print(f"  step {steps}" + (f" ({rate:.2f}/s)" if rate else "")
+              + f", loss {loss:.4f}, {left:.1f} min left", flush=True)
+        last[0], last[1] = now, steps
+
+    return show
+
+
 def graceful_stop() -> Callable[[], bool]:
     """The first Ctrl-C asks the training loop to stop after its current step, so that it
     validates and saves as at the end of its time (QA sweep: a Ctrl-C lost everything since

@@ -623,8 +623,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     # a run given any time makes at least one step, however long the step-0 validation took
     # (a CI run on a busy machine spent all of --minutes 0.02 validating and added none)
     stopped = manifest.graceful_stop()
+    show = manifest.progress_line()
     while ((time.time() - t_start) / 60 < args.minutes
            or (args.minutes > 0 and steps_here == 0)) and not stopped():
+        show(state.steps, losses, t_start, args.minutes)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
             if args.phase == "imitation":
                 loss, stats = tw_imitation_loss(model, args.batch, args.variants,

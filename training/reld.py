@@ -408,7 +408,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
     model.train()
     stopped = manifest.graceful_stop()
+    show = manifest.progress_line()
     while (time.time() - t_start) / 60 < args.minutes and not stopped():
+        show(state.steps, losses, t_start, args.minutes)
         # bf16 autocast on a GPU; log-probabilities are taken in float32 either way.
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
             if args.phase == "imitation":

@@ -324,7 +324,9 @@ def train(args: argparse.Namespace) -> SITState:
 
     model.train()
     stopped = manifest.graceful_stop()
+    show = manifest.progress_line()
     while (time.time() - t_start) / 60 < args.minutes and not stopped():
+        show(state.steps, losses, t_start, args.minutes)
         if state.steps > 0 and time.time() - last_label >= args.label_minutes * 60:
             model.eval()
             labels, better = improve_tours(model, coords, labels, args.label_rounds,
