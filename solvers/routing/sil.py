@@ -35,6 +35,7 @@ from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_prog
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
+from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.exact import exact_solution
 from solvers.routing.exact import warm_up as exact_warm_up
 from solvers.routing.ils import iterate
@@ -327,6 +328,7 @@ class SILSolver:
         """Load the weights, compile the numba kernels and run one tiny reconstruction, so
         no request pays for first-call costs (about 1–3 s on the development machine)."""
         exact_warm_up()
+        descent_warm_up()  # sil_ls's CVRP descent and kicks, and the CVRP start's split
         if not weights_path("tsp").exists():
             return
         model = self.model("tsp")
