@@ -317,62 +317,164 @@ _BATCH_BODY = {
 }
 
 
-def _expand(filename: str, data: bytes, max_bytes: int,
+_PAST_BUDGET = ("not read: the batch's files expand past {} bytes in all "
+                "(COSOLVE_MAX_DECOMPRESSED_BYTES); send it in another batch")
+
+
+class _ReadBudget:
+    """What one batch request may read in all: its files' text (archive members and .gz
+    files at what they expand to) and its file count. One budget for the whole request (QA
+    sweep: the 512 MiB limit was per archive and .gz members counted compressed, so two
+    archives read 600 MiB into memory before a 422)."""
+
+    def __init__(self, max_bytes: int, max_files: int) -> None:
+        self.bytes_left = max_bytes
+        self.max_bytes = max_bytes
+        self.max_files = max_files
+        self.files = 0
+
+    def count_files(self, more: int, filename: str) -> None:
+        """413 before anything is read when the files would exceed the batch's count."""
+        self.files += more
+        if self.files > self.max_files:
+            raise ApiError(413, f"{filename}: the batch would hold {self.files} files or more; "
+                           f"a batch holds at most {self.max_files} (COSOLVE_MAX_BATCH_FILES): "
+                           "split it", kind="batch-too-large", title="Too many files",
+                           field="files", extra={"files": self.files, "limit": self.max_files})
+
+    def take(self, size: int) -> bool:
+        """Reserve ``size`` bytes of text; False (nothing reserved) when they do not fit."""
+        if size > self.bytes_left:
+            return False
+        self.bytes_left -= size
+        return True
+
+
+def _expanded_size(name: str, blob: bytes, limit: int) -> int | None:
+    """The bytes a .gz file expands to, counted in chunks without keeping them (None above
+    ``limit`` or when the data are not gzip); other files: their own size."""
+    if not name.lower().endswith(".gz"):
+        return len(blob)
+    inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header
+    total = 0
+    data = blob
+    try:
+        while data:
+            chunk = inflater.decompress(data, 1 << 20)
+            total += len(chunk)
+            if total > limit:
+                return None
+            data = inflater.unconsumed_tail
+            if inflater.eof:
+                break
+    except zlib.error:
+        return len(blob)  # not gzip data: its reader says so, as a rejection of that file
+    return total
+
+
+def _not_an_instance(name: str) -> str | None:
+    """Why an archive member is not read as an instance (None: it is read)."""
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    if name.startswith("__MACOSX/") or base.startswith("._"):
+        return "a macOS resource fork (__MACOSX/, ._name), not an instance; not read"
+    if base.startswith("."):
+        return "a hidden file (its name starts with '.'); not read"
+    return None
+
+
+def _expand(filename: str, data: bytes, budget: _ReadBudget,
             skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    """Instance files of one upload: itself, or the members of a .zip/.tar archive; links
-    and special files are never read, only listed in ``skipped`` with the reason."""
+    """Instance files of one upload: itself, or the members of a .zip/.tar archive. What is
+    not read is listed in ``skipped`` with the reason, one entry per file (links, special
+    files, hidden files, members past the request's budget, an unreadable archive), so
+    nothing of the upload goes unaccounted (QA sweep: hidden members vanished, and one
+    corrupt archive sank the whole request)."""
     lower = filename.lower()
     if not lower.endswith(_ARCHIVE_SUFFIXES):
-        return [(filename, data)]
-    members: list[tuple[str, bytes]] = []
-    total = 0
+        budget.count_files(1, filename)
+        return _within_budget([(filename, data)], budget, skipped)
     try:
         if lower.endswith(".zip"):
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                for info in zf.infolist():
-                    if info.is_dir():
-                        continue
-                    mode = info.external_attr >> 16  # Unix mode bits, 0 when not recorded
-                    if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-                        # a zip's symlink holds its target path as text (QA sweep: parsed as
-                        # an instance); left out like a tar's links
-                        kind = "a link" if stat.S_ISLNK(mode) else "not a regular file"
-                        skipped.append({"filename": info.filename, "error": (
-                            f"{kind} in the archive; only regular files are read")})
-                        continue
-                    total += info.file_size
-                    if total > max_bytes:
-                        raise invalid_request(f"{filename} expands past {max_bytes} bytes",
-                                              field="files")
-                    members.append((info.filename, zf.read(info)))
-        else:
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
-                for member in tf.getmembers():
-                    if member.isdir():
-                        continue
-                    if not member.isfile():
-                        # silently dropped before (QA sweep): say what was left out, and why
-                        kind = ("a link" if member.issym() or member.islnk()
-                                else "not a regular file")
-                        skipped.append({"filename": member.name, "error": (
-                            f"{kind} in the archive; only regular files are read")})
-                        continue
-                    total += member.size
-                    if total > max_bytes:
-                        raise invalid_request(f"{filename} expands past {max_bytes} bytes",
-                                              field="files")
-                    fh = tf.extractfile(member)
-                    if fh is not None:
-                        members.append((member.name, fh.read()))
+            return _zip_members(filename, data, budget, skipped)
+        return _tar_members(filename, data, budget, skipped)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, zlib.error,
             lzma.LZMAError, NotImplementedError, RuntimeError) as exc:
         # corrupt compressed data (zlib, lzma), an unsupported zip method, an encrypted member
-        raise invalid_request(f"{filename} is not a readable archive: {exc}",
-                              field="files") from None
-    # hidden files and macOS's resource forks (__MACOSX/._a.tsp) are not instances
-    return [(name, blob) for name, blob in members
-            if not name.rsplit("/", 1)[-1].startswith(".")
-            and not name.startswith("__MACOSX/")]
+        skipped.append({"filename": filename, "error": (
+            f"not a readable archive ({exc}); none of its files were read")})
+        return []
+
+
+def _within_budget(files: list[tuple[str, bytes]], budget: _ReadBudget,
+                   skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    """The files whose text fits what is left of the request's budget (.gz counted as
+    expanded); each one past it is listed with the reason."""
+    kept = []
+    for name, blob in files:
+        size = _expanded_size(name, blob, budget.bytes_left)
+        if size is None or not budget.take(size):
+            skipped.append({"filename": name, "error": _PAST_BUDGET.format(budget.max_bytes)})
+            continue
+        kept.append((name, blob))
+    return kept
+
+
+def _zip_members(filename: str, data: bytes, budget: _ReadBudget,
+                 skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        infos = []
+        for info in zf.infolist():
+            if info.is_dir():
+                continue
+            mode = info.external_attr >> 16  # Unix mode bits, 0 when not recorded
+            reason = _not_an_instance(info.filename)
+            if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+                # a zip's symlink holds its target path as text (QA sweep: parsed as an
+                # instance); left out like a tar's links
+                kind = "a link" if stat.S_ISLNK(mode) else "not a regular file"
+                reason = f"{kind} in the archive; only regular files are read"
+            if reason is not None:
+                skipped.append({"filename": info.filename, "error": reason})
+                continue
+            infos.append(info)
+        budget.count_files(len(infos), filename)  # before any member is read
+        members = []
+        for info in infos:
+            if info.file_size > budget.bytes_left:  # its declared size, before reading it
+                skipped.append({"filename": info.filename, "error": _PAST_BUDGET.format(
+                    budget.max_bytes)})
+                continue
+            members += _within_budget([(info.filename, zf.read(info))], budget, skipped)
+        return members
+
+
+def _tar_members(filename: str, data: bytes, budget: _ReadBudget,
+                 skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+        regular = []
+        for member in tf.getmembers():
+            if member.isdir():
+                continue
+            reason = _not_an_instance(member.name)
+            if not member.isfile():
+                # silently dropped before (QA sweep): say what was left out, and why
+                kind = "a link" if member.issym() or member.islnk() else "not a regular file"
+                reason = f"{kind} in the archive; only regular files are read"
+            if reason is not None:
+                skipped.append({"filename": member.name, "error": reason})
+                continue
+            regular.append(member)
+        budget.count_files(len(regular), filename)
+        members = []
+        for member in regular:
+            if member.size > budget.bytes_left:
+                skipped.append({"filename": member.name, "error": _PAST_BUDGET.format(
+                    budget.max_bytes)})
+                continue
+            fh = tf.extractfile(member)
+            if fh is not None:
+                members += _within_budget([(member.name, fh.read())], budget, skipped)
+        return members
 
 
 @router.post("/batches", status_code=202, response_model=BatchStatus, openapi_extra=_BATCH_BODY,
@@ -411,18 +513,17 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     check_batch_options(options.solver, options.time_limit, settings)
     files: list[tuple[str, bytes]] = []
     skipped: list[dict[str, Any]] = []
+    budget = _ReadBudget(settings.max_decompressed_bytes, settings.max_batch_files)
     for filename, data in uploads:
-        files += _expand(filename, data, settings.max_decompressed_bytes, skipped)
+        files += _expand(filename, data, budget, skipped)
     if not files:
         raise invalid_request(
-            "the upload holds no files to solve: its archives are empty or hold only hidden "
-            "files (names starting with '.', __MACOSX/)"
-            + (", links or special files" if skipped else "")
+            "the upload holds no files to solve: "
+            + ("; ".join(f"{r['filename']}: {r['error']}" for r in skipped[:5])
+               + (f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else "")
+               if skipped else "its archives are empty")
             + "; send .tsp, .vrp, .vrptw or .json files, optionally gzipped, or a .zip/.tar "
             "of them", field="files")
-    if len(files) > settings.max_batch_files:
-        raise invalid_request(f"{len(files)} files; a batch holds at most "
-                              f"{settings.max_batch_files}", field="files")
     accepted: list[JobInput] = []
     rejected: list[dict[str, Any]] = list(skipped)
     # a result is named by the file's base name; only a file that reads claims its name (as
