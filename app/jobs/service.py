@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.jobs.executors import Executor, make_executor
-from app.jobs.store import JobRecord, JobStore, lock_data_dir
+from app.jobs.store import JobRecord, JobStore, StorageError, lock_data_dir
 from app.settings import Settings
 from solvers.device import torch_device_name
 
@@ -99,7 +99,11 @@ class JobService:
                 raise QueueFullError(active + len(jobs), self.settings.max_active_jobs)
             batch_id = self.store.create_batch(solver, time_limit, len(jobs), rejected,
                                                max_vehicles)
-            created = [self.store.create(**job, batch_id=batch_id) for job in jobs]
+            try:
+                created = [self.store.create(**job, batch_id=batch_id) for job in jobs]
+            except StorageError:
+                self.store.discard_batch(batch_id)  # all or nothing, as the 507 says
+                raise
         for job in created:
             self.executor.submit(job)
         return batch_id

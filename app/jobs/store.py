@@ -358,12 +358,28 @@ class JobStore:
         """A batch row; ``rejected`` lists the files refused at submission, with reasons;
         ``max_vehicles``: the fleet cap every file was given, if any."""
         batch_id = uuid.uuid4().hex
-        with self._conn() as c:
-            c.execute("INSERT INTO batches (id, created_at, solver, time_limit, size, rejected, "
-                      "max_vehicles) VALUES (?,?,?,?,?,?,?)",
-                      (batch_id, time.time(), solver, time_limit, size, json.dumps(rejected),
-                       max_vehicles))
+        try:
+            with self._conn() as c:
+                c.execute("INSERT INTO batches (id, created_at, solver, time_limit, size, "
+                          "rejected, max_vehicles) VALUES (?,?,?,?,?,?,?)",
+                          (batch_id, time.time(), solver, time_limit, size,
+                           json.dumps(rejected), max_vehicles))
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"the batch could not be stored ({exc}); the server's data "
+                               "directory may be full") from None
         return batch_id
+
+    def discard_batch(self, batch_id: str) -> None:
+        """Remove a batch whose submission failed part way, with the jobs stored for it so
+        far, so that "nothing was kept" is true (QA sweep: they stayed queued, counted
+        against the queue, and ran after a restart under a batch id nobody received)."""
+        with self._conn() as c:
+            ids = [row[0] for row in c.execute("SELECT id FROM jobs WHERE batch_id=?",
+                                               (batch_id,)).fetchall()]
+            c.execute("DELETE FROM jobs WHERE batch_id=?", (batch_id,))
+            c.execute("DELETE FROM batches WHERE id=?", (batch_id,))
+        for job_id in ids:
+            shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
 
     # -- reading ---------------------------------------------------------------------
     def get(self, job_id: str) -> JobRecord | None:

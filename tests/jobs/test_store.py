@@ -332,3 +332,35 @@ def test_a_failure_says_how_long_its_job_ran(tmp_path: Path) -> None:
     time.sleep(0.2)
     assert store.finish(job.id, job.attempt, state=FAILED, error="boom")
     assert store.get(job.id).elapsed >= 0.2
+
+
+def test_a_batch_whose_storage_fails_part_way_keeps_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA sweep: the 507 said "nothing was kept" while the batch row and the jobs stored
+    before the failure stayed queued (counted against the queue, run after a restart)."""
+    from app.jobs.service import JobService
+    from app.jobs.store import StorageError
+    from app.settings import Settings
+
+    class Parked:
+        def submit(self, job: object) -> None: ...
+
+        def shutdown(self) -> None: ...
+
+    service = JobService(Settings(data_dir=tmp_path, max_active_jobs=10), executor=Parked())
+    real, calls = service.store.create, []
+
+    def second_fails(**job: object) -> object:
+        calls.append(1)
+        if len(calls) == 2:
+            raise StorageError("disk full")
+        return real(**job)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service.store, "create", second_fails)
+    job = {"problem": "tsp", "solver": "nearest_neighbor", "time_limit": 1.0, "seed": 0,
+           "filename": "eil51.tsp", "data": (DATA / "eil51.tsp").read_bytes(), "nodes": 51}
+    with pytest.raises(StorageError):
+        service.submit_batch([job] * 3, "nearest_neighbor", 1.0, [])
+    assert service.store.count_active() == 0
+    assert service.store._connection().execute("SELECT COUNT(*) FROM batches").fetchone()[0] == 0
+    assert not [p for p in (tmp_path / "jobs").glob("*") if p.is_dir()]
