@@ -269,7 +269,7 @@ def job_solution(job_id: str, service: ServiceDep,
             raise invalid_request(".sol files hold CVRP routes (0 is the depot); use "
                                   "format=tour or json for a TSP", field="format")
         text = sol_text_for(payload["routes"], payload["cost"], payload.get("depot", 0))
-    stem = job.filename.split(".")[0] or "solution"
+    stem = result_stem(job.filename) or "solution"
     return PlainTextResponse(text, headers={
         "Content-Disposition": content_disposition(f"{stem}.{format}")})
 
@@ -315,6 +315,20 @@ _BATCH_BODY = {
             }}}},
     }
 }
+
+
+def result_stem(filename: str) -> str:
+    """The name a file's results go by: ``kroA100.tsp.gz`` -> ``kroA100``, and a capped
+    copy's ``tiny8.vrp.json`` -> ``tiny8`` (as the CLI's batch names its outputs), so two
+    files whose results would share a name are told apart at submission, and a download is
+    named after its file (``a.b.tsp`` gave ``a.tour``)."""
+    name = filename[:-3] if filename.lower().endswith(".gz") else filename
+    stem, dot, suffix = name.rpartition(".")
+    if not dot:
+        return name
+    if suffix.lower() == "json" and stem.lower().endswith((".tsp", ".vrp", ".vrptw")):
+        stem = stem.rpartition(".")[0]  # the capped copy of an uploaded file
+    return stem
 
 
 _PAST_BUDGET = ("not read: the batch's files expand past {} bytes in all "
@@ -530,12 +544,13 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     # the CLI's batch does), so an unreadable old/s.tsp does not block a good new/s.tsp
     first_of: dict[str, str] = {}
     for filename, data in files:
-        base = safe_filename(filename)
+        base = result_stem(safe_filename(filename))
         if base in first_of:
-            # e.g. eil51.tsp and sub/eil51.tsp of one zip: two results both named eil51.tsp
+            # e.g. eil51.tsp and sub/eil51.tsp of one zip, or tiny8.vrp and tiny8.vrp.gz
+            # (QA sweep: both accepted, both downloads named tiny8.sol): as the CLI's batch
             rejected.append({"filename": filename, "error": (
-                f"another file of the batch has the name {base} ({first_of[base]}); results "
-                "are named by the file's name, so rename one")})
+                f"another file of the batch ({first_of[base]}) gives its results the same "
+                f"name, {base}.*; results are named by the file's name, so rename one")})
             continue
         fields = {"solver": options.solver, "seed": str(options.seed)}
         if options.time_limit is not None:

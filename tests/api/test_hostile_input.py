@@ -426,3 +426,21 @@ def test_a_batch_lists_hidden_members_and_an_unreadable_archive_as_rejected(
     assert "not a readable archive" in reasons["bad.zip"]
     assert batch["summary"]["files"] == 4 and batch["summary"]["rejected"] == 3
     _wait_final(api, batch["results"][0]["job_id"])
+
+
+def test_two_files_whose_results_share_a_name_are_told_apart(api: httpx.Client) -> None:
+    """QA sweep: tiny8.vrp and tiny8.vrp.gz were both accepted and both downloads were named
+    tiny8.sol (the CLI's batch refuses the second); a.b.tsp's download was named a.tour."""
+    import gzip
+
+    text = (DATA / "eil51.tsp").read_bytes()
+    files = [("files", ("a.b.tsp", text)), ("files", ("a.b.tsp.gz", gzip.compress(text)))]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    assert [r["filename"] for r in batch["rejected"]] == ["a.b.tsp.gz"]
+    assert "same name, a.b.*" in batch["rejected"][0]["error"]
+    job = _wait_final(api, batch["results"][0]["job_id"])
+    tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
+    assert 'filename="a.b.tour"' in tour.headers["content-disposition"]
