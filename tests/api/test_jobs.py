@@ -303,7 +303,7 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
                                                            "old/square.tsp"]
     assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
     assert "same name" not in batch["rejected"][0]["error"]
-    assert "has the name eil51.tsp (eil51.tsp)" in batch["rejected"][1]["error"]
+    assert "(eil51.tsp) gives its results the same name, eil51.*" in batch["rejected"][1]["error"]
     batch = _wait_batch(api, batch)
     assert batch["done"] and batch["summary"]["succeeded"] == 4
     costs = {r["filename"]: r["cost"] for r in batch["results"]}
