@@ -152,7 +152,8 @@ class BatchFileResult(BaseModel):
     cost: float | None
     feasible: bool | None
     partial: bool
-    wall_time: float | None
+    wall_time: float | None = Field(description="Seconds the solver ran (so far, while it "
+                                    "runs); parsing and warm-up not counted.")
     error: str | None
 
 
@@ -166,6 +167,9 @@ class BatchSummary(BaseModel):
     cancelled: int
     rejected: int = Field(description="Files refused at submission (listed in `rejected` with "
                           "the reason); they have no job.")
+    solved: int = Field(default=0, description="Succeeded with a feasible solution: the files "
+                        "`total_cost` sums (a succeeded job's plan can be infeasible, e.g. "
+                        "OR-Tools dropping customers under a fleet cap; its row says why).")
     total_cost: float | None = Field(description="Sum over files solved with a feasible "
                                      "solution (an infeasible one's row says why in its error; "
                                      "a cancelled one's partial plan is not counted).")

@@ -444,3 +444,17 @@ def test_two_files_whose_results_share_a_name_are_told_apart(api: httpx.Client) 
     job = _wait_final(api, batch["results"][0]["job_id"])
     tour = api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "tour"})
     assert 'filename="a.b.tour"' in tour.headers["content-disposition"]
+
+
+def test_the_batch_table_escapes_a_bar_in_a_file_name() -> None:
+    """QA sweep: a member named pipe|name.txt gave its markdown row an extra cell."""
+    from app.schemas.jobs import BatchStatus, BatchSummary
+
+    status = BatchStatus(
+        id="b", solver="ortools", time_limit=1.0, created_at=0.0, done=True,
+        summary=BatchSummary(files=1, queued=0, running=0, succeeded=0, failed=0, cancelled=0,
+                             rejected=1, solved=0, total_cost=None),
+        results=[], rejected=[{"filename": "top/pipe|name.txt",
+                               "error": "cannot tell the format\nof it"}])
+    row = next(line for line in jobs.batch_markdown(status).splitlines() if "pipe" in line)
+    assert row.count(" | ") == 6 and "pipe\\|name.txt" in row and "format of it" in row
