@@ -145,7 +145,10 @@ def is_instance_name(filename: str) -> bool:
 def scan_folder(folder: Path) -> tuple[list[Path], int]:
     """Instance files directly inside ``folder`` sorted by name, and how many other files
     were ignored (subfolders are not counted)."""
-    files = sorted((p for p in folder.iterdir() if p.is_file()), key=lambda p: p.name)
+    # an instance-named entry that is not a regular file (a dangling link, a FIFO) is kept,
+    # to be listed as rejected with the reason (QA sweep: it vanished from the summary)
+    files = sorted((p for p in folder.iterdir() if p.is_file() or (
+        is_instance_name(p.name) and not p.is_dir())), key=lambda p: p.name)
     instances = [p for p in files if is_instance_name(p.name)]
     return instances, len(files) - len(instances)
 
@@ -343,6 +346,10 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
         if len(f"{stem}.json".encode()) > MAX_NAME_BYTES:
             row.error = (f"the name of its outputs ({stem}.json) would be longer than the "
                          f"{MAX_NAME_BYTES} bytes a file name may have; shorten the file name")
+            continue
+        if not path.is_file():  # never opened: a FIFO would block the run
+            row.error = ("a link to nothing" if path.is_symlink() and not path.exists()
+                         else "not a regular file") + "; not read"
             continue
         try:
             data = read_file_bytes(path)

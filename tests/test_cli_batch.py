@@ -464,3 +464,19 @@ def test_the_device_is_checked_and_reaches_the_jobs(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     solved = json.loads((tmp_path / "out" / "eil51.json").read_text())
     assert solved["stats"]["device"] == "cpu"  # auto, with no GPU here
+
+
+def test_a_dangling_link_or_a_fifo_is_listed_as_rejected(tmp_path: Path) -> None:
+    """QA sweep: an instance-named dangling link or FIFO vanished from the summary (neither a
+    row nor counted); it is a rejected row now, and the FIFO is never opened (it would block)."""
+    import os
+
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    (folder / "gone.tsp").symlink_to(tmp_path / "nowhere.tsp")
+    os.mkfifo(folder / "pipe.tsp")
+    result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--workers", "1", "--out", str(tmp_path / "out"), "--json")
+    rows = {r["file"]: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["eil51.tsp"]["state"] == "succeeded"
+    assert "a link to nothing" in rows["gone.tsp"]["error"]
+    assert "not a regular file" in rows["pipe.tsp"]["error"]
