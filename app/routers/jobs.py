@@ -570,8 +570,11 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
                 "the server could not read this file (the error was logged); check that it "
                 "is a valid instance")})
     if not accepted:
-        raise invalid_request("no file of the batch could be read: " + "; ".join(
-            f"{r['filename']}: {r['error']}" for r in rejected[:5]), field="files")
+        raise invalid_request(f"no file of the batch could be read ({len(rejected)} "
+                              "rejected): " + "; ".join(
+            f"{r['filename']}: {r['error']}" for r in rejected[:5])
+            + (f" (and {len(rejected) - 5} more)" if len(rejected) > 5 else ""),
+            field="files")
     if len(accepted) > settings.max_active_jobs:
         # however long the client waits, the queue never holds this many: not a 429 to retry
         # (QA sweep: a 201-file batch on an idle server got 429 and Retry-After forever)
