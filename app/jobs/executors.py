@@ -156,6 +156,12 @@ class LocalProcessExecutor:
         for process in processes:
             if process.is_alive():
                 process.terminate()
+        # let the pool's manager thread see its workers gone and close its pipes before the
+        # interpreter's exit hook writes to them (QA sweep: "Exception ignored in
+        # _python_exit ... Bad file descriptor" after a stop); bounded, never a hang
+        manager = getattr(self._pool, "_executor_manager_thread", None)  # no public accessor
+        if manager is not None:
+            manager.join(timeout=5.0)
 
 
 #: How often, and how many times, a job's failure is written again while the store refuses
