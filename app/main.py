@@ -16,12 +16,14 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import anyio
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from app.concurrency import SOLVE_THREADS
 from app.errors import ProblemDetails, install_error_handlers, problem_responses
 from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
@@ -134,6 +136,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
                 len(specs), ", ".join(unavailable) or "none", service.executor.name,
                 len(requeued))
     app.state.stopping = threading.Event()
+    app.state.solve_limiter = anyio.CapacityLimiter(SOLVE_THREADS)
     undo = _flag_exit_signals(app.state.stopping)
     try:
         yield

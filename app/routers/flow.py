@@ -280,7 +280,7 @@ async def solve_min_cost_flow(request: Request, settings: SettingsDep) -> FlowSo
         "the same time limit, seed and tolerance, and reports cost, gap to the best, wall time "
         "and certificate per solver, and whether they agree. JSON (FlowCompareRequest) or "
         "multipart (`file` plus `solvers` comma-separated and the other fields)."),
-    responses=problem_responses(404, 413, 415, 422),
+    responses=problem_responses(404, 413, 415, 422, 503),
     openapi_extra=_request_body(FlowCompareRequest, FlowCompareUpload),
 )
 async def compare_min_cost_flow(request: Request, settings: SettingsDep) -> FlowCompareResponse:

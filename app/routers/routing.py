@@ -246,7 +246,7 @@ for _problem in PROBLEMS:
             + (", `max_vehicles` among them" if _problem != "tsp" else "") + ")."
         ),
         response_model=CompareResponse,
-        responses=problem_responses(404, 413, 415, 422),
+        responses=problem_responses(404, 413, 415, 422, 503),
         openapi_extra=_request_body(_COMPARE_REQUESTS[_problem], CompareUpload),
     )
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from app.concurrency import run_while_connected
+from app.concurrency import run_solving, run_while_connected
 from app.errors import (
     LOCATION_HEADER,
     RETRY_AFTER_HEADER,
@@ -363,7 +363,7 @@ async def list_policies() -> list[PolicyInfo]:
         "utilization, and a Gantt chart (SVG) on request. JSON (SimulateRequest: inline "
         "workflows or generator settings) or multipart (`file` parts: Pegasus DAX or "
         "WfCommons JSON, optionally .gz, plus form fields)."),
-    responses=problem_responses(404, 413, 415, 422),
+    responses=problem_responses(404, 413, 415, 422, 503),
     openapi_extra=_body(SimulateRequest, SimulateUpload),
 )
 async def simulate_policies(request: Request, settings: SettingsDep) -> SimulateResponse:
@@ -581,7 +581,7 @@ async def session_events(session_id: str, request: Request) -> EventsResponse:
     live = _get(session_id)
     _json_body(request)
     body = validate_json(EventsRequest, await request.body())
-    return await run_in_threadpool(_apply, session_id, live, body)
+    return await run_solving(request, _apply, session_id, live, body)
 
 
 @router.get("/sessions/{session_id}", name="session_state", response_model=SessionState,
