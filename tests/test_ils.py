@@ -198,3 +198,26 @@ def test_warm_up_compiles_the_cvrp_start_before_any_clock() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])
     assert int(out.stdout.strip()) >= 1
+
+
+def test_a_cancel_stops_the_tsp_kicks_within_a_chunk() -> None:
+    """QA sweep: ils read its cancel flag only between 1 s slices of kicks, so a TSP solve ran
+    on about a second after its client left; the kicks hear it within a chunk now."""
+    import threading
+    import time
+
+    import numpy as np
+
+    from solvers.base import Budget, warm_up
+    from solvers.routing.problem import TSPInstance
+    from solvers.routing.solve import solve
+
+    warm_up("ils")
+    inst = TSPInstance(coords=np.random.default_rng(1).random((300, 2)))
+    cancel = threading.Event()
+    timer = threading.Timer(0.5, cancel.set)
+    timer.start()
+    started = time.perf_counter()
+    sol = solve(inst, "ils", Budget(time_limit=10.0, cancel=cancel))
+    stopped_after = time.perf_counter() - started - 0.5
+    assert sol.feasible and stopped_after < 0.4, stopped_after

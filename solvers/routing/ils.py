@@ -70,8 +70,10 @@ def iterate(xy: np.ndarray, tour: np.ndarray, clock: Clock, seed: int,
         hot, cold = kick_temperature(clock.elapsed / limit, (clock.elapsed + span) / limit,
                                      TOUR_TEMPERATURE)
         heat = (edge * hot, edge * cold)  # (0, 0) without annealing: only shorter tours
+        # a cancel is heard within a chunk, not at the end of the slice (QA sweep: a TSP
+        # solve ran on about a second after its client left)
         tour, stats = perturb(xy, tour, span, seed=seed * 7919 + part, neighbours=neighbours,
-                              heat=heat)
+                              heat=heat, stop=clock.budget.cancelled)
         part += 1
         for key in totals:
             totals[key] += stats[key]

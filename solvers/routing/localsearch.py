@@ -10,6 +10,7 @@ reverses the shorter side of the tour, so a 100K-node random-insertion tour drop
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -358,8 +359,10 @@ def two_opt(coords: np.ndarray, tour: np.ndarray, neighbours: np.ndarray | None 
 def perturb(coords: np.ndarray, tour: np.ndarray, seconds: float, seed: int = 0,
             neighbours: np.ndarray | None = None, k: int = 10, window: int = 50,
             heat: tuple[float, float] = (0.0, 0.0),
+            stop: Callable[[], bool] | None = None,
             ) -> tuple[np.ndarray, dict[str, float]]:
-    """Iterated local search for ``seconds``: local double-bridge kicks, each repaired by
+    """Iterated local search for ``seconds`` (or until ``stop()`` says so, checked between
+    the kernel's ~20 ms chunks): local double-bridge kicks, each repaired by
     2-opt + Or-opt around the kick and kept when the tour gets shorter, or (annealing) longer
     by d with probability exp(−d / T), T cooling geometrically from ``heat[0]`` to ``heat[1]``
     (in distance units) over the seconds. Start from a 2-opt local optimum; the shortest tour
@@ -382,7 +385,7 @@ def perturb(coords: np.ndarray, tour: np.ndarray, seconds: float, seed: int = 0,
     chunk, call = 64, 0
     while True:
         t = time.perf_counter()
-        if t >= deadline:
+        if t >= deadline or (stop is not None and stop()):
             break
         temp = hot * (cold / hot) ** min(1.0, (t - t0) / seconds) if hot > 0 else 0.0
         accepted, total, best_total = _perturb_kernel(
