@@ -166,6 +166,11 @@ async def form_parts(request: Request, max_files: int, max_fields: int,
             raise
         detail = str(exc.detail)
         field = file_field if "files" in detail.lower() else "body"
+        if field == "files":  # a batch's parts: the same 413 as too many archive members
+            raise ApiError(413, f"more than {max_files} 'files' parts; a batch holds at most "
+                           f"{max_files} files (COSOLVE_MAX_BATCH_FILES): split it",
+                           kind="batch-too-large", title="Too many files", field="files",
+                           extra={"limit": max_files}) from None
         raise invalid_request(f"{detail.rstrip('.')} (this endpoint takes at most "
                               f"{max_files} '{file_field}' part{'s' if max_files != 1 else ''} "
                               f"and {max_fields} form fields)", field=field) from None

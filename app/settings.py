@@ -20,6 +20,11 @@ from solvers.device import spelling_problem
 MIB = 1024 * 1024
 
 
+#: The longest time limit any setting may allow: 30 days, as the CLI's --time-limit (OR-Tools'
+#: duration overflowed on 1e30 s, a 500 when COSOLVE_MAX_TIME_LIMIT was inf).
+MAX_SECONDS = 30 * 24 * 3600.0
+
+
 class Settings(BaseSettings):
     """Limits of the HTTP layer; the defaults need no setup."""
 
@@ -48,11 +53,14 @@ class Settings(BaseSettings):
     max_time_limit: float = Field(
         default=300.0,
         gt=0,
+        le=MAX_SECONDS,
+        allow_inf_nan=False,
         description="Longest time a request may spend solving, in seconds (all solvers of a "
         "comparison together).",
     )
     default_time_limit: float = Field(
-        default=10.0, gt=0, description="Time limit used when a request gives none, in seconds."
+        default=10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False,
+        description="Time limit used when a request or a job gives none, in seconds.",
     )
     max_compare_solvers: int = Field(
         default=6, gt=0, description="Most solvers one comparison request may run."
@@ -89,18 +97,30 @@ class Settings(BaseSettings):
         "full batches can wait together."
     )
     max_job_time_limit: float = Field(
-        default=3600.0, gt=0, description="Longest time limit a job may ask for, in seconds."
+        default=3600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False,
+        description="Longest time limit a job may ask for, in seconds.",
     )
     result_ttl_s: float = Field(
-        default=7 * 24 * 3600.0, gt=0,
+        default=7 * 24 * 3600.0, gt=0, le=10 * 365 * 24 * 3600.0, allow_inf_nan=False,
         description="How long a finished job and its solution are kept, in seconds.",
     )
     purge_interval_s: float = Field(
-        default=60.0, gt=0, description="How often expired jobs are deleted, in seconds."
+        # bounded both ways (QA sweep: 1e-6 busy-looped a core; 1e10 killed the expiry
+        # thread at start, so no job ever expired)
+        default=60.0, ge=0.5, le=24 * 3600.0, allow_inf_nan=False,
+        description="How often expired jobs are deleted, in seconds (0.5 s to a day).",
     )
     max_batch_files: int = Field(
         default=500, gt=0, description="Most instance files in one batch."
     )
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _data_dir_given(cls, value: object) -> object:
+        # an empty COSOLVE_DATA_DIR became Path("."): the job store in the working directory
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty (the default is var)")
+        return value
 
     @field_validator("device")
     @classmethod
@@ -118,6 +138,13 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"default_time_limit ({self.default_time_limit:g} s) is above max_time_limit "
                 f"({self.max_time_limit:g} s); set COSOLVE_DEFAULT_TIME_LIMIT lower"
+            )
+        # jobs take the same default (QA sweep: every job without a time_limit was refused)
+        if self.default_time_limit > self.max_job_time_limit:
+            raise ValueError(
+                f"default_time_limit ({self.default_time_limit:g} s) is above "
+                f"max_job_time_limit ({self.max_job_time_limit:g} s); set "
+                "COSOLVE_DEFAULT_TIME_LIMIT lower"
             )
         return self
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
@@ -99,6 +100,22 @@ def test_explicit_settings_win_over_the_environment() -> None:
 def test_inconsistent_settings_fail_at_start() -> None:
     with pytest.raises(ValueError, match="default_time_limit"):
         Settings(max_time_limit=5, default_time_limit=10)
+    # jobs take the same default (QA sweep: every job without a time_limit was refused)
+    with pytest.raises(ValueError, match="max_job_time_limit"):
+        Settings(max_job_time_limit=5)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("max_time_limit", float("inf")),  # a 500 from OR-Tools' overflowing duration
+    ("max_job_time_limit", 1e30),
+    ("purge_interval_s", 1e10),  # killed the expiry thread: no job ever expired
+    ("purge_interval_s", 1e-6),  # a busy loop on a core
+    ("data_dir", ""),  # the job store in the working directory
+])
+def test_settings_out_of_their_range_fail_at_start(field: str, value: object) -> None:
+    """QA sweep (configuration): these values were accepted and failed later, or quietly."""
+    with pytest.raises(ValueError, match=field):
+        Settings(**{field: value})
 
 
 @pytest.mark.parametrize("device", ["gpu", "cuda:", "CPU", ""])
@@ -179,3 +196,14 @@ def test_our_info_lines_reach_stderr_under_a_bare_uvicorn(monkeypatch, capsys) -
     monkeypatch.setattr(root, "handlers", [logging.NullHandler()])
     _show_our_log()
     assert ours.handlers == []
+
+
+def test_too_many_batch_parts_is_the_413_of_a_batch_too_large(tmp_path: Path) -> None:
+    """QA sweep: more 'files' parts than COSOLVE_MAX_BATCH_FILES was a 422 (the README says
+    413, and an archive with too many members is one)."""
+    app = create_app(Settings(data_dir=tmp_path, max_batch_files=2))
+    with TestClient(app) as client:
+        files = [("files", (f"t{i}.tsp", b"x")) for i in range(3)]
+        response = client.post("/v1/batches", files=files, data={"solver": "nearest_neighbor"})
+        body = assert_problem(response, 413, field="files")
+        assert "COSOLVE_MAX_BATCH_FILES" in body["detail"] and body["limit"] == 2
