@@ -12,6 +12,7 @@ from app.schemas.routing import (
     CVRPInstanceIn,
     CVRPTWInstanceIn,
     Number,
+    SolutionBody,
     TSPInstanceIn,
     UploadFleet,
     _Strict,
@@ -81,31 +82,14 @@ class JobProgress(BaseModel):
     message: str | None
 
 
-class JobSolution(BaseModel):
+class JobSolution(SolutionBody):
     """A job's solution as JSON (``GET /v1/jobs/{id}/solution``): a solve's answer, checked
     and costed the same way, plus ``partial`` and, for CVRP and CVRPTW, the ``depot``."""
 
-    problem: str
-    instance: str = Field(description="The instance's name.")
-    nodes: int
-    solver: str
-    cost: float | None = Field(description="Total length; null if the answer is unusable.")
-    distance: str = Field(description="The distance convention of the cost.")
-    feasible: bool
-    violations: list[str] = Field(description="What the checker found wrong (empty if none).")
-    wall_time: float = Field(description="Seconds the solver ran.")
-    routes: list[list[int]] = Field(
-        description="0-based node indices. TSP: one closed tour. CVRP and CVRPTW: customers per "
-        "route, the depot at both ends left implicit."
-    )
-    route_ids: list[list[int]] | None = Field(
-        default=None, description="The routes in your ids, when the instance had ids."
-    )
     tour: list[int] | None = Field(default=None, description="TSP: the tour (routes[0]).")
     depot: int | None = Field(default=None,
                               description="CVRP and CVRPTW: the depot's 0-based index.")
     partial: bool = Field(description="The best solution found before a cancel.")
-    stats: dict[str, Any] = Field(description="Solver statistics.")
 
 
 class JobStatus(BaseModel):

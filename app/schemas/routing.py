@@ -208,15 +208,14 @@ class SolveUpload(SolveUploadOptions):
     )
 
 
-class SolveResponse(BaseModel):
-    """A solution, its cost recomputed by the instance and checked by an independent checker."""
+class SolutionBody(BaseModel):
+    """A solution, its cost recomputed by the instance and checked by an independent checker
+    (a solve's answer and a job's solution share these fields)."""
 
     problem: str
     instance: str = Field(description="The instance's name.")
     nodes: int
     solver: str
-    time_limit: float
-    seed: int
     cost: float | None = Field(description="Total length; null if the answer is unusable.")
     distance: str = Field(description="The distance convention of the cost.")
     feasible: bool
@@ -230,6 +229,13 @@ class SolveResponse(BaseModel):
         default=None, description="The routes in your ids, when the instance had ids."
     )
     stats: dict[str, Any] = Field(description="Solver statistics.")
+
+
+class SolveResponse(SolutionBody):
+    """A solve's answer: the solution and the budget it was given."""
+
+    time_limit: float
+    seed: int
 
 
 class TSPSolveResponse(SolveResponse):
