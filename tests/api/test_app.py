@@ -207,3 +207,18 @@ def test_too_many_batch_parts_is_the_413_of_a_batch_too_large(tmp_path: Path) ->
         response = client.post("/v1/batches", files=files, data={"solver": "nearest_neighbor"})
         body = assert_problem(response, 413, field="files")
         assert "COSOLVE_MAX_BATCH_FILES" in body["detail"] and body["limit"] == 2
+
+
+def test_a_too_long_request_advises_a_job_only_where_jobs_may_run_that_long() -> None:
+    """QA sweep: with jobs capped below requests, the 422 advised a job 'up to 1 s' for a
+    3 s request."""
+    from app.errors import ApiError
+    from app.intake import request_time_limit
+
+    with pytest.raises(ApiError) as short_jobs:
+        request_time_limit(3, Settings(max_time_limit=2, max_job_time_limit=1,
+                                       default_time_limit=1))
+    assert "POST /v1/jobs" not in short_jobs.value.detail
+    with pytest.raises(ApiError) as long_jobs:
+        request_time_limit(30, Settings(max_time_limit=20, max_job_time_limit=60))
+    assert "POST /v1/jobs, up to 60 s" in long_jobs.value.detail
