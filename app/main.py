@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -20,7 +21,7 @@ import anyio
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from app.concurrency import SOLVE_THREADS
@@ -28,8 +29,8 @@ from app.errors import ProblemDetails, install_error_handlers, problem_responses
 from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
 from app.routers import flow, health, jobs, routing, scheduling, solvers
-from app.settings import Settings, get_settings
-from solvers.base import all_specs, get_solver
+from app.settings import Settings, get_settings, settings_problem
+from solvers.base import SolverSpec, all_specs, get_solver
 from solvers.device import describe, torch_device_name
 from solvers.tuning import check_tuning
 
@@ -98,6 +99,21 @@ def _flag_exit_signals(stopping: threading.Event) -> Callable[[], None]:
     return undo
 
 
+def _warm_up(specs: list[SolverSpec], device: str) -> None:
+    """Load every available solver's weights and compile its kernels, logging each."""
+    for spec in specs:
+        if spec.available:
+            warm = getattr(get_solver(spec.name), "warm_up", None)
+            if warm is not None:
+                started = time.perf_counter()
+                warm()
+                on_device = getattr(get_solver(spec.name), "warm_up_device", None)
+                if device != "cpu" and on_device is not None:
+                    on_device(device)  # (stop 38: the first GPU request paid for the copy)
+                logger.info("cosolve: %s warmed up in %.1f s", spec.name,
+                            time.perf_counter() - started)
+
+
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Import the solver registry now, so a broken install fails at start-up and the first
@@ -111,26 +127,23 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         raise RuntimeError(f"COSOLVE_DEVICE: {exc}") from None
     check_tuning()  # the solvers' own COSOLVE_* variables (ValueError naming the variable)
     logger.info("cosolve: the torch solvers run on %s", describe(device))
+    # The job store and executor open before the warm-up, so a job store or Ray cluster that
+    # cannot be used stops the start at once, not after a minute of warming (QA sweep).
+    service = JobService(app.state.settings)
     # Neural solvers load their weights, and numba kernels compile, now rather than inside
     # the first request's time budget. The first start of a fresh install compiles every
     # kernel (about a minute on 2 cores; later starts read numba's cache in seconds), so the
     # log says what the wait is (a newcomer saw a minute of silence after `make serve`).
     logger.info("cosolve: warming up the solvers (weights, compiled kernels; one to two minutes "
                 "on the first start of a fresh install)")
-    for spec in specs:
-        if spec.available:
-            warm = getattr(get_solver(spec.name), "warm_up", None)
-            if warm is not None:
-                started = time.perf_counter()
-                warm()
-                on_device = getattr(get_solver(spec.name), "warm_up_device", None)
-                if device != "cpu" and on_device is not None:
-                    on_device(device)  # (stop 38: the first GPU request paid for the copy)
-                logger.info("cosolve: %s warmed up in %.1f s", spec.name,
-                            time.perf_counter() - started)
-    # Jobs a previous server left queued or running are re-queued before we take requests.
-    service = JobService(app.state.settings)
-    requeued = service.start()
+    try:
+        _warm_up(specs, device)
+        # Jobs a previous server left queued or running are re-queued before we take
+        # requests.
+        requeued = service.start()
+    except BaseException:
+        service.executor.shutdown()  # (a Ray instance it started would outlive a failed start)
+        raise
     app.state.jobs = service
     logger.info("cosolve ready: %d solvers (%s unavailable), %s executor, %d jobs re-queued",
                 len(specs), ", ".join(unavailable) or "none", service.executor.name,
@@ -282,4 +295,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-app = create_app()
+def _app_from_environment() -> FastAPI:
+    """The app ``uvicorn app.main:app`` serves; bad ``COSOLVE_*`` settings end the process
+    with one line naming each (QA sweep: run directly, uvicorn printed pydantic's
+    traceback; `cosolve serve` checks the same before it starts uvicorn)."""
+    try:
+        return create_app()
+    except ValidationError as exc:
+        print(f"cosolve: {settings_problem(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+app = _app_from_environment()

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from solvers.device import spelling_problem
@@ -84,7 +84,8 @@ class Settings(BaseSettings):
     )
     ray_address: str | None = Field(
         default=None,
-        description="Ray cluster address (e.g. ray://head:10001); none starts Ray locally.",
+        description="Ray cluster address with COSOLVE_EXECUTOR=ray: ray://host:port (Ray "
+        "Client), host:port (the head's GCS), or auto; none starts Ray locally.",
     )
     max_concurrent_jobs: int = Field(
         default_factory=lambda: max(1, (os.cpu_count() or 2) - 1),
@@ -122,6 +123,18 @@ class Settings(BaseSettings):
             raise ValueError("must not be empty (the default is var)")
         return value
 
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address_form(cls, value: str | None) -> str | None:
+        # (QA sweep: a mistyped address was a traceback after the warm-up, or a hang in Ray's
+        # connect; the form is checked here, reachability by `cosolve serve`)
+        if value is None:
+            return None
+        problem = ray_address_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip()
+
     @field_validator("device")
     @classmethod
     def _device_name(cls, value: str) -> str:
@@ -146,7 +159,46 @@ class Settings(BaseSettings):
                 f"max_job_time_limit ({self.max_job_time_limit:g} s); set "
                 "COSOLVE_DEFAULT_TIME_LIMIT lower"
             )
+        # (QA sweep: an address with the local executor was silently ignored)
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError(
+                "COSOLVE_RAY_ADDRESS is set but COSOLVE_EXECUTOR is local: set "
+                "COSOLVE_EXECUTOR=ray to run jobs on that cluster, or unset the address"
+            )
         return self
+
+
+def ray_address_problem(address: str) -> str | None:
+    """What is wrong with a Ray address's form (None when fine): ``auto``, ``host:port`` or
+    ``ray://host:port``."""
+    text = address.strip()
+    if text == "auto":
+        return None
+    host_port = text.removeprefix("ray://")
+    host, sep, port = host_port.rpartition(":")
+    if not sep or not host or "/" in host_port or not (port.isascii() and port.isdigit()) \
+            or not 1 <= int(port) <= 65535:
+        return (f"{address!r} is not a Ray address: use ray://host:port (Ray Client, port "
+                "10001 by default), host:port (the head's GCS, 6379) or auto")
+    return None
+
+
+def ray_host_port(address: str) -> tuple[str, int] | None:
+    """The host and port a Ray address names (None for ``auto``)."""
+    text = address.strip()
+    if text == "auto":
+        return None
+    host, _, port = text.removeprefix("ray://").rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """One line naming each bad ``COSOLVE_*`` variable and why, for a start that refuses."""
+    return "; ".join(
+        (f"COSOLVE_{'_'.join(map(str, e['loc'])).upper()}" if e["loc"] else "settings")
+        + f": {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors()
+    )
 
 
 @lru_cache(maxsize=1)

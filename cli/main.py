@@ -515,16 +515,20 @@ def serve(
     import uvicorn
     from pydantic import ValidationError
 
-    from app.settings import Settings
+    from app.settings import Settings, settings_problem
 
     # The COSOLVE_* settings are checked before uvicorn starts: a bad value (or a GPU that is
     # not there) is one line naming the variable, not a traceback from the app's start-up.
     try:
         settings = Settings()
     except ValidationError as exc:
-        fail("; ".join((f"COSOLVE_{'_'.join(map(str, e['loc'])).upper()}" if e["loc"]
-                        else "settings") + f": {e['msg'].removeprefix('Value error, ')}"
-                       for e in exc.errors()))
+        fail(settings_problem(exc))
+    if settings.executor == "ray":
+        from app.jobs.executors import ray_problem
+
+        problem = ray_problem(settings.ray_address)
+        if problem is not None:
+            fail(problem)
     try:
         torch_device_name(settings.device)
     except ValueError as exc:

@@ -7,6 +7,7 @@ subprocess of the installed console script to prove the streams are separate the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from contextlib import suppress
@@ -590,12 +591,37 @@ def test_routing_commands_check_the_torch_device_first(command: str) -> None:
     ({"COSOLVE_DEFAULT_TIME_LIMIT": "999"}, ["settings: default_time_limit (999 s) is above"]),
     # a file for the data folder (QA sweep: a traceback after the warm-up)
     ({"COSOLVE_DATA_DIR": str(DATA / "eil51.tsp")}, ["COSOLVE_DATA_DIR: ", "is a file"]),
+    # Ray (QA sweep: an address with the local executor was ignored; a mistyped one was a
+    # traceback after the warm-up; one with no cluster hung in Ray's connect for minutes)
+    ({"COSOLVE_RAY_ADDRESS": "ray://head:10001"},
+     ["COSOLVE_RAY_ADDRESS is set but COSOLVE_EXECUTOR is local"]),
+    ({"COSOLVE_EXECUTOR": "ray", "COSOLVE_RAY_ADDRESS": "head"},
+     ["COSOLVE_RAY_ADDRESS: 'head' is not a Ray address", "ray://host:port"]),
+    ({"COSOLVE_EXECUTOR": "ray", "COSOLVE_RAY_ADDRESS": "head:6³79"},
+     ["COSOLVE_RAY_ADDRESS: 'head:6³79' is not a Ray address"]),
+    ({"COSOLVE_EXECUTOR": "ray", "COSOLVE_RAY_ADDRESS": "ray://127.0.0.1:1"},
+     ["COSOLVE_RAY_ADDRESS=ray://127.0.0.1:1: nothing answers at 127.0.0.1:1"]),
+    ({"COSOLVE_EXECUTOR": "ray", "COSOLVE_RAY_ADDRESS": "127.0.0.1:1"},
+     ["COSOLVE_RAY_ADDRESS=127.0.0.1:1: nothing answers", "is the Ray head running?"]),
 ])
 def test_serve_checks_its_settings_before_starting(env: dict[str, str],
                                                    words: list[str]) -> None:
     """A bad COSOLVE_* value is one line and exit 2, not uvicorn's start-up traceback."""
     result = runner.invoke(app, ["serve", "--port", "8799"], env=env)
     _assert_user_error(result, *words)
+
+
+def test_uvicorn_run_directly_names_a_bad_setting_in_one_line() -> None:
+    """`uvicorn app.main:app` with a bad variable: one line naming it and exit 2, not
+    pydantic's traceback (QA sweep)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
+    env["COSOLVE_MAX_TIME_LIMIT"] = "-1"
+    proc = subprocess.run([sys.executable, "-m", "uvicorn", "app.main:app", "--port", "8798"],
+                          cwd=Path(__file__).resolve().parent.parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "cosolve: COSOLVE_MAX_TIME_LIMIT: Input should be greater than 0" in proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_a_fleet_proven_impossible_is_the_inputs_fault(tmp_path: Path) -> None:

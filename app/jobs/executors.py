@@ -10,11 +10,13 @@ server copies between that actor and the store.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import logging
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import socket
 import sqlite3
 import threading
 import time
@@ -24,6 +26,7 @@ from typing import Any, Protocol
 
 from app.jobs.store import FAILED, QUEUED, RUNNING, JobRecord, JobStore
 from app.jobs.worker import JobSpec, execute, record_outcome, run_stored_job
+from app.settings import ray_host_port
 
 logger = logging.getLogger("cosolve.jobs")
 
@@ -240,6 +243,48 @@ def _ray_job(spec: JobSpec, data: bytes, channel: Any) -> Any:
     return execute(spec, data, _ChannelSink(channel))
 
 
+#: How long the start waits for a Ray address to accept a connection.
+RAY_PROBE_S = 5.0
+
+
+def ray_problem(address: str | None, probe_s: float = RAY_PROBE_S) -> str | None:
+    """Why jobs could not run on Ray with ``address`` (None when they can start): Ray or its
+    client missing, or nothing listening there (QA sweep: Ray's own connect to an address
+    with no cluster hung the start for minutes, after the warm-up)."""
+    if importlib.util.find_spec("ray") is None:
+        return "COSOLVE_EXECUTOR=ray needs Ray: pip install 'cosolve[ray]'"
+    if address is None:
+        return None  # a local Ray instance is started
+    if address.strip().startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        return (f"COSOLVE_RAY_ADDRESS={address}: a ray:// address needs Ray Client: "
+                "pip install 'cosolve[ray]'")
+    target = ray_host_port(address)
+    if target is None:
+        return None  # auto: Ray looks for a cluster started on this machine
+    try:
+        with socket.create_connection(target, timeout=probe_s):
+            pass
+    except OSError as exc:
+        return (f"COSOLVE_RAY_ADDRESS={address}: nothing answers at {target[0]}:{target[1]} "
+                f"({exc.strerror or exc}); is the Ray head running?")
+    return None
+
+
+def _connect_ray(ray: Any, address: str | None) -> None:
+    """``ray.init``, its refusal a RuntimeError naming the address (a ray:// address without
+    Ray Client was a traceback). In the calling thread: Ray started from another thread
+    never ran a task."""
+    problem = ray_problem(address)
+    if problem is not None:
+        raise RuntimeError(problem)
+    try:
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+                 include_dashboard=False, logging_level=logging.WARNING)
+    except Exception as exc:
+        where = f"COSOLVE_RAY_ADDRESS={address}" if address else "a local Ray instance"
+        raise RuntimeError(f"{where}: {exc}") from exc
+
+
 class RayExecutor:
     """Jobs as Ray tasks on a cluster (``address``) or a local Ray instance (``None``)."""
 
@@ -255,8 +300,7 @@ class RayExecutor:
         self.poll_s = poll_s
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
-            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-                     include_dashboard=False, logging_level=logging.WARNING)
+            _connect_ray(ray, address)
         self._ray = ray
         self._inflight: dict[str, Any] = {}
         self._task = ray.remote(num_cpus=1)(_ray_job)

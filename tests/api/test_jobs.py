@@ -9,6 +9,7 @@ import io
 import json
 import os
 import random
+import socket
 import tempfile
 import time
 import zipfile
@@ -561,3 +562,30 @@ def test_a_bare_uvicorn_stops_at_once_while_a_client_follows_a_job(tmp_path: Pat
             if proc.poll() is None:
                 proc.kill()
     assert "event: shutdown" in lines, lines[-5:]
+
+
+class _RefusingRay:
+    """A stand-in for the ``ray`` module whose connect fails."""
+
+    def init(self, **kwargs: object) -> None:
+        raise ValueError("needs ray.client")
+
+
+def test_a_ray_cluster_that_cannot_be_used_stops_the_start_naming_the_address() -> None:
+    """Ray's own connect to an address with no cluster waited minutes, and a ray:// address
+    without Ray Client was a traceback (QA sweep): the executor probes the address first
+    and names it in either refusal."""
+    from app.jobs.executors import _connect_ray
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match=rf"COSOLVE_RAY_ADDRESS=127\.0\.0\.1:{port}: "
+                                           r"nothing answers at 127\.0\.0\.1"):
+        _connect_ray(_RefusingRay(), f"127.0.0.1:{port}")
+    assert time.perf_counter() - started < 6
+    with socket.create_server(("127.0.0.1", 0)) as server:  # something listens: Ray is asked
+        address = f"ray://127.0.0.1:{server.getsockname()[1]}"
+        with pytest.raises(RuntimeError, match=rf"COSOLVE_RAY_ADDRESS={address}: needs ray\."):
+            _connect_ray(_RefusingRay(), address)
