@@ -226,9 +226,11 @@ def polish_routes(xy: np.ndarray, depot: int, routes: list[list[int]]) -> list[l
 
 
 def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: float,
-                 neighbours: int = NEIGHBOURS) -> list[list[int]]:
-    """``routes`` improved by relocate, swap and 2-opt* moves until a local optimum or
-    ``deadline`` (``time.perf_counter()``); each returned route keeps the capacity.
+                 neighbours: int = NEIGHBOURS,
+                 cancelled: Callable[[], bool] | None = None) -> list[list[int]]:
+    """``routes`` improved by relocate, swap and 2-opt* moves until a local optimum,
+    ``deadline`` (``time.perf_counter()``) or ``cancelled`` (a descent at 100K nodes runs
+    for seconds); each returned route keeps the capacity.
 
     The moves run in numba over linked routes with distances computed on demand from the
     coordinates under the instance's convention (or read from its matrix), so no N×N matrix
@@ -237,7 +239,7 @@ def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes
     plan = _Plan(instance, routes, neighbours)
-    plan.descend(deadline)
+    plan.descend(deadline, cancelled)
     return plan.routes()
 
 
@@ -263,7 +265,7 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes, 0
     plan = _Plan(instance, routes, neighbours)
-    plan.descend(deadline)
+    plan.descend(deadline, cancelled)
     rng = np.random.default_rng(seed)
     customers = np.array([c for c in range(instance.n) if c != instance.depot], dtype=np.int64)
     kept = 0
@@ -337,14 +339,19 @@ class _Plan:
         for r in range(count):
             _refresh(r, self.succ, self.route_of, self.cum, self.load, self.demand, n, count)
 
-    def descend(self, deadline: float) -> None:
-        """First-improvement sweeps over all customers until one makes no move."""
+    def descend(self, deadline: float, cancelled: Callable[[], bool] | None = None) -> None:
+        """First-improvement sweeps over all customers until one makes no move (or the
+        deadline, or a cancel)."""
         chunk = max(1, _EVALUATIONS_PER_CALL // max(1, self.near.shape[1]))
+
+        def go_on() -> bool:
+            return time.perf_counter() < deadline and not (cancelled is not None and cancelled())
+
         improved = True
-        while improved and time.perf_counter() < deadline:
+        while improved and go_on():
             improved = False
             c = 0
-            while c < self.n and time.perf_counter() < deadline:
+            while c < self.n and go_on():
                 c, moves = _sweep(c, chunk, self.succ, self.pred, self.route_of, self.cum,
                                   self.load, self.demand, self.cap, self.near, self.xy,
                                   self.mat, self.conv, self.n, self.depot, self.count,

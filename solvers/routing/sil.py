@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,10 +156,12 @@ def dihedral(points: torch.Tensor, symmetry: int) -> torch.Tensor:
 
 
 def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tensor,
-                         deadline: float = math.inf, symmetry: int = 0) -> torch.Tensor | None:
+                         deadline: float = math.inf, symmetry: int = 0,
+                         stop: Callable[[], bool] | None = None) -> torch.Tensor | None:
     """Greedy rebuild of open paths: (M, w) node ids -> (M, w) with the same first and last
-    node and the interior reordered by the model; None if ``deadline`` passes first.
-    ``symmetry`` picks the view of the unit box the model decodes in."""
+    node and the interior reordered by the model; None if ``deadline`` passes or ``stop``
+    says so first (a cancel: QA sweep, a 100K-node job took 17-22 s to stop, the rest of
+    its round). ``symmetry`` picks the view of the unit box the model decodes in."""
     m_segs, w = segs.shape
     if w <= 3:
         return segs
@@ -170,7 +173,7 @@ def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tens
     idx = torch.arange(1, w - 1, device=segs.device).expand(m_segs, -1)
     order = [torch.zeros(m_segs, dtype=torch.long, device=segs.device)]
     for _ in range(w - 3):
-        if time.perf_counter() > deadline:
+        if time.perf_counter() > deadline or (stop is not None and stop()):
             return None
         cand = h.gather(1, idx.unsqueeze(-1).expand(-1, -1, d))
         pick = model(first, cur, cand).argmax(dim=1)
@@ -195,9 +198,12 @@ def model_coords(xy: np.ndarray) -> torch.Tensor:
 
 
 def rebuild_batched(model: SILModel, coords: torch.Tensor, segs: np.ndarray,
-                    deadline: float = math.inf, symmetry: int = 0) -> np.ndarray:
-    """Rebuild (M, w) segments in memory-bounded batches; past ``deadline`` the remaining
-    rows come back unchanged."""
+                    deadline: float = math.inf, symmetry: int = 0,
+                    stop: Callable[[], bool] | None = None,
+                    on_batch: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """Rebuild (M, w) segments in memory-bounded batches; past ``deadline`` (or once
+    ``stop`` says so) the remaining rows come back unchanged. ``on_batch`` hears the rows
+    done and the total after each batch (a heartbeat through rounds that take a minute)."""
     out = segs.copy()
     w = segs.shape[1]
     # Rows per batch: bounded by memory (positions) and by time (decoding token-steps, about
@@ -208,10 +214,12 @@ def rebuild_batched(model: SILModel, coords: torch.Tensor, segs: np.ndarray,
         # Small batches lose more to autocast's casts than bf16 saves (measured at 1K nodes).
         with torch.autocast("cpu", dtype=torch.bfloat16,
                             enabled=USE_BF16 and part.numel() >= 8192):
-            new = rebuild_tsp_segments(model, coords, part, deadline, symmetry)
+            new = rebuild_tsp_segments(model, coords, part, deadline, symmetry, stop)
         if new is None:  # out of time: this batch and the rest stay as they were
             break
         out[s:s + chunk] = new.numpy()
+        if on_batch is not None:
+            on_batch(min(s + chunk, segs.shape[0]), segs.shape[0])
     return out
 
 
@@ -222,12 +230,15 @@ def _path_lengths(xy: np.ndarray, segs: np.ndarray) -> np.ndarray:
 
 def prc_round(model: SILModel, xy: np.ndarray, coords: torch.Tensor, tour: np.ndarray,
               w: int, rng: np.random.Generator, deadline: float = math.inf,
+              stop: Callable[[], bool] | None = None,
+              on_batch: Callable[[int, int], None] | None = None,
               ) -> tuple[np.ndarray, int]:
     """One reconstruction round over the whole tour with segments of ``w`` nodes.
 
     Returns the new tour (rotated/reversed at random; the same cycle where nothing improved)
     and the number of segments that got shorter. Past ``deadline`` (a perf_counter time)
-    the remaining batches are skipped: segments are disjoint, so a partial round is valid."""
+    the remaining batches are skipped: segments are disjoint, so a partial round is valid;
+    so after ``stop`` (a cancel). ``on_batch``: see ``rebuild_batched``."""
     n = tour.size
     if rng.random() < 0.5:
         tour = tour[::-1]
@@ -237,7 +248,7 @@ def prc_round(model: SILModel, xy: np.ndarray, coords: torch.Tensor, tour: np.nd
     # A random view of the unit box per round: greedy decoding then differs between rounds
     # that cut the same stretch of tour, at no cost.
     symmetry = int(rng.integers(8)) if RANDOM_VIEWS else 0
-    new = rebuild_batched(model, coords, segs, deadline, symmetry)
+    new = rebuild_batched(model, coords, segs, deadline, symmetry, stop, on_batch)
     better = _path_lengths(xy, new) < _path_lengths(xy, segs) - 1e-9
     segs[better] = new[better]
     improved = int(better.sum())
@@ -246,13 +257,40 @@ def prc_round(model: SILModel, xy: np.ndarray, coords: torch.Tensor, tour: np.nd
     return out, improved
 
 
+#: Seconds between two heartbeats inside a reconstruction round (a round at 100K nodes takes
+#: up to half the budget: QA sweep, 30-50 s without a progress report).
+HEARTBEAT_S = 2.0
+
+
+class RoundHeartbeat:
+    """Reports progress while a round runs: the best cost so far (that of the last plan
+    reported: a round in progress has none better to show) and how much of the round is
+    done, at most every ``every`` seconds. ``rounds`` and ``best`` are kept current by the
+    solve loop."""
+
+    def __init__(self, name: str, clock: Clock, progress: ProgressCallback, best: float,
+                 every: float = HEARTBEAT_S) -> None:
+        self.name, self.clock, self.progress = name, clock, progress
+        self.best = best
+        self.rounds = 0
+        self.every = every
+        self._next = time.perf_counter() + every
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now >= self._next:
+            self._next = now + self.every
+            self.progress(ProgressEvent(self.name, self.clock.elapsed, self.rounds, self.best,
+                                        f"round {self.rounds + 1}: {done}/{total} segments"))
+
+
 def greedy_tours(model: SILModel, xy: np.ndarray, starts: np.ndarray,
                  k: int = GREEDY_CANDIDATES, deadline: float = math.inf,
-                 ) -> np.ndarray | None:
+                 stop: Callable[[], bool] | None = None) -> np.ndarray | None:
     """SIL's greedy construction with a k-nearest candidate cap, one tour per start node in
     one batch: from its start, the model picks the next node among the k unvisited nodes
     nearest the current one, until the tour closes. Returns (S, n) tours, or None if
-    ``deadline`` (a perf_counter time) passes first.
+    ``deadline`` (a perf_counter time) passes or ``stop`` says so first.
 
     Each step sees its candidates and the current node rescaled to their own box (as PRC's
     segments are), with the destination (the start node) clamped into that box: the model
@@ -276,7 +314,8 @@ def greedy_tours(model: SILModel, xy: np.ndarray, starts: np.ndarray,
     pts = model_coords(xy)
     dest = pts[torch.from_numpy(starts)][:, None]
     for step in range(1, n - 1):
-        if step % 64 == 0 and time.perf_counter() > deadline:
+        if step % 64 == 0 and (time.perf_counter() > deadline
+                               or (stop is not None and stop())):
             return None
         need = min(k, n - step)
         nb = near[cur]
@@ -300,9 +339,10 @@ def greedy_tours(model: SILModel, xy: np.ndarray, starts: np.ndarray,
 
 
 def greedy_tour(model: SILModel, xy: np.ndarray, k: int = GREEDY_CANDIDATES, start: int = 0,
-                deadline: float = math.inf) -> np.ndarray | None:
+                deadline: float = math.inf,
+                stop: Callable[[], bool] | None = None) -> np.ndarray | None:
     """One greedy tour from ``start`` (see ``greedy_tours``)."""
-    tours = greedy_tours(model, xy, np.array([start]), k, deadline)
+    tours = greedy_tours(model, xy, np.array([start]), k, deadline, stop)
     return None if tours is None else tours[0]
 
 
@@ -378,7 +418,8 @@ class SILSolver:
             share = clock.remaining if self.start == "greedy" else (
                 2 * GREEDY_BUDGET_SHARE * clock.remaining)
             with torch.inference_mode():
-                tour = greedy_tour(model, xy, start=first, deadline=t0 + share)
+                tour = greedy_tour(model, xy, start=first, deadline=t0 + share,
+                                   stop=clock.budget.cancelled)
         stats: dict[str, Any] = {"start": f"greedy (k={GREEDY_CANDIDATES})"}
         if tour is None:
             stats["start"] = "random insertion" + (" (greedy overran its share)"
@@ -401,8 +442,8 @@ class SILSolver:
         if self.polish:
             tour, _ = two_opt(xy, tour, neighbours)
             stats["polished_start_length"] = tour_length(xy, tour)
-        progress(ProgressEvent(self.name, clock.elapsed, 0, instance.cost([tour.tolist()]),
-                               "start"))
+        heartbeat = RoundHeartbeat(self.name, clock, progress, instance.cost([tour.tolist()]))
+        progress(ProgressEvent(self.name, clock.elapsed, 0, heartbeat.best, "start"))
         coords = model_coords(xy)
         rounds, improved = 0, 0
         per_token = per_token_prior(model)
@@ -419,7 +460,9 @@ class SILSolver:
                 w = min(w, int(fit))
                 t0 = time.perf_counter()
                 deadline = t0 + clock.remaining
-                tour, better = prc_round(model, xy, coords, tour, w, rng, deadline)
+                heartbeat.rounds = rounds
+                tour, better = prc_round(model, xy, coords, tour, w, rng, deadline,
+                                         budget.cancelled, heartbeat)
                 rebuilt = time.perf_counter() - t0
                 if self.polish:
                     # 2-opt/Or-opt after every round: the rebuilt segments' seams are where
@@ -440,7 +483,7 @@ class SILSolver:
                 rounds += 1
                 improved += better
                 if rounds % 5 == 0 or spent > 1.0 or clock.remaining < 2 * spent:
-                    length = instance.cost([tour.tolist()])
+                    length = heartbeat.best = instance.cost([tour.tolist()])
                     history.append((round(clock.elapsed, 3), length))
                     progress(ProgressEvent(self.name, clock.elapsed, rounds, length,
                                            f"round {rounds}, segment {w}"))

@@ -23,6 +23,7 @@ both problems.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,7 +74,8 @@ def _path_len(xy: np.ndarray, paths: np.ndarray) -> np.ndarray:
 
 def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
                 routes: list[list[int]], w: int, rng: np.random.Generator,
-                deadline: float) -> tuple[list[list[int]], int]:
+                deadline: float, stop: Callable[[], bool] | None = None,
+                ) -> tuple[list[list[int]], int]:
     """Rebuild disjoint segments inside every route (depot at both ends, fixed), keeping a
     segment only where it got shorter: loads never change, so capacities always hold."""
     from solvers.routing.sil import rebuild_batched
@@ -90,7 +92,7 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
     improved = 0
     for size, where in groups.items():
         segs = np.stack([paths[k][s:s + size] for k, s in where])
-        new = rebuild_batched(model, coords, segs, deadline)
+        new = rebuild_batched(model, coords, segs, deadline, stop=stop)
         better = _path_len(xy, new) < _path_len(xy, segs) - 1e-9
         for (k, s), row, ok in zip(where, new, better, strict=True):
             if ok:
@@ -101,7 +103,7 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
 
 def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,
                progress: ProgressCallback) -> tuple[list[list[int]], dict[str, Any]]:
-    from solvers.routing.sil import model_coords, per_token_prior, prc_round
+    from solvers.routing.sil import RoundHeartbeat, model_coords, per_token_prior, prc_round
 
     assert instance.coords is not None
     model = solver.model("tsp")
@@ -116,12 +118,14 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
         # the descent from a split start may take long on the largest plans (100K nodes:
         # about 15 s from nearest neighbour): at most half the time, the rest to the rounds
         routes = cvrp_descent(instance, polish_routes(xy, depot, routes),
-                              time.perf_counter() + START_DESCENT_SHARE * clock.remaining)
+                              time.perf_counter() + START_DESCENT_SHARE * clock.remaining,
+                              cancelled=budget.cancelled)
     routes = fit_fleet(solver.name, instance, routes, clock, budget.seed, stats)
     cap = instance.fleet_cap()
     cost = _euclid_cost(xy, depot, routes)
     stats["start_length"] = cost
-    progress(ProgressEvent(solver.name, clock.elapsed, 0, instance.cost(routes), "start"))
+    heartbeat = RoundHeartbeat(solver.name, clock, progress, instance.cost(routes))
+    progress(ProgressEvent(solver.name, clock.elapsed, 0, heartbeat.best, "start"))
     coords = model_coords(xy)
     n = xy.shape[0]
     top = min(solver.max_segment, n)
@@ -136,19 +140,20 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 break
             w = min(w, int(fit))
             t0 = time.perf_counter()
+            heartbeat.rounds = rounds
             if rounds % 2 == 0:
                 # Across routes: rebuild the angle-sorted giant tour, re-split it optimally.
                 giant = _giant_tour(xy, depot, routes)
                 new_tour, _ = prc_round(model, xy, coords, giant, w, rng,
-                                        t0 + clock.remaining)
+                                        t0 + clock.remaining, budget.cancelled, heartbeat)
                 candidate = _split(instance, new_tour)
             else:
                 # Inside routes: always feasible, kept segment by segment.
                 candidate, _ = route_round(model, xy, coords, depot, routes, w, rng,
-                                           t0 + clock.remaining)
+                                           t0 + clock.remaining, budget.cancelled)
             if solver.polish:
                 candidate = cvrp_descent(instance, polish_routes(xy, depot, candidate),
-                                         t0 + clock.remaining)
+                                         t0 + clock.remaining, cancelled=budget.cancelled)
             new_cost = _euclid_cost(xy, depot, candidate)
             if new_cost < cost - 1e-9 and len(candidate) <= cap:
                 routes, cost = candidate, new_cost
@@ -162,7 +167,7 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 limit = clock.budget.time_limit
                 kicked, kept = cvrp_kicks(
                     instance, routes, time.perf_counter() + kick_time,
-                    int(rng.integers(2**31)),
+                    int(rng.integers(2**31)), cancelled=budget.cancelled,
                     temperature=kick_temperature(clock.elapsed / limit,
                                                  (clock.elapsed + kick_time) / limit))
                 kicks_kept += kept
@@ -172,8 +177,9 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
             rounds += 1
             if rounds % 5 == 0 or spent > 1.0 or clock.remaining < 2 * spent:
                 history.append((round(clock.elapsed, 3), cost))
-                progress(ProgressEvent(solver.name, clock.elapsed, rounds,
-                                       instance.cost(routes), f"round {rounds}, segment {w}"))
+                heartbeat.best = instance.cost(routes)
+                progress(ProgressEvent(solver.name, clock.elapsed, rounds, heartbeat.best,
+                                       f"round {rounds}, segment {w}"))
     if solver.polish:
         stats["kicks_kept"] = kicks_kept
     stats.update(rounds=rounds, rounds_accepted=accepted, reconstructed_length=cost,
