@@ -70,7 +70,8 @@ class SimulateOptions(_Strict):
                                max_length=MAX_RATES,
                                description="Poisson arrival rates in workflows per hour; "
                                "several split the stream into equal consecutive segments "
-                               "(a rate change mid-stream).")
+                               "(a rate change mid-stream), so at most one rate per workflow "
+                               "(workflows_count).")
     workflows_count: int = Field(default=100, ge=1, le=MAX_WORKFLOWS_COUNT,
                                  description="Workflows in the stream.")
     policies: list[str] = Field(default_factory=lambda: list(DEFAULT_SIM_POLICIES),

@@ -262,6 +262,12 @@ class Arrivals:
             if not (math.isfinite(r) and lo <= r <= hi):
                 raise InstanceError(f"rates[{i}]", f"arrival rates must be in [{lo:g}, {hi:g}] "
                                     f"workflows per hour, got {r!r}")
+        if len(self.rates) > self.count:
+            # each rate is a segment of at least one workflow (QA sweep: 5 rates over 2
+            # workflows ran rates 1 and 3 only, and the answer echoed all five)
+            raise InstanceError("rates", f"{len(self.rates)} rates for {self.count} "
+                                f"workflow{'s' if self.count != 1 else ''}: each rate is a "
+                                "segment of the stream, so give at most one rate per workflow")
 
     def times(self, rng: np.random.Generator) -> np.ndarray:
         seg = np.minimum(np.arange(self.count) * len(self.rates) // self.count,

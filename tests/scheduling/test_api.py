@@ -550,3 +550,19 @@ def test_too_many_sessions_says_when_one_frees(api: httpx.Client) -> None:
     finally:
         for location in made:
             api.delete(location)
+
+
+def test_more_rates_than_workflows_is_a_422_naming_rates(api: httpx.Client) -> None:
+    """QA sweep: five rates over two workflows answered 200, echoing all five rates while
+    the stream's segments used rates 1 and 3 only."""
+    body = {"rates": [1, 2, 3, 4, 5], "workflows_count": 2, "policies": ["heft"]}
+    problem = assert_problem(api.post(SIMULATE, json=body), 422, "rates")
+    assert "5 rates for 2 workflows" in problem["detail"]
+    form = {"rates": "1,2,3", "workflows_count": "1", "policies": "heft"}
+    path = WORKFLOWS / "HEFT_paper.xml"
+    assert_problem(api.post(SIMULATE, files=[("file", (path.name, path.read_bytes()))],
+                            data=form), 422, "rates")
+    body["workflows_count"] = 5  # one workflow per rate: every segment holds one
+    r = api.post(SIMULATE, json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["rates"] == [1, 2, 3, 4, 5]

@@ -247,3 +247,13 @@ def test_bad_input_under_json_prints_a_document() -> None:
     assert result.exit_code == 2
     printed = json.loads(result.stdout)
     assert printed["rows"] == [] and "--rate" in printed["error"]
+
+
+def test_more_rates_than_workflows_is_refused_naming_the_option() -> None:
+    """The twin of the API's 422 on `rates` (QA sweep: five rates over two workflows ran
+    rates 1 and 3 only)."""
+    result = _run("simulate", "--workflows-count", "2", "--policies", "heft", "--rate",
+                  "1,2,3,4,5", "--json")
+    assert result.exit_code == 2
+    assert "--rate: 5 rates for 2 workflows" in result.stderr
+    assert "5 rates for 2 workflows" in json.loads(result.stdout)["error"]

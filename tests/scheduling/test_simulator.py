@@ -181,3 +181,12 @@ def test_a_sessions_automatic_workflow_ids_take_the_first_free_number() -> None:
     # an id a later event of the same request names is skipped too (QA sweep)
     assert session.workflow_arrived(chain, 0.0, avoid={"wf5", "wf6"})[0] == "wf7"
     assert session.workflow_arrived(chain, 0.0, "wf5")[0] == "wf5"
+
+
+def test_every_rate_gets_a_segment_or_the_stream_is_refused() -> None:
+    """QA sweep: arange(count) * len(rates) // count skipped rates when there were more rates
+    than workflows; now each rate needs at least one workflow."""
+    with pytest.raises(InstanceError) as info:
+        Arrivals(2, (1.0, 2.0, 3.0, 4.0, 5.0))
+    assert info.value.field == "rates"
+    assert Arrivals(5, (1.0, 2.0, 3.0, 4.0, 5.0)).count == 5  # one workflow per rate is fine
