@@ -185,7 +185,7 @@ def simulate_command(
             if gantt is not None:
                 path = gantt / f"gantt_{r.name}.svg"
                 try:
-                    path.write_text(gantt_svg(r.result, vm_pool))
+                    path.write_text(gantt_svg(r.result, vm_pool, templates))
                 except OSError as exc:
                     fail(f"--gantt: cannot write {path}: {exc.strerror or exc}")
                 row["gantt"] = str(path)

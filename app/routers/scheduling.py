@@ -309,7 +309,7 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
     rows = []
     for r in runs:
         s = r.result.summary() if r.result is not None else {}
-        svg = (gantt_svg(r.result, task.pool, task.gantt_workflows)
+        svg = (gantt_svg(r.result, task.pool, task.templates, task.gantt_workflows)
                if task.gantt and r.result is not None else None)
         rows.append(PolicyRow(
             policy=r.name, kind=r.kind, mean_flowtime=s.get("mean_flowtime"),

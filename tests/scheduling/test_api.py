@@ -566,3 +566,17 @@ def test_more_rates_than_workflows_is_a_422_naming_rates(api: httpx.Client) -> N
     r = api.post(SIMULATE, json=body)
     assert r.status_code == 200, r.text
     assert r.json()["rates"] == [1, 2, 3, 4, 5]
+
+
+def test_the_gantt_chart_names_tasks_by_their_ids(api: httpx.Client) -> None:
+    """QA sweep: the chart's tooltips said "workflow 0 task 0" (the internal index) while the
+    schedule table, sessions and the CLI name tasks by id; ids are XML-escaped."""
+    odd = {"tasks": [{"id": "stage<1>&\"x\"", "runtime": 1},
+                     {"id": "last", "runtime": 1, "parents": ["stage<1>&\"x\""]}]}
+    r = api.post(SIMULATE, json={"workflows": [odd], "pool": "1x1", "workflows_count": 1,
+                                 "policies": ["heft"], "gantt": True})
+    assert r.status_code == 200, r.text
+    svg = r.json()["rows"][0]["gantt_svg"]
+    assert "<title>workflow 0 task stage&lt;1&gt;&amp;&quot;x&quot;: " in svg
+    assert "<title>workflow 0 task last: " in svg
+    assert "task 0:" not in svg and "task 1:" not in svg

@@ -64,6 +64,10 @@ def test_folder_generated_and_gantt(tmp_path: Path) -> None:
     assert len(schedule["tasks"]) == rows["heft"]["decisions"]
     svg = (tmp_path / "gantt_heft.svg").read_text()
     assert svg.startswith("<svg") and "<rect" in svg
+    # tooltips name tasks by id, as the schedule does (QA sweep: the internal index)
+    first = {t["task"] for t in schedule["tasks"] if t["workflow"] == 0}
+    assert all(f"<title>workflow 0 task {tid}: " in svg for tid in first)
+    assert "task 0:" not in svg
     table = _run("simulate", "--shapes", "montage,sipht", "--tasks", "60",
                  "--workflows-count", "20", "--policies", "heft,random")
     assert table.exit_code == 0, table.stderr
