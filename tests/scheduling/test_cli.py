@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from tests.api.helpers import assert_problem
 from tests.scheduling.conftest import CLASSIC, WORKFLOWS
 
 runner = CliRunner()
@@ -261,3 +262,19 @@ def test_more_rates_than_workflows_is_refused_naming_the_option() -> None:
     assert result.exit_code == 2
     assert "--rate: 5 rates for 2 workflows" in result.stderr
     assert "5 rates for 2 workflows" in json.loads(result.stdout)["error"]
+
+
+def test_an_unknown_key_beside_events_is_refused_as_over_http(api: httpx.Client) -> None:
+    """QA sweep: the CLI session dropped unknown keys of the {"events": [...]} wrapper and
+    applied the events, while POST .../events refuses extra fields with a 422."""
+    line = {"events": [{"type": "workflow_arrived", "time": 0, "workflow_id": "w",
+                        "shape": "montage"}], "typo": 1}
+    url = api.post("/v1/scheduling/sessions", json={}).headers["location"]
+    problem = assert_problem(api.post(f"{url}/events", json=line), 422, "typo")
+    result = runner.invoke(app, ["schedule", "session"],
+                           input=json.dumps(line) + '\n{"type": "state"}\n')
+    assert result.exit_code == 2
+    answer, state = (json.loads(out) for out in result.stdout.splitlines())
+    assert answer["error"]["field"] == problem["field"] == "typo"
+    assert answer["error"]["detail"] == problem["detail"]
+    assert state["workflows"] == [] and state["events"] == 0  # nothing was applied
