@@ -129,7 +129,9 @@ def simulate_command(
     seed: Annotated[int, typer.Option(help="Seeds arrivals, workflow types, ties.")] = 0,
     shapes: Annotated[str, typer.Option(help="Generated shapes when --workflows is not "
                                         "given.")] = ",".join(GENERATORS),
-    tasks: Annotated[int, typer.Option(help="Tasks per generated workflow.")] = 30,
+    tasks: Annotated[int, typer.Option(
+        help="Tasks per generated workflow, 10 to 5,000 (the API's generator.tasks allows "
+        "10 to 2,000); 30 gives the classic 25/30/30/29-task shapes.")] = 30,
     template_seed: Annotated[int, typer.Option(
         help="Seeds the generated workflows' runtime noise (the API's generator.seed).")] = 0,
     latency: Annotated[bool, typer.Option(help="Measure the time of each decision.")] = False,

@@ -278,3 +278,11 @@ def test_an_unknown_key_beside_events_is_refused_as_over_http(api: httpx.Client)
     assert answer["error"]["field"] == problem["field"] == "typo"
     assert answer["error"]["detail"] == problem["detail"]
     assert state["workflows"] == [] and state["events"] == 0  # nothing was applied
+
+
+def test_tasks_help_gives_the_cli_range_and_the_apis() -> None:
+    """QA sweep: --tasks takes 10 to 5,000 while the API's generator.tasks takes 10 to 2,000,
+    and --help said neither."""
+    result = _run("simulate", "--help")
+    text = " ".join(result.stdout.split())
+    assert "10 to 5,000 (the API's generator.tasks allows 10 to 2,000)" in text
