@@ -74,7 +74,7 @@ from solvers.scheduling.registry import (
     run_policies,
 )
 from solvers.scheduling.render import gantt_svg
-from solvers.scheduling.session import Arrived, EventError, Finished, Session
+from solvers.scheduling.session import MAX_LIVE_TASKS, Arrived, EventError, Finished, Session
 from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     Workflow,
@@ -487,11 +487,12 @@ def _apply(session_id: str, live: _Live, body: EventsRequest) -> EventsResponse:
         if isinstance(ev, WorkflowArrived) and ev.workflow is None:
             with contextlib.suppress(ApiError):
                 built[i] = _arrival_workflow(ev, f"events[{i}]")
-    sizes = [(len(ev.workflow.tasks), sum(len(t.parents or []) for t in ev.workflow.tasks))
-             if ev.workflow is not None
-             else ((len(built[i].ids), sum(len(p) for p in built[i].parents))
-                   if i in built else (ev.tasks if ev.document is None else 0, 4 * ev.tasks))
-             for i, ev in enumerate(body.events) if isinstance(ev, WorkflowArrived)]
+    size_of = {i: (len(ev.workflow.tasks), sum(len(t.parents or []) for t in ev.workflow.tasks))
+               if ev.workflow is not None
+               else ((len(built[i].ids), sum(len(p) for p in built[i].parents))
+                     if i in built else (ev.tasks if ev.document is None else 0, 4 * ev.tasks))
+               for i, ev in enumerate(body.events) if isinstance(ev, WorkflowArrived)}
+    sizes = list(size_of.values())
     total = sum(n for n, _ in sizes)
     if total > MAX_TOTAL_TASKS:
         raise ApiError(413, f"the arriving workflows hold {total} tasks together; one request "
@@ -512,6 +513,7 @@ def _apply(session_id: str, live: _Live, body: EventsRequest) -> EventsResponse:
         if live.ended:  # a DELETE came first while this request waited for the lock
             raise _unknown_session(session_id)
         live.touched = time.monotonic()
+        _check_live_tasks(live, body, size_of)
         _check_released_work(live, body, seconds)
         try:
             ids, out = live.session.apply(events)
@@ -536,6 +538,25 @@ def _event_problem(failed: EventError) -> Exception:
                         "'assignments')", kind="invalid-event", title="Invalid event",
                         field=f"{where}.{exc.field}", extra=applied)
     return exc
+
+
+def _check_live_tasks(live: _Live, body: EventsRequest,
+                      size_of: dict[int, tuple[int, int]]) -> None:
+    """413 before anything is applied when the session would hold more than MAX_LIVE_TASKS
+    unfinished tasks at any point of the request (QA sweep: 1,000 workflows of 2,000 tasks
+    held about 1 GB in one session)."""
+    changes: list[int | tuple[str, str]] = [
+        size_of[i][0] if isinstance(ev, WorkflowArrived) else (ev.workflow_id, ev.task_id)
+        for i, ev in enumerate(body.events)]
+    session = live.session
+    peak = session.live_peak(changes)
+    if peak > MAX_LIVE_TASKS:
+        raise ApiError(413, f"the session holds {session.live_tasks:,} unfinished tasks and "
+                       f"this request would take it to {peak:,}; a session may hold "
+                       f"{MAX_LIVE_TASKS:,}: report finished tasks first",
+                       kind="session-too-large", title="Too many unfinished tasks",
+                       field="events", extra={"tasks": peak, "unfinished": session.live_tasks,
+                                              "limit": MAX_LIVE_TASKS})
 
 
 def _check_released_work(live: _Live, body: EventsRequest, arrivals_seconds: float) -> None:

@@ -291,6 +291,11 @@ class SessionState(BaseModel):
     now: float
     events: int
     decisions: int
-    mean_flowtime: float | None
+    mean_flowtime: float | None = Field(description="Seconds, over every finished workflow.")
+    finished_workflows: int = Field(description="Workflows finished so far, listed or not.")
+    unfinished_tasks: int = Field(description="Tasks of the unfinished workflows not reported "
+                                  "finished yet (at most 100,000).")
     vms: list[SessionVM]
-    workflows: list[SessionWorkflow]
+    workflows: list[SessionWorkflow] = Field(
+        description="In arrival order: every unfinished workflow and the latest 100 finished "
+        "ones (an older finished one counts only in finished_workflows and mean_flowtime).")

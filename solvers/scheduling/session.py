@@ -9,6 +9,7 @@ caller, so a task that runs long or short moves its VM's queue accordingly.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,11 @@ from solvers.scheduling.workflow import Workflow
 
 #: Workflows a session may hold unfinished at once.
 MAX_ACTIVE_WORKFLOWS = 1_000
+#: Unfinished tasks a session may hold at once (about 480 bytes each: 1,000 workflows of
+#: 2,000 tasks would hold about 1 GB, QA sweep).
+MAX_LIVE_TASKS = 100_000
+#: Finished workflows the state lists (the latest); the older ones count in the statistics.
+MAX_FINISHED_LISTED = 100
 
 
 @dataclass(frozen=True)
@@ -81,13 +87,22 @@ class Session:
     """One pool, one policy, the events so far."""
 
     def __init__(self, pool: VMPool, policy: Policy, seed: int = 0) -> None:
-        self.state = ClusterState(pool)
+        """A finished workflow leaves ``runs`` (the unfinished ones by id): only its summary
+        stays, in ``finished`` (the latest MAX_FINISHED_LISTED) and in the count and
+        flowtime sum (QA sweep: every workflow ever seen was kept, so memory and the state's
+        answer grew without bound)."""
+        self.state = ClusterState(pool, keep_completed=False)
         self.policy = policy
         policy.reset(self.state, seed)
         self.runs: dict[str, Run] = {}
+        self.finished: deque[dict[str, Any]] = deque(maxlen=MAX_FINISHED_LISTED)
+        self.finished_count = 0
+        self.flowtime_sum = 0.0
+        self.live_tasks = 0  # unfinished tasks of the unfinished workflows
         self.events = 0
         self.decisions = 0
-        self._next_auto = 1  # the lowest wfN that may be free
+        self._arrived = 0  # workflows so far: the next one's uid (its arrival order)
+        self._next_auto = 1  # automatic ids count up from here and are never given twice
 
     def _check_time(self, t: float, field: str) -> None:
         if not math.isfinite(t) or t < 0:
@@ -170,6 +185,26 @@ class Session:
         decide()
         return ids, out
 
+    def live_peak(self, changes: Sequence[int | tuple[str, str]]) -> int:
+        """The most unfinished tasks the session would hold while applying a request, from
+        its events in order: an arrival's task count, or a finish (workflow id, task id).
+        Only the finish of a task assigned now counts (once); anything else is refused in
+        its turn or released by the request, so the peak is never underestimated."""
+        live = peak = self.live_tasks
+        seen: set[tuple[str, str]] = set()
+        for change in changes:
+            if isinstance(change, int):
+                live += change
+                peak = max(peak, live)
+                continue
+            run = self.runs.get(change[0])
+            if run is None or change in seen or change[1] not in run.wf.ids:
+                continue
+            if run.status[run.wf.ids.index(change[1])] == ASSIGNED:
+                seen.add(change)
+                live -= 1
+        return peak
+
     def released_by(self, finishes: list[tuple[str, str]]) -> dict[str, int]:
         """How many tasks of each workflow the given finishes (workflow id, task id) would
         make ready, without applying them: the work a request brings, sized before it runs.
@@ -198,27 +233,35 @@ class Session:
                          ) -> tuple[str, list[Assignment] | list[tuple[Run, int]]]:
         """Add a workflow; its root tasks are assigned at once (``dispatch=False``: returned
         as ready, for ``dispatch`` with the other events of the same instant). Without an id
-        it gets the first ``wfN`` not in use (a client may have chosen ``wf2`` itself) nor in
-        ``avoid``."""
+        it gets the first ``wfN`` not in use (a client may have chosen ``wf2`` itself), not in
+        ``avoid`` and not given automatically before. An id is in use while its workflow is
+        unfinished or listed among the finished ones."""
         self._check_time(time, field)
         if len(self.state.active) >= MAX_ACTIVE_WORKFLOWS:
             raise InstanceError("workflow", f"the session already holds {MAX_ACTIVE_WORKFLOWS} "
                                 "unfinished workflows; report finished tasks first")
-        if workflow_id is not None and workflow_id in self.runs:
+        if self.live_tasks + workflow.n > MAX_LIVE_TASKS:
+            # QA sweep: the workflow cap alone let a session hold 2M tasks (about 1 GB)
+            raise InstanceError("workflow", f"the session holds {self.live_tasks} unfinished "
+                                f"tasks; this workflow's {workflow.n} would pass the "
+                                f"{MAX_LIVE_TASKS:,} a session may hold: report finished "
+                                "tasks first")
+        if workflow_id is not None and self._in_use(workflow_id):
             raise InstanceError("workflow_id", f"workflow id {workflow_id!r} is already in use")
         wid = workflow_id
         if wid is None:
-            # runs are never removed, so the first free number only moves up (QA sweep: after
-            # 16 client-named workflows the first automatic id was wf17 while wf1 was free)
-            while f"wf{self._next_auto}" in self.runs:
-                self._next_auto += 1
+            # the first number not given yet moves up only (QA sweep: after 16 client-named
+            # workflows the first automatic id was wf17 while wf1 was free)
             k = self._next_auto
-            while f"wf{k}" in avoid:  # named by the caller for a later arrival
+            while self._in_use(f"wf{k}") or f"wf{k}" in avoid:  # avoid: a later arrival's
                 k += 1
             wid = f"wf{k}"
+            self._next_auto = k + 1
         self._advance(time, field)
-        run = Run(len(self.runs), workflow, self.state.now, wid)
+        run = Run(self._arrived, workflow, self.state.now, wid)
+        self._arrived += 1
         self.runs[wid] = run
+        self.live_tasks += workflow.n
         self.events += 1
         ready = [(run, t) for t in self.state.add(run)]
         return wid, (self.dispatch(ready) if dispatch else ready)
@@ -229,7 +272,13 @@ class Session:
         ``dispatch=False``)."""
         run = self.runs.get(workflow_id)
         if run is None:
-            raise InstanceError("workflow_id", f"no workflow {workflow_id!r} in this session")
+            if any(f["id"] == workflow_id for f in self.finished):
+                # its tasks are forgotten; every one was reported, so the task is at fault
+                raise InstanceError("task_id", f"workflow {workflow_id!r} has finished: every "
+                                    f"task of it was reported finished, so {task_id!r} cannot "
+                                    "finish now")
+            raise InstanceError("workflow_id", f"no unfinished workflow {workflow_id!r} in this "
+                                "session")
         try:
             task = run.wf.ids.index(task_id)
         except ValueError:
@@ -248,9 +297,30 @@ class Session:
         head_running = bool(queue) and not (queue[0][0] is run and queue[0][1] == task)
         self.events += 1
         released = self.state.finish(run, task)
+        self.live_tasks -= 1
+        if run.left == 0:
+            self._forget(run)
         self._requeue(vm, head_running)
         ready = [(run, c) for c in released]
         return self.dispatch(ready) if dispatch else ready
+
+    def _in_use(self, workflow_id: str) -> bool:
+        """Unfinished, or finished and still listed in the state (so no list shows an id
+        twice); an older finished workflow's id is free again."""
+        return workflow_id in self.runs or any(f["id"] == workflow_id for f in self.finished)
+
+    def _forget(self, run: Run) -> None:
+        """Keep only a finished workflow's summary and its share of the statistics."""
+        del self.runs[run.label]
+        self.finished_count += 1
+        self.flowtime_sum += run.flowtime
+        self.finished.append(self._describe(run))
+
+    @staticmethod
+    def _describe(run: Run) -> dict[str, Any]:
+        return {"uid": run.uid, "id": run.label, "name": run.wf.name, "arrival": run.arrival,
+                "tasks": run.wf.n, "finished_tasks": run.wf.n - run.left,
+                "flowtime": run.flowtime if run.left == 0 else None}
 
     def _requeue(self, vm: int, head_running: bool = False) -> None:
         """Re-project the VM's FIFO queue from now: the next task starts when this one really
@@ -268,9 +338,11 @@ class Session:
         self.state.vm_free[vm] = t
 
     def snapshot(self) -> dict[str, Any]:
-        """What the session knows now: time, VM queues, workflows and their flowtimes."""
+        """What the session knows now: time, VM queues, the unfinished workflows and the
+        latest finished ones (in arrival order), the finished count and mean flowtime."""
         st = self.state
-        done = [r for r in self.runs.values() if r.left == 0]
+        listed = sorted([*self.finished, *map(self._describe, self.runs.values())],
+                        key=lambda w: w["uid"])
         return {
             "now": st.now, "policy": self.policy.name, "events": self.events,
             "decisions": self.decisions,
@@ -278,9 +350,9 @@ class Session:
                      "free_at": float(max(st.vm_free[m], st.now)),
                      "queue": [f"{r.label}/{r.wf.ids[t]}" for r, t in st.vm_queue[m]]}
                     for m in range(st.m)],
-            "workflows": [{"id": r.label, "name": r.wf.name, "arrival": r.arrival,
-                           "tasks": r.wf.n, "finished_tasks": r.wf.n - r.left,
-                           "flowtime": r.flowtime if r.left == 0 else None}
-                          for r in self.runs.values()],
-            "mean_flowtime": (sum(r.flowtime for r in done) / len(done)) if done else None,
+            "workflows": [{k: v for k, v in w.items() if k != "uid"} for w in listed],
+            "finished_workflows": self.finished_count,
+            "unfinished_tasks": self.live_tasks,
+            "mean_flowtime": (self.flowtime_sum / self.finished_count
+                              if self.finished_count else None),
         }

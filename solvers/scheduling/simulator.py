@@ -130,8 +130,11 @@ class Run:
 class ClusterState:
     """VMs, their FIFO queues and the workflows in the system at time ``now``."""
 
-    def __init__(self, pool: VMPool) -> None:
+    def __init__(self, pool: VMPool, keep_completed: bool = True) -> None:
+        """``keep_completed=False`` (sessions): finished workflows are not kept in
+        ``completed``; a session that runs for days keeps only their statistics."""
         self.pool = pool
+        self.keep_completed = keep_completed
         self.vm_speed = np.asarray(pool.speeds, dtype=np.float64)
         self.mean_speed = float(self.vm_speed.mean())
         self.max_speed = float(self.vm_speed.max())
@@ -229,7 +232,8 @@ class ClusterState:
         if run.left == 0:
             run.done_at = self.now
             del self.active[run.uid]
-            self.completed.append(run)
+            if self.keep_completed:
+                self.completed.append(run)
         return ready
 
 
