@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.errors import UNION_TAGS
 from app.schemas import examples
 from app.schemas.routing import MAX_SEED, DataNumber, Number
+from solvers.scheduling.session import MAX_EVENT_TIME
 
 #: Caps that keep every request small and finite (413/422 above them).
 MAX_TEMPLATES = 32
@@ -203,7 +204,7 @@ class WorkflowArrived(_Strict):
     """A workflow arrived at ``time`` (seconds on the caller's clock, never decreasing)."""
 
     type: Literal["workflow_arrived"]
-    time: DataNumber = Field(ge=0, le=1e12, allow_inf_nan=False)
+    time: DataNumber = Field(ge=0, le=MAX_EVENT_TIME, allow_inf_nan=False)
     workflow_id: str | None = Field(default=None, min_length=1, max_length=200,
                                     description="Your id for it; default wf1, wf2, …")
     workflow: WorkflowIn | None = None
@@ -237,7 +238,7 @@ class TaskFinished(_Strict):
     """A task finished at ``time``."""
 
     type: Literal["task_finished"]
-    time: DataNumber = Field(ge=0, le=1e12, allow_inf_nan=False)
+    time: DataNumber = Field(ge=0, le=MAX_EVENT_TIME, allow_inf_nan=False)
     workflow_id: str = Field(min_length=1, max_length=200)
     task_id: str = Field(min_length=1, max_length=200)
 

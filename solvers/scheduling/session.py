@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,9 @@ MAX_ACTIVE_WORKFLOWS = 1_000
 MAX_LIVE_TASKS = 100_000
 #: Finished workflows the state lists (the latest); the older ones count in the statistics.
 MAX_FINISHED_LISTED = 100
+#: The latest time an event may report (seconds); an arrival whose tasks could be projected
+#: to finish later is refused, as their finishes could never be reported.
+MAX_EVENT_TIME = 1e12
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Session:
         self.finished_count = 0
         self.flowtime_sum = 0.0
         self.live_tasks = 0  # unfinished tasks of the unfinished workflows
+        self._unassigned_work = 0.0  # vCPU-seconds of their tasks not assigned yet
         self.events = 0
         self.decisions = 0
         self._arrived = 0  # workflows so far: the next one's uid (its arrival order)
@@ -138,6 +142,7 @@ class Session:
         for run, task in ready:
             vm = int(self.policy.choose(self.state, run, task))
             start, finish = self.state.assign(run, task, vm)
+            self._unassigned_work -= float(run.wf.sizes[task])
             self.decisions += 1
             out.append(Assignment(run.label, run.wf.ids[task], vm,
                                   float(self.state.vm_speed[vm]), start, finish))
@@ -246,6 +251,7 @@ class Session:
                                 f"tasks; this workflow's {workflow.n} would pass the "
                                 f"{MAX_LIVE_TASKS:,} a session may hold: report finished "
                                 "tasks first")
+        self._check_reportable(workflow, time)
         if workflow_id is not None and self._in_use(workflow_id):
             raise InstanceError("workflow_id", f"workflow id {workflow_id!r} is already in use")
         wid = workflow_id
@@ -262,6 +268,7 @@ class Session:
         self._arrived += 1
         self.runs[wid] = run
         self.live_tasks += workflow.n
+        self._unassigned_work += float(workflow.sizes.sum())
         self.events += 1
         ready = [(run, t) for t in self.state.add(run)]
         return wid, (self.dispatch(ready) if dispatch else ready)
@@ -300,9 +307,55 @@ class Session:
         self.live_tasks -= 1
         if run.left == 0:
             self._forget(run)
+        if self.live_tasks == 0:
+            self._unassigned_work = 0.0  # no rounding left over from the running sum
         self._requeue(vm, head_running)
         ready = [(run, c) for c in released]
         return self.dispatch(ready) if dispatch else ready
+
+    def _check_reportable(self, workflow: Workflow, time: float) -> None:
+        """Refuse an arrival whose tasks could be projected to finish after MAX_EVENT_TIME,
+        the latest finish a caller can report (QA sweep: a 1e9 s task on a 0.01-vCPU pool was
+        assigned to finish at 1.6e12 and its finish was then always refused). The bound holds
+        whatever the policy does: every VM's queue as it will stand at ``time``, plus all
+        work not assigned yet (this workflow's too) on the slowest VM. Assigning a task never
+        raises it, so every arrival accepted keeps every projection reportable, unless
+        finishes are reported later than projected (the queues then move with the clock)."""
+        st = self.state
+        free = max((self._free_after(m, time) for m in range(st.m)), default=time)
+        work = max(self._unassigned_work, 0.0) + float(workflow.sizes.sum())
+        latest = free + work / float(st.vm_speed.min())
+        if latest > MAX_EVENT_TIME:
+            raise InstanceError("workflow", f"its tasks could be projected to finish as late "
+                                f"as {latest:.4g} s (the queued and unassigned work, this "
+                                f"workflow's included, on the slowest VM); a finish can be "
+                                f"reported up to {MAX_EVENT_TIME:g} s, so theirs might never be")
+
+    def _free_after(self, vm: int, t: float) -> float:
+        """When the VM's queue would end once the clock moved to ``t`` (as ``_advance``
+        re-projects an overdue queue), without changing anything."""
+        st = self.state
+        if st.vm_queue[vm] and st.vm_free[vm] < t:
+            end = t
+            for projected in self._queue_times(vm, t, head_running=True):
+                end = projected[3]
+            return end
+        return max(float(st.vm_free[vm]), t)
+
+    def _queue_times(self, vm: int, t: float, head_running: bool
+                     ) -> Iterator[tuple[Run, int, float, float, bool]]:
+        """The VM's queued tasks (run, task, start, end, moved) projected from ``t``. A
+        running head (``head_running``, started by ``t``) is not moved: it keeps its start
+        and projected finish, and the VM is busy with it until then or, if that has passed,
+        until ``t``."""
+        for k, (run, task) in enumerate(self.state.vm_queue[vm]):
+            if k == 0 and head_running and run.start[task] <= t:
+                t = max(float(run.finish[task]), t)
+                yield run, task, float(run.start[task]), t, False
+                continue
+            start = t
+            t += float(run.wf.sizes[task] / self.state.vm_speed[vm])
+            yield run, task, start, t, True
 
     def _in_use(self, workflow_id: str) -> bool:
         """Unfinished, or finished and still listed in the state (so no list shows an id
@@ -328,13 +381,11 @@ class Session:
         has started and runs on, to its projected finish or, if that has passed, from now)."""
         t = self.state.now
         self.state._fold(vm)
-        for k, (run, task) in enumerate(self.state.vm_queue[vm]):
-            if k == 0 and head_running and run.start[task] <= t:
-                t = max(float(run.finish[task]), t)
-                continue
-            run.start[task] = t
-            t += float(run.wf.sizes[task] / self.state.vm_speed[vm])
-            run.finish[task] = t
+        for run, task, start, end, moved in list(self._queue_times(vm, t, head_running)):
+            if moved:
+                run.start[task] = start
+                run.finish[task] = end
+            t = end
         self.state.vm_free[vm] = t
 
     def snapshot(self) -> dict[str, Any]:

@@ -580,3 +580,30 @@ def test_the_gantt_chart_names_tasks_by_their_ids(api: httpx.Client) -> None:
     assert "<title>workflow 0 task stage&lt;1&gt;&amp;&quot;x&quot;: " in svg
     assert "<title>workflow 0 task last: " in svg
     assert "task 0:" not in svg and "task 1:" not in svg
+
+
+def test_an_arrival_whose_finish_could_never_be_reported_is_refused(
+        api: httpx.Client) -> None:
+    """QA sweep: on a 0.01-vCPU pool a task of 1e9 s was assigned to finish at 1.6e12 s, but
+    a finish can be reported up to 1e12 s only, so it was always refused. Such an arrival is
+    a 422 naming it, and nothing changes; one that fits can be finished at its projection."""
+    url = _session(api, "0.01", "heft")
+
+    def arrive(wid: str, runtime: float) -> httpx.Response:
+        return api.post(f"{url}/events", json={"events": [
+            {"type": "workflow_arrived", "time": 0, "workflow_id": wid,
+             "workflow": {"tasks": [{"id": "t", "runtime": runtime}]}}]})
+
+    body = assert_problem(arrive("huge", 1e9), 422, "events[0].workflow")
+    assert "1.6e+12" in body["detail"] and body["applied"] == 0
+    state = api.get(url).json()
+    assert state["workflows"] == [] and state["unfinished_tasks"] == 0
+    fits = arrive("fits", 6e8)
+    assert fits.status_code == 200, fits.text
+    finish = fits.json()["assignments"][0]["expected_finish"]
+    assert finish == pytest.approx(9.6e11)
+    assert_problem(arrive("behind", 6e8), 422, "events[0].workflow")  # would end at 1.92e12
+    done = api.post(f"{url}/events", json={"events": [
+        {"type": "task_finished", "time": finish, "workflow_id": "fits", "task_id": "t"}]})
+    assert done.status_code == 200, done.text
+    assert api.delete(url).status_code == 204

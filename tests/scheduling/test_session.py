@@ -13,7 +13,7 @@ from app.schemas.scheduling import EventsRequest
 from solvers.errors import InstanceError
 from solvers.scheduling import session as session_module
 from solvers.scheduling.heuristics import HEURISTICS
-from solvers.scheduling.session import Arrived, Finished, Session
+from solvers.scheduling.session import Arrived, EventError, Finished, Session
 from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
 from solvers.scheduling.workflow import Workflow, workflow_from_dict
 
@@ -119,3 +119,36 @@ def test_unfinished_tasks_are_capped_per_session(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(InstanceError, match="unfinished tasks") as err:
         live.session.workflow_arrived(workflow_from_dict(_arrival(3, "x", 2)["workflow"]), 3)
     assert err.value.field == "workflow"
+
+
+def test_every_projected_finish_stays_reportable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA sweep: a task projected to finish after 1e12 s (the latest time an event may
+    report) was accepted, and its finish then always refused. Arrivals that could lead there
+    are refused (field ``workflow``) whatever VM the policy picks; the accepted ones, their
+    finishes reported as projected, never get a projection past the limit."""
+    chain = workflow_from_dict({"tasks": [
+        {"id": "a", "runtime": 1e8}, {"id": "b", "runtime": 1e8, "parents": ["a"]},
+        {"id": "c", "runtime": 1e8, "parents": ["b"]}]})  # 1.6e11 s a task at 0.01 vCPU
+    session = Session(parse_pool("0.01,96"), HEURISTICS["round_robin"]())
+    pending: list[tuple[float, str, str]] = []
+    accepted = 0
+    for k in range(10):
+        try:
+            _, out = session.apply([Arrived(0.0, chain, f"c{k}")])
+        except EventError as exc:
+            assert isinstance(exc.cause, InstanceError)
+            assert exc.cause.field == "workflow" and "1e+12" in exc.cause.message
+            break
+        accepted += 1
+        pending += [(a.expected_finish, a.workflow, a.task) for a in out]
+    assert 1 <= accepted < 10
+    assert session.snapshot()["now"] == 0.0  # the refused arrival changed nothing
+    latest = 0.0
+    while pending:
+        pending.sort()
+        t, wid, tid = pending.pop(0)
+        latest = max(latest, t)
+        _, out = session.apply([Finished(t, wid, tid)])
+        pending += [(a.expected_finish, a.workflow, a.task) for a in out]
+    assert session.snapshot()["finished_workflows"] == accepted
+    assert 4e11 < latest <= session_module.MAX_EVENT_TIME  # far out, never past the limit
