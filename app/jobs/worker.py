@@ -183,4 +183,31 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
         return outcome.state
     outcome = execute(spec, data, StoreSink(store, job_id, attempt))
     record_outcome(store, job_id, attempt, outcome, ttl_s)
-    return outcome.state
+    state = outcome.state
+    del data, outcome  # the input and the solution, before the trim
+    return_freed_memory()
+    return state
+
+
+def return_freed_memory() -> None:
+    """Hand the memory a job freed back to the system: the worker lives on for later jobs,
+    and glibc keeps freed heap pages otherwise (QA sweep: after one 100K-node OR-Tools job an
+    idle worker held 3.8-4.7 GB for the rest of the server's life; measured here, a 50K-node
+    OR-Tools solve left 1,317 MB held after ``gc.collect``, 152 MB after the trim)."""
+    import gc
+
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, or None where the C library has none (macOS, musl)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
