@@ -502,3 +502,29 @@ def test_a_coordinate_solver_runs_its_tour_the_cheaper_way_round_an_asymmetric_m
     tour = sol.tour
     assert sol.feasible and sol.cost == inst.tour_cost(tour)
     assert sol.cost <= inst.tour_cost([tour[0], *tour[:0:-1]])
+
+
+def test_pyvrp_solves_a_tsp_on_its_distinct_points() -> None:
+    """200 nodes on 10 points: PyVRP stalled among zero-length ties 14 % above ``ils`` (QA
+    sweep). It now solves the 10 points and visits each point's nodes together, which is as
+    short."""
+    from solvers.routing.pyvrp import repeated_points
+
+    rng = np.random.default_rng(3)
+    points = rng.random((10, 2)) * 1000
+    inst = TSPInstance(coords=points[rng.integers(0, 10, 200)])
+    sol = solve(inst, "pyvrp", Budget(time_limit=1.0, seed=0))
+    assert sol.feasible and sol.stats["distinct_points"] == 10
+    assert sorted(sol.routes[0]) == list(range(200)) and sol.routes[0][0] == 0
+    first = np.sort(np.unique(inst.coords, axis=0, return_index=True)[1])
+    reference = solve(TSPInstance(coords=inst.coords[first]), "pyvrp",
+                      Budget(time_limit=1.0, seed=0))
+    assert sol.cost == pytest.approx(reference.cost, rel=1e-9)  # the 10 points' tour
+    for distance in ("EUC_2D", "CEIL_2D", "ATT"):  # equal points at 0 under each
+        assert repeated_points(TSPInstance(coords=[[5, 5], [7, 9], [5, 5]],
+                                           distance=distance)) == [[0, 2], [1]]
+    assert repeated_points(TSPInstance(distance_matrix=[[0, 1, 2], [1, 0, 1], [2, 1, 0]],
+                                       coords=[[0, 0], [0, 0], [1, 1]])) is None
+    two = TSPInstance(coords=[[0, 0], [1, 1], [0, 0], [1, 1]])
+    assert repeated_points(two) == [[0, 2], [1, 3]]
+    assert solve(two, "pyvrp", Budget(time_limit=0.5)).cost == pytest.approx(2 * 2 ** 0.5)

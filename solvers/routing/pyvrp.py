@@ -9,6 +9,7 @@ in memory bounds (10K nodes is 800 MB). The cost we report is recomputed by the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any
@@ -92,6 +93,9 @@ class PyVRPSolver:
         # is only noise in the CLI's output (C101 printed it with both solvers at the optimum)
         warnings.filterwarnings("ignore", category=PenaltyBoundWarning)
         clock = Clock(budget)
+        groups = repeated_points(instance)
+        if groups is not None:
+            return self._solve_distinct_points(instance, groups, budget, clock, progress)
         data, order, scale = self._problem_data(instance)
         build_time = clock.elapsed
         # Margin for extraction and PyVRP's own wrap-up (measured overshoot up to ~2% at 3K).
@@ -131,6 +135,27 @@ class PyVRPSolver:
                              stats=stats)
         progress(ProgressEvent(self.name, clock.elapsed, stop.iterations, sol.cost, "done"))
         return sol
+
+    def _solve_distinct_points(self, instance: Instance, groups: list[list[int]],
+                               budget: Budget, clock: Clock,
+                               progress: ProgressCallback) -> Solution:
+        """A TSP on its distinct points, each point's nodes then visited one after another:
+        the same length, as they lie at distance 0 from each other (QA sweep: PyVRP stalled
+        among zero-length ties, 200 nodes on 10 points 14 % above ``ils``)."""
+        if len(groups) < 3:  # one or two places: every order of them is as short
+            tour = [v for group in groups for v in group]
+            stats: dict[str, Any] = {"seed": budget.seed, "iterations": 0}
+        else:
+            assert instance.coords is not None
+            reduced = TSPInstance(name=instance.name, distance=instance.distance,
+                                  coords=instance.coords[[g[0] for g in groups]])
+            sub = self.solve(reduced, dataclasses.replace(
+                budget, time_limit=max(clock.remaining, 1e-3)), progress)
+            tour = [v for r in sub.routes[0] for v in groups[r]]
+            stats = dict(sub.stats)
+        stats["distinct_points"] = len(groups)
+        return build_solution(instance, [tour], solver=self.name, wall_time=clock.elapsed,
+                              stats=stats)
 
     @staticmethod
     def _initial_solution(instance: Instance, data: Any, order: np.ndarray) -> Any:
@@ -189,6 +214,31 @@ class PyVRPSolver:
         return data, order, scale
 
 
+
+
+def repeated_points(instance: Instance) -> list[list[int]] | None:
+    """A TSP on coordinates whose points repeat, at distance 0 from each other under its
+    convention: its nodes grouped by point (groups in order of first node, node 0 first);
+    None otherwise (all points distinct, a matrix, a CVRP, or a convention that would put
+    equal points apart)."""
+    if not isinstance(instance, TSPInstance) or instance.matrix is not None \
+            or instance.coords is None:
+        return None
+    _, first, inverse = np.unique(instance.coords, axis=0, return_index=True,
+                                  return_inverse=True)
+    if first.size == instance.n:
+        return None
+    inverse = inverse.ravel()
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)  # groups in order of their first node
+    groups: list[list[int]] = [[] for _ in range(first.size)]
+    for v, g in enumerate(rank[inverse].tolist()):
+        groups[g].append(v)
+    heads = np.array([g[0] for g in groups for _ in g[1:]], dtype=np.int64)
+    others = np.array([v for g in groups for v in g[1:]], dtype=np.int64)
+    if np.any(instance.edge_lengths(heads, others) != 0):
+        return None
+    return groups
 
 
 def load_penalty_params(instance: Instance, data: Any) -> Any:
