@@ -6,6 +6,7 @@ Run it with ``uvicorn app.main:app``. The API is versioned under ``/v1``; the pr
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import logging
 import signal
@@ -15,12 +16,20 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 import anyio
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import (
+    get_redoc_html,
+    get_swagger_ui_html,
+    get_swagger_ui_oauth2_redirect_html,
+)
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
@@ -255,6 +264,42 @@ def _show_our_log() -> None:
     ours.setLevel(logging.INFO)
 
 
+#: Where the documentation pages' scripts and styles are served.
+DOCS_STATIC = "/docs-static"
+
+
+def _serve_docs_offline(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI 5) and ``/redoc`` with their scripts served by cosolve itself,
+    from the files fastapi-offline's wheel bundles: FastAPI's own pages load them from the
+    jsDelivr CDN, so they stayed blank on a machine without internet (noticed in stop 40)."""
+    static = Path(str(importlib.resources.files("fastapi_offline") / "static"))
+    app.mount(DOCS_STATIC, StaticFiles(directory=static), name="docs-static")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{app.openapi_url}", title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=f"{root}{app.swagger_ui_oauth2_redirect_url}",
+            swagger_js_url=f"{root}{DOCS_STATIC}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{DOCS_STATIC}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{DOCS_STATIC}/favicon.png",
+            swagger_ui_parameters=app.swagger_ui_parameters)
+
+    @app.get("/docs/oauth2-redirect", include_in_schema=False)
+    async def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(openapi_url=f"{root}{app.openapi_url}",
+                              title=f"{app.title} - ReDoc",
+                              redoc_js_url=f"{root}{DOCS_STATIC}/redoc.standalone.js",
+                              redoc_favicon_url=f"{root}{DOCS_STATIC}/favicon.png",
+                              with_google_fonts=False)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; ``settings`` defaults to the ``COSOLVE_*`` environment."""
     resolved = settings or get_settings()
@@ -264,6 +309,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=_package_version(),
         description=DESCRIPTION,
         generate_unique_id_function=operation_id,
+        docs_url=None,  # served by _serve_docs_offline
+        redoc_url=None,
         lifespan=_lifespan,
         openapi_tags=[
             {"name": "health", "description": "Liveness and readiness probes."},
@@ -282,6 +329,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.dependency_overrides[get_settings] = lambda: resolved
     install_error_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=resolved.max_body_bytes)
+    _serve_docs_offline(app)
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
     app.include_router(routing.router, prefix="/v1")

@@ -33,6 +33,17 @@ def test_docs_and_openapi(api: httpx.Client) -> None:
     docs = api.get("/docs")
     assert docs.status_code == 200
     assert "swagger" in docs.text.lower()
+    # the pages' scripts come from cosolve, not a CDN (a browser without internet saw a
+    # blank page), and are Swagger UI 5, which reads OpenAPI 3.1
+    assert "cdn." not in docs.text and "/docs-static/swagger-ui-bundle.js" in docs.text
+    script = api.get("/docs-static/swagger-ui-bundle.js")
+    assert script.status_code == 200 and 'PACKAGE_VERSION:"5.' in script.text
+    assert api.get("/docs-static/swagger-ui.css").status_code == 200
+    redoc = api.get("/redoc")
+    assert redoc.status_code == 200 and "cdn." not in redoc.text
+    assert "googleapis" not in redoc.text
+    assert api.get("/docs-static/redoc.standalone.js").status_code == 200
+    assert api.get("/docs/oauth2-redirect").status_code == 200
     spec = api.get("/openapi.json").json()
     assert spec["info"]["title"] == "cosolve"
     assert spec["info"]["version"]
