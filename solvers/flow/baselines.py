@@ -1,9 +1,11 @@
 """Exact baselines: OR-Tools SimpleMinCostFlow (cost-scaling push-relabel, C++) and networkx
 network_simplex (pure Python). Both solve the core network, so node capacities and lower
-bounds mean the same thing for them as for the entropic solver; neither can be interrupted,
-so they ignore the time limit. Each answer is independently certified optimal by exact
-potentials (label-correcting on the flow's residual graph) when that search finishes within
-``CERTIFY_ROUNDS`` rounds.
+bounds mean the same thing for them as for the entropic solver. Neither can be interrupted:
+each refuses a time limit below its estimate for the network's size, and runs in a child
+process stopped at the time limit (``bounded``), as the estimates do not hold for every
+network (negative costs on long paths took them 10-150 times longer). Each answer is
+independently certified optimal by exact potentials (label-correcting on the flow's residual
+graph) when that search finishes within ``CERTIFY_ROUNDS`` rounds.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import BudgetTooSmallError
+from solvers.errors import BudgetTooSmallError, NoSolutionError
+from solvers.flow.bounded import (
+    INLINE_ARCS,
+    INLINE_NODE_ARCS,
+    DeadlinePassedError,
+    run_bounded,
+)
+from solvers.flow.bounded import warm_up as bounded_warm_up
 from solvers.flow.dual import certify_optimal
 from solvers.flow.problem import (
     CoreNetwork,
@@ -24,7 +33,12 @@ from solvers.flow.problem import (
     build_flow_solution,
     infeasible_solution,
 )
+from solvers.flow.repair import solve_min_cost_flow
 
+#: The earliest an exact solve is stopped, whatever its time limit: below 0.5 s the estimates
+#: ask for nothing, and a network they expect to finish in milliseconds is not refused or
+#: stopped for a time limit of 0.01 s (it then runs a little past it).
+FLOOR_S = 0.5
 #: Round cap of the optimality proof that follows each baseline (each round is O(arcs)).
 CERTIFY_ROUNDS = 2000
 
@@ -43,16 +57,33 @@ def _finish(net: FlowNetwork, core: CoreNetwork, core_flow: np.ndarray, solver: 
                                certificate=cert)
 
 
+def stopped_at_limit(solver: str, budget: Budget, stop: DeadlinePassedError,
+                     size: str) -> NoSolutionError:
+    """The refusal of an exact solve stopped at its time limit (or cancelled)."""
+    if stop.cancelled:
+        return NoSolutionError(f"{solver} was cancelled after {stop.elapsed:.2f} s, before it "
+                               "had a flow", more_time_helps=False)
+    advice = "" if solver == "oft_sinkhorn" else (
+        ", or use oft_sinkhorn, which returns a feasible flow with a certified gap in time")
+    return NoSolutionError(
+        f"{solver} had not finished {size} when its time limit of "
+        f"{max(budget.time_limit, FLOOR_S):g} s ran out; that step cannot be interrupted, so "
+        "it was stopped (costs that make long paths cheap can take it far beyond its "
+        f"estimate from the size). Raise the time limit{advice}.")
+
+
 class ORToolsFlowSolver:
     """OR-Tools SimpleMinCostFlow on the core network."""
 
     name = "ortools_mcf"
 
+    def warm_up(self) -> None:
+        """Import OR-Tools and fork one bounded child before any clock starts."""
+        bounded_warm_up()
+
     def solve(self, net: FlowNetwork, budget: Budget,
               progress: ProgressCallback = no_progress, options: Any = None) -> FlowSolution:
         """Exact; ``budget`` and ``options`` do not change the answer (it cannot stop early)."""
-        from ortools.graph.python import min_cost_flow
-
         started = time.perf_counter()
         core = net.core()
         needed = ortools_min_time_limit(core.m)
@@ -62,20 +93,18 @@ class ORToolsFlowSolver:
                 f"ortools_mcf cannot be interrupted and needs about {needed:g} s for {core.m} "
                 f"arcs; got {budget.time_limit:g} s. Raise the time limit to at least "
                 f"{needed:g} s.", needed=needed)
-        smcf = min_cost_flow.SimpleMinCostFlow()
-        if core.m:
-            smcf.add_arcs_with_capacity_and_unit_cost(
-                core.tails.astype(np.int32), core.heads.astype(np.int32), core.caps, core.costs)
-        smcf.set_nodes_supplies(np.arange(core.n, dtype=np.int32), core.supplies)
-        status = smcf.solve()
-        stats: dict[str, Any] = {"status": status.name}
-        if status == smcf.INFEASIBLE:
+        try:
+            flow = run_bounded(solve_min_cost_flow, (core.n, core.tails, core.heads, core.caps,
+                                                     core.costs, core.supplies),
+                               deadline=started + max(budget.time_limit, FLOOR_S),
+                               cancelled=budget.cancelled, inline=core.m < INLINE_ARCS)
+        except DeadlinePassedError as stop:
+            raise stopped_at_limit(self.name, budget, stop, f"{core.m} arcs") from None
+        if flow is None:
             return infeasible_solution(net, solver=self.name,
-                                       wall_time=time.perf_counter() - started, stats=stats)
-        if status != smcf.OPTIMAL:
-            raise RuntimeError(f"OR-Tools SimpleMinCostFlow returned {status.name}")
-        flow = np.asarray(smcf.flows(np.arange(core.m)), dtype=np.int64)
-        return _finish(net, core, flow, self.name, started, stats, progress)
+                                       wall_time=time.perf_counter() - started,
+                                       stats={"status": "INFEASIBLE"})
+        return _finish(net, core, flow, self.name, started, {"status": "OPTIMAL"}, progress)
 
 
 def min_time_limit(nodes: int, arcs: int) -> float:
@@ -101,11 +130,13 @@ class NetworkXFlowSolver:
 
     name = "networkx_simplex"
 
+    def warm_up(self) -> None:
+        """Import networkx and fork one bounded child before any clock starts."""
+        bounded_warm_up()
+
     def solve(self, net: FlowNetwork, budget: Budget,
               progress: ProgressCallback = no_progress, options: Any = None) -> FlowSolution:
         """Exact; ``budget`` and ``options`` do not change the answer (it cannot stop early)."""
-        import networkx as nx
-
         started = time.perf_counter()
         core = net.core()
         needed = min_time_limit(len(core.supplies), core.m)
@@ -114,20 +145,37 @@ class NetworkXFlowSolver:
                 f"networkx_simplex cannot be interrupted and needs about {needed:g} s for "
                 f"{len(core.supplies)} nodes and {core.m} arcs; got {budget.time_limit:g} s. "
                 "Raise the time limit or choose ortools_mcf or oft_sinkhorn.", needed=needed)
-        G = nx.MultiDiGraph()
-        G.add_nodes_from((i, {"demand": -int(b)}) for i, b in enumerate(core.supplies))
-        G.add_edges_from(
-            (int(t), int(h), k, {"capacity": int(u), "weight": int(c)})
-            for k, (t, h, u, c) in enumerate(zip(core.tails, core.heads, core.caps, core.costs,
-                                                 strict=True))
-        )
         try:
-            _, flow_dict = nx.network_simplex(G)
-        except nx.NetworkXUnfeasible:
+            flow = run_bounded(network_simplex, (core.supplies, core.tails, core.heads,
+                                                 core.caps, core.costs),
+                               deadline=started + max(budget.time_limit, FLOOR_S),
+                               cancelled=budget.cancelled,
+                               inline=len(core.supplies) * core.m < INLINE_NODE_ARCS)
+        except DeadlinePassedError as stop:
+            raise stopped_at_limit(self.name, budget, stop,
+                                   f"{len(core.supplies)} nodes and {core.m} arcs") from None
+        if flow is None:
             return infeasible_solution(net, solver=self.name,
                                        wall_time=time.perf_counter() - started)
-        flow = np.fromiter(
-            (flow_dict[int(t)][int(h)][k] for k, (t, h) in enumerate(zip(core.tails, core.heads,
-                                                                           strict=True))),
-            dtype=np.int64, count=core.m)
         return _finish(net, core, flow, self.name, started, {}, progress)
+
+
+def network_simplex(supplies: np.ndarray, tails: np.ndarray, heads: np.ndarray,
+                    caps: np.ndarray, costs: np.ndarray) -> np.ndarray | None:
+    """networkx's network simplex on a MultiDiGraph (parallel arcs kept): the arc flows, or
+    None when no feasible flow exists."""
+    import networkx as nx
+
+    G = nx.MultiDiGraph()
+    G.add_nodes_from((i, {"demand": -int(b)}) for i, b in enumerate(supplies))
+    G.add_edges_from(
+        (int(t), int(h), k, {"capacity": int(u), "weight": int(c)})
+        for k, (t, h, u, c) in enumerate(zip(tails, heads, caps, costs, strict=True)))
+    try:
+        _, flow_dict = nx.network_simplex(G)
+    except nx.NetworkXUnfeasible:
+        return None
+    return np.fromiter(
+        (flow_dict[int(t)][int(h)][k] for k, (t, h) in enumerate(zip(tails, heads,
+                                                                       strict=True))),
+        dtype=np.int64, count=len(tails))

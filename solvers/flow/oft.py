@@ -17,6 +17,9 @@ from typing import Any
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import BudgetTooSmallError
+from solvers.flow.baselines import FLOOR_S, stopped_at_limit
+from solvers.flow.bounded import DeadlinePassedError
+from solvers.flow.bounded import warm_up as bounded_warm_up
 from solvers.flow.cut import blocking_cut
 from solvers.flow.options import FlowOptions
 from solvers.flow.problem import (
@@ -50,6 +53,10 @@ class OFTSinkhornSolver:
     """OFT-Sinkhorn + rounding + repair + certificate (+ finish to optimality)."""
 
     name = "oft_sinkhorn"
+
+    def warm_up(self) -> None:
+        """Import OR-Tools for the repair and fork one bounded child before any clock."""
+        bounded_warm_up()
 
     def solve(self, net: FlowNetwork, budget: Budget, progress: ProgressCallback = no_progress,
               options: FlowOptions | None = None) -> FlowSolution:
@@ -98,10 +105,15 @@ class OFTSinkhornSolver:
         }
         repair_started = time.perf_counter()
         try:
-            rep = repair(core, result.flow[0], result.potentials[0], float(result.final_eps[0]))
+            rep = repair(core, result.flow[0], result.potentials[0], float(result.final_eps[0]),
+                         deadline=started + max(budget.time_limit, FLOOR_S),
+                         cancelled=budget.cancelled)
         except InfeasibleNetworkError:
             return infeasible_solution(net, solver=self.name,
                                        wall_time=time.perf_counter() - started, stats=stats)
+        except DeadlinePassedError as stop:
+            raise stopped_at_limit(self.name, budget, stop,
+                                   f"the repair of {core.m} arcs") from None
         stats.update(rep.stats)
         stats["repaired_cost"] = rep.cost
         cert, pi = sinkhorn_certificate(
