@@ -3,21 +3,24 @@ the classical local search alone (`ils`, TSP only) and OR-Tools at the same time
 to 100K nodes.
 
 Sections (each run is a separate process so peak memory is per run; results accumulate in
-benchmarks/results/sil.json and the table benchmarks/results/sil.md is rebuilt each time):
+--out's .json, benchmarks/results/sil.json by default, and its table, sil.md, is rebuilt each
+time; nothing is written until a run has succeeded):
 
 * ``tsp1k``  – uniform TSP1K instances (fixed seed), gap to the uniform reference length
   0.7128·√n + 0.58 (a fit to the LKH-3 averages of the SIL paper, within 0.1% at 1K–100K).
-* ``tsplib`` – pr1002, pr2392 and usa13509 from ../shared/data, gap to the proven optima.
+* ``tsplib`` – pr1002, pr2392 and usa13509 from --data (../shared/data), gap to the proven
+  optima.
 * ``tsp10k`` – one uniform 10K instance, gap to the uniform reference.
 * ``large``  – a 100K-node TSP file and a 100K-node CVRP file (capacity 2000, demands 1–9)
-  written to var/bench/ and solved from the file; the cost-over-time curve is drawn to
-  benchmarks/results/sil_100k_<problem>.svg.
+  written to var/bench/ and solved from the file; the cost-over-time curve is drawn beside
+  --out (benchmarks/results/sil_100k_<problem>.svg).
 * ``cvrp``   – uniform CVRP at 1K/5K/10K nodes (capacities 250/500/1000 as in the paper):
   cost against OR-Tools at the same time limit; and CVRPLIB's Leuven1 (3,001 nodes) against
   its best-known value.
 
     python -m benchmarks.sil tsp1k --count 32 --time-limit 10
     python -m benchmarks.sil large --time-limit 600 --solvers sil,sil_ls
+    python -m benchmarks.sil tsp1k --count 1 --time-limit 1 --solvers ils --out /tmp/sil.md
 """
 
 from __future__ import annotations
@@ -39,14 +42,17 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import DATA, RESULTS, check_out, check_solvers, parser_for
 from benchmarks.routing import machine_info, read_tsplib_optima
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-DATA = REPO.parent / "shared" / "data"
 WORK = REPO / "var" / "bench"
 SEED = 20261130
 SCALE = 1_000_000  # uniform instances are written as integers in [0, 1e6]² with EUC_2D
+TSPLIB_FILES = ("pr1002.tsp", "pr2392.tsp", "usa13509.tsp.gz")
+#: The files of ``--data`` each section reads (checked before anything runs).
+DATA_FILES = {"tsplib": ("tsplib/solutions.txt", *(f"tsplib/{f}" for f in TSPLIB_FILES)),
+              "cvrp": ("cvrplib/XXL/Leuven1.vrp.gz", "cvrplib/XXL/Leuven1.sol.gz")}
 
 
 def reference_length(n: int) -> float:
@@ -140,10 +146,9 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
         return [("TSP10K uniform", write_uniform("tsp", 10_000, SEED),
                  reference_length(10_000) * SCALE)]
     if args.section == "tsplib":
-        optima = read_tsplib_optima(DATA / "tsplib" / "solutions.txt")
-        names = ["pr1002.tsp", "pr2392.tsp", "usa13509.tsp.gz"]
-        return [("TSPLIB 1K–13.5K", DATA / "tsplib" / f, optima.get(f.split(".")[0]))
-                for f in names]
+        optima = read_tsplib_optima(args.data / "tsplib" / "solutions.txt")
+        return [("TSPLIB 1K–13.5K", args.data / "tsplib" / f, optima.get(f.split(".")[0]))
+                for f in TSPLIB_FILES]
     if args.section == "large":
         return [("TSP100K uniform", write_uniform("tsp", 100_000, SEED),
                  reference_length(100_000) * SCALE),
@@ -151,8 +156,8 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
     if args.section == "cvrp":
         from solvers.routing.io import read_sol
 
-        leuven = DATA / "cvrplib" / "XXL" / "Leuven1.vrp.gz"
-        _, bks = read_sol(DATA / "cvrplib" / "XXL" / "Leuven1.sol.gz")
+        leuven = args.data / "cvrplib" / "XXL" / "Leuven1.vrp.gz"
+        _, bks = read_sol(args.data / "cvrplib" / "XXL" / "Leuven1.sol.gz")
         return [(f"CVRP{n // 1000}K uniform", write_uniform("cvrp", n, SEED, cap), None)
                 for n, cap in ((1000, 250), (5000, 500), (10_000, 1000))] + [
                     ("CVRPLIB XXL Leuven1 (3,001 nodes)", leuven, bks)]
@@ -160,32 +165,37 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
 
 
 @contextlib.contextmanager
-def _locked() -> Iterator[None]:
+def _locked(out: Path) -> Iterator[None]:
     """Sections may run in parallel processes; they merge into one results file."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS / ".sil.lock", "w") as fh:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.stem}.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
 
-def merge(update: Any) -> dict[str, Any]:
+def merge(out: Path, update: Any) -> dict[str, Any]:
     """Re-read the results, apply ``update(data)``, write them back; all under the lock."""
-    with _locked():
-        data = load_results()
+    with _locked(out):
+        data = load_results(out)
         update(data)
-        save_results(data)
+        save_results(out, data)
     return data
 
 
-def load_results() -> dict[str, Any]:
-    path = RESULTS / "sil.json"
+def load_results(out: Path) -> dict[str, Any]:
+    path = out.with_suffix(".json")
     return json.loads(path.read_text()) if path.exists() else {"runs": [], "meta": {}}
 
 
-def save_results(data: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "sil.json").write_text(json.dumps(data, indent=1) + "\n")
-    (RESULTS / "sil.md").write_text(render(data))
+def save_results(out: Path, data: dict[str, Any]) -> None:
+    """The runs to ``out``'s .json, the table to its .md (atomically: a reader never sees
+    half a file)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for path, text in ((out.with_suffix(".json"), json.dumps(data, indent=1) + "\n"),
+                       (out.with_suffix(".md"), render(data))):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
 
 
 def _gap(cost: float | None, ref: float | None) -> float | None:
@@ -209,7 +219,12 @@ def _label(run: dict[str, Any]) -> str:
 def render(data: dict[str, Any]) -> str:
     runs = data["runs"]
     out = ["# SIL benchmark", "",
-           "Generated by `python -m benchmarks.sil <section>`; every run is its own process "
+           "Generated by `python -m benchmarks.sil <section>` (with `--count`, `--time-limit`, "
+           "`--solvers` and `--only` per run; the lines below record only the last invocation "
+           "of each section, so rows from earlier runs of a section, e.g. the `ils` / "
+           "`ortools` / `sil` TSP1K rows and the CVRP baselines, carry no date or machine of "
+           "their own: their dates are in docs/neural-solvers.md where they are quoted, and "
+           "cross-run ratios there say which runs they divide); every run is its own process "
            "(peak RSS per run), solved from the file through the same `solve` the service "
            "uses, and the solution independently checked. `sil` = a start tour + neural "
            "parallel local reconstruction only; `sil_ls` = the same with classical 2-opt + "
@@ -316,49 +331,97 @@ def curve_svg(runs: list[dict[str, Any]], title: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The options, checked before anything runs or is written (QA sweep: a typo in
+    --solvers added an error row to the committed results, and a missing data folder
+    crashed after the header line had been written)."""
+    parser = parser_for("benchmarks.sil", __doc__)
+    parser.add_argument("section", choices=["tsp1k", "tsp10k", "tsplib", "large", "cvrp",
+                                            "render"],
+                        help="which set to run; render only rebuilds --out's table from its "
+                             "JSON")
+    parser.add_argument("--count", type=int, default=32, help="instances of tsp1k")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per run")
+    parser.add_argument("--solvers", default="sil,sil_ls,ils,ortools",
+                        help="comma-separated solver names")
+    parser.add_argument("--only", default="",
+                        help="run only the section's sets whose name contains this text "
+                             "(e.g. CVRP)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "sil.md",
+                        help="results path: the table goes to it with .md, the runs (which "
+                             "accumulate over invocations) with .json, the 100K curves "
+                             "beside it")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="folder holding tsplib/ and cvrplib/ (sections tsplib and cvrp)")
+    args = parser.parse_args(argv)
+    if args.section == "render":
+        if not args.out.with_suffix(".json").is_file():
+            parser.error(f"--out: no {args.out.with_suffix('.json')} to render")
+        return args
+    args.solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    if not args.solvers:
+        parser.error("--solvers: give at least one solver")
+    check_solvers(parser, args.solvers)
+    if args.count < 1:
+        parser.error("--count: at least 1")
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        parser.error("--time-limit: a positive number of seconds")
+    missing = [f for f in DATA_FILES.get(args.section, ()) if not (args.data / f).is_file()]
+    if missing:
+        parser.error(f"--data: {args.section} needs {', '.join(missing)} under {args.data}")
+    check_out(parser, args.out)
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "child":
         print(json.dumps(run_child(argv[1], argv[2], float(argv[3]), int(argv[4]))))
         return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("section", choices=["tsp1k", "tsp10k", "tsplib", "large", "cvrp",
-                                            "render"])
-    parser.add_argument("--count", type=int, default=32)
-    parser.add_argument("--time-limit", type=float, default=10.0)
-    parser.add_argument("--solvers", default="sil,sil_ls,ils,ortools")
-    parser.add_argument("--only", default="",
-                        help="run only the section's sets whose name contains this text "
-                             "(e.g. CVRP)")
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     if args.section == "render":
-        merge(lambda data: None)
+        merge(args.out, lambda data: None)
         return 0
-    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    solvers = args.solvers
     meta = (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seed {SEED}, solvers {solvers}, "
             f"COSOLVE_TORCH_THREADS={os.environ.get('COSOLVE_TORCH_THREADS', '1')}, machine "
             f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
-    merge(lambda data: data.setdefault("meta", {}).__setitem__(
-        f"{args.section} @ {args.time_limit:g}s", meta))
+    meta_key = f"{args.section} @ {args.time_limit:g}s"
+    # Nothing is written until a run has succeeded: the meta line and any failed rows before
+    # it wait here (QA sweep: a run that crashed or only failed rewrote the results).
+    pending: list[dict[str, Any]] = []
+    data: dict[str, Any] | None = None
     for set_name, path, ref in section_runs(args):
         if args.only not in set_name:
             continue
         for solver in solvers:
             r = run(path, solver, args.time_limit)
             r["set"], r["reference"] = set_name, ref
-
-            def add(data: dict[str, Any], r: dict[str, Any] = r) -> None:
-                data["runs"] = [x for x in data["runs"] if not (
-                    x.get("file") == r.get("file") and x["solver"] == r["solver"]
-                    and x["time_limit"] == r["time_limit"])] + [r]
-
-            data = merge(add)
+            pending.append(r)
             print(json.dumps({k: v for k, v in r.items() if k not in ("curve", "stats")}),
                   flush=True)
-        if args.section == "large":
+            if data is None and "error" in r:
+                continue
+
+            def add(data: dict[str, Any], rows: list[dict[str, Any]] = pending,
+                    first: bool = data is None) -> None:
+                if first:
+                    data.setdefault("meta", {})[meta_key] = meta
+                for r in rows:
+                    data["runs"] = [x for x in data["runs"] if not (
+                        x.get("file") == r.get("file") and x["solver"] == r["solver"]
+                        and x["time_limit"] == r["time_limit"])] + [r]
+
+            data = merge(args.out, add)
+            pending = []
+        if args.section == "large" and data is not None:
             these = [x for x in data["runs"] if x.get("file") == path.name]
-            (RESULTS / f"sil_100k_{path.suffix[1:].replace('vrp', 'cvrp')}.svg").write_text(
-                curve_svg(these, f"{path.stem}: cost over time (2 CPU cores)"))
+            svg = args.out.parent / (f"{args.out.stem}_100k_"
+                                     f"{path.suffix[1:].replace('vrp', 'cvrp')}.svg")
+            svg.write_text(curve_svg(these, f"{path.stem}: cost over time (2 CPU cores)"))
+    if data is None:
+        print(f"no run succeeded; {args.out} left as it was", file=sys.stderr)
+        return 1
     return 0
 
 
