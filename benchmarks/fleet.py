@@ -2,23 +2,36 @@
 best-known plan's route count, at equal time limits and several seeds.
 
     python -m benchmarks.fleet --limits 2,10 --seeds 0,1,2
+    python -m benchmarks.fleet --instances X-n101-k25 --solvers ils --limits 1 --seeds 0 \
+        --out /tmp/fleet.md
 
 The X files state no fleet; the best-known plans use the fewest routes the capacity allows
 or one more, so a cap at their count is tight. Solvers that cannot meet it answer with an
-error, which the table shows. Writes results/fleet.md and results/fleet.json.
+error, which the table shows. Each solver is warmed up before its first timed solve. Writes
+--out (results/fleet.md by default) and its .json twin.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import (
+    DATA,
+    RESULTS,
+    WARMED,
+    check_out,
+    check_solvers,
+    command,
+    integers,
+    numbers,
+    parser_for,
+    warm_up,
+)
 from benchmarks.routing import machine_info
 from solvers.base import Budget
 from solvers.errors import CosolveError
@@ -27,16 +40,14 @@ from solvers.routing.io import load_instance, read_sol
 from solvers.routing.problem import CVRPInstance
 from solvers.routing.solve import solve
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cvrplib" / "X"
-RESULTS = Path(__file__).resolve().parent / "results"
 INSTANCES = "X-n101-k25,X-n176-k26,X-n289-k60"
 
 
-def capped(name: str) -> tuple[CVRPInstance, int, float]:
+def capped(folder: Path, name: str) -> tuple[CVRPInstance, int, float]:
     """The instance with ``max_vehicles`` = the best-known plan's route count, that count and
-    the best-known cost."""
-    inst = load_instance(DATA / f"{name}.vrp")
-    routes, bks = read_sol(DATA / f"{name}.sol", depot=inst.depot)
+    the best-known cost; ``folder`` holds CVRPLIB's X files."""
+    inst = load_instance(folder / f"{name}.vrp")
+    routes, bks = read_sol(folder / f"{name}.sol", depot=inst.depot)
     assert isinstance(inst, CVRPInstance) and bks is not None
     fleet = len(routes)
     return (CVRPInstance(coords=inst.coords, demands=inst.demands, capacity=inst.capacity,
@@ -58,20 +69,38 @@ def run(inst: CVRPInstance, solver: str, limit: float, seed: int) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--instances", default=INSTANCES)
-    parser.add_argument("--solvers", default="ils,pyvrp,ortools")
-    parser.add_argument("--limits", default="2,10")
-    parser.add_argument("--seeds", default="0,1,2")
+    parser = parser_for("benchmarks.fleet", __doc__)
+    parser.add_argument("--instances", default=INSTANCES,
+                        help="comma-separated CVRPLIB X names (each needs its .vrp and .sol)")
+    parser.add_argument("--solvers", default="ils,pyvrp,ortools",
+                        help="comma-separated solver names")
+    parser.add_argument("--limits", default="2,10", help="time limits in seconds")
+    parser.add_argument("--seeds", default="0,1,2", help="solver seeds")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="folder holding cvrplib/X/")
+    parser.add_argument("--out", type=Path, default=RESULTS / "fleet.md",
+                        help="markdown table; the rows go beside it as .json")
     args = parser.parse_args(argv)
-    names = [x for x in args.instances.split(",") if x]
-    solvers = [x for x in args.solvers.split(",") if x]
-    limits = [float(x) for x in args.limits.split(",")]
-    seeds = [int(x) for x in args.seeds.split(",")]
+    # QA sweep: bad options and missing files were tracebacks; now one line, exit 2, and
+    # before anything runs
+    names = [x.strip() for x in args.instances.split(",") if x.strip()]
+    solvers = [x.strip() for x in args.solvers.split(",") if x.strip()]
+    limits = numbers(parser, "--limits", args.limits)
+    seeds = integers(parser, "--seeds", args.seeds)
+    if not names or not solvers:
+        parser.error("--instances, --solvers: give at least one")
+    check_solvers(parser, solvers)
+    folder = args.data / "cvrplib" / "X"
+    missing = [f"{n}{ext}" for n in names for ext in (".vrp", ".sol")
+               if not (folder / f"{n}{ext}").is_file()]
+    if missing:
+        parser.error(f"--instances: no {', '.join(missing)} in {folder}")
+    check_out(parser, args.out)
+    warm_up(solvers)
     started = datetime.now(UTC)
     rows = []
     for name in names:
-        inst, fleet, bks = capped(name)
+        inst, fleet, bks = capped(folder, name)
         for limit in limits:
             for solver in solvers:
                 for seed in seeds:
@@ -83,12 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# CVRP with a tight fleet",
         "",
-        f"- Command: `python -m benchmarks.fleet {' '.join(argv or sys.argv[1:])}`",
+        f"- Command: `{command('benchmarks.fleet', argv)}`",
         f"- Started: {started:%Y-%m-%d %H:%M} UTC; finished: {datetime.now(UTC):%H:%M} UTC",
         f"- Machine: {json.dumps(machine_info())}; COSOLVE_TORCH_THREADS="
         f"{os.environ.get('COSOLVE_TORCH_THREADS', '1')}",
         "- Instances: CVRPLIB X with `max_vehicles` = the best-known plan's route count; gap "
-        "to the best-known cost; seeds as listed; one solve at a time in one process",
+        "to the best-known cost; seeds as listed; one solve at a time in one process, "
+        f"{WARMED}",
         "",
         "| instance (fleet) | time limit (s) | solver | mean gap % | per seed gap % | "
         "routes | errors |",
@@ -111,9 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     if errs:
         lines += ["", "Errors:", ""] + [f"- {r['instance']} {r['solver']} {r['limit']:g} s "
                                         f"seed {r['seed']}: {r['error']}" for r in errs]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "fleet.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "fleet.json").write_text(json.dumps(rows, indent=1) + "\n")
+    args.out.write_text("\n".join(lines) + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -56,3 +56,28 @@ def test_sil_writes_only_after_a_run_succeeds(tmp_path: Path,
     data = json.loads(out.with_suffix(".json").read_text())
     assert [r["solver"] for r in data["runs"]] == ["ils", "ortools"]
     assert list(data["meta"]) == ["tsp1k @ 10s"] and "| ortools |" in out.read_text()
+
+
+def test_fleet_refuses_bad_options_and_writes_to_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--limits abc and a missing instance are one-line errors; --out and --data are used."""
+    from benchmarks import fleet
+
+    folder = tmp_path / "data" / "cvrplib" / "X"
+    folder.mkdir(parents=True)
+    for ext in (".vrp", ".sol"):
+        (folder / f"X-a{ext}").write_text("")
+    base = ["--data", str(tmp_path / "data"), "--instances", "X-a", "--solvers",
+            "nearest_neighbor", "--seeds", "0"]
+    assert "--limits" in _exit_code(fleet.main, [*base, "--limits", "abc"], capsys)
+    assert "--seeds" in _exit_code(fleet.main, [*base, "--seeds", "x"], capsys)
+    assert "X-b.vrp" in _exit_code(fleet.main, [*base, "--instances", "X-a,X-b"], capsys)
+    monkeypatch.setattr(fleet, "capped", lambda folder, name: (None, 3, 100.0))
+    monkeypatch.setattr(fleet, "run", lambda *a: {"cost": 101.0, "routes": 3,
+                                                  "feasible": True, "wall_s": 1.0})
+    monkeypatch.setattr(fleet, "machine_info", lambda: {})
+    out = tmp_path / "new" / "fleet.md"
+    assert fleet.main([*base, "--limits", "1", "--out", str(out)]) == 0
+    assert "| X-a (3) | 1 | nearest_neighbor | 1.00 |" in out.read_text()
+    assert json.loads(out.with_suffix(".json").read_text())[0]["cost"] == 101.0
