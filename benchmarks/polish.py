@@ -16,7 +16,6 @@ benchmarks/polynet.py's generated instances.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import time
@@ -27,8 +26,18 @@ from typing import Any
 
 import solvers.routing.polynet as polynet_module
 import solvers.routing.reld as reld_module
+from benchmarks.common import (
+    RESULTS,
+    WARMED,
+    check_out,
+    command,
+    numbers,
+    parser_for,
+    warm_up,
+    writes_results,
+)
 from benchmarks.cvrptw import RANDOM_SEED_BASE
-from benchmarks.polynet import RESULTS, _gap_cells, _paired, _wins
+from benchmarks.polynet import _gap_cells, _paired, _wins
 from benchmarks.polynet_vs_reld import instance_set, write_report
 from benchmarks.reld import SEED
 from benchmarks.routing import machine_info
@@ -87,29 +96,31 @@ def run_pair(instances: list[Any], solver: str, limit: float) -> dict[str, list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=64, help="instances per set (≤ 128)")
+    parser = parser_for("benchmarks.polish", __doc__)
+    parser.add_argument("--count", type=int, default=64, help="instances per set (2 to 128)")
     parser.add_argument("--limits", default="1", help="time limits in seconds, comma-separated")
-    parser.add_argument("--problems", default="tsp,cvrp,cvrptw")
-    parser.add_argument("--solvers", default="polynet,reld")
-    parser.add_argument("--out", type=Path, default=RESULTS / "polish.md")
+    parser.add_argument("--problems", default="tsp,cvrp,cvrptw", help="any of tsp, cvrp, cvrptw")
+    parser.add_argument("--solvers", default="polynet,reld", help="any of polynet, reld")
+    parser.add_argument("--out", type=Path, default=RESULTS / "polish.md",
+                        help="markdown report, the records beside it as .json; only a report "
+                             "inside benchmarks/results adds to the reference caches there")
     args = parser.parse_args(argv)
     if not 2 <= args.count <= 128:
         parser.error("--count: the sets hold 128 instances; give 2 to 128")
-    limits = [float(v) for v in args.limits.split(",") if v]
+    limits = numbers(parser, "--limits", args.limits)  # QA sweep: 'abc' was a traceback
     problems = [p for p in args.problems.split(",") if p]
     solvers = [s for s in args.solvers.split(",") if s]
-    if not limits or any(v <= 0 for v in limits):
-        parser.error("--limits: one or more positive numbers")
     if not problems or any(p not in PROBLEMS for p in problems):
         parser.error("--problems: any of tsp, cvrp, cvrptw")
     if not solvers or any(s not in SOLVERS for s in solvers):
         parser.error("--solvers: any of polynet, reld")
+    check_out(parser, args.out)
+    write = writes_results(args.out)
+    warm_up(solvers)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     info = machine_info()
     lines = ["# The final classical polish of the neural solvers, at equal time", "",
-             "- Command: `python -m benchmarks.polish "
-             f"{' '.join(argv if argv is not None else sys.argv[1:])}`".rstrip(),
+             f"- Command: `{command('benchmarks.polish', argv)}`",
              f"- Started: {started} (UTC)",
              f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
              f"only, torch with 1 thread per solve; load average at start "
@@ -118,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
              f"and CVRP100 (seed {SEED}) and of benchmarks/polynet.py's generated CVRPTW100 "
              f"(seeds from {RANDOM_SEED_BASE}); reference PyVRP at 2 s (TSP) / 4 s, cached; "
              "solver seed 0; with and without the polish one after the other, order rotated "
-             "per instance.",
+             f"per instance; {WARMED}.",
              "",
              "Cost difference: the shipped solver's cost minus its cost without the polish "
              "(whose time then goes to the reconstruction), in % of the latter, mean over the "
@@ -129,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     records: dict[str, Any] = {}
     for problem in problems:
-        sets, refs = instance_set(problem, args.count)
+        sets, refs = instance_set(problem, args.count, write)
         for limit in limits:
             for solver in solvers:
                 print(f"{solver} {problem}100 at {limit:g} s ...", file=sys.stderr, flush=True)

@@ -14,7 +14,6 @@ Everything goes through ``solvers.routing.solve.solve``, the path of the API and
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -26,6 +25,18 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import (
+    DATA,
+    RESULTS,
+    WARMED,
+    check_data,
+    check_out,
+    command,
+    numbers,
+    parser_for,
+    warm_up,
+    writes_results,
+)
 from benchmarks.cvrptw import RANDOM_SEED_BASE, solomon_set
 from benchmarks.reld import SEED, references, uniform
 from benchmarks.routing import machine_info
@@ -38,13 +49,13 @@ from solvers.routing.solve import solve
 from training.instances import cvrptw_instance
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-DATA = REPO.parent / "shared" / "data"
 TW_REFERENCE_LIMIT = 4.0
 
 
-def tw_references(instances: list[RoutingInstance]) -> list[float]:
-    """PyVRP costs of the generated CVRPTW100 instances, cached per instance name (seed)."""
+def tw_references(instances: list[RoutingInstance], write: bool) -> list[float]:
+    """PyVRP costs of the generated CVRPTW100 instances, cached per instance name (seed);
+    the missing ones are computed, and stored only when ``write`` (a run that publishes into
+    benchmarks/results: QA sweep, a --count 200 run to /tmp added 72 to the committed cache)."""
     path = RESULTS / "polynet_reference_cvrptw.json"
     cache = json.loads(path.read_text()) if path.exists() else {}
     for k, inst in enumerate(instances):
@@ -53,7 +64,8 @@ def tw_references(instances: list[RoutingInstance]) -> list[float]:
             sol = solve(inst, "pyvrp", Budget(time_limit=TW_REFERENCE_LIMIT))
             assert sol.feasible, f"PyVRP found no feasible solution for {inst.name}"
             cache[key] = sol.cost
-            path.write_text(json.dumps(cache, indent=0))
+            if write:
+                path.write_text(json.dumps(cache, indent=0))
             print(f"  reference cvrptw {k + 1}/{len(instances)}", file=sys.stderr, flush=True)
     return [cache[f"{inst.name}-pyvrp{TW_REFERENCE_LIMIT:g}"] for inst in instances]
 
@@ -125,30 +137,75 @@ def _winners(rows: list[dict[str, Any]]) -> str:
             f"{len(strategies)} distinct winning strategies")
 
 
+def solomon_rows(data: Path, solvers: list[str], time_limit: float) -> list[str]:
+    """The Solomon section: every solver on LKH-3's 100-customer files, gap to its tours."""
+    lines = ["", f"## Solomon 100-customer instances ({time_limit:g} s each)",
+             "", "LKH-3's files (SCALE 10, FLOOR_2D, fleet = VEHICLES); reference: LKH-3's "
+             "tour, recomputed and checked by benchmarks.cvrptw.solomon_set. These are out "
+             "of PolyNet's training distribution (clustered customers, wide windows).", "",
+             "| instance | LKH-3 | " + " | ".join(f"{s} | gap %" for s in solvers) + " |",
+             "|---|---:|" + "---:|---:|" * len(solvers)]
+    for inst, ref in solomon_set(data):
+        print(f"{inst.name} ...", file=sys.stderr, flush=True)
+        cells = []
+        for solver in solvers:
+            try:
+                sol = solve(inst, solver, Budget(time_limit=time_limit, seed=0))
+            except NoSolutionError as exc:
+                # e.g. a fleet cap every plan broke (reld and polynet answer no plan
+                # then): the row says so, the benchmark goes on
+                cells += [f"no solution ({exc.field})", "–"]
+                continue
+            if sol.feasible:
+                cells += [f"{sol.cost:.0f}", f"{(sol.cost - ref) / ref * 100:.2f}"]
+            else:
+                cells += [f"{sol.cost:.0f} (infeasible)", "–"]
+        lines.append(f"| {inst.name} | {ref} | {' | '.join(cells)} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=32, help="instances per uniform set")
-    parser.add_argument("--time-limit", type=float, default=1.0)
-    parser.add_argument("--solomon-time-limit", type=float, default=5.0)
+    parser = parser_for("benchmarks.polynet", __doc__)
+    parser.add_argument("--count", type=int, default=32,
+                        help="instances per set (2 to 128, the first of each set)")
+    parser.add_argument("--time-limit", type=float, default=1.0,
+                        help="seconds per solver and instance on the 100-node sets")
+    parser.add_argument("--solomon-time-limit", type=float, default=5.0,
+                        help="seconds per solver and Solomon instance; 0 skips Solomon")
     parser.add_argument("--more-limits", default="2",
-                        help="further time limits (s) on the same 100-node sets")
-    parser.add_argument("--out", type=Path, default=RESULTS / "polynet.md")
+                        help="further time limits (s) on the same 100-node sets; empty skips")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="folder holding solomon/ (LKH-3's CVRPTW files and tours)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "polynet.md",
+                        help="markdown report, the records beside it as .json; only a report "
+                             "inside benchmarks/results adds to the reference caches there")
     args = parser.parse_args(argv)
+    # QA sweep: --count -1 ran 127 instances labelled ×-1, --count 200 ran 128 labelled ×200
+    if not 2 <= args.count <= 128:
+        parser.error("--count: the sets hold 128 instances; give 2 to 128")
+    if not (args.time_limit > 0 and args.solomon_time_limit >= 0):
+        parser.error("--time-limit: positive; --solomon-time-limit: 0 or more")
+    more = numbers(parser, "--more-limits", args.more_limits, allow_empty=True)
+    solomon = weights_path("cvrptw").exists() and args.solomon_time_limit > 0
+    if solomon:
+        check_data(parser, args.data, "solomon/*.tour", "Solomon tours "
+                   "(--solomon-time-limit 0 skips Solomon)")
+    check_out(parser, args.out)
+    write = writes_results(args.out)
+    warm_up(["polynet", "reld", "ortools"])
     started = datetime.now(UTC).isoformat(timespec="seconds")
     info = machine_info()
     manifest = json.loads((REPO / "weights" / "MANIFEST.json").read_text())
     lines = ["# PolyNet benchmark", "",
-             f"- Command: `python -m benchmarks.polynet {' '.join(argv or sys.argv[1:])}`"
-             .rstrip(),
+             f"- Command: `{command('benchmarks.polynet', argv)}`",
              f"- Started: {started} (UTC)",
              f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
              f"only (no GPU), torch with 1 thread per solve (COSOLVE_TORCH_THREADS); load "
-             f"average at start {info['load_average_at_start']} (2 cores shared with other "
-             "work)",
+             f"average at start {info['load_average_at_start']}",
              f"- Versions: {json.dumps(info['versions'])}",
              f"- Settings: {args.time_limit:g} s per solver and instance on the 100-node sets, "
              f"{args.solomon_time_limit:g} s on Solomon; solver seed 0; instance seeds below; "
-             "solvers one after another, order rotated per instance."]
+             f"solvers one after another, order rotated per instance; {WARMED}."]
     for entry in manifest.get("checkpoints", []):
         if entry.get("solver") in ("polynet", "reld"):
             v = entry["validation"]
@@ -168,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     profile: dict[str, tuple[list[RoutingInstance], list[float], list[str]]] = {}
     for problem in ("tsp", "cvrp"):
         full = uniform(problem, 100, 128, SEED)
-        refs = references(problem, full, SEED)[:args.count]
+        refs = references(problem, full, SEED, write)[:args.count]
         sets = full[:args.count]
         profile[problem] = (list(sets), refs, ["polynet", "reld", "ortools"])
         print(f"{problem}100 ...", file=sys.stderr, flush=True)
@@ -193,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     if weights_path("cvrptw").exists():
         tw_sets: list[RoutingInstance] = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101)
                                           for k in range(args.count)]
-        refs = tw_references(tw_sets)
+        refs = tw_references(tw_sets, write)
         print("cvrptw100 ...", file=sys.stderr, flush=True)
         # reld's CVRPTW model is PolyNet's reduced to one strategy (training.polynet --single)
         solvers = ["polynet", *(["reld"] if reld_weights_path("cvrptw").exists() else []),
@@ -224,31 +281,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{_wins(rows['polynet'], rows['ortools'])}"
                   f" (cost difference {_paired(rows['polynet'], rows['ortools'])} %); polynet "
                   f"{_winners(rows['polynet'])}."]
-        lines += ["", f"## Solomon 100-customer instances ({args.solomon_time_limit:g} s each)",
-                  "", "LKH-3's files (SCALE 10, FLOOR_2D, fleet = VEHICLES); reference: LKH-3's "
-                  "tour, recomputed and checked by benchmarks.cvrptw.solomon_set. These are out "
-                  "of PolyNet's training distribution (clustered customers, wide windows).", "",
-                  "| instance | LKH-3 | " + " | ".join(f"{s} | gap %" for s in solvers) + " |",
-                  "|---|---:|" + "---:|---:|" * len(solvers)]
-        for inst, ref in solomon_set(DATA):
-            print(f"{inst.name} ...", file=sys.stderr, flush=True)
-            cells = []
-            for solver in solvers:
-                try:
-                    sol = solve(inst, solver, Budget(time_limit=args.solomon_time_limit, seed=0))
-                except NoSolutionError as exc:
-                    # e.g. a fleet cap every plan broke (reld and polynet answer no plan
-                    # then): the row says so, the benchmark goes on
-                    cells += [f"no solution ({exc.field})", "–"]
-                    continue
-                if sol.feasible:
-                    cells += [f"{sol.cost:.0f}", f"{(sol.cost - ref) / ref * 100:.2f}"]
-                else:
-                    cells += [f"{sol.cost:.0f} (infeasible)", "–"]
-            lines.append(f"| {inst.name} | {ref} | {' | '.join(cells)} |")
+        lines += (solomon_rows(args.data, solvers, args.solomon_time_limit) if solomon
+                  else ["", "Solomon: not run (--solomon-time-limit 0)."])
     else:
         lines += ["", "CVRPTW: weights/polynet_cvrptw.pt is missing, so it was not measured."]
-    more = [float(v) for v in args.more_limits.split(",") if v]
     if more:
         lines += ["", "## Longer time limits (the same 100-node instances and references)", "",
                   "Cost difference: polynet's cost minus the other solver's, in % of it, "

@@ -18,15 +18,25 @@ not model, the reld solver's one-strategy reduction of PolyNet's model) unless
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import (
+    RESULTS,
+    WARMED,
+    check_out,
+    check_solvers,
+    command,
+    numbers,
+    parser_for,
+    warm_up,
+    writes_results,
+)
 from benchmarks.cvrptw import RANDOM_SEED_BASE
-from benchmarks.polynet import RESULTS, _gap_cells, _paired, _wins, run_all, tw_references
+from benchmarks.polynet import _gap_cells, _paired, _wins, run_all, tw_references
 from benchmarks.reld import SEED, references, uniform
 from benchmarks.routing import machine_info
 from training.instances import cvrptw_instance
@@ -36,15 +46,16 @@ PROBLEMS = ("tsp", "cvrp", "cvrptw")
 REPO = Path(__file__).resolve().parents[1]
 
 
-def instance_set(problem: str, count: int) -> tuple[list[Any], list[float]]:
+def instance_set(problem: str, count: int, write: bool) -> tuple[list[Any], list[float]]:
     """The first ``count`` instances of a problem's 100-node benchmark set and their cached
     PyVRP references: benchmarks.reld's uniform TSP/CVRP sets, benchmarks/polynet.py's
-    generated CVRPTW100."""
+    generated CVRPTW100; references missing from the caches are stored only when ``write``
+    (a run publishing into benchmarks/results: QA sweep)."""
     if problem == "cvrptw":
         sets = [cvrptw_instance(RANDOM_SEED_BASE + k, n=101) for k in range(count)]
-        return sets, tw_references(sets)
+        return sets, tw_references(sets, write)
     full = uniform(problem, 100, 128, SEED)
-    return full[:count], references(problem, full, SEED)[:count]
+    return full[:count], references(problem, full, SEED, write)[:count]
 
 
 def write_report(out: Path, lines: list[str], payload: dict[str, Any]) -> None:
@@ -64,19 +75,28 @@ def _weights_lines() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=128, help="instances per set (≤ 128)")
+    parser = parser_for("benchmarks.polynet_vs_reld", __doc__)
+    parser.add_argument("--count", type=int, default=128, help="instances per set (2 to 128)")
     parser.add_argument("--limits", default="4", help="time limits in seconds, comma-separated")
-    parser.add_argument("--problems", default="tsp,cvrp")
+    parser.add_argument("--problems", default="tsp,cvrp", help="any of tsp, cvrp, cvrptw")
     parser.add_argument("--opponent", default="reld", help="the solver PolyNet is paired with")
-    parser.add_argument("--out", type=Path, default=RESULTS / "polynet_vs_reld.md")
+    parser.add_argument("--out", type=Path, default=RESULTS / "polynet_vs_reld.md",
+                        help="markdown report, the records beside it as .json; only a report "
+                             "inside benchmarks/results adds to the reference caches there")
     args = parser.parse_args(argv)
     if not 2 <= args.count <= 128:
         parser.error("--count: the sets hold 128 instances; give 2 to 128")
-    limits = [float(v) for v in args.limits.split(",") if v]
+    # QA sweep: --limits abc / 0 and --opponent bogus were tracebacks
+    limits = numbers(parser, "--limits", args.limits)
     problems = [p for p in args.problems.split(",") if p]
-    if not limits or any(p not in PROBLEMS for p in problems):
-        parser.error("--limits: at least one; --problems: any of tsp, cvrp, cvrptw")
+    if not problems or any(p not in PROBLEMS for p in problems):
+        parser.error("--problems: any of tsp, cvrp, cvrptw")
+    check_solvers(parser, [args.opponent], "--opponent")
+    if args.opponent == "polynet":
+        parser.error("--opponent: another solver than polynet")
+    check_out(parser, args.out)
+    write = writes_results(args.out)
+    warm_up(["polynet", args.opponent])
     started = datetime.now(UTC).isoformat(timespec="seconds")
     info = machine_info()
     sets_used = " and ".join(
@@ -86,15 +106,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{RANDOM_SEED_BASE})"] if "cvrptw" in problems else []))
     title = "ReLD" if args.opponent == "reld" else args.opponent
     lines = [f"# PolyNet against {title} at equal time", "",
-             f"- Command: `python -m benchmarks.polynet_vs_reld "
-             f"{' '.join(argv if argv is not None else sys.argv[1:])}`".rstrip(),
+             f"- Command: `{command('benchmarks.polynet_vs_reld', argv)}`",
              f"- Started: {started} (UTC)",
              f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
              f"only, torch with 1 thread per solve; load average at start "
              f"{info['load_average_at_start']}",
              f"- Instances: the first {args.count} of {sets_used}; reference PyVRP at 2 s "
              "(TSP) / 4 s (CVRP, CVRPTW), cached; solver seed 0; the two solvers one after "
-             "the other, order rotated per instance.",
+             f"the other, order rotated per instance; {WARMED}.",
              *_weights_lines(), "",
              "Cost difference: polynet's cost minus the opponent's, in % of the opponent's, "
              "mean over the instances both solved feasibly, with a 95% bootstrap interval "
@@ -105,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     records: dict[str, Any] = {}
     for problem in problems:
         other = args.opponent
-        sets, refs = instance_set(problem, args.count)
+        sets, refs = instance_set(problem, args.count, write)
         for limit in limits:
             print(f"{problem}100 at {limit:g} s ...", file=sys.stderr, flush=True)
             rows = run_all(sets, ["polynet", other], limit)

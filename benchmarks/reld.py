@@ -14,8 +14,8 @@ a stated time limit; they are computed once and cached next to the results.
 
 from __future__ import annotations
 
-import argparse
 import json
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -24,6 +24,18 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import (
+    DATA,
+    RESULTS,
+    WARMED,
+    check_out,
+    command,
+    integers,
+    numbers,
+    parser_for,
+    warm_up,
+    writes_results,
+)
 from benchmarks.routing import machine_info
 from solvers.base import Budget
 from solvers.routing.io import load_instance, read_sol
@@ -32,8 +44,6 @@ from solvers.routing.solve import solve
 from training.instances import random_cvrp, random_tsp
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-DATA = REPO.parent / "shared" / "data"
 SEED = 20260101
 REFERENCE_LIMIT = {"tsp": 2.0, "cvrp": 4.0}
 
@@ -50,19 +60,48 @@ def uniform(problem: str, n: int, count: int, seed: int) -> list[TSPInstance | C
     return out
 
 
-def references(problem: str, instances: list[Any], seed: int) -> list[float]:
-    """PyVRP costs, cached in benchmarks/results/reld_reference_<problem>.json."""
+def _cache_key(problem: str, seed: int, n: int, count: int) -> str:
+    return f"seed{seed}-n{n}-count{count}-pyvrp{REFERENCE_LIMIT[problem]}"
+
+
+def cached_references(problem: str, n: int, count: int, seed: int) -> list[float] | None:
+    """The cached PyVRP costs of the first ``count`` instances of ``uniform(problem, n, ...,
+    seed)``: a key with at least as many instances serves, since a set's first instances do
+    not depend on its size (QA sweep: a --count 2 run computed fresh, noisy references
+    instead of reading the first 2 of the published count128)."""
     path = RESULTS / f"reld_reference_{problem}.json"
     cache = json.loads(path.read_text()) if path.exists() else {}
-    key = f"seed{seed}-n{instances[0].n}-count{len(instances)}-pyvrp{REFERENCE_LIMIT[problem]}"
-    if key not in cache:
-        costs = []
-        for k, inst in enumerate(instances):
-            costs.append(solve(inst, "pyvrp", Budget(time_limit=REFERENCE_LIMIT[problem])).cost)
-            print(f"  reference {problem} {k + 1}/{len(instances)}", file=sys.stderr, flush=True)
-        cache[key] = costs
+    exact = cache.get(_cache_key(problem, seed, n, count))
+    if exact is not None:
+        return list(exact)
+    limit = re.escape(str(REFERENCE_LIMIT[problem]))
+    pattern = re.compile(rf"seed{seed}-n{n}-count(\d+)-pyvrp{limit}")
+    larger = sorted((int(m.group(1)), key) for key in cache
+                    if (m := pattern.fullmatch(key)) and int(m.group(1)) >= count)
+    return list(cache[larger[0][1]][:count]) if larger else None
+
+
+def references(problem: str, instances: list[Any], seed: int, write: bool) -> list[float]:
+    """PyVRP costs, cached in benchmarks/results/reld_reference_<problem>.json; computed when
+    no cached key covers ``instances``, and stored only when ``write`` (a run that publishes
+    into benchmarks/results, see benchmarks.common.writes_results: QA sweep)."""
+    n = instances[0].n
+    cached = cached_references(problem, n, len(instances), seed)
+    if cached is not None:
+        return cached
+    costs = []
+    for k, inst in enumerate(instances):
+        costs.append(solve(inst, "pyvrp", Budget(time_limit=REFERENCE_LIMIT[problem])).cost)
+        print(f"  reference {problem} {k + 1}/{len(instances)}", file=sys.stderr, flush=True)
+    if write:
+        path = RESULTS / f"reld_reference_{problem}.json"
+        cache = json.loads(path.read_text()) if path.exists() else {}
+        cache[_cache_key(problem, seed, n, len(instances))] = costs
         path.write_text(json.dumps(cache))
-    return cache[key]
+    else:
+        print(f"  {problem} references computed for this run only (--out is outside "
+              f"{RESULTS}, so the cache is left as it was)", file=sys.stderr, flush=True)
+    return costs
 
 
 def run_pair(instances: list[Any], time_limit: float) -> dict[str, list[dict[str, Any]]]:
@@ -87,34 +126,62 @@ def summarize(rows: list[dict[str, Any]], refs: list[float] | None) -> dict[str,
     return out
 
 
+def set_x(data: Path) -> list[Path]:
+    """CVRPLIB Set X files with n ≤ 300 (and a .sol beside them) under ``data``."""
+    return [p for p in sorted((data / "cvrplib" / "X").glob("*.vrp"))
+            if p.with_suffix(".sol").is_file() and load_instance(p).n <= 300]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=128)
+    parser = parser_for("benchmarks.reld", __doc__)
+    parser.add_argument("--count", type=int, default=128, help="instances per 100-node set")
     parser.add_argument("--time-limit", type=float, default=1.0,
                         help="seconds per instance for both solvers (100-node sets)")
     parser.add_argument("--more-limits", default="2,4",
-                        help="further time limits (s) for a time profile on the 100-node sets")
+                        help="further time limits (s) for a time profile on the 100-node sets; "
+                             "empty skips it")
     parser.add_argument("--more-count", type=int, default=32,
                         help="instances (the first ones of each set) in the time profile")
     parser.add_argument("--x-time-limit", type=float, default=5.0,
                         help="seconds per Set X instance; 0 skips Set X")
     parser.add_argument("--scaling", default="200,500,1000",
                         help="TSP sizes of the scaling table; empty skips it")
-    parser.add_argument("--scaling-count", type=int, default=4)
+    parser.add_argument("--scaling-count", type=int, default=4,
+                        help="instances per size of the scaling table")
     parser.add_argument("--problems", default="tsp,cvrp",
                         help="which 100-node sets to run (tsp, cvrp or both)")
-    parser.add_argument("--phase", choices=["all", "references"], default="all")
-    parser.add_argument("--out", type=Path, default=RESULTS / "reld.md")
+    parser.add_argument("--phase", choices=["all", "references"], default="all",
+                        help="references: only compute and cache the PyVRP references")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="folder holding cvrplib/X/ (Set X)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "reld.md",
+                        help="markdown report; only a report inside benchmarks/results adds "
+                             "to the reference caches there")
     args = parser.parse_args(argv)
+    # QA sweep: options checked before a run of an hour, not by a crash or a nan table
     problems = [p for p in ("tsp", "cvrp") if p in args.problems.split(",")]
+    if set(args.problems.split(",")) - {"tsp", "cvrp", ""}:
+        parser.error("--problems: tsp, cvrp or both")
+    if args.count < 1 or args.more_count < 1 or args.scaling_count < 1:
+        parser.error("--count, --more-count, --scaling-count: at least 1")
+    if not (args.time_limit > 0 and args.x_time_limit >= 0):
+        parser.error("--time-limit: positive; --x-time-limit: 0 or more")
+    more = numbers(parser, "--more-limits", args.more_limits, allow_empty=True)
+    sizes = integers(parser, "--scaling", args.scaling, positive=True, allow_empty=True)
+    x_files = set_x(args.data) if args.x_time_limit > 0 and args.phase == "all" else []
+    if args.x_time_limit > 0 and args.phase == "all" and not x_files:
+        parser.error(f"--data: no CVRPLIB Set X instance with n ≤ 300 (cvrplib/X/*.vrp and "
+                     f".sol) under {args.data}; --x-time-limit 0 skips Set X")
+    check_out(parser, args.out)
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    sets = {p: uniform(p, 100, args.count, SEED) for p in ("tsp", "cvrp")}
-    refs = {p: references(p, sets[p], SEED) for p in sets}
+    sets = {p: uniform(p, 100, args.count, SEED) for p in problems}
+    refs = {p: references(p, sets[p], SEED, writes_results(args.out)) for p in sets}
     if args.phase == "references":
         return 0
+    warm_up(["reld", "ortools"])
     manifest = json.loads((REPO / "weights" / "MANIFEST.json").read_text())
     lines = ["# ReLD benchmark", "",
-             f"- Command: `python -m benchmarks.reld {' '.join(argv or sys.argv[1:])}`".rstrip(),
+             f"- Command: `{command('benchmarks.reld', argv)}`",
              f"- Started: {started} (UTC)"]
     info = machine_info()
     lines.append(f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, "
@@ -126,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                          f"validation gap {entry['validation']['gap_percent']}% "
                          f"({entry['validation']['set']}, {entry['validation']['reference']})")
     lines += [f"- Seed {SEED}; both solvers get the same time limit per instance and run one "
-              "after the other; costs are recomputed by the instance (float Euclidean on the "
-              "uniform sets, EUC_2D on Set X).", "",
+              f"after the other, {WARMED}; costs are recomputed by the instance (float "
+              "Euclidean on the uniform sets, EUC_2D on Set X).", "",
               "## Uniform 100-node sets", "",
               f"Reference: PyVRP 0.14, {REFERENCE_LIMIT['tsp']:g} s per TSP and "
               f"{REFERENCE_LIMIT['cvrp']:g} s per CVRP instance.", "",
@@ -145,7 +212,6 @@ def main(argv: list[str] | None = None) -> int:
                                                         strict=True))
         lines.append(f"| | reld better than ortools on | | {wins}/{args.count} instances "
                      "| | | |")
-    more = [float(v) for v in args.more_limits.split(",") if v]
     if more:
         count = min(args.more_count, args.count)
         lines += ["", f"## Time profile: the first {count} instances of each set", "",
@@ -168,10 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                   "| instance | n | BKS | reld | gap % | ortools | gap % |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
         gaps: dict[str, list[float]] = {"reld": [], "ortools": []}
-        for path in sorted((DATA / "cvrplib" / "X").glob("*.vrp")):
+        for path in x_files:
             inst = load_instance(path)
-            if inst.n > 300:
-                continue
             _, bks = read_sol(path.with_suffix(".sol"))
             print(f"{inst.name} ...", file=sys.stderr, flush=True)
             rows = run_pair([inst], args.x_time_limit)
@@ -184,7 +248,6 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {inst.name} | {inst.n} | {bks:.0f} | {' | '.join(cells)} |")
         lines.append(f"| mean | | | | {np.mean(gaps['reld']):.2f} | | "
                      f"{np.mean(gaps['ortools']):.2f} |")
-    sizes = [int(v) for v in args.scaling.split(",") if v]
     if sizes:
         lines += ["", "## TSP scaling (uniform; gap of reld relative to ortools at equal time)", "",
                   "| n | instances | time limit (s) | reld mean cost | ortools mean cost "

@@ -81,3 +81,77 @@ def test_fleet_refuses_bad_options_and_writes_to_out(
     assert fleet.main([*base, "--limits", "1", "--out", str(out)]) == 0
     assert "| X-a (3) | 1 | nearest_neighbor | 1.00 |" in out.read_text()
     assert json.loads(out.with_suffix(".json").read_text())[0]["cost"] == 101.0
+
+
+def _no_solve(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a cached reference was computed again")
+
+
+def test_reld_references_reuse_the_published_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first N of count128 serve a --count N run: no PyVRP run, no cache written."""
+    from benchmarks import reld
+
+    before = {p: (RESULTS / f"reld_reference_{p}.json").read_text() for p in ("tsp", "cvrp")}
+    monkeypatch.setattr(reld, "solve", _no_solve)
+    for problem in ("tsp", "cvrp"):
+        full = json.loads(before[problem])[f"seed{reld.SEED}-n100-count128-pyvrp"
+                                           f"{reld.REFERENCE_LIMIT[problem]}"]
+        small = reld.uniform(problem, 100, 2, reld.SEED)
+        big = reld.uniform(problem, 100, 3, reld.SEED)
+        assert all((a.coords == b.coords).all() for a, b in zip(small, big, strict=False))
+        assert reld.references(problem, small, reld.SEED, write=True) == full[:2]
+    assert before == {p: (RESULTS / f"reld_reference_{p}.json").read_text()
+                      for p in ("tsp", "cvrp")}
+
+
+def test_references_are_stored_only_by_runs_into_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose --out is outside benchmarks/results computes what is missing but leaves
+    the committed caches alone."""
+    from benchmarks import common, polynet, reld
+
+    class Sol:
+        cost, feasible = 7.0, True
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    assert common.writes_results(tmp_path / "x" / "a.md")
+    assert not common.writes_results(RESULTS / "a.md")
+    for module in (reld, polynet):
+        monkeypatch.setattr(module, "RESULTS", tmp_path)
+        monkeypatch.setattr(module, "solve", lambda *a, **k: Sol())
+    insts = reld.uniform("tsp", 100, 200, reld.SEED)  # no cached key holds 200
+    assert reld.references("tsp", insts[:130], reld.SEED, write=False) == [7.0] * 130
+    assert not (tmp_path / "reld_reference_tsp.json").exists()
+    assert reld.references("tsp", insts[:130], reld.SEED, write=True) == [7.0] * 130
+    assert reld.cached_references("tsp", 100, 129, reld.SEED) == [7.0] * 129
+    from training.instances import cvrptw_instance
+
+    tw = [cvrptw_instance(1, n=11)]
+    assert polynet.tw_references(tw, write=False) == [7.0]
+    assert not (tmp_path / "polynet_reference_cvrptw.json").exists()
+
+
+@pytest.mark.parametrize("module", ["polynet", "polynet_vs_reld", "polish"])
+def test_neural_benchmarks_refuse_bad_options(module: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """--count outside 2..128 and --limits abc / 0 are one-line errors, not runs labelled
+    ×-1 or tracebacks."""
+    import importlib
+
+    main = importlib.import_module(f"benchmarks.{module}").main
+    assert "--count" in _exit_code(main, ["--count", "-1"], capsys)
+    assert "--count" in _exit_code(main, ["--count", "200"], capsys)
+    limits = "--more-limits" if module == "polynet" else "--limits"
+    assert limits in _exit_code(main, [limits, "abc"], capsys)
+    if module == "polynet_vs_reld":
+        assert "--limits" in _exit_code(main, ["--limits", "0"], capsys)
+        assert "--opponent" in _exit_code(main, ["--opponent", "bogus"], capsys)
+
+
+def test_reld_refuses_a_data_folder_without_set_x(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import reld
+
+    out = tmp_path / "r.md"
+    assert "Set X" in _exit_code(reld.main, ["--data", str(tmp_path), "--out", str(out)], capsys)
+    assert not out.exists()
