@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import check_out, warm_up
 from solvers.base import Budget, SolverSpec, get_spec
 from solvers.errors import CosolveError, UnknownSolverError
 from solvers.routing.io import load_instance, read_sol, read_tour
@@ -450,8 +451,9 @@ def render_markdown(meta: dict[str, Any], records: list[RunRecord], planned: int
         f"({s['instances_per_size_text']}); solvers {', '.join(s['solvers'])}; "
         f"max n for public instances {s['max_n'] or 'none'}; hard cap "
         f"{HARD_CAP_FACTOR:g} × limit + {HARD_CAP_SLACK_S:g} s",
-        "- Runs: one at a time, each in a fresh child process forked from the driver; wall "
-        "time is measured around the solve call inside the child.",
+        "- Runs: one at a time, each in a fresh child process forked from the driver, "
+        "which warmed every solver up (imports, weights, compiled kernels) before the first "
+        "run; wall time is measured around the solve call inside the child.",
         f"- Data: `{s['data']}`",
         "- References: TSPLIB proven optima (`tsplib/solutions.txt`), CVRPLIB best-known "
         "values (`Cost` line of the `.sol` files); uniform sets use the best feasible cost of "
@@ -571,6 +573,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--seed: must be a non-negative integer")
     if {"tsplib", "cvrplib"} & set(args.sets) and not args.data.is_dir():
         parser.error(f"--data: {args.data} is not a folder")
+    # QA sweep: a data folder without the set's files gave '0 instances', an empty table and
+    # exit 0
+    for name, patterns in (("tsplib", ("tsplib/*.tsp", "tsplib/*.tsp.gz")),
+                           ("cvrplib", ("cvrplib/X/*.vrp", "cvrplib/XXL/*.vrp.gz"))):
+        if name in args.sets and not any(any(args.data.glob(p)) for p in patterns):
+            parser.error(f"--data: set {name} has no instances ({', '.join(patterns)}) under "
+                         f"{args.data}")
+    # QA sweep: --out x.json wrote the table there, then overwrote it with the JSON
+    if args.out.suffix == ".json":
+        args.out = args.out.with_suffix(".md")
+    if not args.dry_run:
+        check_out(parser, args.out)
     return args
 
 
@@ -605,11 +619,14 @@ def estimate_seconds(instances: list[BenchInstance], specs: list[SolverSpec],
     return runs, seconds
 
 
-def _preload_solver_libraries() -> None:
-    """Import the solver packages once in the driver so forked children do not pay for it."""
+def _preload_solver_libraries(solvers: Sequence[str]) -> None:
+    """Import the solver packages and warm every solver up once in the driver so forked
+    children do not pay for it inside their clock (QA sweep: on a fresh checkout the first ils
+    run took 41 s at a 1 s limit, numba compiling in the child)."""
     for module in ("ortools.constraint_solver.pywrapcp", "pyvrp", "scipy.spatial"):
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+    warm_up(solvers)
 
 
 def _progress_line(index: int, total: int, r: RunRecord) -> str:
@@ -669,7 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "notes": [f"left out by --max-n: {', '.join(left_out)}"] if left_out else [],
     }
-    _preload_solver_libraries()
+    _preload_solver_libraries(args.solvers)
     records: list[RunRecord] = []
     index = 0
     reference_checks = [0, 0]  # reference solutions that recompute to the stated value / not
