@@ -14,7 +14,6 @@ the CLI, one after another in this process.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from datetime import UTC, datetime
@@ -23,6 +22,17 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import (
+    DATA,
+    RESULTS,
+    WARMED,
+    check_data,
+    check_out,
+    check_solvers,
+    command,
+    parser_for,
+    warm_up,
+)
 from benchmarks.routing import machine_info
 from solvers.base import Budget
 from solvers.errors import CosolveError
@@ -31,9 +41,6 @@ from solvers.routing.problem import CVRPTWInstance, build_solution
 from solvers.routing.solve import gap_percent, solve
 from training.instances import cvrptw_instance
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-DATA = REPO.parent / "shared" / "data"
 #: Seeds of the generated instances: RANDOM_SEED_BASE + k.
 RANDOM_SEED_BASE = 20261200
 
@@ -65,41 +72,58 @@ def run(inst: CVRPTWInstance, solver: str, time_limit: float, seed: int) -> dict
             "wall": round(sol.wall_time, 2)}
 
 
-def _cell(row: dict[str, Any], reference: float | None) -> tuple[str, str]:
+def _cell(row: dict[str, Any], reference: float | None) -> tuple[str, str, float | None]:
+    """The cost and gap cells, and the unrounded gap for the means (QA sweep: the means
+    were taken over the 2-decimal strings)."""
     if row.get("cost") is None:
-        return "error", "–"
+        return "error", "–", None
     cost = f"{row['cost']:.0f}" if float(row["cost"]).is_integer() else f"{row['cost']:.4f}"
     if not row["feasible"]:
-        return f"{cost} (infeasible: {'; '.join(row['violations'])[:60]})", "–"
+        return f"{cost} (infeasible: {'; '.join(row['violations'])[:60]})", "–", None
     gap = gap_percent(row["cost"], reference)
-    return cost, ("–" if gap is None else f"{gap:.2f}")
+    return cost, ("–" if gap is None else f"{gap:.2f}"), gap
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--time-limit", type=float, default=10.0)
-    parser.add_argument("--solvers", default="ortools,pyvrp,nearest_neighbor")
+    parser = parser_for("benchmarks.cvrptw", __doc__)
+    parser.add_argument("--time-limit", type=float, default=10.0,
+                        help="seconds per solver and instance")
+    parser.add_argument("--solvers", default="ortools,pyvrp,nearest_neighbor",
+                        help="comma-separated solver names")
     parser.add_argument("--random", type=int, default=4,
                         help="generated CVRPTW100 instances (gap to the best row)")
     parser.add_argument("--seed", type=int, default=0, help="solver seed")
-    parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--out", type=Path, default=RESULTS / "cvrptw.md")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="folder holding solomon/ (LKH-3's CVRPTW files and tours)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "cvrptw.md",
+                        help="markdown report; the records go beside it as .json")
     args = parser.parse_args(argv)
+    # QA sweep: --time-limit -1 was a traceback, --solvers bogus a table of error cells with
+    # exit 0, a missing --data an empty Solomon table with exit 0
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    if not solvers:
+        parser.error("--solvers: give at least one solver")
+    check_solvers(parser, solvers)
+    if not args.time_limit > 0:
+        parser.error("--time-limit: a positive number of seconds")
+    if args.random < 0 or args.seed < 0:
+        parser.error("--random, --seed: 0 or more")
+    check_data(parser, args.data, "solomon/*.tour", "Solomon tours")
+    check_out(parser, args.out)
+    warm_up(solvers)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     info = machine_info()
     lines = ["# CVRPTW benchmark", "",
-             f"- Command: `python -m benchmarks.cvrptw {' '.join(argv or sys.argv[1:])}`"
-             .rstrip(),
+             f"- Command: `{command('benchmarks.cvrptw', argv)}`",
              f"- Started: {started} (UTC)",
              f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
-             f"only; load average at start {info['load_average_at_start']} (the 2 cores are "
-             "shared with other work, so wall-clock-limited searches may see less CPU)",
+             f"only; load average at start {info['load_average_at_start']}",
              f"- Versions: {json.dumps(info['versions'])}",
              f"- Settings: {args.time_limit:g} s per solver and instance, solver seed "
-             f"{args.seed}, solvers one after another; OR-Tools = PATH_CHEAPEST_ARC + guided "
-             "local search with a time dimension and droppable customers; PyVRP = its default "
-             "iterated local search; nearest_neighbor = our time-oriented greedy (a floor).",
+             f"{args.seed}, solvers one after another, {WARMED}; OR-Tools = "
+             "PATH_CHEAPEST_ARC + guided local search with a time dimension and droppable "
+             "customers; PyVRP = its default iterated local search; nearest_neighbor = our "
+             "time-oriented greedy (a floor).",
              "",
              "## Solomon 100-customer instances (LKH-3 CVRPTW files)", "",
              "Costs in SCALE units (FLOOR_2D on coordinates × 10, i.e. tenths of the "
@@ -116,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{inst.name} {solver} ...", file=sys.stderr, flush=True)
             row = run(inst, solver, args.time_limit, args.seed)
             records.append({"set": "solomon", "instance": inst.name, "reference": ref, **row})
-            cost, gap = _cell(row, ref)
-            if gap != "–":
-                gaps[solver].append(float(gap))
+            cost, gap, value = _cell(row, ref)
+            if value is not None:
+                gaps[solver].append(value)
             cells += [cost, gap]
         lines.append(f"| {inst.name} | {inst.max_vehicles} | {ref} | {' | '.join(cells)} |")
     lines.append("| mean gap (feasible runs) | | | " + " | ".join(
@@ -145,9 +169,9 @@ def main(argv: list[str] | None = None) -> int:
             for row in rows:
                 records.append({"set": "generated", "instance": inst.name, "reference": best,
                                 **row})
-                cost, gap = _cell(row, best)
-                if gap != "–":
-                    rgaps[row["solver"]].append(float(gap))
+                cost, gap, value = _cell(row, best)
+                if value is not None:
+                    rgaps[row["solver"]].append(value)
                 cells += [cost, gap]
             lines.append(f"| {inst.name} | {' | '.join(cells)} |")
         lines.append("| mean gap (feasible runs) | " + " | ".join(

@@ -155,3 +155,39 @@ def test_reld_refuses_a_data_folder_without_set_x(tmp_path: Path,
     out = tmp_path / "r.md"
     assert "Set X" in _exit_code(reld.main, ["--data", str(tmp_path), "--out", str(out)], capsys)
     assert not out.exists()
+
+
+def test_routing_out_names_and_empty_sets(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """--out x.json gives x.md + x.json (the table was overwritten by the JSON), and a data
+    folder without the set's files is an error, not an empty table with exit 0."""
+    from benchmarks import routing
+
+    args = routing.parse_args(["--sets", "uniform", "--out", str(tmp_path / "x.json")])
+    assert args.out == tmp_path / "x.md" and args.out.with_suffix(".json").name == "x.json"
+    err = _exit_code(routing.parse_args, ["--sets", "tsplib,cvrplib", "--data", str(tmp_path)],
+                     capsys)
+    assert "set tsplib has no instances" in err
+
+
+def test_routing_warms_the_solvers_up_in_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import routing
+
+    warmed: list[str] = []
+    monkeypatch.setattr(routing, "warm_up", lambda names: warmed.extend(names))
+    routing._preload_solver_libraries(["ils", "ortools"])
+    assert warmed == ["ils", "ortools"]
+
+
+def test_cvrptw_refuses_bad_options_and_averages_unrounded_gaps(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import cvrptw
+
+    data = ["--data", str(tmp_path), "--out", str(tmp_path / "c.md")]
+    assert "--solvers" in _exit_code(cvrptw.main, ["--solvers", "bogus", "--random", "0"],
+                                     capsys)
+    assert "--time-limit" in _exit_code(cvrptw.main, ["--time-limit", "-1"], capsys)
+    assert "Solomon" in _exit_code(cvrptw.main, data, capsys)
+    assert not (tmp_path / "c.md").exists()
+    row = {"cost": 100.004, "feasible": True}
+    assert cvrptw._cell(row, 100.0)[1:] == ("0.00", pytest.approx(0.004))
