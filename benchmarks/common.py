@@ -67,17 +67,19 @@ def integers(parser: argparse.ArgumentParser, option: str, text: str, positive: 
 
 
 def check_solvers(parser: argparse.ArgumentParser, names: Iterable[str],
-                  option: str = "--solvers") -> None:
-    """Refuse an unknown solver before anything runs (QA sweep: ``--solvers bogus`` gave a
-    traceback, or a table of error rows and exit 0)."""
+                  option: str = "--solvers", problem: str | None = None) -> None:
+    """Refuse an unknown solver, or one that does not solve ``problem``, before anything runs
+    (QA sweep: ``--solvers bogus`` gave a traceback, or a table of error rows and exit 0)."""
     from solvers.base import get_spec
     from solvers.errors import UnknownSolverError
 
     for name in names:
         try:
-            get_spec(name)
+            spec = get_spec(name)
         except UnknownSolverError as exc:
             parser.error(f"{option}: {exc}")
+        if problem is not None and problem not in spec.problems:
+            parser.error(f"{option}: {name} does not solve {problem}")
 
 
 def check_out(parser: argparse.ArgumentParser, out: Path) -> None:

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
         parser.error("--solvers: give at least one solver")
-    check_solvers(parser, solvers)
+    check_solvers(parser, solvers, problem="cvrptw")
     if not args.time_limit > 0:
         parser.error("--time-limit: a positive number of seconds")
     if args.random < 0 or args.seed < 0:

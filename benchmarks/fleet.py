@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = integers(parser, "--seeds", args.seeds)
     if not names or not solvers:
         parser.error("--instances, --solvers: give at least one")
-    check_solvers(parser, solvers)
+    check_solvers(parser, solvers, problem="cvrp")
     folder = args.data / "cvrplib" / "X"
     missing = [f"{n}{ext}" for n in names for ext in (".vrp", ".sol")
                if not (folder / f"{n}{ext}").is_file()]

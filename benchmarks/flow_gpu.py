@@ -22,8 +22,6 @@ import argparse
 import json
 import os
 import platform
-import shlex
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
@@ -34,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.common import HelpFormatter, check_out, command, integers, parser_for
 from solvers.base import Budget
 from solvers.flow.generate import netgen_style
 from solvers.flow.options import SinkhornSettings
@@ -73,8 +72,7 @@ def _sync(device: str) -> None:
 def device_half(args: argparse.Namespace) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    batches = [int(b) for b in args.batches.split(",")]
-    engines = [e for e in args.engines.split(",") if e]
+    batches, engines = args.batches, args.engines
     count = max(batches)
     t0 = time.perf_counter()
     cores = networks(count, args.nodes, args.arcs, args.seed)
@@ -86,7 +84,7 @@ def device_half(args: argparse.Namespace) -> int:
     nx_s = time.perf_counter() - t0
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     record: dict[str, Any] = {
-        "command": "python -m benchmarks.flow_gpu " + shlex.join(sys.argv[1:]),
+        "command": args.command,
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpu": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(), "gpu": gpu, "torch": torch.__version__,
@@ -163,7 +161,7 @@ def device_half(args: argparse.Namespace) -> int:
             save()
     # Single large networks with the API's ε schedule and stopping rules, eager and with
     # compile + CUDA graph (the API itself uses the CUDA graph alone): entropic flows only.
-    for n in [int(x) for x in args.sizes.split(",") if x]:
+    for n in args.sizes:
         net = netgen_style(args.seed, n)
         opt = _networkx_optimum((args.seed, n, net.m))
         for engine in ("eager", "compiled_graph"):
@@ -302,24 +300,41 @@ def report_half(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = parser_for("benchmarks.flow_gpu", __doc__)
     sub = parser.add_subparsers(dest="half", required=True)
-    dev = sub.add_parser("device", help="entropic flows on the GPU (no OR-Tools needed)")
-    dev.add_argument("--out", type=Path, required=True)
-    dev.add_argument("--batches", default="1000,10000")
-    dev.add_argument("--engines", default=",".join(ENGINES))
+    dev = sub.add_parser("device", help="entropic flows on the GPU (no OR-Tools needed)",
+                         formatter_class=HelpFormatter)
+    dev.add_argument("--out", type=Path, required=True, help="folder for the raw results")
+    dev.add_argument("--batches", default="1000,10000", help="batch sizes (networks)")
+    dev.add_argument("--engines", default=",".join(ENGINES), help="engines to time")
     dev.add_argument("--sizes", default="1000,5000,20000",
-                     help="single networks timed with the default settings")
-    dev.add_argument("--nodes", type=int, default=100)
-    dev.add_argument("--arcs", type=int, default=800)
-    dev.add_argument("--seed", type=int, default=0)
-    dev.add_argument("--device", default="cuda")
-    rep = sub.add_parser("report", help="OR-Tools and exact repair here; writes the table")
-    rep.add_argument("dir", type=Path)
-    rep.add_argument("--out", type=Path, default=DEFAULT_OUT)
+                     help="single networks timed with the default settings; empty skips")
+    dev.add_argument("--nodes", type=int, default=100, help="nodes per batched network")
+    dev.add_argument("--arcs", type=int, default=800, help="arcs per batched network")
+    dev.add_argument("--seed", type=int, default=0, help="seed of the networks")
+    dev.add_argument("--device", default="cuda", help="torch device")
+    rep = sub.add_parser("report", help="OR-Tools and exact repair here; writes the table",
+                         formatter_class=HelpFormatter)
+    rep.add_argument("dir", type=Path, help="the device half's --out folder")
+    rep.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                     help="markdown report; the summary goes beside it as .json")
     args = parser.parse_args(argv)
-    return device_half(args) if args.half == "device" else report_half(args)
+    args.command = command("benchmarks.flow_gpu", argv)
+    # QA sweep: bad options were tracebacks, and a missing --out folder crashed the report
+    # at its very end
+    if args.half == "device":
+        args.batches = integers(dev, "--batches", args.batches, positive=True)
+        args.sizes = integers(dev, "--sizes", args.sizes, positive=True, allow_empty=True)
+        args.engines = [e for e in args.engines.split(",") if e]
+        unknown = [e for e in args.engines if e not in ENGINES]
+        if unknown or not args.engines:
+            dev.error(f"--engines: any of {', '.join(ENGINES)}; got {args.engines!r}")
+        return device_half(args)
+    missing = [f for f in ("flow_gpu.json", "entropic.npz") if not (args.dir / f).is_file()]
+    if missing:
+        rep.error(f"dir: no {', '.join(missing)} in {args.dir} (the device half's --out)")
+    check_out(rep, args.out)
+    return report_half(args)
 
 
 if __name__ == "__main__":

@@ -191,3 +191,25 @@ def test_cvrptw_refuses_bad_options_and_averages_unrounded_gaps(
     assert not (tmp_path / "c.md").exists()
     row = {"cost": 100.004, "feasible": True}
     assert cvrptw._cell(row, 100.0)[1:] == ("0.00", pytest.approx(0.004))
+
+
+def test_flow_refuses_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import flow, flow_gpu
+
+    assert "--solvers" in _exit_code(flow.main, ["--solvers", "bogus"], capsys)
+    assert "does not solve" in _exit_code(flow.main, ["--solvers", "ils"], capsys)
+    assert "--sizes" in _exit_code(flow.main, ["--sizes", "abc"], capsys)
+    assert "dir" in _exit_code(flow_gpu.main, ["report", str(tmp_path)], capsys)
+    assert "--batches" in _exit_code(flow_gpu.main, ["device", "--out", str(tmp_path),
+                                                     "--batches", "abc"], capsys)
+
+
+def test_flow_reference_names_only_the_exact_solvers_that_ran() -> None:
+    """With networkx left out, the reference is OR-Tools' alone (it read 'OR-Tools =
+    networkx' whatever ran)."""
+    from benchmarks import flow
+    from solvers.flow.generate import netgen_style
+
+    rows = flow.run_network("s", netgen_style(0, 20, 60), None, "", ["ortools_mcf"], 10.0,
+                            "cpu")
+    assert rows[0].optimum_source == "OR-Tools (certified)"
