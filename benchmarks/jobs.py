@@ -14,7 +14,6 @@ Run: ``python -m benchmarks.jobs`` → ``benchmarks/results/jobs.md``. Not a tim
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -32,6 +31,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from benchmarks.common import check_out, command, parser_for
 from benchmarks.routing import machine_info
 from solvers.base import Budget
 from solvers.routing.io import parse_instance_bytes
@@ -169,13 +169,18 @@ def bench_throughput(api: httpx.Client, jobs: int, workers: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = parser_for("benchmarks.jobs", __doc__)
     parser.add_argument("--n", type=int, default=100_000, help="nodes of the large TSP")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--small-jobs", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/jobs.md")
+    parser.add_argument("--repeats", type=int, default=3, help="uploads of the large TSP")
+    parser.add_argument("--small-jobs", type=int, default=40,
+                        help="small jobs of the throughput runs")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the large TSP")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/jobs.md",
+                        help="markdown report")
     args = parser.parse_args(argv)
+    if args.n < 3 or args.repeats < 1 or args.small_jobs < 1:
+        parser.error("--n: at least 3; --repeats, --small-jobs: at least 1")
+    check_out(parser, args.out)  # QA sweep: a missing folder lost the run at its end
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     throughput: dict[int, float] = {}
@@ -194,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     info = machine_info()
     lines = [
         "# Job-path benchmark", "",
-        f"- Command: `python -m benchmarks.jobs {' '.join(argv or sys.argv[1:])}`".rstrip(),
+        f"- Command: `{command('benchmarks.jobs', argv)}`",
         f"- Started: {started} (UTC)",
         f"- Machine: {info.get('cpu', '?')}, {info.get('cores', '?')} cores, "
         f"{info.get('ram_gib', '?')} GiB RAM; Python {info.get('python', '?')}; load average "

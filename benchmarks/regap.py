@@ -14,7 +14,6 @@ holds (the first N of the 128), and the mean with its 95 % bootstrap interval.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import parser_for
 from benchmarks.reld import REFERENCE_LIMIT, RESULTS, SEED
 
 #: The cache key of the uniform 100-node sets the benchmarks use (benchmarks.reld.references).
@@ -37,7 +37,9 @@ def reference(problem: str) -> list[float]:
 def solver_runs(records: dict[str, Any]) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """(set, solver, runs) for every TSP/CVRP set of a results file's records: keys such as
     ``cvrp@4`` (polynet_vs_reld) or ``cvrp`` (polynet), each solver's runs in instance order."""
-    out = []
+    out: list[tuple[str, str, list[dict[str, Any]]]] = []
+    if not isinstance(records, dict):  # e.g. cvrptw.json's list of rows
+        return out
     for key, by_solver in records.items():
         if key.split("@")[0] not in ("tsp", "cvrp") or not isinstance(by_solver, dict):
             continue
@@ -73,14 +75,27 @@ def regap(path: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = parser_for("benchmarks.regap", __doc__)
     parser.add_argument("files", nargs="+", type=Path, help="results JSON files")
     args = parser.parse_args(argv)
+    # QA sweep: a missing file or a .md was a traceback, a file without TSP/CVRP records
+    # printed a bare header; each is now a one-line error (exit 2) before any output
+    rows: list[str] = []
+    for path in args.files:
+        if not path.is_file():
+            parser.error(f"files: no file {path}")
+        try:
+            found = regap(path)
+        except (ValueError, AttributeError, KeyError, TypeError):
+            parser.error(f"files: {path} is not a results JSON with 'records' (give the "
+                         ".json beside a report)")
+        if not found:
+            parser.error(f"files: no TSP/CVRP records in {path}")
+        rows += found
     print("| file | set | solver | instances | mean gap % [95% CI] | median gap % |")
     print("|---|---|---|---:|---:|---:|")
-    for path in args.files:
-        for row in regap(path):
-            print(row)
+    for row in rows:
+        print(row)
     return 0
 
 

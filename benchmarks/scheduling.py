@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.common import check_out, command, integers, parser_for
 from benchmarks.routing import machine_info
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, STALE_HEURISTICS
 from solvers.scheduling.registry import POLICIES, run_policies
@@ -168,21 +168,23 @@ def write(meta: dict[str, Any], data: dict[str, Any], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workflows", type=int, default=1000)
-    p.add_argument("--seeds", default="5000,5001")
-    p.add_argument("--out", type=Path, default=OUT)
+    p = parser_for("benchmarks.scheduling", __doc__)
+    p.add_argument("--workflows", type=int, default=1000, help="workflows per stream")
+    p.add_argument("--seeds", default="5000,5001", help="comma-separated stream seeds")
+    p.add_argument("--out", type=Path, default=OUT, help="markdown report")
     args = p.parse_args(argv)
-    args.seeds = [int(s) for s in args.seeds.split(",")]
+    # QA sweep: --seeds abc and --workflows 0 were tracebacks
+    args.seeds = integers(p, "--seeds", args.seeds)
+    if args.workflows < 1:
+        p.error("--workflows: at least 1")
+    check_out(p, args.out)
     torch.set_num_threads(1)
     from solvers.scheduling.goodrl import WEIGHTS, availability
 
     weights = "missing" if availability() else (
         f"weights/{WEIGHTS.name} ({torch.load(WEIGHTS, weights_only=True)['meta']})")
     meta: dict[str, Any] = {
-        "command": "python -m benchmarks.scheduling " + " ".join(sys.argv[1:] if argv is None
-                                                                  else argv),
+        "command": command("benchmarks.scheduling", argv),
         "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M"),
         "machine": machine_info(("torch", "numpy", "cosolve")),
         "workflows": args.workflows, "seeds": args.seeds, "weights": weights}

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.common import check_out, command, integers, parser_for
 from benchmarks.routing import machine_info
 from benchmarks.scheduling import SCENARIOS, scenario_label
 from solvers.scheduling.heuristics import HEURISTICS
@@ -134,18 +134,18 @@ def write(meta: dict[str, Any], data: dict[str, Any], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = parser_for("benchmarks.scheduling_headroom", __doc__)
     parser.add_argument("--workflows", type=int, default=1000, help="workflows per stream")
     parser.add_argument("--seeds", default="5000,5001", help="comma-separated stream seeds")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=OUT, help="markdown report")
     args = parser.parse_args(argv)
-    args.seeds = [int(s) for s in args.seeds.split(",") if s]
-    if args.workflows < 1 or not args.seeds:
-        parser.error("--workflows must be at least 1 and --seeds must name a seed")
+    args.seeds = integers(parser, "--seeds", args.seeds)  # QA sweep: 'abc' was a traceback
+    if args.workflows < 1:
+        parser.error("--workflows: at least 1")
+    check_out(parser, args.out)
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M")
     data = run(args)
-    given = sys.argv[1:] if argv is None else argv
-    meta = {"command": " ".join(["python -m benchmarks.scheduling_headroom", *given]),
+    meta = {"command": command("benchmarks.scheduling_headroom", argv),
             "started": started, "finished": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M"),
             "machine": machine_info(("numpy", "cosolve"))["cpu"],
             "workflows": args.workflows, "seeds": args.seeds}

@@ -13,7 +13,6 @@ benchmarks/results/slack_knobs.md.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import check_out, command, integers, parser_for
 from benchmarks.routing import machine_info
 from benchmarks.scheduling import SCENARIOS, scenario_label
 from solvers.scheduling.heuristics import SLACK_MIN_SECONDS, SLACK_STEPS, HEFTSlack
@@ -97,17 +97,19 @@ def write(meta: dict[str, Any], res: dict[str, dict[Knobs, list[float]]], out: P
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workflows", type=int, default=1000)
-    parser.add_argument("--seeds", default="5000,5001")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser = parser_for("benchmarks.slack_knobs", __doc__)
+    parser.add_argument("--workflows", type=int, default=1000, help="workflows per stream")
+    parser.add_argument("--seeds", default="5000,5001", help="comma-separated stream seeds")
+    parser.add_argument("--out", type=Path, default=OUT, help="markdown report")
     args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = integers(parser, "--seeds", args.seeds)  # QA sweep: 'abc' was a traceback
+    if args.workflows < 1:
+        parser.error("--workflows: at least 1")
+    check_out(parser, args.out)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     machine = machine_info()
     res = run(args.workflows, seeds)
-    meta = {"command": " ".join(["python -m benchmarks.slack_knobs",
-                                 *(argv if argv is not None else sys.argv[1:])]),
+    meta = {"command": command("benchmarks.slack_knobs", argv),
             "started": started, "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "machine": machine, "workflows": args.workflows, "seeds": seeds}
     write(meta, res, args.out)

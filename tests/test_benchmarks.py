@@ -213,3 +213,37 @@ def test_flow_reference_names_only_the_exact_solvers_that_ran() -> None:
     rows = flow.run_network("s", netgen_style(0, 20, 60), None, "", ["ortools_mcf"], 10.0,
                             "cpu")
     assert rows[0].optimum_source == "OR-Tools (certified)"
+
+
+@pytest.mark.parametrize("module", ["scheduling", "scheduling_headroom", "slack_knobs"])
+def test_scheduling_benchmarks_refuse_bad_options(module: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib
+
+    main = importlib.import_module(f"benchmarks.{module}").main
+    assert "--seeds" in _exit_code(main, ["--seeds", "abc"], capsys)
+    assert "--workflows" in _exit_code(main, ["--workflows", "0"], capsys)
+
+
+def test_regap_refuses_files_it_cannot_read(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing file, a .md and a file without TSP/CVRP records: one line, exit 2, and no
+    bare table header on stdout."""
+    from benchmarks import regap
+
+    (tmp_path / "r.md").write_text("# a report\n")
+    (tmp_path / "tw.json").write_text(json.dumps({"records": {"cvrptw": {"polynet": []}}}))
+    for name, message in (("none.json", "no file"), ("r.md", "not a results JSON"),
+                          ("tw.json", "no TSP/CVRP records in")):
+        assert message in _exit_code(regap.main, [str(tmp_path / name)], capsys)
+        assert "| file |" not in capsys.readouterr().out
+
+
+def test_header_commands_keep_empty_arguments() -> None:
+    """' '.join dropped an empty argument, so the header command did not parse when copied."""
+    import shlex
+
+    from benchmarks.common import command
+
+    line = command("benchmarks.reld", ["--more-limits", "", "--scaling", ""])
+    assert shlex.split(line)[3:] == ["--more-limits", "", "--scaling", ""]
