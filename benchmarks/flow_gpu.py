@@ -304,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="half", required=True)
     dev = sub.add_parser("device", help="entropic flows on the GPU (no OR-Tools needed)",
                          formatter_class=HelpFormatter)
-    dev.add_argument("--out", type=Path, required=True, help="folder for the raw results")
+    dev.add_argument("--out", type=Path, required=True, default=argparse.SUPPRESS,
+                     help="folder for the raw results (required)")
     dev.add_argument("--batches", default="1000,10000", help="batch sizes (networks)")
     dev.add_argument("--engines", default=",".join(ENGINES), help="engines to time")
     dev.add_argument("--sizes", default="1000,5000,20000",
