@@ -76,6 +76,12 @@ def _as_int_array(
             raw = np.asarray(values)
         except (ValueError, OverflowError):
             raw = np.asarray(values, dtype=object)
+        if raw.dtype.kind in "US" and raw.ndim == 1:
+            # numpy made every entry text ('1', '2', 'x'): keep the entries as given, so the
+            # one that is text is named (QA sweep: the first, a number, was blamed)
+            raw = np.empty(len(values), dtype=object)
+            for k, v in enumerate(values):
+                raw[k] = v
         if raw.ndim != 1:  # nested lists: keep one object per entry so the entry is named
             raw = np.empty(len(values), dtype=object)
             for k, v in enumerate(values):

@@ -39,6 +39,9 @@ def test_unbalanced_supplies_name_the_sums() -> None:
     (lambda o: o["arcs"][0].update(head=7), "arcs[0].head", "unknown node id 7"),
     (lambda o: o["arcs"][0].update(cost=1.5), "arcs[0].cost", "must be an integer"),
     (lambda o: o["arcs"][0].update(capacity="5"), "arcs[0].capacity", "must be an integer"),
+    # text among numbers names the text, not the first number (QA sweep: "got '1'")
+    (lambda o: o["arcs"][2].update(cost="x"), "arcs[2].cost", "got 'x'"),
+    (lambda o: o.update(supplies=[2, 0, "-2"]), "supplies[2]", "got '-2'"),
     (lambda o: o["arcs"][0].update(cost=True), "arcs[0].cost", "must be an integer"),
     (lambda o: o.update(supplies=[2, 0.5, -2.5]), "supplies[1]", "must be an integer"),
     (lambda o: o["arcs"].append({"tail": 2, "head": 2, "cost": 1}), "arcs[3]", "self-loop"),
