@@ -157,6 +157,16 @@ def test_input_errors_exit_2(tmp_path: Path) -> None:
     assert tol.exit_code == 2 and "--tolerance" in tol.stderr
 
 
+def test_a_shifted_arc_line_exits_2_naming_it(tmp_path: Path) -> None:
+    """QA sweep repro: a 4-field arc line before a 6-field one solved to 'optimal', cost 50,
+    with arc 1→2 read at cost 9 from line 5."""
+    silent = tmp_path / "silent.min"
+    silent.write_text("p min 3 2\nn 1 5\nn 3 -5\na 1 2 0 5\na 9 2 3 0 10 1\n")
+    result = _run("solve", str(silent))
+    assert result.exit_code == 2, result.stdout
+    assert "line 4: expected 'a FROM TO LOW CAP COST' (5 numbers), got 4" in result.stderr
+
+
 def test_compare_counts_only_proven_optima_towards_agreement() -> None:
     """The QA case: a time-limited oft_sinkhorn row (optimal: false) is no disagreement."""
     result = _run("compare", str(netgen_path("netgen_8_10a")), "--solvers",

@@ -86,6 +86,33 @@ def test_dimacs_errors_name_the_line(text: str, field: str, words: str) -> None:
     assert words in exc.value.message
 
 
+@pytest.mark.parametrize(("arcs", "line", "got"), [
+    # 4 + 6 fields: the right total, so the whole-file reshape shifted the columns silently
+    # (QA sweep: exit 0, arc 1→2 read with cost 9, taken from line 5)
+    (["a 1 2 0 5", "a 9 2 3 0 10 1"], 4, 4),
+    (["a 1 2 0 5 1 9", "a 2 3 0 10"], 4, 6),
+    # the bad line after clean ones, and a count that is off in total too
+    (["a 1 2 0 5 1", "a 2 3 0 10 1", "a 1 3 0 10"], 6, 4),
+])
+def test_an_arc_line_with_the_wrong_field_count_is_named(arcs: list[str], line: int,
+                                                         got: int) -> None:
+    text = "\n".join([f"p min 3 {len(arcs)}", "n 1 5", "n 3 -5", *arcs]) + "\n"
+    with pytest.raises(InstanceError) as exc:
+        parse_dimacs(text)
+    assert exc.value.field == f"line {line}", exc.value
+    assert exc.value.message == f"expected 'a FROM TO LOW CAP COST' (5 numbers), got {got}"
+
+
+def test_the_fast_arc_reader_counts_fields_as_split_does() -> None:
+    """Tabs, runs of spaces and trailing blanks are one gap each, as for str.split(); a
+    non-ASCII space (no byte count) takes the line-by-line reader, with the same result."""
+    spaced = TINY.replace("a 1 2 0 3 1", "a\t1  2 0\t3 1   ").replace("a 1 4 0 10 9",
+                                                                       "a 1 4 0 10\u00a09")
+    net, plain = parse_dimacs(spaced), parse_dimacs(TINY)
+    for attr in ("tails", "heads", "lower", "capacities", "costs"):
+        assert np.array_equal(getattr(net, attr), getattr(plain, attr)), attr
+
+
 def test_unknown_extension_is_refused() -> None:
     with pytest.raises(UnsupportedFormatError) as info:
         parse_network_bytes(TINY.encode(), "tiny.tsp")
