@@ -113,6 +113,39 @@ def test_the_fast_arc_reader_counts_fields_as_split_does() -> None:
         assert np.array_equal(getattr(net, attr), getattr(plain, attr)), attr
 
 
+def test_dimacs_takes_a_whole_number_written_as_a_decimal_as_json_does() -> None:
+    """QA sweep: a JSON network took "capacity": 10.0 and DIMACS refused 10.0 ("CAP must be
+    an integer"); both read it as 10 now, exactly (no float rounding), and 10.5 stays an
+    error naming the line."""
+    text = ("p min 4.0 5\nn 1 4.0\nn 4 -4\na 1 2 0 3.0 1\na 2 4 0 1e1 1\n"
+            "a 1 3 0.0 10.00 3\na 3 4 0 10 +1.0\na 1 4 0 10 9E0\n")
+    net, plain = parse_dimacs(text), parse_dimacs(TINY)
+    for attr in ("supplies", "tails", "heads", "lower", "capacities", "costs"):
+        assert np.array_equal(getattr(net, attr), getattr(plain, attr)), attr
+    as_json = network_from_dict({"nodes": 2, "supplies": [5.0, -5], "arcs": [
+        {"tail": 1, "head": 2, "cost": 1.0, "capacity": 10.0}]})
+    as_dimacs = parse_dimacs("p min 2 1\nn 1 5.0\nn 2 -5\na 1 2 0 10.0 1.0\n")
+    for attr in ("supplies", "capacities", "costs"):
+        assert np.array_equal(getattr(as_json, attr), getattr(as_dimacs, attr)), attr
+
+
+@pytest.mark.parametrize(("token", "words"), [
+    ("10.5", "CAP must be an integer, got '10.5'"),
+    ("1e-3", "CAP must be an integer, got '1e-3'"),
+    ("10.0000000000000001", "CAP must be an integer, got '10.0000000000000001'"),  # float: 10.0
+    ("nan", "CAP must be an integer, got 'nan'"),
+    ("inf", "CAP must be an integer, got 'inf'"),
+    ("4.0.0", "CAP must be an integer, got '4.0.0'"),
+    # an exponent is not expanded into a billion digits before the range check
+    ("1e999999999", "CAP 1e999999999 is out of range"),
+    ("4611686018427387904.0", "CAP 4611686018427387904.0 is out of range"),
+])
+def test_dimacs_refuses_a_decimal_that_is_not_a_whole_int64(token: str, words: str) -> None:
+    with pytest.raises(InstanceError) as exc:
+        parse_dimacs(f"p min 2 1\nn 1 1\nn 2 -1\na 1 2 0 {token} 1\n")
+    assert (exc.value.field, exc.value.message) == ("line 4", words)
+
+
 def test_unknown_extension_is_refused() -> None:
     with pytest.raises(UnsupportedFormatError) as info:
         parse_network_bytes(TINY.encode(), "tiny.tsp")
