@@ -43,10 +43,11 @@ register(
         family="flow",
         problems=PROBLEMS,
         description=(
-            "networkx network_simplex (pure Python, exact): an independent oracle, about "
-            "10–20× slower than OR-Tools (8–22× on the benchmark's networks). Cannot be "
-            "interrupted, hence the size cap, and a time limit below 3e-8·nodes·arcs s is "
-            "refused."
+            "networkx network_simplex (pure Python, exact): an independent oracle, 4–30× "
+            "slower than OR-Tools on NETGEN networks, growing with their size (25–35× for the "
+            "solves alone), more on random ones with negative costs (README, Min-cost flow). "
+            "Cannot be interrupted, hence the size cap, and a time limit below "
+            "3e-8·nodes·arcs s is refused."
         ),
         factory=_baselines.NetworkXFlowSolver,
         max_nodes={"mincostflow": 50_000},
