@@ -22,6 +22,7 @@ from solvers.flow.bounded import (
     INLINE_ARCS,
     INLINE_NODE_ARCS,
     DeadlinePassedError,
+    in_place,
     run_bounded,
 )
 from solvers.flow.bounded import warm_up as bounded_warm_up
@@ -97,7 +98,9 @@ class ORToolsFlowSolver:
             flow = run_bounded(solve_min_cost_flow, (core.n, core.tails, core.heads, core.caps,
                                                      core.costs, core.supplies),
                                deadline=started + max(budget.time_limit, FLOOR_S),
-                               cancelled=budget.cancelled, inline=core.m < INLINE_ARCS)
+                               cancelled=budget.cancelled,
+                               inline=in_place(3e-6 * core.m, budget.time_limit,
+                                               core.m < INLINE_ARCS))
         except DeadlinePassedError as stop:
             raise stopped_at_limit(self.name, budget, stop, f"{core.m} arcs") from None
         if flow is None:
@@ -150,7 +153,9 @@ class NetworkXFlowSolver:
                                                  core.caps, core.costs),
                                deadline=started + max(budget.time_limit, FLOOR_S),
                                cancelled=budget.cancelled,
-                               inline=len(core.supplies) * core.m < INLINE_NODE_ARCS)
+                               inline=in_place(3e-8 * len(core.supplies) * core.m,
+                                               budget.time_limit,
+                                               len(core.supplies) * core.m < INLINE_NODE_ARCS))
         except DeadlinePassedError as stop:
             raise stopped_at_limit(self.name, budget, stop,
                                    f"{len(core.supplies)} nodes and {core.m} arcs") from None

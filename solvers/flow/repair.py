@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.flow.bounded import INLINE_ARCS, DeadlinePassedError, run_bounded
+from solvers.flow.bounded import INLINE_ARCS, DeadlinePassedError, in_place, run_bounded
 from solvers.flow.dual import (
     certificate_from_potentials,
     feasible_potentials,
@@ -98,7 +98,10 @@ def bounded_min_cost_flow(deadline: float | None, cancelled: Callable[[], bool] 
     for an estimated 0.6 s on negative costs (QA sweep). No deadline: in place."""
     return run_bounded(solve_min_cost_flow, (n, tails, heads, caps, costs, supplies),
                        deadline=math.inf if deadline is None else deadline,
-                       cancelled=cancelled, inline=deadline is None or len(tails) < INLINE_ARCS)
+                       cancelled=cancelled,
+                       inline=deadline is None or in_place(
+                           2e-6 * len(tails), deadline - time.perf_counter(),
+                           len(tails) < INLINE_ARCS))
 
 
 def repair(core: CoreNetwork, fractional: np.ndarray, pi: np.ndarray,

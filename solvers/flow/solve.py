@@ -24,7 +24,18 @@ def solve(net: FlowNetwork, solver: str, budget: Budget,
     and that the network's cost is bounded (``InstanceError`` naming ``arcs`` if not)."""
     impl = get_solver(solver, problem=PROBLEM, nodes=net.n, time_limit=budget.time_limit)
     _check_bounded(net)
+    if solver not in _WARMED:  # before the clock: imports and the first bounded child
+        warm = getattr(impl, "warm_up", None)
+        if warm is not None:
+            warm()
+        _WARMED.add(solver)
     return impl.solve(net, budget, progress, options=options)  # type: ignore[call-arg]
+
+
+#: Solvers warmed up in this process (their first solve would otherwise pay for importing
+#: OR-Tools or networkx and starting the first bounded child inside its time limit: the
+#: CLI's first ortools_mcf row read 0.2 s against 0.012 s, QA sweep).
+_WARMED: set[str] = set()
 
 
 def _check_bounded(net: FlowNetwork) -> None:
