@@ -15,7 +15,7 @@ opening time with a full load.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,12 +25,14 @@ from models.reld import DecoderCache
 from solvers.routing.env import (
     _EPS_DIST,
     Decode,
+    DecodeStoppedError,
     ReplaySteps,
     Rollout,
     _choose,
     _tolerance,
     model_demands,
     normalize_coords,
+    stopped,
 )
 from solvers.routing.problem import CVRPTWInstance
 
@@ -179,6 +181,7 @@ def rollout_cvrptw(
     strategy: torch.Tensor | None = None,
     multi_start: bool = False,
     fill: bool | torch.Tensor = False,
+    stop: Callable[[], bool] | None = None,
 ) -> Rollout:
     """``trajectories`` solutions per instance from the depot; ``multi_start`` forces the
     top-M first customers (ReLD's greedy multi-start), otherwise nothing is forced.
@@ -186,7 +189,8 @@ def rollout_cvrptw(
     ``fill`` (for all trajectories, or per trajectory as an (M,) or (B, M) bool tensor) keeps
     each vehicle out until no unvisited customer fits its load and windows: fewer vehicles
     than the model's own choice of when to return, and often a shorter plan on wide-window
-    instances unlike those it was trained on (Solomon C2)."""
+    instances unlike those it was trained on (Solomon C2). ``stop``: as for
+    ``env.rollout_tsp`` (``DecodeStoppedError`` when it says True mid-pass)."""
     B, N, _ = data.coords.shape
     M = trajectories
     cache = cache or encode_tw(model, data)
@@ -201,6 +205,8 @@ def rollout_cvrptw(
         mask, finished = state.feasible(travel)
         if bool(finished.all()) and bool((state.current == 0).all()):
             break
+        if stopped(stop, step):
+            raise DecodeStoppedError
         logits = model.step(cache, state.current, state.extra(), mask,
                             state.log_travel_from_current(), **cond)
         if step == 0 and multi_start:

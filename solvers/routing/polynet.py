@@ -28,7 +28,6 @@ The solution's stats say which strategy, symmetry and decoding mode found it.
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from solvers.routing.descent import (
 )
 from solvers.routing.env import (
     Decode,
+    DecodeStoppedError,
     augment,
     cvrp_routes,
     fewest_over_fleet,
@@ -73,6 +73,8 @@ from solvers.routing.reld import (
     SAMPLE_CAP,
     WEIGHTS_DIR,
     ReLDSolver,
+    after_cancel,
+    cancelled_start,
     decode_steps,
     fit_trajectories,
     insertion_start,
@@ -187,7 +189,7 @@ def _repair(instance: Instance, seq: list[int] | None, order: np.ndarray, clock:
     """``descent.fleet_repair`` on a decoded sequence (in the model's node order)."""
     assert isinstance(instance, CVRPInstance) and seq is not None
     routes = [[int(order[v]) for v in r] for r in cvrp_routes(seq)]
-    deadline = time.perf_counter() + REPAIR_SHARE * clock.remaining
+    deadline = after_cancel(clock.budget, REPAIR_SHARE * clock.remaining)
     return fleet_repair(instance, routes, deadline, seed)
 
 
@@ -237,8 +239,8 @@ def _rebuild_each(model: PolyNetModel, instance: CVRPInstance,
             model, instance, plan_, clock, share * (1 - POLISH_SHARE_TW), seed + j,
             device=device, strategies=strategy_bits(strategies, device=device),
             progress=progress, solver=solver, slowdown=slowdown)
-        polished = polish(instance, rebuilt_plan, time.perf_counter()
-                          + max(0.0, min(share_end - clock.elapsed, clock.remaining)))
+        polished = polish(instance, rebuilt_plan, after_cancel(
+            clock.budget, max(0.0, min(share_end - clock.elapsed, clock.remaining))))
         results.append((instance.cost(polished["routes"]), j, polished, rebuilt))
     _, chosen, polished, rebuilt = min(results, key=lambda r: r[:2])
     routes = polished.pop("routes")
@@ -359,24 +361,30 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
         offset = 0 if greedy else sampled % K
         ids = (offset + torch.arange(count, device=device)) % K
         z = strategy_bits(K, device=device)[ids]
-        if tw is not None:
-            share = (1.0 if greedy else fill_share) if filling else 0.0
-            fill = spread_share(count, share, device)
-            fill_passes += int(share > 0)
-            result = rollout_cvrptw(model, tw.repeat(k, aug), count, decode=mode,
-                                    generator=generator, strategy=z, multi_start=greedy,
-                                    fill=fill)
-        elif cvrp:
-            assert demand is not None and capacity is not None
-            result = rollout_cvrp(model, aug, demand.expand(k, -1), count,
-                                  decode=mode, generator=generator,
-                                  capacity=capacity.expand(k), strategy=z, multi_start=greedy)
-        else:
-            start = (tsp_starts(n, count, device) if greedy
-                     else torch.randint(0, n, (count,), generator=generator, device=device))
-            result = rollout_tsp(model, aug, start[None].expand(k, count),
-                                 decode=mode, generator=generator,
-                                 strategy=z)
+        try:
+            if tw is not None:
+                share = (1.0 if greedy else fill_share) if filling else 0.0
+                fill = spread_share(count, share, device)
+                fill_passes += int(share > 0)
+                result = rollout_cvrptw(model, tw.repeat(k, aug), count, decode=mode,
+                                        generator=generator, strategy=z, multi_start=greedy,
+                                        fill=fill, stop=budget.cancelled)
+            elif cvrp:
+                assert demand is not None and capacity is not None
+                result = rollout_cvrp(model, aug, demand.expand(k, -1), count,
+                                      decode=mode, generator=generator,
+                                      capacity=capacity.expand(k), strategy=z,
+                                      multi_start=greedy, stop=budget.cancelled)
+            else:
+                start = (tsp_starts(n, count, device) if greedy
+                         else torch.randint(0, n, (count,), generator=generator,
+                                            device=device))
+                result = rollout_tsp(model, aug, start[None].expand(k, count),
+                                     decode=mode, generator=generator,
+                                     strategy=z, stop=budget.cancelled)
+        except DecodeStoppedError:
+            # QA sweep: cancelled mid-pass; the partial pass is discarded
+            break
         flat, excess = fewest_over_fleet(result.actions, result.lengths, fleet)
         i = int(flat.argmin())
         if (excess, float(flat[i])) < (best_excess, best_len):
@@ -407,7 +415,10 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
             largest_round = max(largest_round, count)
         progress(ProgressEvent(solver, clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
-    assert best_seq is not None
+    if best_seq is None:
+        # QA sweep: cancelled before the first pass ended: a greedy construction instead
+        best_seq, best_len, best_excess = cancelled_start(instance, order, coords)
+        best_info = {"start": "greedy construction (cancelled before the first pass ended)"}
     rebuilt: dict[str, Any] = {}
     if not cvrp and reconstruct:
         best_seq, best_len, rebuilt = reconstruct_tour(model, coords[0], best_seq, clock,
@@ -418,7 +429,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                                                        progress=progress, solver=solver,
                                                        slowdown=max(scale, sample_scale))
         assert isinstance(instance, TSPInstance)
-        polished = polish_tour(instance, best_seq, time.perf_counter() + clock.remaining)
+        polished = polish_tour(instance, best_seq, after_cancel(budget, clock.remaining))
         best_len *= polished.pop("factor")
         best_seq = polished.pop("tour")
     if cvrp:
@@ -454,7 +465,7 @@ def _search(model: PolyNetModel, instance: Instance, budget: Budget, clock: Cloc
                                                  progress=progress, solver=solver,
                                                  slowdown=max(scale, sample_scale))
             best_len *= instance.cost(routes) / before if before > 0 else 1.0
-            polished = polish(instance, routes, time.perf_counter() + clock.remaining)
+            polished = polish(instance, routes, after_cancel(budget, clock.remaining))
             best_len *= polished.pop("factor")
             routes = polished.pop("routes")
     else:

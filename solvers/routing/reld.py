@@ -38,7 +38,11 @@ from models.reld import ReLDConfig, ReLDModel
 from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError, NoSolutionError
 from solvers.routing.checkpoints import CheckpointCache, missing_checkpoint
-from solvers.routing.construct import random_insertion_tour
+from solvers.routing.construct import (
+    nearest_neighbour_routes,
+    nearest_neighbour_tour,
+    random_insertion_tour,
+)
 from solvers.routing.descent import (
     POLISH_SHARE,
     REPAIR_SHARE,
@@ -49,6 +53,7 @@ from solvers.routing.descent import (
 )
 from solvers.routing.descent import warm_up as descent_warm_up
 from solvers.routing.env import (
+    DecodeStoppedError,
     augment,
     cvrp_routes,
     fewest_over_fleet,
@@ -344,6 +349,44 @@ def insertion_start(n: int, seconds: float, coords: torch.Tensor,
     return [int(v) for v in tour], length, f"random insertion ({why})"
 
 
+def cancelled_start(instance: Instance, order: np.ndarray,
+                    coords: torch.Tensor) -> tuple[list[int], float, int]:
+    """The plan of a solve cancelled before its first greedy pass ended (QA sweep: a
+    1,000-node CVRP cancelled at 1 s of 300 ran its 20 s first pass to the end): a greedy
+    construction (nearest neighbour; for CVRPTW the soonest-service routes), as the model's
+    sequence over ``order`` (model node j is instance node ``order[j]``; CVRP routes joined by
+    the depot, 0), its length in the normalized ``coords`` (1, N, 2), and its routes beyond
+    the fleet cap."""
+    excess = 0
+    if isinstance(instance, CVRPInstance):
+        if isinstance(instance, CVRPTWInstance):
+            from solvers.routing.timewindows import time_window_routes
+
+            routes = time_window_routes(instance)
+        else:
+            routes = nearest_neighbour_routes(instance)
+        at = np.empty(instance.n, dtype=int)
+        at[order] = np.arange(instance.n)
+        seq = [0]
+        for route in routes:
+            seq += [int(at[v]) for v in route] + [0]
+        if instance.max_vehicles is not None:
+            excess = max(0, sum(1 for r in routes if r) - instance.max_vehicles)
+        closed = seq
+    else:
+        assert isinstance(instance, TSPInstance)
+        seq = [int(order[v]) for v in nearest_neighbour_tour(instance)]
+        closed = seq + seq[:1]
+    xy = coords[0].detach().cpu().double().numpy()[closed]
+    return seq, float(np.linalg.norm(np.diff(xy, axis=0), axis=1).sum()), excess
+
+
+def after_cancel(budget: Budget, seconds: float) -> float:
+    """A ``time.perf_counter()`` deadline ``seconds`` away, or now once the solve is
+    cancelled: the repair and the polish end on their deadline, not on a cancel."""
+    return time.perf_counter() + (0.0 if budget.cancelled() else seconds)
+
+
 def fit_trajectories(n: int, symmetries: int, seconds: float, scale: float,
                      most: int, steps: float | None = None) -> int:
     """How many more greedy trajectories (up to ``most``) a pass may decode in ``seconds``,
@@ -487,16 +530,21 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         k = together if mode == "greedy" else 1
         aug = augment(view_coords, first_sym + k)[first_sym:] if mode == "greedy" else coords
         dem = demand.expand(aug.shape[0], -1) if demand is not None else None
-        if cvrp:
-            result = rollout_cvrp(model, aug, dem, m, decode=mode, generator=generator,
-                                  capacity=capacity.expand(aug.shape[0]), first_rank=first)
-        else:
-            if mode == "greedy":
-                start = torch.as_tensor(tsp_order[first:first + m], device=device)
+        try:
+            if cvrp:
+                result = rollout_cvrp(model, aug, dem, m, decode=mode, generator=generator,
+                                      capacity=capacity.expand(aug.shape[0]), first_rank=first,
+                                      stop=budget.cancelled)
             else:
-                start = torch.randint(0, n, (m,), generator=generator, device=device)
-            result = rollout_tsp(model, aug, start[None].expand(aug.shape[0], m), decode=mode,
-                                 generator=generator)
+                if mode == "greedy":
+                    start = torch.as_tensor(tsp_order[first:first + m], device=device)
+                else:
+                    start = torch.randint(0, n, (m,), generator=generator, device=device)
+                result = rollout_tsp(model, aug, start[None].expand(aug.shape[0], m),
+                                     decode=mode, generator=generator, stop=budget.cancelled)
+        except DecodeStoppedError:
+            # QA sweep: cancelled mid-pass; the partial pass is discarded
+            break
         flat, excess = fewest_over_fleet(result.actions, result.lengths, fleet)
         if mode == "greedy" and view_factor != 1.0:
             flat = flat * view_factor  # back to the base view's units
@@ -519,7 +567,9 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                 sample_scale = scale
         progress(ProgressEvent("reld", clock.elapsed, passes, None,
                                f"{mode} pass {passes}: best normalized length {best_len:.4f}"))
-    assert best_seq is not None
+    if best_seq is None:
+        # QA sweep: cancelled before the first pass ended: a greedy construction instead
+        best_seq, best_len, best_excess = cancelled_start(instance, order, coords)
     rebuilt: dict[str, Any] = {}
     polished: dict[str, Any] = {}
     if not cvrp:
@@ -529,7 +579,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                                                        budget.seed, progress=progress,
                                                        slowdown=max(scale, sample_scale))
         assert isinstance(instance, TSPInstance)
-        polished = polish_tour(instance, best_seq, time.perf_counter() + clock.remaining)
+        polished = polish_tour(instance, best_seq, after_cancel(budget, clock.remaining))
         best_len *= polished.pop("factor")
         best_seq = polished.pop("tour")
     if cvrp:
@@ -539,7 +589,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         if best_excess > 0:
             # every decoded plan breaks the fleet cap, which reconstruction never mends
             repair = fleet_repair(instance, routes,
-                                  time.perf_counter() + REPAIR_SHARE * clock.remaining,
+                                  after_cancel(budget, REPAIR_SHARE * clock.remaining),
                                   budget.seed)
             if repair["routes"] is not None:
                 best_len *= instance.cost(repair["routes"]) / max(instance.cost(routes), 1e-12)
@@ -552,7 +602,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
                                              device=device, progress=progress,
                                              slowdown=max(scale, sample_scale))
         best_len *= instance.cost(routes) / before if before > 0 else 1.0
-        polished = polish(instance, routes, time.perf_counter() + clock.remaining)
+        polished = polish(instance, routes, after_cancel(budget, clock.remaining))
         best_len *= polished.pop("factor")
         routes = polished.pop("routes")
     else:
@@ -570,5 +620,7 @@ def _search(model: Any, instance: Instance, budget: Budget, clock: Clock,
         stats["fleet_repair"] = {k: v for k, v in repair.items() if k != "routes"}
     if inserted is not None:
         stats["start"] = inserted[2]
+    elif passes == 0:
+        stats["start"] = "greedy construction (cancelled before the first pass ended)"
     return routes, stats
 
