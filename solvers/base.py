@@ -8,6 +8,8 @@ so adding a solver means one module and one ``register`` call.
 
 from __future__ import annotations
 
+import math
+import numbers
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from solvers.errors import (
+    BudgetError,
     BudgetTooSmallError,
     CosolveError,
     InstanceError,
@@ -26,13 +29,29 @@ from solvers.errors import (
 
 #: The largest seed a caller may give (the API's and the CLI's bound; some solvers take a C int).
 MAX_SEED = 2**31 - 1
+#: The longest time limit a solver is given: 30 days, the CLI's and the settings' bound. A
+#: longer one, ``math.inf`` included ("run until cancelled"), is clamped to it: OR-Tools and
+#: SIL convert the limit to an integer, and inf crashed them with OverflowError (QA sweep).
+MAX_TIME_LIMIT = 30 * 24 * 3600.0
+
+
+def _is_int(value: object) -> bool:
+    """An integer (numpy's too), not a bool: True is 1 to Python but never a meant count."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
 class Budget:
     """What a solver may spend: a wall-clock limit, a seed, a device and a cancel flag; and,
     for solvers that take one (``SolverSpec.solution_budget``), a number of solutions to
-    decode, whichever of it and the time limit is reached first."""
+    decode, whichever of it and the time limit is reached first.
+
+    Bounds (each refusal is a ``solvers.errors.BudgetError``, an InstanceError and so a
+    ValueError, naming the field): ``time_limit`` a real number > 0 (not NaN, not a bool);
+    above ``MAX_TIME_LIMIT`` (30 days), ``math.inf`` included, it is clamped to 30 days, so
+    ``Budget(time_limit=math.inf, cancel=event)`` runs until the event is set. ``seed`` an
+    int in [0, ``MAX_SEED``]; ``max_solutions`` None or an int >= 1; ``cancel`` None or an
+    object with ``is_set()`` (a ``threading.Event``); ``device`` a str."""
 
     time_limit: float = 10.0
     seed: int = 0
@@ -41,10 +60,30 @@ class Budget:
     max_solutions: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.time_limit > 0:
-            raise ValueError("time_limit must be positive")
-        if self.max_solutions is not None and self.max_solutions < 1:
-            raise ValueError("max_solutions must be at least 1")
+        # QA sweep: bare ValueError/TypeError without a field, bools and strings accepted
+        limit = self.time_limit
+        if not isinstance(limit, numbers.Real) or isinstance(limit, bool):
+            raise BudgetError("time_limit", "must be a number of seconds, got "
+                              f"{type(limit).__name__} {limit!r}")
+        if math.isnan(limit) or not limit > 0:
+            raise BudgetError("time_limit", f"must be positive, got {limit!r}")
+        object.__setattr__(self, "time_limit", min(float(limit), MAX_TIME_LIMIT))
+        if not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
+            raise BudgetError("seed", f"must be an integer from 0 to {MAX_SEED}, got "
+                              f"{type(self.seed).__name__} {self.seed!r}")
+        object.__setattr__(self, "seed", int(self.seed))
+        if self.max_solutions is not None:
+            if not _is_int(self.max_solutions) or self.max_solutions < 1:
+                raise BudgetError("max_solutions", "must be None or an integer of at least 1, "
+                                  f"got {type(self.max_solutions).__name__} "
+                                  f"{self.max_solutions!r}")
+            object.__setattr__(self, "max_solutions", int(self.max_solutions))
+        if self.cancel is not None and not callable(getattr(self.cancel, "is_set", None)):
+            raise BudgetError("cancel", "must be None or a threading.Event (anything with "
+                              f"is_set()), got {type(self.cancel).__name__} {self.cancel!r}")
+        if not isinstance(self.device, str):
+            raise BudgetError("device", "must be a device name such as 'cpu' or 'cuda', got "
+                              f"{type(self.device).__name__} {self.device!r}")
 
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()

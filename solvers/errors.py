@@ -20,6 +20,12 @@ class InstanceError(CosolveError, ValueError):
         self.message = message
 
 
+class BudgetError(InstanceError):
+    """A ``Budget`` field is out of range or of the wrong type; ``field`` names it
+    (``time_limit``, ``seed``, ``max_solutions``, ``cancel``, ``device``). An InstanceError,
+    so callers that catch bad input catch it too (QA sweep: bare ValueError/TypeError)."""
+
+
 class UnsupportedFormatError(InstanceError):
     """A file asks for something we do not read (an EDGE_WEIGHT_TYPE, a TYPE, an extension)."""
 

@@ -552,3 +552,60 @@ def test_the_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch) 
     assert lines[1].startswith("ortools ") and lines[2].startswith("pyvrp ")
     assert (tmp_path / "x.sol").read_text().startswith("Route #1: ")
     assert lines[3] in ("[[1, 2], [3]]", "[[2, 1], [3]]", "[[3], [1, 2]]", "[[3], [2, 1]]")
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"time_limit": 0}, "time_limit"), ({"time_limit": -1}, "time_limit"),
+    ({"time_limit": float("nan")}, "time_limit"), ({"time_limit": None}, "time_limit"),
+    ({"time_limit": "2"}, "time_limit"), ({"time_limit": True}, "time_limit"),
+    ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"), ({"seed": "x"}, "seed"),
+    ({"seed": None}, "seed"), ({"seed": True}, "seed"), ({"seed": 2**64}, "seed"),
+    ({"seed": 2**31}, "seed"),
+    ({"max_solutions": 0}, "max_solutions"), ({"max_solutions": "3"}, "max_solutions"),
+    ({"max_solutions": 1.5}, "max_solutions"), ({"cancel": True}, "cancel"),
+    ({"device": None}, "device"),
+])
+def test_budget_refuses_a_bad_field_by_name(kwargs, field):
+    """QA sweep: bare ValueError/TypeError without a field, or accepted (True, seed -1)."""
+    from solvers.errors import BudgetError
+
+    with pytest.raises(BudgetError) as exc:
+        Budget(**kwargs)
+    assert exc.value.field == field and str(exc.value).startswith(f"{field}: ")
+    assert isinstance(exc.value, InstanceError) and isinstance(exc.value, ValueError)
+
+
+def test_budget_takes_numpy_numbers_and_the_seed_bounds():
+    assert Budget(time_limit=np.float32(2.0), seed=np.int64(7)).seed == 7
+    assert Budget(seed=0).seed == 0 and Budget(seed=2**31 - 1).seed == 2**31 - 1
+    assert Budget(max_solutions=np.int64(3)).max_solutions == 3
+
+
+@pytest.mark.parametrize(("name", "fixture"), [
+    ("ortools", "eil51"), ("ortools", "x101"), ("ortools", "c101"), ("sil", "eil51"),
+    ("sil", "x101"), ("sil_ls", "x101"),
+])
+def test_an_infinite_time_limit_runs_until_cancelled(name, fixture, request):
+    """QA sweep: Budget(time_limit=inf) crashed ortools, sil and sil_ls with OverflowError
+    (an int conversion); it is clamped to 30 days, so the solve runs until its cancel."""
+    import math
+
+    from solvers.base import MAX_TIME_LIMIT
+
+    assert Budget(time_limit=math.inf).time_limit == MAX_TIME_LIMIT == 30 * 24 * 3600
+    assert Budget(time_limit=1e30).time_limit == MAX_TIME_LIMIT
+    inst = request.getfixturevalue(fixture)
+    solve(inst, name, Budget(time_limit=0.5))  # warm, outside the timing
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    sol = solve(inst, name, Budget(time_limit=math.inf, cancel=cancel))
+    assert sol.feasible and sol.wall_time < 5.0
+
+
+@pytest.fixture(scope="module")
+def c101():
+    """Solomon C101 (CVRPTW, 100 customers)."""
+    from solvers.routing.io import load_instance
+    from tests.conftest import DATA
+
+    return load_instance(DATA / "solomon" / "C101.100.10.vrptw")
