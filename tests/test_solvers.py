@@ -609,3 +609,42 @@ def c101():
     from tests.conftest import DATA
 
     return load_instance(DATA / "solomon" / "C101.100.10.vrptw")
+
+
+@pytest.mark.parametrize("fixture", ["eil51", "x101", "c101"])
+def test_ortools_cancelled_before_its_first_solution_returns_a_greedy_plan(fixture, request):
+    """QA sweep: cancelled in advance, ortools said ROUTING_FAIL "more time is unlikely to
+    help; try pyvrp" while every other solver returned a plan."""
+    inst = request.getfixturevalue(fixture)
+    cancel = threading.Event()
+    cancel.set()
+    sol = solve(inst, "ortools", Budget(time_limit=5.0, cancel=cancel))
+    assert sol.feasible and "before the search" in sol.stats["cancelled"]
+    assert sol.wall_time < 2.0
+
+
+def test_ortools_cancelled_with_a_greedy_plan_over_the_fleet_says_cancelled(x101):
+    from solvers.errors import NoSolutionError
+
+    tight = CVRPInstance(coords=x101.coords, demands=x101.demands, capacity=x101.capacity,
+                         max_vehicles=25)
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(NoSolutionError, match="cancelled before its search") as exc:
+        solve(tight, "ortools", Budget(time_limit=5.0, cancel=cancel))
+    assert exc.value.field == "max_vehicles" and not exc.value.more_time_helps
+
+
+def test_ortools_propagates_an_exception_raised_in_the_progress_callback(x101):
+    """QA sweep: raised inside OR-Tools' C++ solution callback, it was swallowed and the
+    search ran on to its time limit; other solvers propagate it."""
+    class StopError(Exception):
+        pass
+
+    def boom(event: ProgressEvent) -> None:
+        raise StopError("from the callback")
+
+    t0 = time.perf_counter()
+    with pytest.raises(StopError, match="from the callback"):
+        solve(x101, "ortools", Budget(time_limit=10.0), boom)
+    assert time.perf_counter() - t0 < 3.0

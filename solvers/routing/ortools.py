@@ -151,7 +151,12 @@ class _Model:
 
 
 class _Progress:
-    """At-solution callback: reports improving solutions and honours cancellation."""
+    """At-solution callback: reports improving solutions and honours cancellation.
+
+    It runs inside OR-Tools' C++ search, which swallows a Python exception raised there (QA
+    sweep: a progress callback's error was lost and the solve went on); so an exception is
+    kept in ``error``, the search's stop check ends the search on it, and ``solve`` raises it
+    once the search has returned, as every other solver propagates it."""
 
     def __init__(self, model: _Model, clock: Clock, progress: ProgressCallback,
                  name: str) -> None:
@@ -164,8 +169,17 @@ class _Progress:
         self.best = math.inf
         self.first_solution_time: float | None = None
         self._last_report = -1.0
+        self.error: BaseException | None = None
 
     def __call__(self) -> None:
+        if self.error is not None:
+            return
+        try:
+            self._report()
+        except BaseException as exc:  # QA sweep: kept, raised after the search (see above)
+            self.error = exc
+
+    def _report(self) -> None:
         routing = self._routing()
         if routing is None:
             return
@@ -263,7 +277,8 @@ class ORToolsSolver:
         deadline = [math.inf]  # the search's end, set once building time is known
 
         def stop() -> bool:
-            return budget.cancelled() or clock.elapsed > deadline[0]
+            return (budget.cancelled() or clock.elapsed > deadline[0]
+                    or watcher.error is not None)
 
         routing.AddSearchMonitor(routing.solver().CustomLimit(stop))
         if initial is not None:
@@ -291,7 +306,13 @@ class ORToolsSolver:
         else:
             assignment = routing.SolveWithParameters(params)
         search_time = clock.elapsed - build_time
+        if watcher.error is not None:
+            raise watcher.error
         status_name = _status_name(routing.status())
+        if assignment is None and budget.cancelled():
+            # QA sweep: cancelled before the search's first solution (ROUTING_FAIL, which
+            # read as "more time is unlikely to help"); every other solver returns a plan
+            return self._cancelled_plan(instance, budget, clock, progress, status_name)
         if assignment is None:
             if status_name == "ROUTING_FAIL":  # the search ended on its own, not on time
                 capped = getattr(instance, "max_vehicles", None) is not None
@@ -306,6 +327,9 @@ class ORToolsSolver:
                 f"(status {status_name}); give it more time"
             )
         routes = self._extract(routing, manager, assignment, num_vehicles, cvrp)
+        if tw_stats and instance.n > 1 and not any(routes) and budget.cancelled():
+            # QA sweep: the same, where the first answer dropped every customer (CVRPTW)
+            return self._cancelled_plan(instance, budget, clock, progress, status_name)
         if tw_stats and instance.n > 1 and not any(routes):
             # with droppable customers the search's first answer may drop them all (1,000
             # nodes at 0.05 s): no solution, not one with a NaN cost and no routes
@@ -336,6 +360,33 @@ class ORToolsSolver:
         sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
                              stats=stats)
         progress(ProgressEvent(self.name, clock.elapsed, watcher.solutions, sol.cost, "done"))
+        return sol
+
+    def _cancelled_plan(self, instance: Instance, budget: Budget, clock: Clock,
+                        progress: ProgressCallback, status_name: str) -> Solution:
+        """The greedy construction ``nearest_neighbor`` builds (soonest-service routes for
+        CVRPTW), for a solve cancelled before the search found a solution; a
+        NoSolutionError saying so when that plan breaks the fleet cap."""
+        if isinstance(instance, CVRPTWInstance):
+            routes = time_window_routes(instance)
+        elif isinstance(instance, CVRPInstance):
+            routes = nearest_neighbour_routes(instance)
+        else:
+            assert isinstance(instance, TSPInstance)
+            routes = [nearest_neighbour_tour(instance)]
+        if isinstance(instance, CVRPInstance) and instance.vehicles_over_fleet(routes):
+            raise NoSolutionError(
+                f"OR-Tools was cancelled before its search found a solution, and the greedy "
+                f"construction used instead needs {sum(1 for r in routes if r)} vehicles, "
+                f"more than max_vehicles ({instance.max_vehicles})",
+                field="max_vehicles", more_time_helps=False)
+        stats = {"seed": budget.seed, "status": status_name,
+                 "first_solution": "nearest_neighbor",
+                 "cancelled": "before the search found a solution: the greedy construction "
+                              "(nearest neighbour; soonest-service routes with time windows)"}
+        sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
+                             stats=stats)
+        progress(ProgressEvent(self.name, clock.elapsed, 0, sol.cost, "done (cancelled)"))
         return sol
 
     @staticmethod
