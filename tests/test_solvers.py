@@ -648,3 +648,15 @@ def test_ortools_propagates_an_exception_raised_in_the_progress_callback(x101):
     with pytest.raises(StopError, match="from the callback"):
         solve(x101, "ortools", Budget(time_limit=10.0), boom)
     assert time.perf_counter() - t0 < 3.0
+
+
+def test_compare_refuses_only_unknown_names_and_takes_one_name_as_a_list(eil51):
+    """QA sweep: unknown names gave refusal None (so a 200 of failed rows); a single name
+    was iterated as its characters."""
+    result = compare(eil51, ["nope", "nada"], Budget(time_limit=0.5))
+    assert result.best_solver is None
+    assert isinstance(result.refusal, UnknownSolverError)
+    assert "'nope'" in result.refusal_message() and "'nada'" in result.refusal_message()
+    one = compare(eil51, "nearest_neighbor", Budget(time_limit=0.5))
+    assert [r.solver for r in one.rows] == ["nearest_neighbor"]
+    assert one.best_solver == "nearest_neighbor"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from solvers.errors import (
     InstanceTooLargeError,
     NoSolutionError,
     ProblemMismatchError,
+    UnknownSolverError,
 )
 from solvers.routing.problem import Instance, Solution, TSPInstance, build_solution
 
@@ -110,8 +112,10 @@ def gap_percent(cost: float, reference: float | None) -> float | None:
     return gap if math.isfinite(gap) else None
 
 
-#: Errors that are the request's fault, not the solver's (see ``ComparisonRow.refusal``).
-REFUSALS = (BudgetTooSmallError, InstanceTooLargeError, ProblemMismatchError, InstanceError)
+#: Errors that are the request's fault, not the solver's (see ``ComparisonRow.refusal``); an
+#: unknown solver name too (QA sweep: compare with only unknown names had no refusal).
+REFUSALS = (BudgetTooSmallError, InstanceTooLargeError, ProblemMismatchError, InstanceError,
+            UnknownSolverError)
 
 
 @dataclass
@@ -177,7 +181,7 @@ class Comparison:
 
 def compare(
     instance: Instance,
-    solvers: list[str],
+    solvers: str | Sequence[str],
     budget: Budget,
     reference: float | None = None,
     progress: ProgressCallback = no_progress,
@@ -185,7 +189,15 @@ def compare(
     """Run each solver in turn on the same instance and budget; gaps only count feasible rows.
 
     Solvers run one after another, not concurrently, so each gets the same machine.
+    ``solvers`` is a list of names, or one name (taken as ``[name]``). A solver's error does
+    not raise: it becomes its row's ``error`` (and ``refusal`` when the request is at fault:
+    ``REFUSALS``, an unknown name included); ``Comparison.refusal`` says when every row was
+    refused. A cancel ends the comparison after the row that saw it. An exception raised by
+    ``progress`` (called on the caller's thread) ends that row as failed.
     """
+    if isinstance(solvers, str):
+        # QA sweep: compare(inst, "ils", ...) ran the solvers "i", "l" and "s"
+        solvers = [solvers]
     rows: list[ComparisonRow] = []
     for name in solvers:
         started = time.perf_counter()
