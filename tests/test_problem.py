@@ -179,3 +179,44 @@ def test_customers_above_half_a_vehicle_need_a_vehicle_each() -> None:
     assert err.value.field == "max_vehicles" and "at least 3 vehicles" in err.value.message
     assert CVRPInstance(coords=coords, demands=[0, 4, 4, 4], capacity=6, max_vehicles=3)
     assert CVRPInstance(coords=coords, demands=[0, 3, 3, 3], capacity=6, max_vehicles=2)
+
+
+def test_an_instance_owns_its_arrays():
+    """QA sweep: an instance shared the caller's float64 arrays, so a later change bypassed
+    validation (and staled cached neighbour lists)."""
+    from solvers.routing.problem import CVRPTWInstance
+
+    xy = np.random.default_rng(0).random((6, 2)) * 10
+    matrix = np.ones((6, 6)) - np.eye(6)
+    windows = np.array([[0.0, 1000.0]] * 6)
+    service = np.zeros(6)
+    tsp = TSPInstance(coords=xy)
+    explicit = TSPInstance(distance_matrix=matrix, coords=xy)
+    tw = CVRPTWInstance(coords=xy, demands=np.array([0, 1, 1, 1, 1, 1]), capacity=3,
+                        time_windows=windows, service_times=service)
+    assert not np.shares_memory(tsp.coords, xy)
+    assert not np.shares_memory(explicit.matrix, matrix)
+    assert not np.shares_memory(explicit.coords, xy)
+    assert not np.shares_memory(tw.time_windows, windows)
+    assert not np.shares_memory(tw.service_times, service)
+    before = tsp.tour_cost(list(range(6)))
+    xy[0] = [1e30, 1e30]  # not finite-checked any more: must not reach the instance
+    assert tsp.tour_cost(list(range(6))) == before
+
+
+def test_odd_inputs_are_refused_by_field():
+    """QA sweep: node_ids=5 raised a bare TypeError, complex coordinates lost their imaginary
+    parts silently, max_vehicles=10**30 was accepted."""
+    xy = np.random.default_rng(0).random((5, 2))
+    with pytest.raises(InstanceError, match=r"^ids: must be a list of 5 integers"):
+        TSPInstance(coords=xy, node_ids=5)
+    for field, kwargs in [("coords", {"coords": xy + 1j}),
+                          ("distance_matrix", {"distance_matrix": np.ones((5, 5)) * (1 + 1j)})]:
+        with pytest.raises(InstanceError, match=rf"^{field}: must be real numbers"):
+            TSPInstance(**kwargs)
+    with pytest.raises(InstanceError, match=r"^demands: must be real numbers"):
+        CVRPInstance(coords=xy, demands=[0, 1j, 1, 1, 1], capacity=5)
+    with pytest.raises(InstanceError, match=r"^max_vehicles: must be at most 2147483647"):
+        CVRPInstance(coords=xy, demands=[0, 1, 1, 1, 1], capacity=5, max_vehicles=10**30)
+    assert CVRPInstance(coords=xy, demands=[0, 1, 1, 1, 1], capacity=5,
+                        max_vehicles=1000).max_vehicles == 1000

@@ -249,6 +249,11 @@ class CVRPInstance(RoutingInstance):
             raise InstanceError("max_vehicles", "must be a positive integer")
         if max_vehicles < 1:
             raise InstanceError("max_vehicles", f"must be at least 1, got {max_vehicles}")
+        if max_vehicles > MAX_CAPACITY:
+            # QA sweep: 10**30 was accepted; solvers take the fleet as a C int
+            raise InstanceError("max_vehicles", f"must be at most {MAX_CAPACITY} (a fleet "
+                                f"above the {self.n - 1} customers changes nothing), got "
+                                f"{max_vehicles}")
         need = math.ceil(int(self.demands.sum()) / self.capacity)
         if need > max_vehicles:
             raise InstanceError(
@@ -521,10 +526,7 @@ def validate_windows(windows: Any, n: int) -> np.ndarray:
     """Checked ``[earliest, latest]`` per node; the file readers check a file's own values
     with it before SCALE multiplies them."""
     _numbers(windows, "time_windows", "a time")
-    try:
-        arr = np.asarray(windows, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError("time_windows", "must be a list of [earliest, latest] pairs") from None
+    arr = _floats(windows, "time_windows", "must be a list of [earliest, latest] pairs")
     if arr.ndim != 2 or arr.shape != (n, 2):
         raise InstanceError(
             "time_windows", f"needs one [earliest, latest] pair per node ({n}), got shape "
@@ -540,20 +542,17 @@ def validate_windows(windows: Any, n: int) -> np.ndarray:
         if mask.any():
             i = int(np.flatnonzero(mask)[0])
             raise InstanceError(f"time_windows[{i}]", f"window {arr[i].tolist()}: {words}")
-    return np.ascontiguousarray(arr)
+    return _owned(arr, windows)
 
 
 def validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
     """Checked service time per node (one number: every customer's, the depot's 0)."""
     if service is None:
-        return np.zeros(n)
+        return _owned(np.zeros(n))
     if isinstance(service, (str, bool)):
         raise InstanceError("service_times", f"must be a number, got {service!r}")
     _numbers(service, "service_times", "a service time")
-    try:
-        raw = np.asarray(service, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError("service_times", "must be a number or a list of numbers") from None
+    raw = _floats(service, "service_times", "must be a number or a list of numbers")
     if raw.ndim == 0:
         # One service time for every customer (Solomon's files give one); none at the depot.
         raw = np.full(n, float(raw))
@@ -573,7 +572,36 @@ def validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
             raise InstanceError(f"service_times[{i}]", f"service time {raw[i]:g} {words}")
     if raw[depot] != 0:
         raise InstanceError(f"service_times[{depot}]", "the depot's service time must be 0")
-    return raw
+    return _owned(raw, service)
+
+
+def _owned(arr: np.ndarray, source: Any = None) -> np.ndarray:
+    """A validated array as the instance's own C-contiguous copy. QA sweep: an instance
+    shared the caller's float64 array (np.shares_memory was True), so a later change by the
+    caller bypassed validation and left cached neighbour lists stale. It is copied when it
+    may be the caller's memory (``source`` itself, or a view of another buffer); an array
+    numpy just built from a list or by a conversion is kept as is (no second copy of a large
+    matrix). Not made read-only: the numba kernels take these arrays as they are, and a
+    read-only array is another type to numba, compiled again inside the first timed solve
+    (the warm-ups compile for writable ones), and torch warns on every conversion."""
+    if arr is source or not arr.flags.owndata or not arr.flags.c_contiguous:
+        arr = np.array(arr, copy=True, order="C")
+    return arr
+
+
+def _floats(values: Any, field: str, message: str) -> np.ndarray:
+    """``values`` as a float64 array (``message`` when they are not numbers); complex numbers
+    are refused, not cut to their real parts (QA sweep: numpy dropped the imaginary part
+    silently)."""
+    try:
+        arr = np.asarray(values)
+        if arr.dtype.kind == "c":
+            raise InstanceError(field, "must be real numbers, got complex ones")
+        return np.asarray(arr, dtype=np.float64)
+    except InstanceError:
+        raise
+    except (TypeError, ValueError):
+        raise InstanceError(field, message) from None
 
 
 def _whole(value: Any) -> Any:
@@ -609,10 +637,7 @@ def _numbers(values: Any, field: str, what: str) -> None:
 
 def _validate_coords(coords: Any) -> np.ndarray:
     _numbers(coords, "coords", "a coordinate")
-    try:
-        arr = np.asarray(coords, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError("coords", "must be a list of [x, y] number pairs") from None
+    arr = _floats(coords, "coords", "must be a list of [x, y] number pairs")
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise InstanceError(
             "coords", f"must be a list of [x, y] pairs, got an array of shape {arr.shape}"
@@ -629,17 +654,13 @@ def _validate_coords(coords: Any) -> np.ndarray:
         raise InstanceError(
             f"coords[{i}]", f"coordinates must be within ±{MAX_ABS_VALUE:g}; rescale the instance"
         )
-    return np.ascontiguousarray(arr)
+    return _owned(arr, coords)
 
 
 def _validate_matrix(matrix: Any) -> np.ndarray:
     _numbers(matrix, "distance_matrix", "a distance")
-    try:
-        arr = np.asarray(matrix, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError(
-            "distance_matrix", "must be a square list of lists of numbers (rows of equal length)"
-        ) from None
+    arr = _floats(matrix, "distance_matrix",
+                  "must be a square list of lists of numbers (rows of equal length)")
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise InstanceError("distance_matrix", f"must be square, got shape {arr.shape}")
     bad = ~np.isfinite(arr)
@@ -658,12 +679,16 @@ def _validate_matrix(matrix: Any) -> np.ndarray:
         raise InstanceError(
             f"distance_matrix[{i}][{j}]", f"distances must be non-negative, got {arr[i, j]}"
         )
-    return np.ascontiguousarray(arr)
+    return _owned(arr, matrix)
 
 
 def _validate_ids(node_ids: Any, n: int) -> np.ndarray | None:
     if node_ids is None:
         return None
+    if isinstance(node_ids, (str, bytes, dict)) or not hasattr(node_ids, "__iter__"):
+        # QA sweep: node_ids=5 raised a bare TypeError from list(5)
+        raise InstanceError("ids", f"must be a list of {n} integers, got "
+                            f"{type(node_ids).__name__} {node_ids!r:.60}")
     ids = list(node_ids)
     if len(ids) != n:
         raise InstanceError("ids", f"{len(ids)} ids for {n} nodes")
@@ -677,7 +702,7 @@ def _validate_ids(node_ids: Any, n: int) -> np.ndarray | None:
         if v in seen:
             raise InstanceError(f"ids[{i}]", f"duplicate id {v} (also at ids[{seen[v]}])")
         seen[v] = i
-    return np.asarray(ids, dtype=np.int64)
+    return _owned(np.asarray(ids, dtype=np.int64))
 
 
 def _validate_depot(depot: Any, n: int) -> int:
@@ -705,10 +730,7 @@ def _validate_capacity(capacity: Any) -> int:
 
 def _validate_demands(demands: Any, n: int, depot: int, capacity: int) -> np.ndarray:
     _numbers(demands, "demands", "a demand")
-    try:
-        raw = np.asarray(demands, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InstanceError("demands", "must be a list of integers") from None
+    raw = _floats(demands, "demands", "must be a list of integers")
     if raw.ndim != 1 or raw.shape[0] != n:
         raise InstanceError("demands", f"needs one demand per node ({n}), got shape {raw.shape}")
     if np.isfinite(raw[depot]) and raw[depot] != 0:
@@ -726,4 +748,4 @@ def _validate_demands(demands: Any, n: int, depot: int, capacity: int) -> np.nda
             raise InstanceError(f"demands[{i}]", f"demand {raw[i]:g} {words}")
     if raw[depot] != 0:
         raise InstanceError(f"demands[{depot}]", "the depot's demand must be 0")
-    return raw.astype(np.int64)
+    return _owned(raw.astype(np.int64))
