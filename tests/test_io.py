@@ -491,3 +491,65 @@ def test_errors_about_a_file_name_its_sections_and_node_ids() -> None:
     with pytest.raises(InstanceError) as info:
         parse_instance_bytes(text.encode(), "d.vrp")
     assert info.value.field == "DEMAND_SECTION" and "node 1" in str(info.value)
+
+
+def _five_node_tsp() -> TSPInstance:
+    return TSPInstance(coords=np.random.default_rng(0).random((5, 2)), name="five")
+
+
+def test_write_solution_file_refuses_what_the_file_cannot_hold(tmp_path):
+    """QA sweep: an 8-node tour was written against a 5-node instance, a TSP as .sol with
+    node 0 read as the depot, a NaN cost as bare NaN (invalid JSON) and `Cost: nan`, and an
+    unknown extension raised a bare ValueError."""
+    from solvers.routing.io import write_solution_file
+    from solvers.routing.problem import Solution
+
+    inst = _five_node_tsp()
+    eight = build_solution(TSPInstance(coords=np.random.default_rng(1).random((8, 2))),
+                           [list(range(8))], solver="hand", wall_time=0.0)
+    with pytest.raises(InstanceError, match=r"^routes\[0\]: node 5 is not a node index"):
+        write_solution_file(tmp_path / "a.json", eight, inst)
+    good = build_solution(inst, [[0, 1, 2, 3, 4]], solver="hand", wall_time=0.0)
+    with pytest.raises(InstanceError, match=r"\.sol files hold CVRP routes") as exc:
+        write_solution_file(tmp_path / "a.sol", good, inst)
+    assert exc.value.field == "path"
+    with pytest.raises(UnsupportedFormatError, match=r"extension '\.txt'") as exc:
+        write_solution_file(tmp_path / "a.txt", good, inst)
+    assert exc.value.field == "path"
+    nan = Solution(problem="tsp", instance_name="five", routes=[[0, 1, 2, 3]],
+                   cost=float("nan"), distance="exact", feasible=False,
+                   violations=["node 4 is not visited"], solver="hand", wall_time=0.0)
+    write_solution_file(tmp_path / "nan.json", nan, inst)
+    assert json.loads((tmp_path / "nan.json").read_text())["cost"] is None
+    assert "NaN" not in (tmp_path / "nan.json").read_text()
+    with pytest.raises(InstanceError, match="node 4 is not visited") as exc:
+        write_solution_file(tmp_path / "nan.tour", nan, inst)
+    assert exc.value.field == "cost"
+    assert not (tmp_path / "a.sol").exists() and not (tmp_path / "nan.tour").exists()
+
+
+def test_solution_to_dict_names_a_route_outside_the_ids():
+    from solvers.routing.io import solution_to_dict
+
+    inst = TSPInstance(coords=np.random.default_rng(0).random((5, 2)), node_ids=[7, 8, 9, 10, 11])
+    sol = build_solution(TSPInstance(coords=np.random.default_rng(1).random((8, 2))),
+                         [list(range(8))], solver="hand", wall_time=0.0)
+    with pytest.raises(InstanceError, match=r"^routes\[0\]: node 5"):
+        solution_to_dict(sol, inst)
+
+
+def test_load_instance_names_a_missing_file_or_a_folder_and_parse_takes_text(tmp_path):
+    """QA sweep: bare FileNotFoundError/IsADirectoryError; text raised AttributeError."""
+    from solvers.routing.io import instance_to_dict, load_instance, parse_instance_bytes
+
+    with pytest.raises(InstanceError, match="no such file") as exc:
+        load_instance(tmp_path / "nope.tsp")
+    assert isinstance(exc.value, FileNotFoundError) and exc.value.field == "file"
+    with pytest.raises(InstanceError, match="is a folder") as exc:
+        load_instance(tmp_path)
+    assert isinstance(exc.value, IsADirectoryError)
+    text = json.dumps(instance_to_dict(_five_node_tsp()))
+    assert parse_instance_bytes(text, "five.json").n == 5
+    assert parse_instance_bytes(bytearray(text.encode()), "five.json").n == 5
+    with pytest.raises(InstanceError, match="must be bytes or str"):
+        parse_instance_bytes(5, "five.json")  # type: ignore[arg-type]

@@ -129,16 +129,46 @@ def read_file_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -
     return path.read_bytes()
 
 
+class InstanceFileNotFoundError(InstanceError, FileNotFoundError):
+    """``load_instance`` on a path where nothing is: an InstanceError naming the path (QA
+    sweep: a bare FileNotFoundError), still a FileNotFoundError for callers that catch it."""
+
+
+class InstanceIsADirectoryError(InstanceError, IsADirectoryError):
+    """``load_instance`` on a folder: an InstanceError naming the path (QA sweep: a bare
+    IsADirectoryError), still an IsADirectoryError for callers that catch it."""
+
+
 def load_instance(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> Instance:
-    """Read a .tsp, .vrp, .vrptw or .json instance file (plain or .gz)."""
+    """Read a .tsp, .vrp, .vrptw or .json instance file (plain or .gz).
+
+    Raises InstanceError (a ValueError; ``field`` names the part at fault) for a file that
+    is malformed or missing (``InstanceFileNotFoundError``, also a FileNotFoundError), a
+    folder (``InstanceIsADirectoryError``), a file larger than ``max_bytes`` or one that is
+    not a regular file; UnsupportedFormatError (an InstanceError) for an extension or a
+    TSPLIB feature not read; OSError when reading fails otherwise (permissions)."""
     path = Path(path)
+    if path.is_dir():
+        raise InstanceIsADirectoryError("file", f"{path} is a folder, not an instance file")
+    if not path.exists():
+        raise InstanceFileNotFoundError("file", f"no such file: {path}")
     return parse_instance_bytes(read_file_bytes(path, max_bytes), path.name, max_bytes=max_bytes)
 
 
 def parse_instance_bytes(
-    data: bytes, filename: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    data: bytes | str, filename: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES
 ) -> Instance:
-    """Parse an uploaded or read file by its name's extension."""
+    """Parse an uploaded or read file by its name's extension; ``data`` is the file's bytes
+    (plain or gzipped), or its text (encoded as UTF-8). Raises InstanceError naming the
+    field at fault, UnsupportedFormatError for an extension or feature not read."""
+    if isinstance(data, str):
+        # QA sweep: text raised AttributeError deep in the gzip check
+        data = data.encode("utf-8")
+    elif isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    elif not isinstance(data, bytes):
+        raise InstanceError("file", f"{filename}: the file's content must be bytes or str, "
+                            f"got {type(data).__name__}")
     fmt = instance_format(filename)
     text = decode_bytes(data, filename, max_bytes=max_bytes)
     if fmt == "json":
@@ -779,7 +809,42 @@ def _fmt_cost(cost: float) -> str:
     return f"{cost:.6f}"
 
 
+def check_solution_nodes(solution: Solution, instance: Instance) -> None:
+    """Refuse a solution that is not one of ``instance`` (another problem, or a node index
+    outside 0..n−1), with an InstanceError naming ``routes[i]`` (QA sweep: an 8-node tour was
+    written against a 5-node instance; an index past the ids raised a bare IndexError)."""
+    if solution.problem != instance.problem:
+        raise InstanceError("solution", f"a {solution.problem.upper()} solution is not one of "
+                            f"this {instance.problem.upper()} instance ({instance.name!r})")
+    for i, route in enumerate(solution.routes):
+        for v in route:
+            if (isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                    or not 0 <= v < instance.n):
+                raise InstanceError(f"routes[{i}]", f"node {v!r} is not a node index of "
+                                    f"{instance.name!r} (0..{instance.n - 1})")
+
+
+def _finite_json(obj: Any) -> Any:
+    """``obj`` with NaN and infinities as None (JSON has no NaN: ``json.dumps`` wrote a bare
+    NaN, which no JSON reader takes, QA sweep) and numpy scalars as Python numbers."""
+    if isinstance(obj, dict):
+        return {k: _finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_json(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def solution_to_dict(solution: Solution, instance: Instance | None = None) -> dict[str, Any]:
+    """The JSON form of a solution (``route_ids`` too when ``instance`` has ids). Raises
+    InstanceError (``routes[i]``) when a route names a node ``instance`` does not have. The
+    cost stays a float (NaN for a hand-built infeasible one); ``write_solution_file`` writes
+    it as null."""
+    if instance is not None and instance.node_ids is not None:
+        check_solution_nodes(solution, instance)
     out = {
         "problem": solution.problem,
         "instance": solution.instance_name,
@@ -857,19 +922,39 @@ def sol_text_for(routes: list[list[int]], cost: float, depot: int = 0) -> str:
 
 
 def write_solution_file(path: str | Path, solution: Solution, instance: Instance) -> None:
-    """Write by extension: .tour (TSP), .sol (CVRP) or .json."""
+    """Write by extension: .tour (TSP), .sol (CVRP and CVRPTW) or .json.
+
+    Raises (before anything is written) UnsupportedFormatError for another extension,
+    InstanceError for a .tour of routes or a .sol of a TSP (CVRPLIB's numbering reads node 0
+    as the depot), for a solution that is not one of ``instance`` (``check_solution_nodes``)
+    and for a .tour or .sol of a solution without a finite cost (.json writes it as null);
+    OSError when the file cannot be written."""
     path = Path(path)
     ext = path.suffix.lower()
+    if ext not in (".json", ".tour", ".sol"):
+        # QA sweep: a bare ValueError, not a CosolveError
+        raise UnsupportedFormatError("path", f"cannot write a solution as {path.name!r} "
+                                     f"(extension {ext or '(none)'!r}): use .tour, .sol or "
+                                     ".json")
+    # QA sweep: guards on what the file would hold
+    check_solution_nodes(solution, instance)
+    if ext == ".tour" and solution.problem != "tsp":
+        raise InstanceError("path", f"{path.name}: .tour files hold TSP tours; write a "
+                            f"{solution.problem.upper()} solution as .sol or .json")
+    if ext == ".sol" and solution.problem == "tsp":
+        raise InstanceError("path", f"{path.name}: .sol files hold CVRP routes, where node 0 "
+                            "is the depot; write a TSP tour as .tour or .json")
+    if ext != ".json" and not math.isfinite(solution.cost):
+        raise InstanceError("cost", f"{path.name}: the solution's cost is {solution.cost} "
+                            f"(infeasible: {'; '.join(solution.violations) or 'no cost'}); "
+                            f"{ext} files state a number, write it as .json")
     if ext == ".json":
-        path.write_text(json.dumps(solution_to_dict(solution, instance), indent=2))
+        document = _finite_json(solution_to_dict(solution, instance))
+        path.write_text(json.dumps(document, indent=2, allow_nan=False))
     elif ext == ".tour":
-        if solution.problem != "tsp":
-            raise ValueError(".tour files hold TSP tours; write a CVRP solution as .sol or .json")
         path.write_text(tour_text(solution, instance))
-    elif ext == ".sol":
-        path.write_text(sol_text(solution, getattr(instance, "depot", 0)))
     else:
-        raise ValueError(f"unknown solution extension {ext!r}: use .tour, .sol or .json")
+        path.write_text(sol_text(solution, getattr(instance, "depot", 0)))
 
 
 def read_tour(path: str | Path) -> list[int]:
@@ -927,6 +1012,9 @@ def read_sol(path: str | Path, depot: int = 0) -> tuple[list[list[int]], float |
 
 __all__ = [
     "COORD_CONVENTIONS",
+    "InstanceFileNotFoundError",
+    "InstanceIsADirectoryError",
+    "check_solution_nodes",
     "instance_format",
     "instance_from_dict",
     "instance_to_dict",
