@@ -119,6 +119,9 @@ class ProgressEvent:
     message: str = ""
 
 
+#: Called by a solver on the thread that called ``solve``, between steps of its search; an
+#: exception raised in it ends the solve and propagates to the caller (ortools included: it
+#: keeps the exception through its C++ search and raises it after).
 ProgressCallback = Callable[[ProgressEvent], None]
 
 

@@ -29,7 +29,15 @@ def solve(
     budget: Budget,
     progress: ProgressCallback = no_progress,
 ) -> Solution:
-    """Solve with a registered solver after checking it supports this problem and size."""
+    """Solve with a registered solver after checking it supports this problem and size.
+
+    ``progress`` is called on the caller's thread, inside the solve; an exception raised in
+    it ends the solve and propagates (to stop early without one, set ``budget.cancel``: the
+    best plan so far is returned). Raises UnknownSolverError, ProblemMismatchError,
+    SolverUnavailableError, InstanceTooLargeError, BudgetTooSmallError (the time limit is
+    below what the solver needs at this size), InstanceError (e.g. coordinates needed) and
+    NoSolutionError (no plan within the budget or the fleet), all CosolveErrors; the first
+    solve of a solver in a process warms it up first, outside its clock (see ``_warm``)."""
     impl = get_solver(solver, problem=instance.problem, nodes=instance.n,
                       time_limit=budget.time_limit,
                       has_coordinates=instance.coords is not None)
