@@ -325,3 +325,20 @@ def test_integer_time_solvers_take_decimal_windows_and_refuse_overflow() -> None
         with pytest.raises(InstanceError, match="too large for this solver's integer time"):
             solve(wide, solver, Budget(time_limit=0.5, seed=0))
     assert solve(wide, "nearest_neighbor", Budget(time_limit=0.5)).feasible
+
+
+def test_integer_time_solvers_keep_whole_windows_whole_on_float_distances() -> None:
+    """QA sweep: on float distances the times were scaled by the distance scale, 10^6/3 here,
+    so the zero-width window [1, 1] held no whole step and ortools and pyvrp refused a plan
+    every other solver found. Whole-number times now take a whole-number scale."""
+    from solvers.base import Budget
+    from solvers.routing.solve import solve
+    from solvers.routing.timewindows import time_scale
+
+    inst = CVRPTWInstance(coords=[[0, 0], [1, 0], [2, 0], [3, 0]], demands=[0, 1, 1, 1],
+                          capacity=3, max_vehicles=1,
+                          time_windows=[[0, 10], [1, 1], [2, 2], [3, 3]])
+    assert time_scale(inst, 1e6 / 3) == 333_333.0
+    for solver in ("pyvrp", "ortools"):
+        sol = solve(inst, solver, Budget(time_limit=0.5, seed=0))
+        assert sol.feasible and sol.routes == [[1, 2, 3]] and sol.cost == pytest.approx(6.0)

@@ -4,6 +4,7 @@ progress and cancellation as for CVRP; the generator's instances are feasible by
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -361,23 +362,27 @@ def test_pyvrp_says_the_fleet_may_be_too_small_when_it_finds_nothing():
 
 @pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
 def test_a_customer_reachable_only_exactly_is_named_not_dropped(solver):
-    """Leaving the depot at 5 over a distance of exactly 1 into a window closing at 6 is on
-    time, but one step late once rounded up to integer time: OR-Tools answered with customer
-    1 dropped (infeasible), PyVRP with 'no solution, give it more time'. Now the window is
-    named; a window wider by a hair is solved."""
+    """Leaving the depot at 5 over a distance of exactly √2 into a window closing at 5 + √2
+    is on time, but one step late once rounded up to integer time: OR-Tools answered with
+    customer 1 dropped (infeasible), PyVRP with 'no solution, give it more time'. Now the
+    window is named; a window wider by a hair is solved. (With whole-number times the time
+    scale is whole too, so a distance of exactly 1 into a window closing at 6 is solved.)"""
     from solvers.errors import InstanceError
 
-    def tight(close: float) -> CVRPTWInstance:
+    def tight(close: float, node1: tuple[float, float]) -> CVRPTWInstance:
         return CVRPTWInstance(
-            coords=np.array([[0, 0], [0, 1], [1, 1], [1, 0], [2, 2]], float),
+            coords=np.array([[0, 0], node1, [1, 2], [2, 0], [2, 2]], float),
             demands=np.array([0, 1, 2, 3, 1]), capacity=5, service_times=1,
             time_windows=np.array([[5, 100], [0, close], [0, 50], [0, 50], [0, 50]], float))
 
+    exact = 5 + math.sqrt(2)
     with pytest.raises(InstanceError) as exc:
-        solve(tight(6), solver, Budget(time_limit=0.5, seed=0))
+        solve(tight(exact, (1, 1)), solver, Budget(time_limit=0.5, seed=0))
     assert exc.value.field == "time_windows[1]" and "very end" in exc.value.message
-    assert solve(tight(6), "nearest_neighbor", Budget(time_limit=0.5, seed=0)).feasible
-    assert solve(tight(6.001), solver, Budget(time_limit=0.5, seed=0)).feasible
+    assert solve(tight(exact, (1, 1)), "nearest_neighbor",
+                 Budget(time_limit=0.5, seed=0)).feasible
+    assert solve(tight(exact + 0.001, (1, 1)), solver, Budget(time_limit=0.5, seed=0)).feasible
+    assert solve(tight(6, (0, 1)), solver, Budget(time_limit=0.5, seed=0)).feasible
 
 
 @pytest.mark.parametrize("solver", ["ortools", "pyvrp"])
