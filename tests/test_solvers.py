@@ -550,7 +550,7 @@ def test_the_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch) 
     cost, feasible, routes = lines[0].split()
     assert float(cost) >= 27591 and feasible == "True" and int(routes) >= 26, lines
     assert lines[1].startswith("ortools ") and lines[2].startswith("pyvrp ")
-    assert (tmp_path / "x.sol").read_text().startswith("Route #1: ")
+    assert (tmp_path / "out" / "x.sol").read_text().startswith("Route #1: ")
     assert lines[3] in ("[[1, 2], [3]]", "[[2, 1], [3]]", "[[3], [1, 2]]", "[[3], [2, 1]]")
 
 
