@@ -214,3 +214,16 @@ def load_or_fail(path: Path, loader: Callable[[Path], T], what: str = "instance"
         fail(f"{path}: {exc.field}: {exc.message}")
     except OSError as exc:
         fail(f"FILE: cannot read {path}: {exc.strerror or exc}")
+
+
+def check_not_the_input(out: Path | None, file: Path, option: str = "--out") -> None:
+    """Refuse an output path that is the input file itself: the solve would overwrite the
+    instance it read (QA sweep: `solve self.json --out self.json` replaced the instance)."""
+    if out is None:
+        return
+    try:
+        same = out.exists() and file.exists() and out.resolve().samefile(file.resolve())
+    except OSError:
+        same = False
+    if same:
+        fail(f"{option}: {out} is the input file; write the result elsewhere")

@@ -24,6 +24,7 @@ from rich.table import Table
 from cli.common import (
     EXIT_SOLVER_FAILED,
     check_budget,
+    check_not_the_input,
     check_parent_folder,
     debugging,
     fail,
@@ -172,15 +173,20 @@ def solve_command(
         budget = check_budget(time_limit, seed, device)
         options = _options(tolerance)
         _check_out(out)
+        check_not_the_input(out, file)
         net = load_or_fail(file, load_network, "network")
         _check_solver(solver, net)
     enabled = not as_json and sys.stderr.isatty()
     with SolveProgress(time_limit, enabled=enabled) as progress:
         progress.start(solver)
-        try:
-            sol = solve(net, solver, budget, progress, options)
-        except Exception as exc:
-            _solver_failed(solver, exc, file)
+        # a refusal from the solver step (time limit, unbounded cost) prints the document too
+        # (QA sweep: stdout stayed empty under --json)
+        with json_failures(as_json, network=net.describe(), solver=solver, status=None,
+                           flow=None):
+            try:
+                sol = solve(net, solver, budget, progress, options)
+            except Exception as exc:
+                _solver_failed(solver, exc, file)
     body = {**solution_to_dict(sol, net), "out": str(out) if out is not None else None}
     # a file that cannot be written still leaves the flow on stdout under --json
     with json_failures(as_json, **body):
@@ -230,7 +236,10 @@ def compare_command(
                 if PROBLEM not in spec.problems:
                     fail(f"--solvers: solver {name!r} does not solve min-cost flow")
     enabled = not as_json and sys.stderr.isatty()
-    with SolveProgress(time_limit, enabled=enabled) as progress:
+    # a refusal from the solver step (an unbounded cost) prints the document too (QA sweep)
+    with SolveProgress(time_limit, enabled=enabled) as progress, \
+            json_failures(as_json, network=net.describe(), time_limit=time_limit,
+                          tolerance=tolerance, best_solver=None, rows=[]):
         try:
             result = compare(net, names, budget, progress, options)
         except Exception as exc:

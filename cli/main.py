@@ -26,6 +26,7 @@ from cli.common import (
     EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
     check_budget,
+    check_not_the_input,
     check_parent_folder,
     debugging,
     fail,
@@ -331,6 +332,8 @@ def solve(
         _check_reference(reference)
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
         _check_out_path(out, instance)
+        check_not_the_input(out, file)
+        check_not_the_input(svg, file, "--svg")
         _check_svg_file(svg)
         _check_solver(solver, instance, time_limit)
         _warm_up_or_stop([solver])  # imports and weights before the clock starts, as the server

@@ -367,21 +367,27 @@ def session_command(
     session = Session(vms, chosen, seed)
     refused = False
     try:
-        source = events.open() if events is not None else sys.stdin
+        # bytes, decoded line by line: a line that is not UTF-8 is one refused line (QA
+        # sweep: a file with one such line ended the session with a traceback)
+        source = events.open("rb") if events is not None else sys.stdin.buffer
     except OSError as exc:
         fail(f"--events: cannot read {events}: {exc.strerror or exc}")
     try:
         with source:
-            for line in source:
-                if not line.strip():
+            for raw in source:
+                if not raw.strip():
                     continue
+                answer: dict[str, Any]
                 try:
+                    line = raw.decode("utf-8")
                     # every failure a line can bring (too deep, digits past Python's limit)
                     # is one answer, never the end of the session (QA sweep)
                     obj = load_json(line, "the line", "line")
+                except UnicodeDecodeError as exc:
+                    answer = {"error": {"field": "line", "detail": "the line is not UTF-8 "
+                                        f"text (byte {exc.start + 1}: {exc.reason})"}}
                 except InstanceError as exc:
-                    answer: dict[str, Any] = {"error": {"field": "line",
-                                                        "detail": exc.message}}
+                    answer = {"error": {"field": "line", "detail": exc.message}}
                 else:
                     if isinstance(obj, dict) and obj.get("type") == "state":
                         answer = {"pool": vms.label, "policy": policy, **session.snapshot()}

@@ -680,3 +680,35 @@ def test_compare_every_solver_refuses_exits_2_with_the_reasons_in_the_json(
     assert bad.exit_code == 2
     assert {"reference", "best_solver", "interrupted", "rows", "error"} <= set(
         json.loads(bad.stdout))
+
+
+def test_out_that_is_the_input_file_is_refused(tmp_path: Path) -> None:
+    """QA sweep: `solve self.json --out self.json` replaced the instance with its solution
+    (and `flow solve` did the same with a network)."""
+    inst = tmp_path / "self.json"
+    inst.write_text(json.dumps({"problem": "tsp", "coords": [[0, 0], [1, 0], [0, 1], [1, 1]]}))
+    before = inst.read_text()
+    result = _run("solve", str(inst), "--solver", "nearest_neighbor", "--out", str(inst))
+    _assert_user_error(result, "--out", "is the input file")
+    assert inst.read_text() == before
+    net = tmp_path / "net.json"
+    net.write_text(json.dumps({"nodes": [1, 2], "supplies": [1, -1],
+                               "arcs": [{"tail": 1, "head": 2, "cost": 1}]}))
+    before = net.read_text()
+    result = runner.invoke(app, ["flow", "solve", str(net), "--out", str(net)])
+    assert result.exit_code == 2 and "is the input file" in result.stderr
+    assert net.read_text() == before
+
+
+def test_flow_json_prints_a_document_when_the_solver_step_refuses(tmp_path: Path) -> None:
+    """QA sweep: under --json a refusal from the solver step itself (here an unbounded
+    cost: a negative cycle of uncapacitated arcs) left stdout empty."""
+    net = tmp_path / "negcyc.json"
+    net.write_text(json.dumps({"nodes": [1, 2, 3], "supplies": [0, 0, 0], "arcs": [
+        {"tail": 1, "head": 2, "cost": -1}, {"tail": 2, "head": 3, "cost": -1},
+        {"tail": 3, "head": 1, "cost": -1}]}))
+    for command in ("solve", "compare"):
+        result = runner.invoke(app, ["flow", command, str(net), "--json"])
+        assert result.exit_code == 2, result.output
+        doc = json.loads(result.stdout)
+        assert "unbounded" in doc["error"] and doc["network"]["arcs"] == 3

@@ -286,3 +286,17 @@ def test_tasks_help_gives_the_cli_range_and_the_apis() -> None:
     result = _run("simulate", "--help")
     text = " ".join(result.stdout.split())
     assert "10 to 5,000 (the API's generator.tasks allows 10 to 2,000)" in text
+
+
+def test_a_line_that_is_not_utf8_is_one_refused_line(tmp_path: Path) -> None:
+    """QA sweep: an --events file with bytes that are not UTF-8 ended the session with a
+    UnicodeDecodeError traceback; now that line is answered with an error and the next
+    lines still run (as on stdin), exit 2."""
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b'{"type": "state"}\n\xff\xfe garbage\n{"type": "state"}\n')
+    result = runner.invoke(app, ["schedule", "session", "--events", str(events)])
+    assert result.exit_code == 2, result.output
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(answers) == 3 and "error" not in answers[0] and "error" not in answers[2]
+    assert answers[1]["error"]["field"] == "line" and "not UTF-8" in answers[1]["error"]["detail"]
+    assert "Traceback" not in result.output
