@@ -22,6 +22,7 @@ import typer
 from rich.table import Table
 
 from cli.common import (
+    EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
     check_budget,
     check_not_the_input,
@@ -185,6 +186,8 @@ def solve_command(
                            flow=None):
             try:
                 sol = solve(net, solver, budget, progress, options)
+            except KeyboardInterrupt:  # an exact solve has no flow to give before its end
+                fail("interrupted before the solver had a flow", EXIT_INTERRUPTED)
             except Exception as exc:
                 _solver_failed(solver, exc, file)
     body = {**solution_to_dict(sol, net), "out": str(out) if out is not None else None}
@@ -242,6 +245,8 @@ def compare_command(
                           tolerance=tolerance, best_solver=None, rows=[]):
         try:
             result = compare(net, names, budget, progress, options)
+        except KeyboardInterrupt:  # (QA sweep: exit 130 with nothing said, no document)
+            fail("interrupted before every solver had run", EXIT_INTERRUPTED)
         except Exception as exc:
             _solver_failed(",".join(names), exc, file)
     if as_json:

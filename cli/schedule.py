@@ -175,9 +175,14 @@ def simulate_command(
                     fail(f"{option}: cannot make folder {folder}: {exc.strerror or exc}")
         # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
         templates = _templates(workflows, shapes, tasks, template_seed)
-    runs = run_policies(templates, vm_pool, arrivals, names, seed,
-                        record=gantt is not None or schedule is not None,
-                        measure_latency=latency)
+    try:
+        runs = run_policies(templates, vm_pool, arrivals, names, seed,
+                            record=gantt is not None or schedule is not None,
+                            measure_latency=latency)
+    except KeyboardInterrupt:  # (QA sweep: exit 130 with nothing said, no document)
+        with json_failures(as_json, best_policy=None, rows=[], interrupted=True):
+            fail("interrupted before every policy had run; nothing to report",
+                 EXIT_INTERRUPTED)
     rows: list[dict[str, Any]] = []
     for r in runs:
         row: dict[str, Any] = {"policy": r.name, "kind": r.kind, "error": r.error,

@@ -712,3 +712,27 @@ def test_flow_json_prints_a_document_when_the_solver_step_refuses(tmp_path: Path
         assert result.exit_code == 2, result.output
         doc = json.loads(result.stdout)
         assert "unbounded" in doc["error"] and doc["network"]["arcs"] == 3
+
+
+def test_ctrl_c_in_flow_and_schedule_commands_says_so_under_json(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """QA sweep: Ctrl-C during `flow solve`, `flow compare` or `schedule simulate` exited 130
+    with nothing on stderr and, under --json, no document."""
+    import cli.flow
+    import cli.schedule
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.flow, "solve", interrupted)
+    monkeypatch.setattr(cli.flow, "compare", interrupted)
+    monkeypatch.setattr(cli.schedule, "run_policies", interrupted)
+    net = tmp_path / "net.json"
+    net.write_text(json.dumps({"nodes": [1, 2], "supplies": [1, -1],
+                               "arcs": [{"tail": 1, "head": 2, "cost": 1}]}))
+    for args in (["flow", "solve", str(net)], ["flow", "compare", str(net)],
+                 ["schedule", "simulate", "--workflows-count", "10", "--policies", "heft"]):
+        result = runner.invoke(app, [*args, "--json"])
+        assert result.exit_code == 130, (args, result.output)
+        assert "interrupted" in json.loads(result.stdout)["error"]
+        assert "error: interrupted" in result.stderr
