@@ -56,8 +56,10 @@ from cli.common import (
     check_device,
     check_time_limit,
     fail,
+    family_solvers,
     jsonable,
     stdout_console,
+    unknown_solver_message,
     with_fleet,
 )
 from cli.display import format_cost
@@ -268,8 +270,12 @@ def _check_options(solver: str, time_limit: float, seed: int, workers: int | Non
         fail(f"--workers: must be in [1, {MAX_WORKERS}], got {workers}")
     try:
         spec = get_spec(solver)
-    except UnknownSolverError as exc:
-        fail(f"--solver: {exc}")
+    except UnknownSolverError:  # QA sweep: listed the min-cost flow solvers too
+        fail(f"--solver: {unknown_solver_message(solver, 'routing')}")
+    if spec.family != "routing":
+        # QA sweep: a flow solver was taken and then every file was rejected one by one
+        fail(f"--solver: solver {solver!r} does not solve routing problems (TSP, CVRP, "
+             f"CVRPTW); the routing solvers: {', '.join(family_solvers('routing'))}")
     reason = spec.unavailable_reason()
     if reason is not None:  # the environment, not the input: like `cosolve solve`, exit 1
         fail(f"--solver: solver {solver!r} is unavailable: {reason}", EXIT_SOLVER_FAILED)

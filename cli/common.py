@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from solvers.base import MAX_SEED, Budget
+from solvers.base import MAX_SEED, Budget, all_specs
 from solvers.device import torch_device_name
 from solvers.errors import InstanceError
 from solvers.routing.problem import CVRPInstance, Instance
@@ -178,6 +178,23 @@ def solver_names(text: str, example: str) -> list[str]:
     """The names in a comma-separated ``--solvers``."""
     return comma_names(text, "--solvers", what="solver",
                        empty=f"give at least one solver name, e.g. --solvers {example}")
+
+
+#: How a solver family is named in messages.
+FAMILY_NAMES = {"routing": "routing", "flow": "min-cost flow"}
+
+
+def family_solvers(family: str) -> list[str]:
+    """The names of the registered solvers of ``family`` (``routing``, ``flow``)."""
+    return [s.name for s in all_specs() if s.family == family]
+
+
+def unknown_solver_message(name: str, family: str) -> str:
+    """An unknown solver's message listing only the solvers of ``family`` (QA sweep:
+    ``flow solve`` listed the routing solvers, ``batch`` the min-cost flow ones)."""
+    known = ", ".join(family_solvers(family))
+    return (f"unknown solver {name!r}; the {FAMILY_NAMES.get(family, family)} solvers: "
+            f"{known} (`cosolve solvers`)")
 
 
 def stdout_console() -> Console:

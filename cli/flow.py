@@ -34,6 +34,7 @@ from cli.common import (
     load_or_fail,
     solver_names,
     stdout_console,
+    unknown_solver_message,
 )
 from cli.display import SolveProgress, format_cost
 from solvers.base import get_solver, get_spec, specs_for
@@ -86,7 +87,9 @@ def _options(tolerance: float) -> FlowOptions:
 def _check_solver(name: str, net: FlowNetwork, option: str = "--solver") -> None:
     try:
         get_solver(name, problem=PROBLEM, nodes=net.n)
-    except (UnknownSolverError, ProblemMismatchError, InstanceTooLargeError) as exc:
+    except UnknownSolverError:  # QA sweep: listed every solver, the routing ones first
+        fail(f"{option}: {unknown_solver_message(name, 'flow')}")
+    except (ProblemMismatchError, InstanceTooLargeError) as exc:
         fail(f"{option}: {exc}")
     except CosolveError as exc:
         fail(f"{option}: {exc}", EXIT_SOLVER_FAILED)

@@ -480,3 +480,19 @@ def test_a_dangling_link_or_a_fifo_is_listed_as_rejected(tmp_path: Path) -> None
     assert rows["eil51.tsp"]["state"] == "succeeded"
     assert "a link to nothing" in rows["gone.tsp"]["error"]
     assert "not a regular file" in rows["pipe.tsp"]["error"]
+
+
+def test_solver_of_another_family_is_refused_on_solver(tmp_path: Path) -> None:
+    """QA sweep: an unknown solver listed the min-cost flow solvers, and a flow solver was
+    taken and then every file rejected one by one; both now fail at once on --solver."""
+    folder = _instances(tmp_path / "in", names=("eil51.tsp",), junk=False)
+    unknown = _run(str(folder), "--solver", "nope", "--out", str(tmp_path / "o1"))
+    assert unknown.exit_code == 2
+    assert unknown.stderr.startswith("error: --solver: unknown solver 'nope'; the routing "
+                                     "solvers: ")
+    assert "nearest_neighbor" in unknown.stderr and "ortools_mcf" not in unknown.stderr
+    flow = _run(str(folder), "--solver", "ortools_mcf", "--out", str(tmp_path / "o2"))
+    assert flow.exit_code == 2, flow.stderr
+    assert flow.stderr.startswith("error: --solver: solver 'ortools_mcf' does not solve "
+                                  "routing problems")
+    assert "nearest_neighbor" in flow.stderr and not (tmp_path / "o2").exists()

@@ -329,3 +329,13 @@ def test_solve_json_keeps_the_flow_when_out_cannot_be_written(
     printed = json.loads(result.stdout)
     assert "No space left" in printed["error"]
     assert printed["cost"] == NETGEN_OPTIMA["netgen_8_08a"] and printed["flow"]
+
+
+def test_unknown_solver_lists_the_flow_solvers() -> None:
+    """QA sweep: ``flow solve --solver nope`` listed the routing solvers."""
+    result = _run("solve", str(netgen_path("netgen_8_08a")), "--solver", "nope")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --solver: unknown solver 'nope'; the min-cost "
+                                    "flow solvers: ")
+    assert "ortools_mcf" in result.stderr and "nearest_neighbor" not in result.stderr
+
