@@ -57,6 +57,7 @@ from cli.common import (
     check_time_limit,
     fail,
     family_solvers,
+    json_failures,
     jsonable,
     stdout_console,
     unknown_solver_message,
@@ -696,17 +697,26 @@ def batch(
     device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Solve every instance file in DIR as jobs; resumable (files solved in OUT are skipped)."""
-    workers = _check_options(solver, time_limit, seed, workers, executor, ray_address,
-                             max_vehicles)
-    resolved = check_device(device)
-    files, ignored = _check_folders(folder, out)
+    # QA sweep: under --json a refusal before the run printed nothing on stdout; it now prints
+    # the batch's document with no rows and the error, as the other commands do
+    document = _json_document(folder, out, solver, time_limit, seed, executor, max_vehicles,
+                              [], totals([], 0), completed=True)
+    with json_failures(as_json, **document):
+        workers = _check_options(solver, time_limit, seed, workers, executor, ray_address,
+                                 max_vehicles)
+        resolved = check_device(device)
+        files, ignored = _check_folders(folder, out)
+    document["totals"] = totals([], ignored)
     try:
-        rows, completed = _solve_all(files, out, solver, time_limit, seed, workers, executor,
-                                     ray_address, show_progress=not as_json and sys.stderr.isatty(),
-                                     max_vehicles=max_vehicles, device=resolved)
+        with json_failures(as_json, **document):  # e.g. an executor that cannot start
+            rows, completed = _solve_all(files, out, solver, time_limit, seed, workers,
+                                         executor, ray_address,
+                                         show_progress=not as_json and sys.stderr.isatty(),
+                                         max_vehicles=max_vehicles, device=resolved)
     except KeyboardInterrupt:  # while reading the files or starting the executor
-        fail("interrupted before the batch started; run the same command again",
-              EXIT_INTERRUPTED)
+        with json_failures(as_json, **{**document, "interrupted": True}):
+            fail("interrupted before the batch started; run the same command again",
+                 EXIT_INTERRUPTED)
     _report(rows, ignored, completed, folder, out, solver, time_limit, seed, executor, as_json,
             max_vehicles)
 
@@ -732,6 +742,25 @@ def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, see
     return rows, completed
 
 
+def _json_document(folder: Path, out: Path, solver: str, time_limit: float, seed: int,
+                   executor: str, max_vehicles: int | None, rows: list[BatchRow],
+                   summary: dict[str, Any], completed: bool) -> dict[str, Any]:
+    """What ``--json`` prints: the batch's settings, its totals and one row per file."""
+    return {
+        "dir": str(folder),
+        "out": str(out),
+        "solver": solver,
+        "time_limit": time_limit,
+        "seed": seed,
+        "max_vehicles": max_vehicles,
+        "executor": executor,
+        "interrupted": not completed,
+        "totals": summary,
+        "rows": [{k: v for k, v in asdict(r).items() if k not in ("stem", "input_sha256")}
+                 for r in rows],
+    }
+
+
 def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, out: Path,
             solver: str, time_limit: float, seed: int, executor: str, as_json: bool,
             max_vehicles: int | None = None) -> None:
@@ -746,19 +775,9 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
     except OSError as exc:
         markdown_error = f"--out: cannot write {out / SUMMARY_FILE}: {exc.strerror or exc}"
     if as_json:
-        typer.echo(json.dumps(jsonable({
-            "dir": str(folder),
-            "out": str(out),
-            "solver": solver,
-            "time_limit": time_limit,
-            "seed": seed,
-            "max_vehicles": max_vehicles,
-            "executor": executor,
-            "interrupted": not completed,
-            "totals": summary,
-            "rows": [{k: v for k, v in asdict(r).items() if k not in ("stem", "input_sha256")}
-                     for r in rows],
-        }), indent=2))
+        typer.echo(json.dumps(jsonable(_json_document(
+            folder, out, solver, time_limit, seed, executor, max_vehicles, rows, summary,
+            completed)), indent=2))
     else:
         stdout_console().print(summary_table(rows, title, summary))
     if markdown_error is not None:

@@ -482,6 +482,40 @@ def test_a_dangling_link_or_a_fifo_is_listed_as_rejected(tmp_path: Path) -> None
     assert "not a regular file" in rows["pipe.tsp"]["error"]
 
 
+def test_refusals_before_the_run_print_a_json_document(tmp_path: Path) -> None:
+    """QA sweep: under ``--json`` every refusal before the run (a bad option, folder or
+    --out) printed nothing on stdout; it prints the batch's fields, no rows and the error."""
+    folder = _instances(tmp_path / "in", names=("eil51.tsp",), junk=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("no instance\n")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    out = str(tmp_path / "out")
+    base = ("--solver", "nearest_neighbor", "--time-limit", "1")
+    cases = [
+        (str(folder), "--solver", "nope", "--out", out),
+        (str(folder), "--solver", "ortools_mcf", "--out", out),
+        (str(folder), *base, "--time-limit", "-1", "--out", out),
+        (str(folder), *base, "--seed", "-1", "--out", out),
+        (str(tmp_path / "missing"), *base, "--out", out),
+        (str(a_file), *base, "--out", out),
+        (str(empty), *base, "--out", out),
+        (str(folder), *base, "--out", str(a_file)),
+        (str(folder), *base, "--workers", "0", "--out", out),
+        (str(folder), *base, "--executor", "foo", "--out", out),
+    ]
+    for args in cases:
+        result = _run(*args, "--json")
+        assert result.exit_code == 2, (args, result.stderr)
+        document = json.loads(result.stdout)
+        assert document["error"] == result.stderr.strip().removeprefix("error: "), args
+        assert document["rows"] == [] and document["totals"]["files"] == 0, args
+        assert document["dir"] == args[0] and document["executor"] in ("local", "foo"), args
+    plain = _run(str(folder), "--solver", "nope", "--out", out)
+    assert plain.exit_code == 2 and plain.stdout == ""  # without --json, as before
+
+
 def test_solver_of_another_family_is_refused_on_solver(tmp_path: Path) -> None:
     """QA sweep: an unknown solver listed the min-cost flow solvers, and a flow solver was
     taken and then every file rejected one by one; both now fail at once on --solver."""
