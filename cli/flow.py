@@ -98,12 +98,12 @@ def _check_solver(name: str, net: FlowNetwork, option: str = "--solver") -> None
 def _check_out(out: Path | None) -> None:
     if out is None:
         return
+    if out.is_dir():  # QA sweep: a folder was named as an "unknown solution extension '(none)'"
+        fail(f"--out: {out} is a folder; name a file")
     if out.suffix.lower() not in SOLUTION_EXTENSIONS:
         fail(f"--out: unknown solution extension {out.suffix or '(none)'!r}; use .sol or .txt "
              "(DIMACS solution lines) or .json")
     check_parent_folder("--out", out)
-    if out.is_dir():
-        fail(f"--out: {out} is a folder; name a file")
 
 
 def _solver_failed(name: str, exc: Exception, file: Path) -> NoReturn:
@@ -237,8 +237,8 @@ def compare_command(
             for name in names:
                 try:
                     spec = get_spec(name)
-                except UnknownSolverError as exc:
-                    fail(f"--solvers: {exc}")
+                except UnknownSolverError:
+                    fail(f"--solvers: {unknown_solver_message(name, 'flow')}")
                 if PROBLEM not in spec.problems:
                     fail(f"--solvers: solver {name!r} does not solve min-cost flow")
     enabled = not as_json and sys.stderr.isatty()

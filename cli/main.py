@@ -110,6 +110,8 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
     """Refuse a solution file we could not write *before* spending the time limit."""
     if out is None:
         return
+    if out.is_dir():  # QA sweep: a folder was named as an "unknown solution extension '(none)'"
+        fail(f"--out: {out} is a folder; name a file")
     ext = out.suffix.lower()
     if ext not in SOLUTION_EXTENSIONS:
         fail(f"--out: unknown solution extension {ext or '(none)'!r}; use "
@@ -121,8 +123,6 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
         fail("--out: .sol files hold CVRP routes (0 is the depot); write a TSP tour as .tour "
              "or .json")
     check_parent_folder("--out", out)
-    if out.is_dir():
-        fail(f"--out: {out} is a folder; name a file")
 
 
 def _check_svg_file(svg: Path | None) -> None:

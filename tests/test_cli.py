@@ -736,3 +736,11 @@ def test_ctrl_c_in_flow_and_schedule_commands_says_so_under_json(tmp_path: Path,
         assert result.exit_code == 130, (args, result.output)
         assert "interrupted" in json.loads(result.stdout)["error"]
         assert "error: interrupted" in result.stderr
+
+
+def test_solve_out_a_folder_is_named_a_folder(tmp_path: Path) -> None:
+    """QA sweep: ``solve --out <folder>`` said "unknown solution extension '(none)'"."""
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                  "--out", str(tmp_path))
+    _assert_user_error(result)
+    assert result.stderr.strip() == f"error: --out: {tmp_path} is a folder; name a file"

@@ -339,3 +339,10 @@ def test_unknown_solver_lists_the_flow_solvers() -> None:
                                     "flow solvers: ")
     assert "ortools_mcf" in result.stderr and "nearest_neighbor" not in result.stderr
 
+
+def test_solve_out_a_folder_is_named_a_folder(tmp_path: Path) -> None:
+    """QA sweep: ``--out <folder>`` said "unknown solution extension '(none)'"."""
+    result = _run("solve", str(netgen_path("netgen_8_08a")), "--solver", "ortools_mcf",
+                  "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: --out: {tmp_path} is a folder; name a file"
