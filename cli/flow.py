@@ -193,7 +193,9 @@ def solve_command(
                 fail("interrupted before the solver had a flow", EXIT_INTERRUPTED)
             except Exception as exc:
                 _solver_failed(solver, exc, file)
-    body = {**solution_to_dict(sol, net), "out": str(out) if out is not None else None}
+    # the API's request fields too (QA sweep: flow compare --json had them, solve did not)
+    body = {**solution_to_dict(sol, net), "time_limit": time_limit, "seed": seed,
+            "tolerance": tolerance, "out": str(out) if out is not None else None}
     # a file that cannot be written still leaves the flow on stdout under --json
     with json_failures(as_json, **body):
         if out is not None:

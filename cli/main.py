@@ -364,6 +364,9 @@ def solve(
             try:
                 write_solution_file(out, solution, instance)
             except OSError as exc:
+                if not as_json:  # the table still shows the solve (QA sweep: it was lost)
+                    stdout_console().print(solution_summary(
+                        instance, solution, time_limit, reference, gap, None))
                 fail(f"--out: cannot write {out}: {exc.strerror or exc}")
         if svg is not None:
             _write_svg(svg, instance, solution, "--svg")

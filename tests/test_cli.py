@@ -744,3 +744,26 @@ def test_solve_out_a_folder_is_named_a_folder(tmp_path: Path) -> None:
                   "--out", str(tmp_path))
     _assert_user_error(result)
     assert result.stderr.strip() == f"error: --out: {tmp_path} is a folder; name a file"
+
+
+def test_a_result_file_that_cannot_be_written_keeps_the_printed_result(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    """QA sweep: without --json, a solution file that could not be written after the solve
+    (a full disk, /proc) left stdout empty, the solve lost; the summary is printed first.
+    And `flow solve --json` now carries the request's time_limit, seed and tolerance."""
+    import cli.main
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli.main, "write_solution_file", full_disk)
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                  "--time-limit", "1", "--out", str(tmp_path / "x.tour"))
+    assert result.exit_code == 2 and "cannot write" in result.stderr
+    assert "cost" in result.stdout and "feasible" in result.stdout
+    net = tmp_path / "net.json"
+    net.write_text(json.dumps({"nodes": [1, 2], "supplies": [1, -1],
+                               "arcs": [{"tail": 1, "head": 2, "cost": 1}]}))
+    doc = json.loads(runner.invoke(app, ["flow", "solve", str(net), "--json", "--seed", "3",
+                                         "--time-limit", "5"]).stdout)
+    assert (doc["time_limit"], doc["seed"], doc["tolerance"]) == (5.0, 3, 0.0)
