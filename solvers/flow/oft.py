@@ -17,7 +17,7 @@ from typing import Any
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import BudgetTooSmallError
-from solvers.flow.baselines import FLOOR_S, stopped_at_limit
+from solvers.flow.baselines import stop_at, stopped_at_limit
 from solvers.flow.bounded import DeadlinePassedError
 from solvers.flow.bounded import warm_up as bounded_warm_up
 from solvers.flow.cut import blocking_cut
@@ -106,7 +106,7 @@ class OFTSinkhornSolver:
         repair_started = time.perf_counter()
         try:
             rep = repair(core, result.flow[0], result.potentials[0], float(result.final_eps[0]),
-                         deadline=started + max(budget.time_limit, FLOOR_S),
+                         deadline=stop_at(started, budget.time_limit),
                          cancelled=budget.cancelled)
         except InfeasibleNetworkError:
             return infeasible_solution(net, solver=self.name,
