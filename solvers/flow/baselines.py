@@ -19,11 +19,13 @@ import numpy as np
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import BudgetTooSmallError, NoSolutionError
 from solvers.flow.bounded import (
+    FLOOR_S,
     INLINE_ARCS,
     INLINE_NODE_ARCS,
     DeadlinePassedError,
     in_place,
     run_bounded,
+    stop_at,
 )
 from solvers.flow.bounded import warm_up as bounded_warm_up
 from solvers.flow.dual import certify_optimal
@@ -36,21 +38,6 @@ from solvers.flow.problem import (
 )
 from solvers.flow.repair import solve_min_cost_flow
 
-#: The earliest an exact solve is stopped, whatever its time limit: below 0.5 s the estimates
-#: ask for nothing, and a network they expect to finish in milliseconds is not refused or
-#: stopped for a time limit of 0.01 s (it then runs a little past it).
-FLOOR_S = 0.5
-#: Past the time limit, what a bounded solve may still take before it is stopped: 10 % (the
-#: overshoot every routing solver keeps to) and 0.3 s for the child's start on a loaded
-#: machine. A solve that would end just past the limit is not thrown away (CI: oft_sinkhorn's
-#: repair at 0.5 s, started after 0.4 s of iterations, was stopped at 0.5 s).
-OVERSHOOT = 0.1
-GRACE_S = 0.3
-
-
-def stop_at(started: float, time_limit: float) -> float:
-    """When a bounded exact solve started at ``started`` is stopped (``perf_counter``)."""
-    return started + max(time_limit, FLOOR_S) * (1 + OVERSHOOT) + GRACE_S
 #: Round cap of the optimality proof that follows each baseline (each round is O(arcs)).
 CERTIFY_ROUNDS = 2000
 

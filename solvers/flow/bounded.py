@@ -14,6 +14,10 @@ C++ or pure-Python solve on arrays it already holds and sends the flows back; th
 needs are imported before the fork, so no import lock another thread holds can stop it (and a
 child stopped by anything else is still killed at the deadline). Small networks, which finish
 in milliseconds whatever their costs, are solved in the calling process.
+
+The rules of when a call runs in place (``in_place``) and when it is stopped (``stop_at``:
+just past the time limit) are here too, so every caller (the exact baselines, oft_sinkhorn's
+repair) holds its uninterruptible step to the same clock.
 """
 
 from __future__ import annotations
@@ -39,6 +43,25 @@ def in_place(estimate_s: float, time_left_s: float, small: bool) -> bool:
     """Whether a call estimated at ``estimate_s`` runs in the calling process: when it is
     small, or when even ``PESSIMISM`` times the estimate fits in ``time_left_s``."""
     return small or PESSIMISM * estimate_s < time_left_s
+
+
+#: The earliest an exact solve is stopped, whatever its time limit: below 0.5 s the estimates
+#: ask for nothing, and a network they expect to finish in milliseconds is not refused or
+#: stopped for a time limit of 0.01 s (it then runs a little past it).
+FLOOR_S = 0.5
+#: Past the time limit, what a bounded solve may still take before it is stopped: 10 % (the
+#: overshoot every routing solver keeps to) and 0.3 s for the child's start on a loaded
+#: machine. A solve that would end just past the limit is not thrown away (CI: oft_sinkhorn's
+#: repair at 0.5 s, started after 0.4 s of iterations, was stopped at 0.5 s).
+OVERSHOOT = 0.1
+GRACE_S = 0.3
+
+
+def stop_at(started: float, time_limit: float) -> float:
+    """When a bounded exact solve started at ``started`` is stopped (``perf_counter``)."""
+    return started + max(time_limit, FLOOR_S) * (1 + OVERSHOOT) + GRACE_S
+
+
 #: Modules imported before the first fork, so a child never imports anything.
 PRELOAD = ("ortools.graph.python.min_cost_flow", "networkx")
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import BudgetTooSmallError
-from solvers.flow.baselines import stop_at, stopped_at_limit
-from solvers.flow.bounded import DeadlinePassedError
+from solvers.flow.baselines import stopped_at_limit
+from solvers.flow.bounded import DeadlinePassedError, stop_at
 from solvers.flow.bounded import warm_up as bounded_warm_up
 from solvers.flow.cut import blocking_cut
 from solvers.flow.options import FlowOptions
