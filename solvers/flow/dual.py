@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
 
 from solvers.errors import InstanceError
 from solvers.flow.problem import Certificate, CoreNetwork, exact_dot
@@ -24,7 +26,7 @@ from solvers.flow.problem import Certificate, CoreNetwork, exact_dot
 @dataclass
 class LabelResult:
     labels: np.ndarray
-    status: str  # "converged", "negative_cycle" or "round_limit"
+    status: str  # "converged", "negative_cycle", "round_limit" or "stopped" (deadline)
     rounds: int
     #: A node whose label still fell in the last round (on or behind a negative cycle).
     witness: int | None = None
@@ -62,20 +64,44 @@ def label_correct(n: int, tails: np.ndarray, heads: np.ndarray, weights: np.ndar
     return LabelResult(d, "round_limit", limit)
 
 
-def check_bounded(core: CoreNetwork, node_ids: np.ndarray | None = None) -> None:
-    """Refuse a network whose cost is unbounded: a negative cycle of uncapacitated arcs."""
+class UnboundedCostError(InstanceError):
+    """The cost is unbounded below (a negative cycle of uncapacitated arcs): the input's fault,
+    so a comparison raises it once instead of once per solver."""
+
+
+def check_bounded(core: CoreNetwork, node_ids: np.ndarray | None = None,
+                  deadline: float | None = None) -> bool:
+    """True when the cost is bounded below; ``UnboundedCostError`` when uncapacitated arcs
+    form a negative cycle; False when the search was still running at ``deadline``.
+
+    A cycle lies inside one strongly connected component of the uncapacitated arcs, so only
+    the arcs within one are searched, and labels that still fall after as many rounds as the
+    largest such component has nodes prove a negative cycle (not after as many as the network
+    has). On acyclic arcs nothing is left to search (QA sweep: a 100,000-arc chain of
+    negative costs took 5,000 rounds and 1.3 s, before the solver's clock started).
+    """
     free = ~core.capacitated
     if not (free & (core.costs < 0)).any():
-        return
-    res = label_correct(core.n, core.tails[free], core.heads[free], core.costs[free],
-                        np.zeros(core.n, dtype=np.int64))
+        return True
+    tails, heads, costs = core.tails[free], core.heads[free], core.costs[free]
+    graph = sparse.csr_matrix((np.ones(len(tails)), (tails, heads)), shape=(core.n, core.n))
+    _, component = csgraph.connected_components(graph, directed=True, connection="strong")
+    inside = component[tails] == component[heads]
+    if not (inside & (costs < 0)).any():
+        return True
+    largest = int(np.bincount(component)[component[tails[inside]]].max())
+    res = label_correct(largest, tails[inside], heads[inside], costs[inside],
+                        np.zeros(core.n, dtype=np.int64), deadline=deadline)
+    if res.status == "stopped":
+        return False
     if res.status == "negative_cycle":
         node = res.witness if res.witness is not None else 0
         origin = int(core.origin[node])
         label = int(node_ids[origin]) if node_ids is not None else origin
-        raise InstanceError("arcs", "the cost is unbounded below: uncapacitated arcs form a "
-                            f"cycle of negative total cost (reaching node {label}); give one "
-                            "of its arcs a capacity")
+        raise UnboundedCostError(
+            "arcs", "the cost is unbounded below: uncapacitated arcs form a cycle of negative "
+            f"total cost (reaching node {label}); give one of its arcs a capacity")
+    return True
 
 
 def dual_bound(core: CoreNetwork, pi: np.ndarray) -> int:

@@ -1,6 +1,7 @@
 """The registered ``oft_sinkhorn`` solver: entropic OFT-Sinkhorn, then an exact integer flow.
 
-Pipeline (each step's figures go into the solution's stats):
+Pipeline (each step's figures go into the solution's stats), after
+``baselines.require_bounded`` (the cost is bounded, checked on the solver's clock):
 ``sinkhorn.oft_sinkhorn`` (ε-scaling until the time budget's Sinkhorn share runs out) →
 ``repair.repair`` (round, repair the imbalance on the residual network) →
 ``repair.sinkhorn_certificate`` (dual bound from the Sinkhorn potentials) →
@@ -17,7 +18,7 @@ from typing import Any
 
 from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import BudgetTooSmallError
-from solvers.flow.baselines import stopped_at_limit
+from solvers.flow.baselines import require_bounded, stopped_at_limit
 from solvers.flow.bounded import DeadlinePassedError, stop_at
 from solvers.flow.bounded import warm_up as bounded_warm_up
 from solvers.flow.cut import blocking_cut
@@ -63,6 +64,7 @@ class OFTSinkhornSolver:
         opts = options or FlowOptions()
         started = time.perf_counter()
         deadline = started + budget.time_limit
+        require_bounded(net, self.name, budget, started)
         core = net.core()
         needed = min_time_limit(core.m)
         if budget.time_limit < needed:

@@ -10,11 +10,13 @@ import time
 import numpy as np
 import pytest
 
-from solvers.base import Budget, get_solver
+from solvers.base import Budget, get_solver, warm_up
 from solvers.errors import NoSolutionError
+from solvers.flow import baselines
 from solvers.flow.bounded import DeadlinePassedError, run_bounded
+from solvers.flow.dual import UnboundedCostError, check_bounded
 from solvers.flow.problem import FlowNetwork
-from solvers.flow.solve import solve
+from solvers.flow.solve import compare, solve
 
 
 def _sleep(seconds: float) -> float:
@@ -41,36 +43,121 @@ def test_a_call_past_its_deadline_is_stopped_and_a_quick_one_answers() -> None:
     assert exc.value.cancelled and exc.value.elapsed < 1.5
 
 
-def negative_chain(n: int = 5000, m: int = 100_000, seed: int = 0) -> FlowNetwork:
+def negative_chain(n: int = 5000, m: int = 100_000, seed: int = 0,
+                   closed: bool = False) -> FlowNetwork:
     """A DAG of uncapacitated arcs: a chain at cost -10 a step and random forward arcs at
     cost 0..-4: bounded, no cycle, but OR-Tools takes about 8 s (0.02 s with every cost
-    raised by 10)."""
+    raised by 10). ``closed`` puts every node on one cycle, of cost +10, with a back arc
+    n → 1 at cost 10·n (in place of a random arc): still bounded, but proving it takes
+    label-correcting about n rounds (1.3 s)."""
     rng = np.random.default_rng(seed)
     tails = np.arange(1, n)
-    k = m - (n - 1)
+    k = m - (n - 1) - closed
     a, b = rng.integers(1, n, k), rng.integers(1, n + 1, k)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     hi = np.minimum(np.where(hi == lo, lo + 1, hi), n)
     supplies = np.zeros(n, dtype=np.int64)
     supplies[0], supplies[-1] = 10, -10
+    back = [n] if closed else []
     return FlowNetwork.build(
         name="negative-chain", node_ids=np.arange(1, n + 1), supplies=supplies,
-        tails=np.concatenate([tails, lo]), heads=np.concatenate([tails + 1, hi]),
-        costs=np.concatenate([np.full(n - 1, -10), -rng.integers(0, 5, k)]),
+        tails=np.concatenate([tails, lo, back]),
+        heads=np.concatenate([tails + 1, hi, [1] if closed else []]),
+        costs=np.concatenate([np.full(n - 1, -10), -rng.integers(0, 5, k),
+                              [10 * n] if closed else []]),
         capacities=[None] * m)
 
 
 @pytest.mark.parametrize("solver", ["ortools_mcf", "oft_sinkhorn"])
 def test_an_exact_step_that_overruns_is_stopped_at_the_time_limit(solver: str) -> None:
     """The estimates (OR-Tools 3 µs an arc, the repair 6 µs) accept 1 s for this network; the
-    solve took 8.2 s (ortools_mcf) and 8.7 s (oft_sinkhorn's repair) before."""
-    net = negative_chain()
+    solve took 8.2 s (ortools_mcf) and 8.7 s (oft_sinkhorn's repair) before. The whole call
+    answers by the stop (1.4 s): checking that the cost is bounded came before the clock and
+    took 1.3 s more (QA sweep: 2.9 s in all)."""
+    warm_up(solver)
+    started = time.perf_counter()
     with pytest.raises(NoSolutionError, match="when its time limit of 1 s ran out") as exc:
-        solve(net, solver, Budget(time_limit=1.0))  # through the registry's checks
+        solve(negative_chain(), solver, Budget(time_limit=1.0))  # through the registry
+    assert time.perf_counter() - started < 1.8
     assert exc.value.field == "time_limit" and exc.value.more_time_helps
-    impl = get_solver(solver)
-    impl.warm_up()
-    started = time.perf_counter()  # the solver's own time (the checks before it excluded)
+    started = time.perf_counter()
     with pytest.raises(NoSolutionError):
-        impl.solve(net, Budget(time_limit=1.0))
-    assert time.perf_counter() - started < 1.6
+        get_solver(solver).solve(negative_chain(), Budget(time_limit=1.0))
+    assert time.perf_counter() - started < 1.8
+
+
+def test_a_boundedness_check_that_overruns_is_stopped_and_says_so() -> None:
+    """Proving the closed chain's cost bounded takes about 1.3 s; at 0.1 s (stopped at
+    0.85 s) the answer says the check had not finished, and returns no flow unchecked
+    (before, the check ran to its end before the clock and OR-Tools after it: 2.4 s)."""
+    net = negative_chain(closed=True)
+    warm_up("ortools_mcf")
+    started = time.perf_counter()
+    with pytest.raises(NoSolutionError, match=r"had not finished checking that the cost is "
+                       r"bounded .* time limit of 0.5 s ran out") as exc:
+        solve(net, "ortools_mcf", Budget(time_limit=0.1))
+    assert time.perf_counter() - started < 1.25
+    assert exc.value.field == "time_limit" and exc.value.more_time_helps
+    assert not check_bounded(net.core(), deadline=time.perf_counter() + 0.1)
+    assert check_bounded(net.core())  # unbounded time: it is bounded
+
+
+def test_the_boundedness_check_searches_only_cycles() -> None:
+    """A negative cycle lies in one strongly connected component of the uncapacitated arcs:
+    the open chain has none to search (1.3 s of label-correcting before); a negative cycle
+    beside it is still found, in as many rounds as its component has nodes."""
+    chain = negative_chain()
+    started = time.perf_counter()
+    assert check_bounded(chain.core())
+    assert time.perf_counter() - started < 0.3
+    cycle = FlowNetwork.build(
+        name="chain-and-cycle", node_ids=chain.node_ids, supplies=chain.supplies,
+        tails=np.r_[chain.node_ids[chain.tails], 3], heads=np.r_[chain.node_ids[chain.heads], 2],
+        costs=np.r_[chain.costs, 9], capacities=[None] * (chain.m + 1))  # 2 → 3 costs -10
+    with pytest.raises(UnboundedCostError, match="unbounded below"):
+        check_bounded(cycle.core(), cycle.node_ids)
+    n = 200_000  # a path of negative arcs and a 2-cycle of cost -1 on it: 2 rounds, not n
+    path = FlowNetwork.build(
+        name="path-and-cycle", node_ids=np.arange(1, n + 1), supplies=np.zeros(n, dtype=int),
+        tails=np.r_[np.arange(1, n), 4], heads=np.r_[np.arange(2, n + 1), 3],
+        costs=np.r_[np.full(n - 1, -1), 0], capacities=[None] * n)
+    started = time.perf_counter()
+    with pytest.raises(UnboundedCostError, match="reaching node 4"):
+        check_bounded(path.core(), path.node_ids)
+    assert time.perf_counter() - started < 0.4  # 0.9 s searching n rounds
+    short = FlowNetwork.build(
+        name="short-back-arc", node_ids=np.arange(1, 5), supplies=np.zeros(4, dtype=np.int64),
+        tails=np.array([1, 2, 3, 4]), heads=np.array([2, 3, 4, 1]),
+        costs=np.array([-10, -10, -10, 29]), capacities=[None] * 4)
+    with pytest.raises(UnboundedCostError):
+        check_bounded(short.core())
+
+
+def test_a_comparison_checks_the_cost_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict is kept on the network: each solver of a comparison would otherwise pay
+    for the check again on its own clock."""
+    calls: list[int] = []
+    real = baselines.check_bounded
+
+    def counting(*args: object, **kwargs: object) -> bool:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(baselines, "check_bounded", counting)
+    net = negative_chain(200, 2000, closed=True)
+    result = compare(net, ["ortools_mcf", "networkx_simplex"], Budget(time_limit=5))
+    assert result.agree is True and len(calls) == 1
+
+
+def test_a_solver_called_directly_refuses_an_unbounded_cost() -> None:
+    """The check is the solver's own step, not only the registry's: the core network caps
+    uncapacitated arcs, so a solver called directly returned a finite "optimum" before."""
+    net = FlowNetwork.build(
+        name="unbounded", node_ids=np.arange(1, 4), supplies=np.array([1, -1, 0]),
+        tails=np.array([1, 2, 3]), heads=np.array([2, 3, 2]), costs=np.array([1, -2, 1]),
+        capacities=[None] * 3)
+    for solver in ("ortools_mcf", "networkx_simplex", "oft_sinkhorn"):
+        with pytest.raises(UnboundedCostError):
+            get_solver(solver).solve(net, Budget(time_limit=5))
+
+
