@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -45,7 +46,7 @@ from solvers.scheduling.registry import (
 )
 from solvers.scheduling.render import gantt_svg
 from solvers.scheduling.session import Arrived, EventError, Finished, Session
-from solvers.scheduling.simulator import RATE_RANGE, Arrivals, VMPool, parse_pool
+from solvers.scheduling.simulator import RATE_RANGE, Arrivals, SimResult, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     GENERATORS,
     Workflow,
@@ -111,6 +112,28 @@ def _pool(text: str) -> VMPool:
 #: The longest stream the CLI runs in one go (50 times the API's cap: minutes per policy at
 #: the simulator's 3,000-5,000 workflows a second, and memory for every workflow's record).
 MAX_CLI_WORKFLOWS = 1_000_000
+
+
+def _schedule_json(policy: str, result: SimResult, pool: VMPool,
+                   templates: list[Workflow]) -> str:
+    """One policy's whole schedule, as ``--schedule`` writes it (built when written)."""
+    return json.dumps({"policy": policy, **pool.describe(), **result.schedule_table(templates)})
+
+
+def _results_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("policy", "mean flowtime (s)", "gap to best", "makespan (s)",
+                "utilization", "wall (s)", "note"):
+        table.add_column(col, justify="left" if col in ("policy", "note") else "right")
+    for r in rows:
+        if r.get("mean_flowtime") is None:
+            table.add_row(r["policy"], "–", "–", "–", "–", "–", r["error"] or "")
+            continue
+        note = f"p50 {r['latency_p50_ms']:.2f} ms/decision" if "latency_p50_ms" in r else ""
+        table.add_row(r["policy"], f"{r['mean_flowtime']:,.1f}",
+                      f"{r['gap_to_best']:+.2f} %", f"{r['makespan']:,.0f}",
+                      f"{r['utilization']:.3f}", f"{r['wall_time']:.2f}", note)
+    return table
 
 
 @app.command("simulate")
@@ -184,51 +207,45 @@ def simulate_command(
             fail("interrupted before every policy had run; nothing to report",
                  EXIT_INTERRUPTED)
     rows: list[dict[str, Any]] = []
+    files: list[tuple[str, Path, Callable[[], str]]] = []  # written once the result is known
     for r in runs:
         row: dict[str, Any] = {"policy": r.name, "kind": r.kind, "error": r.error,
                                "gap_to_best": r.gap_to_best}
         if r.result is not None:
             row.update(r.result.summary())
+            result = r.result
             if gantt is not None:
                 path = gantt / f"gantt_{r.name}.svg"
-                try:
-                    path.write_text(gantt_svg(r.result, vm_pool, templates))
-                except OSError as exc:
-                    fail(f"--gantt: cannot write {path}: {exc.strerror or exc}")
+                files.append(("--gantt", path,
+                              functools.partial(gantt_svg, result, vm_pool, templates)))
                 row["gantt"] = str(path)
             if schedule is not None:
                 path = schedule / f"schedule_{r.name}.json"
-                try:
-                    path.write_text(json.dumps({"policy": r.name, **vm_pool.describe(),
-                                                **r.result.schedule_table(templates)}))
-                except OSError as exc:
-                    fail(f"--schedule: cannot write {path}: {exc.strerror or exc}")
+                files.append(("--schedule", path, functools.partial(
+                    _schedule_json, r.name, result, vm_pool, templates)))
                 row["schedule"] = str(path)
         rows.append(row)
     ok = [r for r in rows if r.get("mean_flowtime") is not None]
     best = min(ok, key=lambda r: r["mean_flowtime"])["policy"] if ok else None
-    if as_json:
-        typer.echo(json.dumps(jsonable({
-            **vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
+    body = {**vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
             "seed": seed, "workflows": [w.describe() for w in templates], "best_policy": best,
-            "rows": rows}), indent=2))
+            "rows": rows}
+    title = (f"{workflows_count} workflows on {vm_pool.label} at "
+             f"{'→'.join(f'{r:g}' for r in rates)}/h, seed {seed}")
+    # a file that cannot be written still leaves the results on stdout, as `solve --out`
+    # does (QA sweep: under --json the failure printed no document)
+    with json_failures(as_json, **body):
+        for option, path, text in files:
+            try:
+                path.write_text(text())
+            except OSError as exc:
+                if not as_json:
+                    stdout_console().print(_results_table(title, rows))
+                fail(f"{option}: cannot write {path}: {exc.strerror or exc}")
+    if as_json:
+        typer.echo(json.dumps(jsonable(body), indent=2))
     else:
-        table = Table(title=f"{workflows_count} workflows on {vm_pool.label} at "
-                      f"{'→'.join(f'{r:g}' for r in rates)}/h, seed {seed}",
-                      title_justify="left")
-        for col in ("policy", "mean flowtime (s)", "gap to best", "makespan (s)",
-                    "utilization", "wall (s)", "note"):
-            table.add_column(col, justify="left" if col in ("policy", "note") else "right")
-        for r in rows:
-            if r.get("mean_flowtime") is None:
-                table.add_row(r["policy"], "–", "–", "–", "–", "–", r["error"] or "")
-                continue
-            note = (f"p50 {r['latency_p50_ms']:.2f} ms/decision" if "latency_p50_ms" in r
-                    else "")
-            table.add_row(r["policy"], f"{r['mean_flowtime']:,.1f}",
-                          f"{r['gap_to_best']:+.2f} %", f"{r['makespan']:,.0f}",
-                          f"{r['utilization']:.3f}", f"{r['wall_time']:.2f}", note)
-        stdout_console().print(table)
+        stdout_console().print(_results_table(title, rows))
     if best is None:
         fail("no policy could run", EXIT_SOLVER_FAILED)
 

@@ -143,6 +143,24 @@ def test_rates_keep_their_order_and_repeats(tmp_path: Path) -> None:
     assert deep.exit_code == 2 and "does not exist" in deep.stderr
 
 
+def test_a_chart_or_schedule_that_cannot_be_written_keeps_the_result(tmp_path: Path) -> None:
+    """QA sweep: under --json an unwritable --gantt or --schedule file printed no document
+    (only the error on stderr); it now prints the results with the error, as `solve --out`
+    does, and without --json the table comes before the error."""
+    for option, name in (("--gantt", "gantt_heft.svg"), ("--schedule", "schedule_heft.json")):
+        folder = tmp_path / option.strip("-")
+        (folder / name).mkdir(parents=True)  # the file to write is a folder
+        args = ("simulate", "--workflows-count", "3", "--policies", "heft", option, str(folder))
+        result = _run(*args, "--json")
+        assert result.exit_code == 2, result.output
+        doc = json.loads(result.stdout)
+        assert doc["error"].startswith(f"{option}: cannot write {folder / name}")
+        assert doc["best_policy"] == "heft" and doc["rows"][0]["mean_flowtime"] > 0
+        table = _run(*args)
+        assert table.exit_code == 2 and f"error: {option}: cannot write" in table.stderr
+        assert "heft" in table.stdout and "mean flowtime" in table.stdout
+
+
 def test_generated_shapes_give_the_apis_numbers_for_the_same_seed(api: httpx.Client) -> None:
     """Found by a QA sweep: --seed also seeded the generated templates' runtime noise, so the
     CLI and POST /v1/scheduling/simulate disagreed at any seed but 0. The templates now have
