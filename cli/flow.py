@@ -7,7 +7,8 @@
 FILE is a DIMACS ``.min`` or a ``.json`` network, optionally gzipped. Solutions are written as
 DIMACS solution lines (``s COST``, ``f FROM TO FLOW``) or JSON. Exit codes as everywhere: 0
 success, 2 bad input — including an infeasible network, with the cut that proves it on stderr,
-as a fleet cap no routing plan meets is — and 1 a solver failure.
+as a fleet cap no routing plan meets is, and a comparison every solver refuses (a time limit
+too short for all of them), as the routing ``compare`` — and 1 a solver failure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import typer
 from rich.table import Table
 
 from cli.common import (
+    EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
     EXIT_SOLVER_FAILED,
     check_budget,
@@ -254,11 +256,21 @@ def compare_command(
             fail("interrupted before every solver had run", EXIT_INTERRUPTED)
         except Exception as exc:
             _solver_failed(",".join(names), exc, file)
+    cut = next((r.solution.cut for r in result.rows
+                if r.solution is not None and r.solution.cut is not None), None)
+    failure: tuple[str, int] | None = None
+    if result.infeasible:  # the cut's words, as `flow solve` gives them (QA sweep)
+        failure = (cut.message if cut else "the network has no feasible flow", EXIT_BAD_INPUT)
+    elif result.refusal is not None:  # the input's fault: exit 2, as the routing `compare`
+        failure = (result.refusal_message(), EXIT_BAD_INPUT)
+    elif result.best_solver is None:
+        failure = ("no solver produced a feasible flow", EXIT_SOLVER_FAILED)
+    elif result.agree is False:
+        failure = ("solvers that proved optimality disagree on the optimal cost (or a checked "
+                   "flow costs less than a proven optimum)", EXIT_SOLVER_FAILED)
     if as_json:
         # the API's fields (QA sweep: seed, violations and the top-level infeasibility were
         # missing), the network described as `flow solve --json` does
-        cut = next((r.solution.cut for r in result.rows
-                    if r.solution is not None and r.solution.cut is not None), None)
         _print_json({
             "network": net.describe(), "time_limit": time_limit, "seed": seed,
             "tolerance": tolerance,
@@ -280,6 +292,8 @@ def compare_command(
                 "error": r.error,
                 "stats": r.solution.stats if r.solution else {},
             } for r in result.rows],
+            # a failure's reason is in the document too, as the routing `compare` gives it
+            **({"error": failure[0]} if failure else {}),
         })
     else:
         table = Table(title=f"{net.name}: {net.n} nodes, {net.m} arcs", title_justify="left")
@@ -308,15 +322,8 @@ def compare_command(
         elif result.best_solver is not None:
             stdout_console().print("no solver proved optimality, so there is no optimum to "
                                    "agree on")
-    if result.infeasible:  # the cut's words, as `flow solve` gives them (QA sweep)
-        cut = next((r.solution.cut for r in result.rows if r.solution and r.solution.cut),
-                   None)
-        fail(cut.message if cut else "the network has no feasible flow")
-    if result.best_solver is None:
-        fail("no solver produced a feasible flow", EXIT_SOLVER_FAILED)
-    if result.agree is False:
-        fail("solvers that proved optimality disagree on the optimal cost (or a checked flow "
-             "costs less than a proven optimum)", EXIT_SOLVER_FAILED)
+    if failure is not None:
+        fail(*failure)
 
 
 def _has_parallel_arcs(net: FlowNetwork) -> bool:

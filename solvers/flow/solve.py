@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solvers.base import Budget, ProgressCallback, get_solver, no_progress
-from solvers.errors import CosolveError
+from solvers.errors import (
+    BudgetTooSmallError,
+    CosolveError,
+    InstanceError,
+    InstanceTooLargeError,
+    ProblemMismatchError,
+    UnknownSolverError,
+)
 from solvers.flow.dual import UnboundedCostError
 from solvers.flow.options import FlowOptions
 from solvers.flow.problem import FlowNetwork, FlowSolution
@@ -14,6 +21,10 @@ from solvers.flow.problem import FlowNetwork, FlowSolution
 PROBLEM = "mincostflow"
 #: The solvers a comparison runs when none are named.
 DEFAULT_COMPARE = ("ortools_mcf", "networkx_simplex", "oft_sinkhorn")
+#: Errors that are the request's fault, not the solver's (a time limit below what the solver
+#: needs at this size, a network above its limit), as routing's ``REFUSALS``.
+REFUSALS = (BudgetTooSmallError, InstanceTooLargeError, ProblemMismatchError, InstanceError,
+            UnknownSolverError)
 
 
 def solve(net: FlowNetwork, solver: str, budget: Budget,
@@ -44,6 +55,9 @@ class FlowComparisonRow:
     error: str | None = None
     #: cost − best cost among the rows with a feasible flow (0 for the best).
     gap_to_best: int | None = None
+    #: the error behind ``error`` when it is the request's fault (``REFUSALS``); when every
+    #: row has one, the comparison as a whole is refused as bad input, as routing's is
+    refusal: CosolveError | None = None
 
 
 @dataclass
@@ -60,6 +74,24 @@ class FlowComparison:
     infeasible: bool = False
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def refusal(self) -> CosolveError | None:
+        """Why the request itself is at fault when every row was refused (CLI sweep: a time
+        limit too short for every solver exited 1, a solver failure); else None."""
+        if self.best_solver is not None or not self.rows:
+            return None
+        if all(r.refusal is not None for r in self.rows):
+            return self.rows[0].refusal
+        return None
+
+    def refusal_message(self) -> str:
+        """Every row's reason in one line, for the error that refuses the comparison."""
+        reasons = [(r.error or "").rstrip(".") for r in self.rows]
+        return "no solver could run on this request: " + "; ".join(
+            reason if reason.startswith((r.solver, f"solver {r.solver!r}"))
+            else f"{r.solver}: {reason}"
+            for r, reason in zip(self.rows, reasons, strict=True))
+
 
 def compare(net: FlowNetwork, solvers: list[str], budget: Budget,
             progress: ProgressCallback = no_progress,
@@ -73,7 +105,8 @@ def compare(net: FlowNetwork, solvers: list[str], budget: Budget,
         except UnboundedCostError:
             raise
         except CosolveError as exc:
-            rows.append(FlowComparisonRow(name, None, error=str(exc)))
+            rows.append(FlowComparisonRow(name, None, error=str(exc),
+                                          refusal=exc if isinstance(exc, REFUSALS) else None))
         if budget.cancelled():
             break
     feasible = [r for r in rows if r.solution and r.solution.feasible and

@@ -346,3 +346,22 @@ def test_solve_out_a_folder_is_named_a_folder(tmp_path: Path) -> None:
                   "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr.strip() == f"error: --out: {tmp_path} is a folder; name a file"
+
+
+def test_a_comparison_every_solver_refuses_exits_2(tmp_path: Path) -> None:
+    """CLI sweep: a time limit too short for every solver exited 1 ("no solver produced a
+    feasible flow", a solver failure) where the routing `compare` exits 2 naming each
+    refusal; the reasons are in the --json document's error too."""
+    from solvers.flow.generate import netgen_style
+    from solvers.flow.io import dimacs_text
+
+    path = tmp_path / "mid.min"
+    path.write_text(dimacs_text(netgen_style(2, 1000, 30_000)))
+    result = _run("compare", str(path), "--solvers", "oft_sinkhorn,networkx_simplex",
+                  "--time-limit", "0.1", "--json")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: no solver could run on this request: oft_sinkhorn ")
+    assert "; networkx_simplex cannot be interrupted" in result.stderr
+    printed = json.loads(result.stdout)
+    assert printed["best_solver"] is None and printed["error"] in result.stderr
+    assert all(row["error"] for row in printed["rows"])
