@@ -14,10 +14,19 @@ import importlib.util
 import json
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
+
+try:  # typer 0.2x parses with its own copy of click
+    from typer._click import Context
+    from typer._click.exceptions import UsageError
+except ImportError:  # older typer: click itself
+    from click import Context, UsageError  # type: ignore[assignment]
 
 from cli.batch import batch, output_stem
 from cli.common import (
@@ -70,8 +79,38 @@ INSTANCE_ARGUMENT = typer.Argument(
     metavar="FILE", help="Instance: .tsp, .vrp, .vrptw or .json, optionally gzipped (.gz)."
 )
 
+class _CosolveGroup(TyperGroup):
+    """Under ``--json`` a usage error (an unknown option, a bad or missing value) prints a
+    JSON document with the error on stdout too, as every other refusal does, so a script
+    reads each outcome from stdout (CLI sweep: it printed nothing there). Click still prints
+    the usage and the error on stderr and exits 2."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        ctx.meta[_JSON_USAGE_ERRORS] = "--json" in args  # shared by the subcommands' contexts
+        with _usage_error_as_json(ctx):
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Context) -> Any:
+        with _usage_error_as_json(ctx):
+            return super().invoke(ctx)
+
+
+_JSON_USAGE_ERRORS = "cosolve.json_usage_errors"
+
+
+@contextmanager
+def _usage_error_as_json(ctx: Context) -> Iterator[None]:
+    try:
+        yield
+    except UsageError as exc:
+        if ctx.meta.pop(_JSON_USAGE_ERRORS, False):  # once, however deep the subcommand
+            _print_json({"error": exc.format_message()})
+        raise
+
+
 app = typer.Typer(
     name="cosolve",
+    cls=_CosolveGroup,
     help="Solve routing (TSP, CVRP, CVRPTW), min-cost flow and workflow scheduling problems "
     "with the registered solvers, as the HTTP service does.",
     no_args_is_help=True,
@@ -254,8 +293,10 @@ def list_solvers(
         specs = all_specs()
     else:
         known = sorted({p for s in all_specs() for p in s.problems})
-        if problem.lower() not in known:
-            fail(f"--problem: unknown problem {problem!r}; known problems: {', '.join(known)}")
+        if problem.lower() not in known:  # under --json a document too (CLI sweep: none)
+            with json_failures(as_json, problem=problem, solvers=[]):
+                fail(f"--problem: unknown problem {problem!r}; known problems: "
+                     f"{', '.join(known)}")
         problem = problem.lower()
         specs = specs_for(problem)
     if as_json:

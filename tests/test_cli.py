@@ -69,6 +69,32 @@ def test_solvers_rejects_unknown_problem() -> None:
     _assert_user_error(_run("solvers", "--problem", "knapsack"), "--problem", "tsp")
 
 
+def test_solvers_unknown_problem_under_json_is_a_json_document() -> None:
+    """CLI sweep: `solvers --problem foo --json` printed nothing on stdout."""
+    result = _run("solvers", "--problem", "foo", "--json")
+    _assert_user_error(result, "--problem")
+    document = json.loads(result.stdout)
+    assert document["problem"] == "foo" and document["solvers"] == []
+    assert document["error"].startswith("--problem: unknown problem 'foo'; known problems: ")
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("solve", "x.tsp", "--solver", "ortools", "--time-limit", "abc"), "'--time-limit'"),
+    (("compare", "x.tsp", "--no-such-option"), "--no-such-option"),
+    (("flow", "solve"), "Missing argument 'FILE'"),
+    (("schedule", "simulate", "--workflows-count", "many"), "'--workflows-count'"),
+])
+def test_a_usage_error_under_json_is_a_json_document(args: tuple[str, ...], words: str) -> None:
+    """CLI sweep: click's own refusals (an unknown option, a value of the wrong type, a
+    missing argument) printed no JSON under --json; stderr keeps click's usage lines."""
+    result = _run(*args, "--json")
+    assert result.exit_code == 2, result.output
+    assert words in json.loads(result.stdout)["error"]
+    assert "Usage:" in result.stderr and words in result.stderr
+    plain = _run(*args)
+    assert plain.exit_code == 2 and plain.stdout == ""
+
+
 # -- solve --------------------------------------------------------------------------------
 def test_solve_tsp_nearest_neighbor_writes_a_tour(tmp_path: Path) -> None:
     out = tmp_path / "eil51.tour"
