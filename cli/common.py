@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
+from cli import INTERRUPTED_LOADING
 from solvers.base import MAX_SEED, Budget, all_specs
 from solvers.device import torch_device_name
 from solvers.errors import InstanceError
@@ -60,6 +61,20 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
         typer.echo(json.dumps(jsonable({**document, "error": message}), indent=2))
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def ctrl_c_before_solving() -> Iterator[None]:
+    """Reading the input and loading the solvers (imports, weights: a second or more) come
+    before the solve; a Ctrl-C meanwhile says so and exits 130, as one during the solve
+    does (CLI sweep: typer exited 130 without a word); under ``--json`` the document says
+    ``"interrupted": true``."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        document = _json_failure.get()
+        with json_failures(document is not None, **{**(document or {}), "interrupted": True}):
+            fail(INTERRUPTED_LOADING, EXIT_INTERRUPTED)
 
 
 @contextmanager

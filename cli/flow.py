@@ -29,6 +29,7 @@ from cli.common import (
     check_budget,
     check_not_the_input,
     check_parent_folder,
+    ctrl_c_before_solving,
     debugging,
     fail,
     json_failures,
@@ -175,7 +176,8 @@ def solve_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Solve one network with one solver; optionally write the flow."""
-    with json_failures(as_json, network=None, solver=solver, status=None, flow=None):
+    with json_failures(as_json, network=None, solver=solver, status=None, flow=None), \
+            ctrl_c_before_solving():
         budget = check_budget(time_limit, seed, device)
         options = _options(tolerance)
         _check_out(out)
@@ -230,7 +232,7 @@ def compare_command(
 ) -> None:
     """Run several solvers one after another on one network and check they agree."""
     with json_failures(as_json, network=None, time_limit=time_limit, tolerance=tolerance,
-                       best_solver=None, rows=[]):
+                       best_solver=None, rows=[]), ctrl_c_before_solving():
         budget = check_budget(time_limit, seed, device)
         options = _options(tolerance)
         net = load_or_fail(file, load_network, "network")

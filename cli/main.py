@@ -28,6 +28,7 @@ try:  # typer 0.2x parses with its own copy of click
 except ImportError:  # older typer: click itself
     from click import Context, UsageError  # type: ignore[assignment]
 
+from cli import loaded
 from cli.batch import batch, output_stem
 from cli.common import (
     DEVICE_OPTION,
@@ -37,6 +38,7 @@ from cli.common import (
     check_budget,
     check_not_the_input,
     check_parent_folder,
+    ctrl_c_before_solving,
     debugging,
     fail,
     first_ctrl_c_cancels,
@@ -207,14 +209,11 @@ def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
         fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
 
 
-def _warm_up_or_stop(names: list[str]) -> None:
-    """Load the solvers (imports, weights, compiled kernels); a Ctrl-C meanwhile says so and
-    exits 130 (it exited silently)."""
-    try:
-        for name in names:
-            warm_up(name)
-    except KeyboardInterrupt:
-        fail("interrupted (Ctrl-C) while loading the solvers, before solving", EXIT_INTERRUPTED)
+def _warm_up(names: list[str]) -> None:
+    """Load the solvers (imports, weights, compiled kernels) before any clock starts; callers
+    run it under ``ctrl_c_before_solving``."""
+    for name in names:
+        warm_up(name)
 
 
 def _run_solver(name: str, instance: Instance, budget: Budget, progress: SolveProgress,
@@ -272,6 +271,7 @@ def main(
 ) -> None:
     """Solve routing, min-cost flow and workflow scheduling problems with the registered
     solvers."""
+    loaded()  # Ctrl-C is a KeyboardInterrupt again: each command says what it stopped
     try:  # the solvers' COSOLVE_* variables, for every command (a typo was a traceback)
         check_tuning()
     except ValueError as exc:
@@ -358,7 +358,7 @@ def solve(
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
     with json_failures(as_json, instance=None, solver=solver, time_limit=time_limit, seed=seed,
-                       solution=None):
+                       solution=None), ctrl_c_before_solving():
         budget = check_budget(time_limit, seed, device)
         if max_solutions is not None:
             if max_solutions < 1:
@@ -377,7 +377,7 @@ def solve(
         check_not_the_input(svg, file, "--svg")
         _check_svg_file(svg)
         _check_solver(solver, instance, time_limit)
-        _warm_up_or_stop([solver])  # imports and weights before the clock starts, as the server
+        _warm_up([solver])  # imports and weights before the clock starts, as the server
 
     with first_ctrl_c_cancels() as cancel, \
             SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
@@ -450,7 +450,8 @@ def compare(
 ) -> None:
     """Run several solvers one after another on one instance with the same budget."""
     with json_failures(as_json, instance=None, time_limit=time_limit, seed=seed,
-                       reference=reference, best_solver=None, interrupted=False, rows=[]):
+                       reference=reference, best_solver=None, interrupted=False, rows=[]), \
+            ctrl_c_before_solving():
         budget = check_budget(time_limit, seed, device)
         _check_reference(reference)
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
@@ -470,7 +471,7 @@ def compare(
                     mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
                     fail(f"--solvers: {mismatch}")
 
-        _warm_up_or_stop(names)  # equal time means equal search time: no solver loads inside it
+        _warm_up(names)  # equal time means equal search time: no solver loads inside it
     with first_ctrl_c_cancels() as cancel, \
             SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
         comparison = compare_solvers(instance, names,

@@ -557,6 +557,49 @@ def test_ctrl_c_stops_an_ortools_solve_and_keeps_its_best_solution() -> None:
     assert document["solution"]["wall_time"] < 60
 
 
+def test_ctrl_c_before_the_solve_says_so(monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    """CLI sweep: Ctrl-C while the instance was read or the solvers imported (before the
+    warm-up) exited 130 without a word and, under --json, no document."""
+    import cli.flow
+    import cli.main
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.main, "load_instance", interrupted)
+    monkeypatch.setattr(cli.flow, "load_network", interrupted)
+    net = tmp_path / "net.json"
+    net.write_text("{}")
+    for args in (["solve", str(DATA / "eil51.tsp"), "--solver", "ortools"],
+                 ["compare", str(DATA / "eil51.tsp")], ["flow", "solve", str(net)],
+                 ["flow", "compare", str(net)]):
+        result = _run(*args, "--json")
+        assert result.exit_code == 130, (args, result.output)
+        assert result.stderr == "error: interrupted (Ctrl-C) while loading, before solving\n"
+        document = json.loads(result.stdout)
+        assert document["interrupted"] is True and "interrupted" in document["error"]
+
+
+@pytest.mark.parametrize(("argv0", "interrupted"), [
+    ("/venv/bin/cosolve", True), ("-m", True), ("other", False)])  # -m: python -m cli.main
+def test_ctrl_c_while_cosolve_loads_is_one_line(argv0: str, interrupted: bool) -> None:
+    """CLI sweep: Ctrl-C in the first half second of `cosolve solve` (typer, numpy and the
+    solvers importing) printed a traceback from whichever import it hit. A process that is
+    not cosolve keeps Python's KeyboardInterrupt."""
+    script = (f"import os, signal, sys; sys.argv = [{argv0!r}, 'solve', 'x.tsp', '--json']; "
+              "sys.orig_argv = ['python', '-m', 'cli.main']; "
+              "import cli; os.kill(os.getpid(), signal.SIGINT); import cli.main")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[1])
+    if interrupted:
+        assert proc.returncode == 130, proc.stderr
+        assert proc.stderr == "error: interrupted (Ctrl-C) while loading, before solving\n"
+        assert json.loads(proc.stdout)["interrupted"] is True
+    else:
+        assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr
+
+
 def test_a_solver_failure_under_json_is_a_json_document() -> None:
     """Scripts read every outcome from stdout: a solver that fails (here nearest_neighbor,
     which ignores RC101's fleet of 15) prints its error as JSON, not only on stderr."""
