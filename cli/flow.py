@@ -2,13 +2,14 @@
 
     cosolve flow solve FILE [--solver NAME] [--out FILE.sol|.json] [--tolerance T] [--json]
     cosolve flow compare FILE [--solvers a,b,c] [--json]
-    cosolve flow check FILE SOLUTION
+    cosolve flow check FILE SOLUTION [--json]
 
 FILE is a DIMACS ``.min`` or a ``.json`` network, optionally gzipped. Solutions are written as
 DIMACS solution lines (``s COST``, ``f FROM TO FLOW``) or JSON. Exit codes as everywhere: 0
 success, 2 bad input — including an infeasible network, with the cut that proves it on stderr,
 as a fleet cap no routing plan meets is, and a comparison every solver refuses (a time limit
-too short for all of them), as the routing ``compare`` — and 1 a solver failure.
+too short for all of them), as the routing ``compare``, and a solution ``check`` rejects (or
+an empty one) — and 1 a solver failure.
 """
 
 from __future__ import annotations
@@ -333,33 +334,50 @@ def _has_parallel_arcs(net: FlowNetwork) -> bool:
     return len(np.unique(pairs)) < len(pairs)
 
 
+def _no_solution_lines(text: str) -> bool:
+    """Nothing but blank lines and ``c`` comments: an empty solution file."""
+    return all(not parts or parts[0] == "c" for parts in map(str.split, text.splitlines()))
+
+
 @app.command("check")
 def check_command(
     file: Annotated[Path, NETWORK_ARGUMENT],
     solution: Annotated[Path, typer.Argument(
         metavar="SOLUTION", help="DIMACS solution lines (s, f), or the .json that "
         "`flow solve --out` writes.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a line.")] = False,
 ) -> None:
-    """Check a solution against a network: balance, capacities, and the stated cost."""
-    net = load_or_fail(file, load_network, "network")
-    try:
-        text = read_file_bytes(solution).decode("utf-8-sig")
-    except InstanceError as exc:
-        fail(f"SOLUTION: {exc.message}")
-    except OSError as exc:
-        fail(f"SOLUTION: cannot read {solution}: {exc.strerror or exc}")
-    except UnicodeDecodeError:
-        fail(f"SOLUTION: {solution} is not a text file of DIMACS solution lines ('s COST', "
-             "'f FROM TO FLOW') or JSON; gzipped and binary files are not read here")
-    is_dimacs = not (solution.suffix.lower() == ".json" or text.lstrip().startswith("{"))
-    try:
-        if not is_dimacs:
-            claimed, flow = parse_json_solution(text, net)
-        else:
-            claimed, flow = parse_dimacs_solution(text, net)
-    except InstanceError as exc:
-        fail(f"{solution}: {exc.field}: {exc.message}")
+    """Check a solution against a network: balance, capacities, and the stated cost. A flow
+    that fails is the input's fault, exit 2, as an unreadable one; so is an empty file,
+    unless the network has no supplies (its zero flow is then a fair answer)."""
+    with json_failures(as_json, network=None, solution=str(solution), feasible=None, cost=None,
+                       stated_cost=None, violations=[]):
+        net = load_or_fail(file, load_network, "network")
+    with json_failures(as_json, network=net.describe(), solution=str(solution), feasible=None,
+                       cost=None, stated_cost=None, violations=[]):
+        try:
+            text = read_file_bytes(solution).decode("utf-8-sig")
+        except InstanceError as exc:
+            fail(f"SOLUTION: {exc.message}")
+        except OSError as exc:
+            fail(f"SOLUTION: cannot read {solution}: {exc.strerror or exc}")
+        except UnicodeDecodeError:
+            fail(f"SOLUTION: {solution} is not a text file of DIMACS solution lines ('s COST', "
+                 "'f FROM TO FLOW') or JSON; gzipped and binary files are not read here")
+        # CLI sweep: an empty file was checked as the zero flow, almost always a mistake
+        if _no_solution_lines(text) and np.any(net.supplies):
+            fail(f"SOLUTION: {solution} is empty (no 's COST' or 'f FROM TO FLOW' line); as the "
+                 "zero flow it could not meet the network's supplies")
+        is_dimacs = not (solution.suffix.lower() == ".json" or text.lstrip().startswith("{"))
+        try:
+            if not is_dimacs:
+                claimed, flow = parse_json_solution(text, net)
+            else:
+                claimed, flow = parse_dimacs_solution(text, net)
+        except InstanceError as exc:
+            fail(f"{solution}: {exc.field}: {exc.message}")
     cost, violations = check_flow(net, flow)
+    feasible = cost is not None and not violations
     if claimed is not None and cost is not None and claimed != cost:
         note = ""
         if is_dimacs and _has_parallel_arcs(net):
@@ -369,6 +387,12 @@ def check_command(
         violations.append(f"the file states cost {claimed}, the flow costs {cost}{note}")
     for violation in violations:
         typer.echo(f"violation: {violation}", err=True)
-    if violations:
-        fail(f"{solution}: {len(violations)} problem(s) found", EXIT_SOLVER_FAILED)
-    typer.echo(f"ok: feasible flow of cost {cost}")
+    document = {"network": net.describe(), "solution": str(solution), "feasible": feasible,
+                "cost": cost, "stated_cost": claimed, "violations": violations}
+    if violations:  # the flow given is at fault: bad input (exit 2), as a network or option is
+        with json_failures(as_json, **document):
+            fail(f"{solution}: {len(violations)} problem(s) found")
+    if as_json:
+        _print_json(document)
+    else:
+        typer.echo(f"ok: feasible flow of cost {cost}")

@@ -40,7 +40,7 @@ def test_solve_writes_dimacs_solution_lines_that_check(tmp_path: Path) -> None:
     broken = out.read_text().replace(lines[-1], lines[-1].rsplit(" ", 1)[0] + " 99999")
     out.write_text(broken)
     rejected = _run("check", network, str(out))
-    assert rejected.exit_code == 1 and "violation" in rejected.stderr
+    assert rejected.exit_code == 2 and "violation" in rejected.stderr
 
 
 def test_solve_json_network_to_json(tmp_path: Path) -> None:
@@ -72,7 +72,7 @@ def test_check_reads_the_json_that_solve_writes(tmp_path: Path) -> None:
     body["cost"] += 1
     out.write_text(json.dumps(body))
     stated = _run("check", str(network), str(out))
-    assert stated.exit_code == 1 and "the file states cost" in stated.stderr
+    assert stated.exit_code == 2 and "the file states cost" in stated.stderr
     body["flow"] = body["flow"][:-1]
     out.write_text(json.dumps(body))
     short = _run("check", str(network), str(out))
@@ -103,7 +103,7 @@ def test_check_names_a_cost_it_cannot_check_and_parallel_arcs(tmp_path: Path) ->
     dear = tmp_path / "dear.sol"
     dear.write_text("s 30\nf 1 2 3\n")
     result = _run("check", str(parallel), str(dear))
-    assert result.exit_code == 1 and "parallel arcs" in result.stderr, result.stderr
+    assert result.exit_code == 2 and "parallel arcs" in result.stderr, result.stderr
     cheap = tmp_path / "cheap.sol"
     cheap.write_text("s 3\nf 1 2 3\n")
     assert _run("check", str(parallel), str(cheap)).exit_code == 0
@@ -365,3 +365,47 @@ def test_a_comparison_every_solver_refuses_exits_2(tmp_path: Path) -> None:
     printed = json.loads(result.stdout)
     assert printed["best_solver"] is None and printed["error"] in result.stderr
     assert all(row["error"] for row in printed["rows"])
+
+
+def test_check_exits_2_on_a_flow_that_fails_and_prints_json(tmp_path: Path) -> None:
+    """CLI sweep: `flow check` had no --json, and a flow that fails the check exited 1 (a
+    solver failure, though no solver ran: the file given is at fault, exit 2 as for a file
+    that cannot be read)."""
+    network = tmp_path / "net.json"
+    network.write_text(json.dumps(HAND_CHECKED["lower_bound"][0]))
+    out = tmp_path / "flow.json"
+    assert _run("solve", str(network), "--solver", "networkx_simplex", "--out",
+                str(out)).exit_code == 0
+    good = _run("check", str(network), str(out), "--json")
+    assert good.exit_code == 0, good.stderr
+    body = json.loads(good.stdout)
+    assert body["feasible"] is True and body["violations"] == [] and "error" not in body
+    assert body["cost"] == body["stated_cost"] == HAND_CHECKED["lower_bound"][1]
+    assert body["network"]["arcs"] == len(HAND_CHECKED["lower_bound"][2])
+    written = json.loads(out.read_text())
+    out.write_text(json.dumps({**written, "flow": [0] * len(written["flow"])}))
+    bad = _run("check", str(network), str(out), "--json")
+    assert bad.exit_code == 2, bad.output
+    body = json.loads(bad.stdout)
+    assert body["feasible"] is False and body["violations"] and "problem(s) found" in body["error"]
+    assert bad.stderr.startswith("violation: ")
+    missing = _run("check", str(network), str(tmp_path / "nope.sol"), "--json")
+    assert missing.exit_code == 2 and "cannot read" in json.loads(missing.stdout)["error"]
+
+
+def test_check_refuses_an_empty_solution_unless_nothing_is_supplied(tmp_path: Path) -> None:
+    """CLI sweep: an empty solution file was checked as the zero flow (and named each
+    unbalanced node); it is refused as empty, except on a network without supplies, where
+    the zero flow is a fair answer."""
+    empty = tmp_path / "empty.sol"
+    empty.write_text("c nothing here\n\n")
+    result = _run("check", str(netgen_path("netgen_8_08a")), str(empty))
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: SOLUTION: {empty} is empty (no 's COST' or 'f FROM TO "
+                             "FLOW' line); as the zero flow it could not meet the network's "
+                             "supplies\n")
+    idle = tmp_path / "idle.json"
+    idle.write_text(json.dumps({"nodes": [1, 2], "supplies": [0, 0],
+                                "arcs": [{"tail": 1, "head": 2, "cost": 1}]}))
+    zero = _run("check", str(idle), str(empty))
+    assert zero.exit_code == 0 and "cost 0" in zero.stdout
