@@ -369,7 +369,7 @@ def test_kicks_relink_and_track_only_the_routes_they_touch(seed: int) -> None:
     for _ in range(20):
         seeds = rng.integers(1, inst.n, 25)
         slack = rng.random(25) * (0.3 * total / inst.n if seed % 2 else 0.0)
-        total, k, best_total = descent._kicks(
+        total, k, best_total, _ = descent._kicks(
             seeds, rng.random((25, 20)), slack, 20, total, best_total, *arrays, *best, dirty,
             plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv, plan.n,
             plan.depot, plan.count, plan.eps)

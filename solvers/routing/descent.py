@@ -11,8 +11,9 @@ out in milliseconds. Every CVRP move keeps capacities and orientation (no route 
 so asymmetric distances are handled exactly; the descent never adds a route and drops a
 route it empties. ``python -m benchmarks.polish`` measures what each descent earns.
 
-``fleet_repair`` (route elimination, then relocation) is the classical step that makes a
-plan meet a fleet cap, which the neural decoding does not aim for.
+``fleet_repair`` (route elimination, then bin packing where elimination stalls, then
+relocation) is the classical step that makes a plan meet a fleet cap, which the neural
+decoding does not aim for.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from numba import njit
 from solvers.base import Clock
 from solvers.errors import NoSolutionError
 from solvers.routing.localsearch import two_opt
+from solvers.routing.packing import pack_routes
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 from solvers.routing.timewindows import (
     ATTEMPT_POPS,
@@ -57,6 +59,14 @@ POLISH_SHARE_TW = 0.1
 #: X-n783-k48 2.55% -> 1.99%; X-n936-k151 3.37% -> 2.34%. (0.3 and 3 were each better on
 #: one of the four, worse on the other three.)
 KICK_TEMPERATURE = (1.0, 0.01)
+#: The kicks remove fewer customers, down to this many, while 19 in 20 of them fail
+#: because a removed customer finds no route with room: under a fleet cap that leaves a few
+#: units of room (X-n101-k25 capped at 25) every kick of 20 failed, and the plan never
+#: moved. (Shrinking already at half failing, as X-n101-k25 and X-n176-k26 capped at 26 and
+#: X-n289-k60 at 61 do, made those 0.3-0.8% longer at 2 s.) Counted over windows of
+#: ``RUIN_WINDOW`` kicks.
+MIN_RUIN = 5
+RUIN_WINDOW = 500
 
 
 def kick_temperature(start: float, end: float,
@@ -144,6 +154,10 @@ def polish(instance: CVRPInstance, routes: list[list[int]], deadline: float) -> 
 #: Share of the remaining time the fleet repair (route elimination) may take; it stops as
 #: soon as the fleet fits, leaving the rest to reconstruction.
 REPAIR_SHARE = 0.5
+#: Share of the repair's time that route elimination may take on a plain CVRP before the
+#: repair turns to bin packing (``packing.pack_routes``; 0.1 s on X-n101-k25 capped at 25,
+#: where elimination stalls at 26 routes however long it runs).
+ELIMINATION_SHARE = 0.75
 
 
 def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: float,
@@ -152,7 +166,10 @@ def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     up to ``ELIMINATION_MAX_NODES`` nodes, with or without time windows; above it, on a
     plain CVRP, ``eliminate_capacity_routes``), then a descent to take out the detours the
     ejections leave (``relocate_descent``; ``cvrp_descent`` above the limit): ``routes`` is
-    the repaired plan when it fits the fleet, else None.
+    the repaired plan when it fits the fleet, else None. On a plain CVRP elimination gets
+    ``ELIMINATION_SHARE`` of the time; if it has not reached the cap by then,
+    ``packing.pack_routes`` packs its plan into the cap's routes (``packed`` and
+    ``eliminated_to`` in the figures say so).
 
     The neural solvers decode routes until the customers are served, so a tight
     ``max_vehicles`` is met only by luck: reconstruction and the polish never add a route but
@@ -163,12 +180,20 @@ def fleet_repair(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     t0 = time.perf_counter()
     windows = isinstance(instance, CVRPTWInstance)
     large = instance.n > ELIMINATION_MAX_NODES
+    # a plain CVRP keeps a share of the time for the packing, should elimination stall
+    until = deadline if windows else t0 + ELIMINATION_SHARE * max(0.0, deadline - t0)
     if large and not windows:
-        fixed = eliminate_capacity_routes(instance, routes, fleet, deadline, seed)
+        fixed = eliminate_capacity_routes(instance, routes, fleet, until, seed)
     else:
-        fixed = eliminate_routes(instance, routes, fleet, deadline, seed)
+        fixed = eliminate_routes(instance, routes, fleet, until, seed)
     out: dict[str, Any] = {"routes": None, "routes_before": len(routes),
                            "routes_after": len(fixed)}
+    if len(fixed) > fleet and not windows:
+        out["eliminated_to"] = len(fixed)
+        packed = pack_routes(instance, fixed, fleet, deadline, seed)
+        out["packed"] = packed is not None
+        if packed is not None:
+            fixed = packed
     if windows and large and len(routes) > fleet:
         out["skipped"] = (f"route elimination with time windows runs on instances of up to "
                           f"{ELIMINATION_MAX_NODES:,} nodes")
@@ -192,7 +217,9 @@ def fit_fleet(solver: str, instance: CVRPInstance, routes: list[list[int]], cloc
     ``NoSolutionError`` (field ``max_vehicles``) when route elimination cannot get there.
 
     The split takes as many vehicles as a cheapest plan wants, so any cap below that count
-    used to be refused outright (X-n101-k25 with 26 vehicles: the split start needs 30)."""
+    used to be refused outright (X-n101-k25 with 26 vehicles: the split start needs 30);
+    with 25, whose vehicles hold 3 units more than the demand, elimination stalled at 26
+    and the solve was refused until the bin packing came."""
     cap = instance.fleet_cap()
     if len(routes) <= cap:
         return routes
@@ -202,11 +229,13 @@ def fit_fleet(solver: str, instance: CVRPInstance, routes: list[list[int]], cloc
     if repair["routes"] is None:
         # elimination tries until its deadline whether or not the cap can be met, so the
         # time it took says nothing: the fleet is the field at fault
+        packing = (", nor could bin packing fit its customers into that many"
+                   if "packed" in repair else "")
         raise NoSolutionError(
             f"{solver}'s split start needs {len(routes)} vehicles and route elimination "
             f"brought it to {repair['routes_after']} in {repair['seconds']:.1f} s, but "
-            f"max_vehicles is {cap}; a longer time limit may get there, or try the pyvrp "
-            "or ortools solver", field="max_vehicles", more_time_helps=False)
+            f"max_vehicles is {cap}{packing}; a longer time limit may get there, or try the "
+            "pyvrp or ortools solver", field="max_vehicles", more_time_helps=False)
     return repair["routes"]
 
 
@@ -283,6 +312,8 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     span = max(deadline - start, 1e-9)
     next_report = start + slice_seconds
     first = True  # one kick even past the deadline: a warm-up must compile the kernel
+    size = min(ruin, plan.near.shape[1] + 1)  # customers a kick removes (see MIN_RUIN)
+    tried = gave_up = 0  # kicks, and kicks given up for want of room, in this window
     while (now := time.perf_counter()) < deadline or first:
         first = False
         if now >= next_report:
@@ -299,11 +330,17 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
             slack = -heat * np.log(1.0 - rng.random(batch))
         else:
             slack = np.zeros(batch)
-        total, k, best_total = _kicks(seeds, keys, slack, min(ruin, plan.near.shape[1] + 1),
-                                      total, best_total, *arrays, *best, dirty,
-                                      plan.demand, plan.cap, plan.near, plan.xy, plan.mat,
-                                      plan.conv, plan.n, plan.depot, plan.count, plan.eps)
+        total, k, best_total, failed = _kicks(seeds, keys, slack, size, total, best_total,
+                                              *arrays, *best, dirty, plan.demand, plan.cap,
+                                              plan.near, plan.xy, plan.mat, plan.conv, plan.n,
+                                              plan.depot, plan.count, plan.eps)
         kept += k
+        tried += batch
+        gave_up += failed
+        if tried >= RUIN_WINDOW:
+            if gave_up * 20 > tried * 19 and size > MIN_RUIN:
+                size -= 1  # the routes are too full to take this many customers back
+            tried = gave_up = 0
         per_kick = (time.perf_counter() - now) / batch
         batch = max(1, min(2 * batch, int(0.005 / max(per_kick, 1e-7))))
     if best_total < total:
@@ -553,10 +590,11 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
            s_route_of: np.ndarray, s_cum: np.ndarray, s_load: np.ndarray,
            dirty: np.ndarray, demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,
            mat: np.ndarray, conv: int, n: int, depot: int, count: int,
-           eps: float) -> tuple[float, int, float]:
+           eps: float) -> tuple[float, int, float, int]:
     """One kick per seed customer (see ``cvrp_kicks``): kept when the plan gets shorter, or
     longer by less than the kick's ``slack``; the shortest plan met is kept in the ``s_``
-    arrays. Returns the plan's length, the kicks kept and the shortest length.
+    arrays. Returns the plan's length, the kicks kept, the shortest length and the kicks
+    given up because a removed customer found no route with room.
 
     A kick costs what it touches, not the plan's size: every move it makes is between routes
     that hold a removed customer, a customer it descends around, or one of their neighbours
@@ -565,6 +603,7 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
     kept the same way: ``dirty`` marks the routes that kept kicks changed since it was
     last copied, and only those are copied when a shorter plan comes."""
     kept = 0
+    failed = 0
     k = near.shape[1]
     removed = np.empty(ruin, dtype=np.int64)
     around = np.empty(ruin * (k + 1), dtype=np.int64)
@@ -640,6 +679,7 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                         best, bx, by = add, x, y
             if bx < 0:
                 ok = False
+                failed += 1
                 break
             r = route_of[bx]
             if not saved[r]:  # a fallback route: saved before it changes
@@ -700,7 +740,7 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                 _refresh(r, succ, route_of, cum, load, demand, n, count)
         for i in range(ns):
             saved[saved_routes[i]] = False
-    return total, kept, best_total
+    return total, kept, best_total, failed
 
 
 @njit(cache=True)
