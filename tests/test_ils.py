@@ -4,6 +4,7 @@ reaches a known optimum's neighbourhood on a real TSPLIB instance."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -221,3 +222,47 @@ def test_a_cancel_stops_the_tsp_kicks_within_a_chunk() -> None:
     sol = solve(inst, "ils", Budget(time_limit=10.0, cancel=cancel))
     stopped_after = time.perf_counter() - started - 0.5
     assert sol.feasible and stopped_after < 0.4, stopped_after
+
+
+def _exact_fill(seed: int, vehicles: int) -> CVRPInstance:
+    """Customers whose demands, three or four to a vehicle, fill ``vehicles`` vehicles of
+    100 exactly, scattered at random (so neighbours do not share a vehicle)."""
+    rng = np.random.default_rng(seed)
+    demands: list[int] = []
+    for _ in range(vehicles):
+        cuts = np.sort(rng.choice(np.arange(1, 100), 3, replace=False))
+        demands += np.diff([0, *cuts, 100]).tolist()
+    return CVRPInstance(coords=rng.random((len(demands) + 1, 2)), demands=[0, *demands],
+                        capacity=100, max_vehicles=vehicles)
+
+
+def test_a_fleet_with_no_room_to_spare_is_met_by_bin_packing() -> None:
+    """A cap that leaves no room (QA sweep: X-n101-k25 capped at 25, 3 units spare, refused
+    by ils while PyVRP met it): route elimination stalls a route above it (9 of 8 here), and
+    the repair packs the customers into the cap's routes instead."""
+    from solvers.routing.solve import solve
+
+    inst = _exact_fill(1, 8)
+    get_solver("ils").warm_up()
+    sol = solve(inst, "ils", Budget(time_limit=1.0, seed=0))
+    assert check_solution(inst, sol.routes) == [] and sol.feasible
+    assert len([r for r in sol.routes if r]) == 8
+    assert sol.stats["fleet_repair"]["packed"] is True
+
+
+def test_bin_packing_fills_vehicles_exactly() -> None:
+    """``pack_routes`` from the split start (11 routes) to the 8 exactly full ones; None for a
+    cap no packing meets (five customers of 3 in vehicles of 8: three are needed)."""
+    from solvers.routing.construct import random_insertion_routes
+    from solvers.routing.packing import pack_routes
+
+    for seed in range(3):
+        inst = _exact_fill(seed, 8)
+        start = random_insertion_routes(inst, 0)
+        packed = pack_routes(inst, start, 8, time.perf_counter() + 5.0, seed=0)
+        assert packed is not None and len(packed) == 8
+        assert sorted(c for r in packed for c in r) == list(range(1, inst.n))
+        assert all(int(inst.demands[r].sum()) == 100 for r in packed)
+    tight = CVRPInstance(coords=[[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1], [1, 1]],
+                         demands=[0, 3, 3, 3, 3, 3], capacity=8)
+    assert pack_routes(tight, [[1, 2], [3, 4], [5]], 2, time.perf_counter() + 0.3) is None
