@@ -208,15 +208,21 @@ def solve_command(
                 write_solution_file(out, sol, net)
             except OSError as exc:
                 fail(f"--out: cannot write {out}: {exc.strerror or exc}")
+    failure: tuple[str, int] | None = None
+    if sol.status == "infeasible":  # proven by the cut: the input's fault (QA sweep: was 1)
+        failure = (sol.cut.message if sol.cut else "the network has no feasible flow",
+                   EXIT_BAD_INPUT)
+    elif not sol.feasible:
+        failure = (f"solver {solver!r} returned a flow the checker rejects: "
+                   + "; ".join(sol.violations), EXIT_SOLVER_FAILED)
+    if failure is not None:  # the document says why it exits non-zero, as every --json one
+        body["error"] = failure[0]
     if as_json:
         _print_json(body)
     else:
         stdout_console().print(_summary(net, sol, out))
-    if sol.status == "infeasible":  # proven by the cut: the input's fault (QA sweep: was 1)
-        fail(sol.cut.message if sol.cut else "the network has no feasible flow")
-    if not sol.feasible:
-        fail(f"solver {solver!r} returned a flow the checker rejects: "
-             + "; ".join(sol.violations), EXIT_SOLVER_FAILED)
+    if failure is not None:
+        fail(*failure)
 
 
 @app.command("compare")

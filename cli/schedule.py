@@ -230,6 +230,8 @@ def simulate_command(
     body = {**vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
             "seed": seed, "workflows": [w.describe() for w in templates], "best_policy": best,
             "rows": rows}
+    if best is None:  # the document says why it exits 1, as every --json failure does
+        body["error"] = "no policy could run"
     title = (f"{workflows_count} workflows on {vm_pool.label} at "
              f"{'→'.join(f'{r:g}' for r in rates)}/h, seed {seed}")
     # a file that cannot be written still leaves the results on stdout, as `solve --out`

@@ -137,6 +137,11 @@ def test_infeasible_network_exits_2_with_the_cut(tmp_path: Path) -> None:
     result = _run("solve", str(network))
     assert result.exit_code == 2
     assert "no feasible flow" in result.stderr and "at most 3" in result.stderr
+    # under --json the document says why it exits 2, as every other --json failure does
+    as_json = _run("solve", str(network), "--json")
+    assert as_json.exit_code == 2
+    document = json.loads(as_json.stdout)
+    assert document["status"] == "infeasible" and "at most 3" in document["error"]
 
 
 def test_input_errors_exit_2(tmp_path: Path) -> None:

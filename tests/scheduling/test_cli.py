@@ -318,3 +318,16 @@ def test_a_line_that_is_not_utf8_is_one_refused_line(tmp_path: Path) -> None:
     assert len(answers) == 3 and "error" not in answers[0] and "error" not in answers[2]
     assert answers[1]["error"]["field"] == "line" and "not UTF-8" in answers[1]["error"]["detail"]
     assert "Traceback" not in result.output
+
+
+def test_no_policy_could_run_is_in_the_json_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every policy unavailable (goodrl without its weights): exit 1, and under --json the
+    document carries the reason in "error", as every other --json failure does."""
+    import solvers.scheduling.goodrl as goodrl
+
+    monkeypatch.setattr(goodrl, "availability", lambda path=None: "weights/goodrl.pt is missing")
+    result = _run("simulate", "--workflows-count", "3", "--policies", "goodrl", "--json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert document["best_policy"] is None and document["error"] == "no policy could run"
+    assert "missing" in document["rows"][0]["error"]
