@@ -262,6 +262,24 @@ def instance_problem(error: InstanceError, source: str) -> ApiError:
     )
 
 
+def refused_comparison(refusals: Sequence[CosolveError], detail: str, source: str) -> ApiError:
+    """The problem for a comparison whose every solver refused the request, as a solve of one
+    of them answers (routing and flow alike): the first refusal's status, kind and field (a
+    solver's own limit names ``solvers``, the field a comparison has; a fault in the instance
+    is named under ``source``, ``instance``/``network`` or ``file``), every solver's reason in
+    ``detail``, and ``needed`` when each wants a longer time limit."""
+    first = refusals[0]
+    error = (instance_problem(first, source) if isinstance(first, InstanceError)
+             else domain_problem(first))
+    if error.field == "solver":
+        error.field = "solvers"
+    error.detail = detail
+    needed = [r.needed for r in refusals if isinstance(r, BudgetTooSmallError)]
+    if needed and len(needed) == len(refusals):
+        error.extra["needed"] = max(needed)
+    return error
+
+
 def domain_problem(error: CosolveError) -> ApiError:
     """The status and words for each domain error that can escape a solve."""
     if isinstance(error, InstanceError):

@@ -27,6 +27,7 @@ from app.errors import (
     domain_problem,
     instance_problem,
     problem_responses,
+    refused_comparison,
 )
 from app.intake import (
     BodyFormat,
@@ -80,6 +81,9 @@ class FlowTask:
     time_limit: float
     seed: int
     tolerance: float
+    #: where the network came from, for an error the solve finds in it: ``network`` (a JSON
+    #: body) or ``file`` (an upload), as the errors found while reading it
+    source: str = "network"
 
 
 # -- reading the request -------------------------------------------------------------------------
@@ -121,7 +125,7 @@ def _task(options: FlowOptionsIn | FlowCompareOptionsIn, names: list[str],
                                     cli="cosolve flow compare" if compare_fields
                                     else "cosolve flow solve")
     network = _network(build, source, settings)
-    return FlowTask(network, names, time_limit, options.seed, options.tolerance)
+    return FlowTask(network, names, time_limit, options.seed, options.tolerance, source)
 
 
 def _network_dict(model: BaseModel) -> dict[str, Any]:
@@ -245,7 +249,7 @@ def _solve_response(task: FlowTask, cancel: threading.Event,
         solution = solve(task.network, task.solvers[0], budget,
                          options=FlowOptions(tolerance=task.tolerance))
     except InstanceError as exc:
-        raise instance_problem(exc, "network") from None
+        raise instance_problem(exc, task.source) from None
     except CosolveError as exc:
         raise domain_problem(exc) from None
     net = task.network
@@ -269,7 +273,12 @@ def _compare_response(task: FlowTask, cancel: threading.Event,
         result = compare(task.network, task.solvers, budget,
                          options=FlowOptions(tolerance=task.tolerance))
     except InstanceError as exc:
-        raise instance_problem(exc, "network") from None
+        raise instance_problem(exc, task.source) from None
+    if result.refusal is not None:
+        # every solver refused the request (e.g. a time limit below what each needs at this
+        # size): 4xx as from a solve and as routing's compare, not a 200 whose rows all failed
+        raise refused_comparison([r.refusal for r in result.rows if r.refusal is not None],
+                                 result.refusal_message(), task.source)
     rows = []
     cut = None
     for row in result.rows:

@@ -304,3 +304,30 @@ def test_networkx_refuses_a_time_limit_it_cannot_keep(api: httpx.Client) -> None
     rows = api.post(COMPARE, json={"network": net, "time_limit": 0.2}).json()["rows"]
     errors = {r["solver"]: r["error"] for r in rows}
     assert errors["ortools_mcf"] is None and "needs about" in errors["networkx_simplex"]
+
+
+def test_a_compare_every_solver_refuses_is_a_422_naming_each_reason(api: httpx.Client) -> None:
+    """QA sweep: 40,000 arcs at 0.2 s, below what networkx_simplex (2.4 s) and oft_sinkhorn
+    (0.4 s) need, answered 200 with every row failed, while a solve of either, and routing's
+    compare in the same case, answer 422 on time_limit. Now the same status and shape, every
+    solver's reason in the detail and the longest time limit they need."""
+    from solvers.flow.generate import netgen_style
+    from solvers.flow.io import dimacs_text
+
+    text = dimacs_text(netgen_style(3, 2_000, 40_000)).encode()
+    response = api.post(COMPARE, files={"file": ("n40k.min", text)}, data={
+        "solvers": "networkx_simplex,oft_sinkhorn", "time_limit": "0.2"})
+    body = assert_problem(response, 422, field="time_limit")
+    assert body["type"].endswith(":time-limit-too-small") and body["needed"] == 2.4, body
+    assert body["detail"].startswith("no solver could run on this request"), body
+    assert "networkx_simplex" in body["detail"] and "oft_sinkhorn" in body["detail"]
+
+
+def test_a_fault_the_solver_finds_in_an_upload_names_the_file(api: httpx.Client) -> None:
+    """QA sweep: an uploaded .json network with a negative cycle answered ``network.arcs``, a
+    field the request did not have; the errors found while reading a file name ``file``."""
+    network = {"nodes": 2, "supplies": [0, 0], "arcs": [
+        {"tail": 1, "head": 2, "cost": -1}, {"tail": 2, "head": 1, "cost": 0}]}
+    upload = {"file": ("cycle.json", json.dumps(network).encode())}
+    assert_problem(api.post(SOLVE, files=upload), 422, field="file.arcs")
+    assert_problem(api.post(COMPARE, files=upload), 422, field="file.arcs")
