@@ -92,6 +92,9 @@ class SolveTask:
     #: where the fleet cap came from, for an error about it: ``instance.max_vehicles`` in a
     #: JSON body, the ``max_vehicles`` form field, or the uploaded ``file``'s VEHICLES
     fleet_field: str = "max_vehicles"
+    #: where the instance came from, for a fault the solver finds in it: ``instance`` (a JSON
+    #: body) or ``file`` (an upload)
+    source: str = "instance"
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,9 @@ class CompareTask:
     svg: bool
     #: where the fleet cap came from, as SolveTask.fleet_field
     fleet_field: str = "max_vehicles"
+    #: where the instance came from, for a fault a solver finds in it: ``instance`` (a JSON
+    #: body) or ``file`` (an upload; QA sweep: a comparison named ``instance.coords`` there)
+    source: str = "instance"
 
 
 # -- reading the request -----------------------------------------------------------------
@@ -231,7 +237,7 @@ def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> 
     _check_sync_size(instance, settings, "file")
     _check_reads_instance(options.solver, instance, "file")
     return SolveTask(instance, options.solver, time_limit, options.seed, options.max_solutions,
-                     "max_vehicles" if options.max_vehicles is not None else "file")
+                     "max_vehicles" if options.max_vehicles is not None else "file", "file")
 
 
 def compare_task_from_json(raw: bytes, problem: str, settings: Settings) -> CompareTask:
@@ -267,7 +273,7 @@ def _compare_task(options: CompareOptions, problem: str, settings: Settings,
     instance = load_instance()
     _check_sync_size(instance, settings, source)
     return CompareTask(instance, list(names), time_limit, options.seed, options.reference,
-                       options.svg, fleet_field)
+                       options.svg, fleet_field, source)
 
 
 # -- checks ------------------------------------------------------------------------------

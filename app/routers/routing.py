@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.concurrency import run_while_connected
 from app.encoding import finite_or_none, json_safe
-from app.errors import ApiError, domain_problem, problem_responses
+from app.errors import ApiError, instance_problem, problem_responses, refused_comparison
 from app.intake import (
     PROBLEMS,
     BodyFormat,
@@ -50,7 +50,7 @@ from app.schemas.routing import (
 from app.settings import Settings, get_settings
 from solvers.base import Budget
 from solvers.device import torch_device_name
-from solvers.errors import BudgetTooSmallError, NoSolutionError
+from solvers.errors import InstanceError, NoSolutionError
 from solvers.routing.io import solution_to_dict
 from solvers.routing.render import solution_svg
 from solvers.routing.solve import REFUSALS, compare, solve
@@ -83,6 +83,8 @@ def _solve_response(task: SolveTask, cancel: threading.Event, device: str) -> di
                     max_solutions=task.max_solutions, device=device)
     try:
         solution = solve(task.instance, task.solver, budget)
+    except InstanceError as exc:  # named where this request put the instance
+        raise instance_problem(exc, task.source) from None
     except NoSolutionError as exc:
         if exc.field == "max_vehicles":  # named where this request put the fleet cap
             exc.field = task.fleet_field
@@ -124,13 +126,8 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
     if refusal is not None:
         # every solver refused the request (a time limit too short for this size, an
         # instance too large): the status and field a solve gives, every solver's reason
-        error = domain_problem(refusal)
-        error.detail = result.refusal_message()
-        needed = [r.refusal.needed for r in result.rows
-                  if isinstance(r.refusal, BudgetTooSmallError)]
-        if len(needed) == len(result.rows):
-            error.extra["needed"] = max(needed)
-        raise error
+        raise refused_comparison([r.refusal for r in result.rows if r.refusal is not None],
+                                 result.refusal_message(), task.source)
     rows = []
     for row in result.rows:
         solution = row.solution

@@ -208,6 +208,19 @@ def test_duplicate_solvers_in_a_comparison(api: httpx.Client) -> None:
     assert_problem(response, 422, field="solvers[2]")
 
 
+def test_a_comparison_past_every_solvers_size_limit_names_solvers(api: httpx.Client) -> None:
+    """QA sweep: a comparison whose every solver refused the instance's size answered 413 on
+    ``solver``, a field only a solve has; it names ``solvers``."""
+    n = 2_100  # past reld's and polynet's 2,000 nodes for a CVRPTW
+    instance = {"coords": [[(i * 7919) % 1000, (i * 104729) % 997] for i in range(n)],
+                "demands": [0] + [1] * (n - 1), "capacity": 100, "time_windows": [[0, 1e7]] * n}
+    response = api.post("/v1/routing/cvrptw/compare", json={
+        "instance": instance, "solvers": ["reld", "polynet"], "time_limit": 1})
+    body = assert_problem(response, 413, field="solvers")
+    assert "'reld'" in body["detail"] and "'polynet'" in body["detail"], body
+    assert body["nodes"] == n and body["limit"] == 2_000
+
+
 def test_empty_solver_list(api: httpx.Client) -> None:
     response = api.post("/v1/routing/tsp/compare",
                         json={"instance": {"coords": SQUARE}, "solvers": []})
@@ -242,6 +255,18 @@ def test_a_matrix_only_file_for_a_coordinate_solver_names_the_file(api: httpx.Cl
                         data={"solver": "ils", "time_limit": "1"})
     body = assert_problem(response, 422, field="file.coords")
     assert "needs node coordinates" in body["detail"]
+
+
+def test_a_comparison_of_a_matrix_only_file_names_the_file(api: httpx.Client) -> None:
+    """QA sweep: as for a solve (above), a comparison whose every solver needs coordinates
+    answered ``instance.coords`` for an uploaded file."""
+    text = (b"NAME : m\nTYPE : TSP\nDIMENSION : 4\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+            b"EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n0 1 2 3\n1 0 4 5\n"
+            b"2 4 0 6\n3 5 6 0\nEOF\n")
+    response = api.post("/v1/routing/tsp/compare", files={"file": ("m.tsp", text)},
+                        data={"solvers": "ils,sil", "time_limit": "1"})
+    body = assert_problem(response, 422, field="file.coords")
+    assert "'ils'" in body["detail"] or "ils:" in body["detail"]
 
 
 def test_wrong_file_extension(api: httpx.Client) -> None:
