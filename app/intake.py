@@ -517,7 +517,10 @@ def job_from_json(raw: bytes, settings: Settings) -> JobInput:
     except InstanceError as exc:  # not JSON, nested too deeply, an integer too long to read
         message = exc.message if exc.field == "body" else f"{exc.field}: {exc.message}"
         raise invalid_request(message, field=exc.field) from None
-    problem = peek.get("problem") if isinstance(peek, dict) else None
+    if not isinstance(peek, dict):
+        # as every other JSON body says it (QA sweep: `null` or `[]` was "'problem' must be")
+        raise invalid_request("body: Input should be an object", field="body")
+    problem = peek.get("problem")
     if problem not in PROBLEMS:
         raise invalid_request("'problem' must be 'tsp', 'cvrp' or 'cvrptw'", field="problem")
     # strictly, as every other JSON body (QA sweep: "seed": "3" was a 202 here, a 422 on

@@ -187,6 +187,16 @@ def test_json_that_is_not_an_object(api: httpx.Client) -> None:
     assert_problem(api.post("/v1/routing/tsp/solve", json=[1, 2, 3]), 422, field="body")
 
 
+def test_a_job_body_that_is_not_an_object(api: httpx.Client) -> None:
+    """QA sweep: ``null`` or ``[]`` posted to /v1/jobs answered "'problem' must be ...", where
+    every other JSON endpoint says the body should be an object."""
+    for raw in (b"null", b"[]", b"3"):
+        body = assert_problem(api.post("/v1/jobs", content=raw,
+                                       headers={"content-type": "application/json"}), 422,
+                              field="body")
+        assert "object" in body["detail"], body
+
+
 # -- solvers ---------------------------------------------------------------------------------
 def test_unknown_solver(api: httpx.Client) -> None:
     body = assert_problem(_tsp(api, {"coords": SQUARE}, solver="simulated-annealing"), 404,
