@@ -65,7 +65,12 @@ from app.schemas.scheduling import (
     WorkflowInfo,
 )
 from app.settings import Settings, get_settings
-from solvers.errors import InstanceError, SolverUnavailableError, UnknownSolverError
+from solvers.errors import (
+    InstanceError,
+    SolverUnavailableError,
+    UnknownSolverError,
+    UnsupportedFormatError,
+)
 from solvers.scheduling.registry import (
     POLICIES,
     estimated_seconds,
@@ -133,6 +138,18 @@ def _check_policies(names: list[str], field_name: str = "policies") -> list[str]
     if not first_seen:
         raise invalid_request("give at least one policy, e.g. heft,eft", field_name)
     return list(first_seen)
+
+
+def _file_problem(exc: InstanceError, field_name: str, filename: str) -> ApiError:
+    """A 422 for an uploaded workflow file; a file of a kind not read here is
+    ``unsupported-format``, as the routing and flow uploads answer (QA sweep: it was
+    ``invalid-instance``, and its detail said ``file: file:``)."""
+    where = "" if exc.field == "file" else f"{exc.field}: "
+    unsupported = isinstance(exc, UnsupportedFormatError)
+    return ApiError(422, f"{field_name} ({filename}): {where}{exc.message}",
+                    kind="unsupported-format" if unsupported else "invalid-instance",
+                    title="Unsupported workflow format" if unsupported else "Invalid workflow",
+                    field=field_name)
 
 
 def _field_error(exc: InstanceError) -> ApiError:
@@ -258,9 +275,7 @@ def task_from_upload(files: list[tuple[str, bytes]], fields: dict[str, list[str]
                                                   max_bytes=settings.max_decompressed_bytes))
         except InstanceError as exc:
             field_name = "file" if len(files) == 1 else f"file[{i}]"
-            raise ApiError(422, f"{field_name} ({filename}): {exc.field}: {exc.message}",
-                           kind="invalid-instance", title="Invalid workflow",
-                           field=field_name) from None
+            raise _file_problem(exc, field_name, filename) from None
         except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError,
                 RecursionError) as exc:
             # The parser names the field for every error it expects; anything else is still

@@ -125,6 +125,21 @@ def test_bad_options(api: httpx.Client) -> None:
                    415)
 
 
+def test_a_file_of_another_kind_is_an_unsupported_format(api: httpx.Client) -> None:
+    """QA sweep: a .min or .tsp file uploaded to simulate was ``invalid-instance`` ("file
+    (a.min): file: unknown workflow extension"), where routing and flow uploads answer a file
+    they do not read with ``unsupported-format``; a malformed workflow stays invalid."""
+    for name in ("net.min", "eil51.tsp"):
+        body = assert_problem(api.post(SIMULATE, files={"file": (name, b"p min 2 1\n")},
+                                       data={"policies": "heft", "workflows_count": "1"}),
+                              422, "file")
+        assert body["type"].endswith(":unsupported-format"), body
+        assert "file: file" not in body["detail"] and name in body["detail"], body
+    body = assert_problem(api.post(SIMULATE, files={"file": ("w.xml", b"<adag")},
+                                   data={"policies": "heft", "workflows_count": "1"}), 422, "file")
+    assert body["type"].endswith(":invalid-instance"), body
+
+
 def test_policies_listed(api: httpx.Client) -> None:
     rows = {p["name"]: p for p in api.get("/v1/scheduling/policies").json()}
     assert {"heft", "eft", "peft", "est", "eft_stale", "goodrl"} <= set(rows)
