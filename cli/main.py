@@ -66,6 +66,7 @@ from solvers.errors import (
     InstanceTooLargeError,
     NoSolutionError,
     ProblemMismatchError,
+    SolverUnavailableError,
     UnknownSolverError,
 )
 from solvers.routing.io import load_instance, solution_to_dict, write_solution_file
@@ -524,8 +525,11 @@ def compare(
         failure = (f"interrupted (Ctrl-C): {comparison.rows[-1].solver!r} stopped early with "
                    "its best so far" + (f"; not run: {', '.join(skipped)}" if skipped else ""),
                    EXIT_INTERRUPTED)
-    elif comparison.refusal is not None:  # the input's fault: exit 2, as `solve` does
-        failure = (comparison.refusal_message(), EXIT_BAD_INPUT)
+    elif comparison.refusal is not None:  # the input's fault: exit 2, as `solve` does ...
+        # ... but solvers that cannot run here (missing weights) exit 1, as `solve` does too
+        unavailable = isinstance(comparison.refusal, SolverUnavailableError)
+        failure = (comparison.refusal_message(),
+                   EXIT_SOLVER_FAILED if unavailable else EXIT_BAD_INPUT)
     elif comparison.best_solver is None:
         failure = ("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
     if as_json:  # a failure's reason is in the document too, as the README says

@@ -18,6 +18,7 @@ from solvers.errors import (
     InstanceTooLargeError,
     NoSolutionError,
     ProblemMismatchError,
+    SolverUnavailableError,
     UnknownSolverError,
 )
 from solvers.routing.problem import Instance, Solution, TSPInstance, build_solution
@@ -120,10 +121,12 @@ def gap_percent(cost: float, reference: float | None) -> float | None:
     return gap if math.isfinite(gap) else None
 
 
-#: Errors that are the request's fault, not the solver's (see ``ComparisonRow.refusal``); an
-#: unknown solver name too (QA sweep: compare with only unknown names had no refusal).
+#: Errors that keep a solver from running this request (see ``ComparisonRow.refusal``); an
+#: unknown solver name too (QA sweep: compare with only unknown names had no refusal), and a
+#: solver that cannot run here (missing weights: a comparison of only such solvers answered
+#: 200 with every row failed, where a solve of one answers 503).
 REFUSALS = (BudgetTooSmallError, InstanceTooLargeError, ProblemMismatchError, InstanceError,
-            UnknownSolverError)
+            UnknownSolverError, SolverUnavailableError)
 
 
 @dataclass

@@ -85,6 +85,10 @@ def test_unavailable_solver(client: TestClient, unavailable_solver: str) -> None
     }).json()["rows"]
     assert rows[0]["feasible"] and rows[0]["error"] is None
     assert rows[1]["cost"] is None and "unavailable" in rows[1]["error"]
+    # a comparison of unavailable solvers only is refused as a solve of one is
+    only = client.post("/v1/routing/tsp/compare", json={
+        "instance": {"coords": SQUARE}, "solvers": [unavailable_solver]})
+    assert "run training first" in assert_problem(only, 503, field="solvers")["detail"]
 
 
 def test_explicit_settings_win_over_the_environment() -> None:
