@@ -88,13 +88,13 @@ class FlowTask:
 
 # -- reading the request -------------------------------------------------------------------------
 def _network(build: Callable[[int], FlowNetwork], source: str,
-             settings: Settings) -> FlowNetwork:
+             settings: Settings, cli: str) -> FlowNetwork:
     """Build the network (refusing more nodes than a request may solve before reading them);
     every failure is a 422 naming the field (or the file's line), too many nodes a 413."""
     try:
         return build(settings.max_sync_nodes)
     except InstanceTooLargeError as exc:
-        _too_large(exc, settings, source)
+        _too_large(exc, source, cli)
     except InstanceError as exc:
         if source == "file" and exc.field.startswith("line "):
             line = int(exc.field.split()[1])
@@ -106,10 +106,13 @@ def _network(build: Callable[[int], FlowNetwork], source: str,
                                source) from None
 
 
-def _too_large(exc: InstanceTooLargeError, settings: Settings, source: str) -> NoReturn:
+def _too_large(exc: InstanceTooLargeError, source: str, cli: str) -> NoReturn:
+    """The 413, naming the CLI command that does what was asked (QA review: a comparison
+    was told to use ``cosolve flow solve``)."""
+    doing = "Compare the solvers on it" if cli == "cosolve flow compare" else "Solve it"
     raise ApiError(
         413, f"the network has {exc.nodes} {exc.unit}; requests solve at most {exc.limit} "
-        f"{exc.unit} while you wait. Solve it with the CLI (cosolve flow solve).",
+        f"{exc.unit} while you wait. {doing} with the CLI ({cli}).",
         kind="instance-too-large", title="Instance too large for in-request solving",
         field=source, extra={exc.unit: exc.nodes, "limit": exc.limit})
 
@@ -121,10 +124,9 @@ def _task(options: FlowOptionsIn | FlowCompareOptionsIn, names: list[str],
         check_solver_list(names, PROBLEM, settings)
     else:
         check_solver_name(names[0], PROBLEM, "solver")
-    time_limit = request_time_limit(options.time_limit, settings, runs=len(names),
-                                    cli="cosolve flow compare" if compare_fields
-                                    else "cosolve flow solve")
-    network = _network(build, source, settings)
+    cli = "cosolve flow compare" if compare_fields else "cosolve flow solve"
+    time_limit = request_time_limit(options.time_limit, settings, runs=len(names), cli=cli)
+    network = _network(build, source, settings, cli)
     return FlowTask(network, names, time_limit, options.seed, options.tolerance, source)
 
 

@@ -331,3 +331,33 @@ def test_a_fault_the_solver_finds_in_an_upload_names_the_file(api: httpx.Client)
     upload = {"file": ("cycle.json", json.dumps(network).encode())}
     assert_problem(api.post(SOLVE, files=upload), 422, field="file.arcs")
     assert_problem(api.post(COMPARE, files=upload), 422, field="file.arcs")
+
+
+def test_a_comparison_too_large_points_to_the_comparing_cli() -> None:
+    """QA review: a comparison refused as too large (COSOLVE_MAX_SYNC_ARCS or _NODES, 413)
+    was told to use ``cosolve flow solve``; it is ``cosolve flow compare``, as for a time
+    limit past the server's. A solve still points to ``cosolve flow solve``."""
+    from app.errors import ApiError
+    from app.routers.flow import (
+        compare_task_from_json,
+        compare_task_from_upload,
+        solve_task_from_json,
+    )
+    from app.settings import Settings
+
+    settings = Settings(max_sync_arcs=2, max_sync_nodes=3)
+    arcs = [{"tail": 1, "head": 2, "cost": 0}] * 3
+    body = {"network": {"nodes": 2, "supplies": [1, -1], "arcs": arcs}}
+    wide = {"network": {"nodes": 4, "supplies": [1, 0, 0, -1], "arcs": arcs[:1]}}
+    dimacs = b"p min 2 3\nn 1 1\nn 2 -1\na 1 2 0 1 0\na 1 2 0 1 0\na 1 2 0 1 0\n"
+    refusals = [lambda: compare_task_from_json(json.dumps(body).encode(), settings),
+                lambda: compare_task_from_json(json.dumps(wide).encode(), settings),
+                lambda: compare_task_from_upload("big.min", dimacs, {}, settings)]
+    for refuse in refusals:
+        with pytest.raises(ApiError) as exc:
+            refuse()
+        assert exc.value.status == 413 and "(cosolve flow compare)" in exc.value.detail
+        assert "flow solve" not in exc.value.detail
+    with pytest.raises(ApiError) as exc:
+        solve_task_from_json(json.dumps(body).encode(), settings)
+    assert exc.value.status == 413 and "(cosolve flow solve)" in exc.value.detail
