@@ -124,17 +124,23 @@ class FlowSolveResponse(BaseModel):
     arcs: int
     solver: str
     status: Literal["optimal", "feasible", "infeasible"] = Field(
-        description="optimal (proven), feasible (gap bounded by the certificate) or "
-        "infeasible (no flow exists; see infeasibility).")
+        description="optimal (proven: a zero-gap certificate), feasible (a checked flow, its "
+        "gap bounded by the certificate, or unproven when certificate is null: for "
+        "ortools_mcf and networkx_simplex stats.status is then the solver's own word and "
+        "stats.proof what stopped the proof — round_limit, time_limit, cancelled or refuted) "
+        "or infeasible (no flow exists; see infeasibility).")
     feasible: bool
     cost: int | None
     flow: list[int] | None = Field(description="Flow per arc, in the order of the arcs.")
     violations: list[str] = Field(description="What the checker found wrong (empty if none).")
-    wall_time: float
+    wall_time: float = Field(description="Seconds the solver ran, its optimality proof or "
+                             "certificate included; the independent check of the flow is not.")
     time_limit: float
     seed: int
     tolerance: float
-    certificate: CertificateOut | None
+    certificate: CertificateOut | None = Field(description=(
+        "The dual bound behind the status; null for an infeasible network, or when the "
+        "search for potentials was stopped (its round cap, the time limit or a cancel)."))
     infeasibility: InfeasibilityOut | None
     stats: dict[str, Any] = Field(description="Solver statistics.")
 

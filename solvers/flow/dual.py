@@ -13,6 +13,7 @@ whatever potentials we already have, e.g. Sinkhorn's).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,8 @@ from solvers.flow.problem import Certificate, CoreNetwork, exact_dot
 @dataclass
 class LabelResult:
     labels: np.ndarray
-    status: str  # "converged", "negative_cycle", "round_limit" or "stopped" (deadline)
+    #: "converged", "negative_cycle", "round_limit" or "stopped" (deadline or cancel)
+    status: str
     rounds: int
     #: A node whose label still fell in the last round (on or behind a negative cycle).
     witness: int | None = None
@@ -34,13 +36,15 @@ class LabelResult:
 
 def label_correct(n: int, tails: np.ndarray, heads: np.ndarray, weights: np.ndarray,
                   init: np.ndarray, max_rounds: int | None = None,
-                  deadline: float | None = None) -> LabelResult:
+                  deadline: float | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> LabelResult:
     """Largest labels d ≤ init with ``d[head] ≤ d[tail] + w`` on every edge (Bellman–Ford).
 
     Each round relaxes all edges at once (a per-head minimum over head-sorted edges); a label
     that still falls after ``n`` rounds proves a negative cycle. Integer inputs stay exact.
-    At ``deadline`` (``time.perf_counter()``, looked at every 16 rounds) it stops with status
-    "stopped": 100,000 arcs took 5,000 rounds and 1.5 s.
+    At ``deadline`` (``time.perf_counter()``) or when ``cancelled()`` says so, both looked at
+    every 16 rounds, it stops with status "stopped": 100,000 arcs took 5,000 rounds and 1.5 s,
+    and a search nobody waits for any more is not run to its end.
     """
     d = np.array(init, copy=True)
     if len(tails) == 0:
@@ -59,7 +63,8 @@ def label_correct(n: int, tails: np.ndarray, heads: np.ndarray, weights: np.ndar
         d[targets[improved]] = best[improved]
         if rounds > n:
             return LabelResult(d, "negative_cycle", rounds, int(targets[improved][0]))
-        if deadline is not None and rounds % 16 == 0 and time.perf_counter() >= deadline:
+        if rounds % 16 == 0 and ((deadline is not None and time.perf_counter() >= deadline)
+                                 or (cancelled is not None and cancelled())):
             return LabelResult(d, "stopped", rounds)
     return LabelResult(d, "round_limit", limit)
 
@@ -70,9 +75,11 @@ class UnboundedCostError(InstanceError):
 
 
 def check_bounded(core: CoreNetwork, node_ids: np.ndarray | None = None,
-                  deadline: float | None = None) -> bool:
+                  deadline: float | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> bool:
     """True when the cost is bounded below; ``UnboundedCostError`` when uncapacitated arcs
-    form a negative cycle; False when the search was still running at ``deadline``.
+    form a negative cycle; False when the search was still running at ``deadline`` or was
+    cancelled (``cancelled()``).
 
     A cycle lies inside one strongly connected component of the uncapacitated arcs, so only
     the arcs within one are searched, and labels that still fall after as many rounds as the
@@ -91,7 +98,8 @@ def check_bounded(core: CoreNetwork, node_ids: np.ndarray | None = None,
         return True
     largest = int(np.bincount(component)[component[tails[inside]]].max())
     res = label_correct(largest, tails[inside], heads[inside], costs[inside],
-                        np.zeros(core.n, dtype=np.int64), deadline=deadline)
+                        np.zeros(core.n, dtype=np.int64), deadline=deadline,
+                        cancelled=cancelled)
     if res.status == "stopped":
         return False
     if res.status == "negative_cycle":
@@ -121,10 +129,25 @@ def feasible_potentials(core: CoreNetwork, pi: np.ndarray) -> np.ndarray:
     An uncapacitated arc with ``π_i − π_j > c_e`` would make the dual bound −∞; one
     shortest-path pass over those arcs (labels −π) restores ``π_i − π_j ≤ c_e`` everywhere.
     """
+    out = lower_potentials(core, pi)
+    assert out is not None  # no deadline, no cancel: never stopped
+    return out
+
+
+def lower_potentials(core: CoreNetwork, pi: np.ndarray, deadline: float | None = None,
+                     cancelled: Callable[[], bool] | None = None) -> np.ndarray | None:
+    """``feasible_potentials``, or None when its search was still running at ``deadline``
+    (``time.perf_counter()``) or was cancelled: on long paths of negative uncapacitated arcs
+    it takes as many rounds as the path has arcs (a 100,000-arc chain: 5,000 rounds, 1.3 s a
+    set of potentials), and a solver must answer by its stop.
+    """
     out = np.rint(np.asarray(pi, dtype=np.float64)).astype(np.int64)
     free = ~core.capacitated
     if free.any():
-        res = label_correct(core.n, core.tails[free], core.heads[free], core.costs[free], -out)
+        res = label_correct(core.n, core.tails[free], core.heads[free], core.costs[free], -out,
+                            deadline=deadline, cancelled=cancelled)
+        if res.status == "stopped":
+            return None
         if res.status == "converged":
             out = -res.labels
     return out
@@ -143,16 +166,20 @@ def residual_edges(core: CoreNetwork, flow: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def optimal_potentials(core: CoreNetwork, flow: np.ndarray, init: np.ndarray | None = None,
-                       max_rounds: int | None = None) -> LabelResult:
+                       max_rounds: int | None = None, deadline: float | None = None,
+                       cancelled: Callable[[], bool] | None = None) -> LabelResult:
     """Potentials under which the flow's residual graph has no negative reduced cost.
 
     ``converged`` proves the flow optimal (``-labels`` are the potentials); ``negative_cycle``
-    proves it is not. ``init`` (potentials, e.g. from Sinkhorn) only speeds the search up.
+    proves it is not; ``round_limit`` and ``stopped`` (``deadline`` or ``cancelled()``, as in
+    ``label_correct``) prove nothing. ``init`` (potentials, e.g. from Sinkhorn) only speeds
+    the search up.
     """
     tails, heads, weights = residual_edges(core, flow)
     start = (np.zeros(core.n, dtype=np.int64) if init is None
              else -np.rint(np.asarray(init, dtype=np.float64)).astype(np.int64))
-    return label_correct(core.n, tails, heads, weights, start, max_rounds)
+    return label_correct(core.n, tails, heads, weights, start, max_rounds, deadline=deadline,
+                         cancelled=cancelled)
 
 
 def certificate_from_potentials(core: CoreNetwork, pi: np.ndarray, cost: int,

@@ -611,9 +611,10 @@ STATUSES = ("optimal", "feasible", "infeasible")
 class FlowSolution:
     """A solver's answer, with the cost recomputed and the flow checked by ``check_flow``.
 
-    ``status`` is ``optimal`` (proven: an exact solver's OPTIMAL or a zero-gap certificate),
-    ``feasible`` (a checked flow, gap bounded by ``certificate``) or ``infeasible`` (no flow
-    exists; ``cut`` says why).
+    ``status`` is ``optimal`` (proven: a zero-gap certificate; the flow solvers never pass
+    ``proven_optimal``, as an exact solver's word whose proof did not finish is no proof),
+    ``feasible`` (a checked flow, gap bounded by ``certificate``, or unproven when it is None)
+    or ``infeasible`` (no flow exists; ``cut`` says why).
     """
 
     network_name: str

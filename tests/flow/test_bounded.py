@@ -12,11 +12,14 @@ import pytest
 
 from solvers.base import Budget, get_solver, warm_up
 from solvers.errors import NoSolutionError
-from solvers.flow import baselines
+from solvers.flow import baselines, oft
 from solvers.flow.bounded import DeadlinePassedError, run_bounded
 from solvers.flow.dual import UnboundedCostError, check_bounded
+from solvers.flow.io import network_from_dict
 from solvers.flow.problem import FlowNetwork
+from solvers.flow.repair import bounded_sinkhorn_certificate, solve_min_cost_flow
 from solvers.flow.solve import compare, solve
+from tests.flow.conftest import HAND_CHECKED
 
 
 def _sleep(seconds: float) -> float:
@@ -161,3 +164,112 @@ def test_a_solver_called_directly_refuses_an_unbounded_cost() -> None:
             get_solver(solver).solve(net, Budget(time_limit=5))
 
 
+
+
+def long_path(n: int, m: int, seed: int = 0) -> FlowNetwork:
+    """10 units along a path of n nodes (cost 1 a step) beside random forward arcs that cost
+    more than the path they skip, every arc of capacity 10: OR-Tools solves it at once, but
+    the optimality proof's labels fall one step a round along the path's n − 1 backward
+    residual arcs (n = 1,900, 100,000 arcs: 0.35-0.6 s; 300,000 arcs: 0.9-1.1 s)."""
+    rng = np.random.default_rng(seed)
+    k = m - (n - 1)
+    a, b = rng.integers(1, n, k), rng.integers(1, n + 1, k)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    hi = np.minimum(np.where(hi == lo, lo + 1, hi), n)
+    supplies = np.zeros(n, dtype=np.int64)
+    supplies[0], supplies[-1] = 10, -10
+    return FlowNetwork.build(
+        name="long-path", node_ids=np.arange(1, n + 1), supplies=supplies,
+        tails=np.r_[np.arange(1, n), lo], heads=np.r_[np.arange(2, n + 1), hi],
+        costs=np.r_[np.ones(n - 1, dtype=np.int64), hi - lo + 1], capacities=[10] * m)
+
+
+def test_an_unfinished_optimality_proof_does_not_say_optimal() -> None:
+    """The proof after an exact solver stops at 2,000 rounds; past them it proves nothing, and
+    the answer said ``optimal`` on the solver's word anyway (QA review: the 100,000-arc
+    negative chain at 30 s). Now ``feasible``, the solver's word and the proof's end in the
+    stats, and the proof's time inside ``wall_time``."""
+    net = long_path(2500, 5000)
+    for solver in ("ortools_mcf", "networkx_simplex"):
+        sol = get_solver(solver).solve(net, Budget(time_limit=60))
+        assert sol.feasible and sol.cost == 10 * 2499
+        assert sol.status == "feasible" and sol.certificate is None, solver
+        assert sol.stats["proof"] == "round_limit" and sol.stats["status"] == "OPTIMAL"
+        assert sol.wall_time >= sol.stats["solve_time"] + sol.stats["certify_time"]
+    proven = get_solver("ortools_mcf").solve(long_path(1500, 5000), Budget(time_limit=60))
+    assert proven.status == "optimal" and proven.certificate is not None
+    assert proven.certificate.optimal and proven.stats["proof"] == "proven"
+
+
+def test_the_optimality_proof_stops_at_the_deadline_and_on_a_cancel() -> None:
+    """The proof ran after the solver's stop, to its end (1,900 rounds on 100,000 arcs:
+    0.35-0.6 s, after a stop at 0.85 s for a 0.1 s limit), and on after a cancel."""
+    core = long_path(1900, 100_000).core()
+    flow = solve_min_cost_flow(core.n, core.tails, core.heads, core.caps, core.costs,
+                               core.supplies)
+    assert flow is not None
+    started = time.perf_counter()
+    cert, proof = baselines.prove_optimal(core, flow, core.cost(flow),
+                                          deadline=time.perf_counter() + 0.05)
+    assert (cert, proof) == (None, "time_limit") and time.perf_counter() - started < 0.25
+    cert, proof = baselines.prove_optimal(core, flow, core.cost(flow),
+                                          deadline=time.perf_counter() + 60,
+                                          cancelled=lambda: True)
+    assert (cert, proof) == (None, "cancelled")
+    # through the solver: OR-Tools runs in place at 60 s (it cannot be cancelled there), the
+    # cancel stops the proof, and the flow comes back unproven instead of 0.4 s later
+    cancel = threading.Event()
+    cancel.set()
+    sol = get_solver("ortools_mcf").solve(long_path(1900, 100_000),
+                                         Budget(time_limit=60, cancel=cancel))
+    assert sol.feasible and sol.status == "feasible" and sol.stats["proof"] == "cancelled"
+    assert sol.stats["certify_time"] < 0.2
+
+
+def test_a_cancel_stops_the_boundedness_check() -> None:
+    """Checking the closed chain takes about 1.3 s; a cancel stopped nothing before it ended
+    (then OR-Tools' child saw the cancel: "cancelled after 1.3 s")."""
+    assert not check_bounded(negative_chain(closed=True).core(), cancelled=lambda: True)
+    net = negative_chain(closed=True)
+    warm_up("ortools_mcf")
+    cancel = threading.Event()
+    threading.Timer(0.05, cancel.set).start()
+    started = time.perf_counter()
+    with pytest.raises(NoSolutionError, match=r"cancelled .* while checking that the cost "
+                       r"is bounded") as exc:
+        solve(net, "ortools_mcf", Budget(time_limit=30, cancel=cancel))
+    assert time.perf_counter() - started < 0.7 and not exc.value.more_time_helps
+
+
+def test_the_sinkhorn_certificate_stops_at_the_deadline() -> None:
+    """Making potentials feasible for uncapacitated arcs walks their negative paths: on the
+    chain 1.3-1.5 s a candidate, four candidates (5.8-6.3 s), after oft_sinkhorn's stop with
+    no deadline. Stopped, it gives no certificate; a cancel stops it too."""
+    core = negative_chain().core()
+    zeros = [np.zeros(core.n)] * 3
+    started = time.perf_counter()
+    assert bounded_sinkhorn_certificate(core, 0, zeros,
+                                        deadline=time.perf_counter() + 0.1) is None
+    assert time.perf_counter() - started < 0.5
+    assert bounded_sinkhorn_certificate(core, 0, zeros, cancelled=lambda: True) is None
+    small = FlowNetwork.build(  # in time: the best candidate's bound
+        name="small", node_ids=np.arange(1, 4), supplies=np.array([1, 0, -1]),
+        tails=np.array([1, 2]), heads=np.array([2, 3]), costs=np.array([-1, 2]),
+        capacities=[None, None]).core()
+    best = bounded_sinkhorn_certificate(small, 1, [np.array([0.0, 1.0, -1.0])],
+                                        deadline=time.perf_counter() + 10)
+    assert best is not None and best[0].dual_bound == 1
+
+
+def test_oft_sinkhorn_without_its_certificate_returns_the_checked_flow(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the certificate's search is stopped, the repaired flow is still exact and checked:
+    it comes back ``feasible`` with no certificate and the stats say why (no finish, which
+    needs the certificate's potentials)."""
+    monkeypatch.setattr(oft, "bounded_sinkhorn_certificate", lambda *args, **kwargs: None)
+    network, optimum, _ = HAND_CHECKED["two_paths"]
+    sol = get_solver("oft_sinkhorn").solve(network_from_dict(network), Budget(time_limit=5))
+    assert sol.feasible and not sol.violations and sol.cost is not None
+    assert sol.cost >= optimum and sol.status == "feasible" and sol.certificate is None
+    assert sol.stats["certificate_stopped"] == "time_limit"
+    assert sol.stats["repair_certificate"] is None and "finish_time" not in sol.stats
