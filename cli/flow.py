@@ -48,6 +48,7 @@ from solvers.errors import (
     InstanceError,
     InstanceTooLargeError,
     ProblemMismatchError,
+    SolverUnavailableError,
     UnknownSolverError,
 )
 from solvers.flow.io import (
@@ -271,7 +272,10 @@ def compare_command(
     if result.infeasible:  # the cut's words, as `flow solve` gives them (QA sweep)
         failure = (cut.message if cut else "the network has no feasible flow", EXIT_BAD_INPUT)
     elif result.refusal is not None:  # the input's fault: exit 2, as the routing `compare`
-        failure = (result.refusal_message(), EXIT_BAD_INPUT)
+        # (solvers that cannot run here exit 1, as there)
+        unavailable = isinstance(result.refusal, SolverUnavailableError)
+        failure = (result.refusal_message(),
+                   EXIT_SOLVER_FAILED if unavailable else EXIT_BAD_INPUT)
     elif result.best_solver is None:
         failure = ("no solver produced a feasible flow", EXIT_SOLVER_FAILED)
     elif result.agree is False:

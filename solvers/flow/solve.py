@@ -12,6 +12,7 @@ from solvers.errors import (
     InstanceError,
     InstanceTooLargeError,
     ProblemMismatchError,
+    SolverUnavailableError,
     UnknownSolverError,
 )
 from solvers.flow.dual import UnboundedCostError
@@ -21,10 +22,11 @@ from solvers.flow.problem import FlowNetwork, FlowSolution
 PROBLEM = "mincostflow"
 #: The solvers a comparison runs when none are named.
 DEFAULT_COMPARE = ("ortools_mcf", "networkx_simplex", "oft_sinkhorn")
-#: Errors that are the request's fault, not the solver's (a time limit below what the solver
-#: needs at this size, a network above its limit), as routing's ``REFUSALS``.
+#: Errors that keep a solver from running this request (a time limit below what the solver
+#: needs at this size, a network above its limit, a solver that cannot run here), as
+#: routing's ``REFUSALS``.
 REFUSALS = (BudgetTooSmallError, InstanceTooLargeError, ProblemMismatchError, InstanceError,
-            UnknownSolverError)
+            UnknownSolverError, SolverUnavailableError)
 
 
 def solve(net: FlowNetwork, solver: str, budget: Budget,

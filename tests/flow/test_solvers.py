@@ -18,7 +18,7 @@ from solvers.flow.options import FlowOptions, SinkhornSettings
 from solvers.flow.problem import FlowNetwork, check_flow
 from solvers.flow.sinkhorn import oft_sinkhorn
 from solvers.flow.solve import compare, solve
-from tests.flow.conftest import NETGEN_OPTIMA, netgen_path
+from tests.flow.conftest import HAND_CHECKED, NETGEN_OPTIMA, netgen_path
 
 SOLVERS = ("ortools_mcf", "networkx_simplex", "oft_sinkhorn")
 #: A coarser schedule for the many small random networks: the repair and the finish then
@@ -398,3 +398,22 @@ def test_odd_sinkhorn_settings_are_refused_or_honoured() -> None:
     assert oft_sinkhorn([core], short, device="auto").iterations == 7 * len(short.schedule())
     late = oft_sinkhorn([core], short, deadline=time.perf_counter() - 1.0)
     assert late.stopped == "time_limit" and late.iterations == 7
+
+
+def test_a_comparison_of_unavailable_solvers_only_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As routing's: every solver unable to run here (a missing dependency) refuses the
+    comparison (503 over HTTP, as a solve of one), rather than a result whose rows all
+    failed; beside an available solver it is a row with its reason."""
+    from solvers import base
+
+    spec = replace(get_spec("ortools_mcf"), name="needs_missing_dependency",
+                   availability=lambda: "a library it needs is not installed")
+    monkeypatch.setitem(base._REGISTRY, spec.name, spec)
+    net = network_from_dict(HAND_CHECKED["node_capacity"][0])
+    alone = compare(net, [spec.name], Budget(time_limit=1.0))
+    assert isinstance(alone.refusal, SolverUnavailableError)
+    assert "not installed" in alone.refusal_message()
+    beside = compare(net, ["ortools_mcf", spec.name], Budget(time_limit=1.0))
+    assert beside.refusal is None and beside.best_solver == "ortools_mcf"
+    assert "not installed" in (beside.rows[1].error or "")
