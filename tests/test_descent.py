@@ -382,3 +382,79 @@ def test_kicks_relink_and_track_only_the_routes_they_touch(seed: int) -> None:
     plan.succ[:] = best[0]
     for routes in (current, plan.routes()):
         assert _valid(inst, routes) and all(int(dem[r].sum()) <= cap for r in routes)
+
+
+def _full_plan(seed: int, vehicles: int) -> tuple[CVRPInstance, list[list[int]]]:
+    """Customers whose demands fill ``vehicles`` vehicles of 100 exactly, scattered at random,
+    and a packing of them into that many routes (no route has a unit of room)."""
+    from solvers.routing.construct import random_insertion_routes
+    from solvers.routing.packing import pack_routes
+
+    rng = np.random.default_rng(seed)
+    demands: list[int] = []
+    for _ in range(vehicles):
+        cuts = np.sort(rng.choice(np.arange(1, 100), 3, replace=False))
+        demands += np.diff([0, *cuts, 100]).tolist()
+    inst = CVRPInstance(coords=rng.random((len(demands) + 1, 2)), demands=[0, *demands],
+                        capacity=100, max_vehicles=vehicles)
+    packed = pack_routes(inst, random_insertion_routes(inst, 0), vehicles,
+                         time.perf_counter() + 2.0, seed=0)
+    assert packed is not None and len(packed) == vehicles
+    return inst, packed
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_penalized_kicks_end_feasible_and_track_only_the_routes_they_touch(seed: int) -> None:
+    """The penalized kick kernel overloads routes inside a kick, repairs them and keeps only
+    feasible plans: between calls every route keeps the capacity, every customer is there
+    once, and its running lengths equal the plans' recomputed ones; on plans with no room
+    at all (where every plain kick fails) it keeps kicks."""
+    from solvers.routing import descent
+    from solvers.routing.penalized import penalized_kicks
+
+    inst, packed = _full_plan(seed, 10)
+    rng = np.random.default_rng(seed)
+    plan = descent._Plan(inst, packed, descent.NEIGHBOURS)
+    arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
+    best = [a.copy() for a in arrays]
+    dirty = np.zeros(plan.count, dtype=np.bool_)
+    total = best_total = descent._total(plan.succ, plan.n, plan.count, plan.xy, plan.mat,
+                                        plan.conv, plan.depot)
+    start = total
+    kept = feasible = 0
+    size = descent.PENALIZED_RUIN
+    for _ in range(40):
+        seeds = rng.integers(1, inst.n, 25)
+        slack = rng.random(25) * (0.3 * total / inst.n if seed % 2 else 0.0)
+        total, k, best_total, fine = penalized_kicks(
+            seeds, rng.random((25, size)), slack, size, total, best_total, 50.0, *arrays,
+            *best, dirty, plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv,
+            plan.n, plan.depot, plan.count, plan.eps)
+        kept += k
+        feasible += fine
+        assert int(plan.load.max()) <= inst.capacity
+        for succ, length in ((plan.succ, total), (best[0], best_total)):
+            assert descent._total(succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
+                                  plan.depot) == pytest.approx(length, rel=1e-9)
+        assert _valid(inst, plan.routes())
+    kicked = plan.routes()
+    assert kept > 0 and feasible >= kept and best_total <= total + 1e-9
+    assert best_total < start and len(kicked) <= 10
+
+
+def test_kicks_with_room_never_turn_penalized(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain CVRPs and ordinary caps keep the plain kicks: the penalized ones start only when
+    19 in 20 kicks fail for want of room."""
+    from solvers.routing import penalized
+    from solvers.routing.descent import cvrp_kicks, warm_up
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("penalized kicks on a plan with room")
+
+    warm_up()
+    monkeypatch.setattr(penalized, "penalized_kicks", refuse)
+    rng = np.random.default_rng(3)
+    xy, dem, cap = random_cvrp(rng, 150)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+    kicked, kept = cvrp_kicks(inst, _random_plan(inst, rng), time.perf_counter() + 0.3, 0)
+    assert kept > 0 and _valid(inst, kicked)

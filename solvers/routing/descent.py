@@ -59,14 +59,27 @@ POLISH_SHARE_TW = 0.1
 #: X-n783-k48 2.55% -> 1.99%; X-n936-k151 3.37% -> 2.34%. (0.3 and 3 were each better on
 #: one of the four, worse on the other three.)
 KICK_TEMPERATURE = (1.0, 0.01)
-#: The kicks remove fewer customers, down to this many, while 19 in 20 of them fail
-#: because a removed customer finds no route with room: under a fleet cap that leaves a few
-#: units of room (X-n101-k25 capped at 25) every kick of 20 failed, and the plan never
-#: moved. (Shrinking already at half failing, as X-n101-k25 and X-n176-k26 capped at 26 and
-#: X-n289-k60 at 61 do, made those 0.3-0.8% longer at 2 s.) Counted over windows of
-#: ``RUIN_WINDOW`` kicks.
-MIN_RUIN = 5
+#: When 19 in 20 kicks in a window of ``RUIN_WINDOW`` fail because a removed customer finds
+#: no route with room (under a fleet cap that leaves a few units of room, X-n101-k25 capped
+#: at 25: every kick of 20 failed and the plan never moved), the kicks turn to
+#: ``penalized.penalized_kicks``, which may overload routes inside a kick and repair them,
+#: removing this many customers. Ad hoc (2 s, seeds 0-2, X-n101-k25 cap 25): 3 / 4 / 5 / 8 /
+#: 20 removed gave 34.2k / 33.3k / 33.7k / 34.5k / no kick feasible; the plain kicks, shrunk
+#: to 5 removed, 37.1k. (Shrinking already at half failing, as X-n101-k25 and X-n176-k26
+#: capped at 26 and X-n289-k60 at 61 do, made those 0.3-0.8% longer at 2 s, so ordinary caps
+#: keep the plain kicks.)
+PENALIZED_RUIN = 5
 RUIN_WINDOW = 500
+#: The penalized kicks' price of a unit of excess load starts at this many times the plan's
+#: length per unit of demand (1 made the kicks' recreate overload so much that few kicks
+#: were repaired: 37.4k against 33.7k at 5 and 33.6k at 20, same runs as above) ...
+PENALTY_START = 10.0
+#: ... and is raised by ``PENALTY_STEP[0]`` after a window of ``PENALTY_WINDOW`` kicks (or
+#: more, a call's batch) of which fewer than ``PENALTY_TARGET[0]`` ended feasible, lowered by
+#: ``PENALTY_STEP[1]`` above ``PENALTY_TARGET[1]``, as HGS adapts its penalties.
+PENALTY_WINDOW = 100
+PENALTY_TARGET = (0.3, 0.5)
+PENALTY_STEP = (1.2, 0.85)
 
 
 def kick_temperature(start: float, end: float,
@@ -289,7 +302,14 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     plans ``sil_ls`` and ``ils`` build; ``temperature=(0, 0)`` keeps only shorter plans.
     ``on_slice`` hears the shortest length and the kicks kept so far about every
     ``slice_seconds``, when ``cancelled`` is also asked (a cancelled job keeps the best plan
-    so far). Returns the routes and the kicks kept."""
+    so far). Returns the routes and the kicks kept.
+
+    When 19 in 20 kicks fail for want of room (a fleet cap with almost none to spare), the
+    rest of the run is ``penalized.penalized_kicks``: a few customers removed, overloading
+    allowed inside a kick at an adapted price and repaired before it is kept (see
+    ``PENALIZED_RUIN``)."""
+    from solvers.routing.penalized import penalized_kicks  # it imports this module's kernels
+
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes, 0
@@ -312,8 +332,10 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     span = max(deadline - start, 1e-9)
     next_report = start + slice_seconds
     first = True  # one kick even past the deadline: a warm-up must compile the kernel
-    size = min(ruin, plan.near.shape[1] + 1)  # customers a kick removes (see MIN_RUIN)
+    size = min(ruin, plan.near.shape[1] + 1)  # customers a kick removes (see PENALIZED_RUIN)
     tried = gave_up = 0  # kicks, and kicks given up for want of room, in this window
+    penalty = 0.0  # the price of a unit of excess load, once the kicks are penalized
+    feasible = 0  # penalized kicks that ended feasible, in this window
     while (now := time.perf_counter()) < deadline or first:
         first = False
         if now >= next_report:
@@ -330,17 +352,35 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
             slack = -heat * np.log(1.0 - rng.random(batch))
         else:
             slack = np.zeros(batch)
-        total, k, best_total, failed = _kicks(seeds, keys, slack, size, total, best_total,
-                                              *arrays, *best, dirty, plan.demand, plan.cap,
-                                              plan.near, plan.xy, plan.mat, plan.conv, plan.n,
-                                              plan.depot, plan.count, plan.eps)
-        kept += k
-        tried += batch
-        gave_up += failed
-        if tried >= RUIN_WINDOW:
-            if gave_up * 20 > tried * 19 and size > MIN_RUIN:
-                size -= 1  # the routes are too full to take this many customers back
-            tried = gave_up = 0
+        if penalty > 0:
+            total, k, best_total, fine = penalized_kicks(
+                seeds, keys, slack, size, total, best_total, penalty, *arrays, *best, dirty,
+                plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv, plan.n,
+                plan.depot, plan.count, plan.eps)
+            kept += k
+            tried += batch
+            feasible += fine
+            if tried >= PENALTY_WINDOW:
+                if feasible < PENALTY_TARGET[0] * tried:
+                    penalty *= PENALTY_STEP[0]
+                elif feasible > PENALTY_TARGET[1] * tried:
+                    penalty *= PENALTY_STEP[1]
+                tried = feasible = 0
+        else:
+            total, k, best_total, failed = _kicks(seeds, keys, slack, size, total, best_total,
+                                                  *arrays, *best, dirty, plan.demand, plan.cap,
+                                                  plan.near, plan.xy, plan.mat, plan.conv,
+                                                  plan.n, plan.depot, plan.count, plan.eps)
+            kept += k
+            tried += batch
+            gave_up += failed
+            if tried >= RUIN_WINDOW:
+                if gave_up * 20 > tried * 19:
+                    # the routes are too full to take customers back: relax the capacity
+                    # inside the kicks (see PENALIZED_RUIN)
+                    size = min(PENALIZED_RUIN, size)
+                    penalty = PENALTY_START * total / max(1.0, float(plan.demand.sum()))
+                tried = gave_up = 0
         per_kick = (time.perf_counter() - now) / batch
         batch = max(1, min(2 * batch, int(0.005 / max(per_kick, 1e-7))))
     if best_total < total:
@@ -1141,6 +1181,7 @@ def warm_up() -> None:
     plan = [list(range(1, 12))[k:k + 4] for k in range(0, 11, 4)]
     cvrp_descent(inst, plan, time.perf_counter() + 60.0)
     cvrp_kicks(inst, plan, time.perf_counter() + 0.01, 0)
+    _penalized_warm_up(inst, plan)
     four = [[1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
     eliminate_capacity_routes(inst, four, 3, time.perf_counter() + 60.0, 0)
     # the CVRP start's split of a giant tour (QA sweep: compiled inside the first ils CVRP
@@ -1148,3 +1189,18 @@ def warm_up() -> None:
     from solvers.routing.construct import random_insertion_routes
 
     random_insertion_routes(inst, 0)
+
+
+def _penalized_warm_up(instance: CVRPInstance, routes: list[list[int]]) -> None:
+    """One penalized kick, so its kernels compile before a clock (no warm-up run of
+    ``cvrp_kicks`` fails enough kicks to reach them)."""
+    from solvers.routing.penalized import penalized_kicks
+
+    plan = _Plan(instance, routes, NEIGHBOURS)
+    arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
+    best = [a.copy() for a in arrays]
+    total = _total(plan.succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv, plan.depot)
+    penalized_kicks(np.array([1], dtype=np.int64), np.zeros((1, PENALIZED_RUIN)), np.zeros(1),
+                    PENALIZED_RUIN, total, total, 1.0, *arrays, *best,
+                    np.zeros(plan.count, dtype=np.bool_), plan.demand, plan.cap, plan.near,
+                    plan.xy, plan.mat, plan.conv, plan.n, plan.depot, plan.count, plan.eps)

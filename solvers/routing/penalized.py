@@ -1,0 +1,500 @@
+"""Ruin-and-recreate kicks that may overload routes on the way, for plans whose routes are
+all nearly full (a plain CVRP under a fleet cap with almost no room to spare).
+
+``descent.cvrp_kicks`` keeps every route within the capacity at every step. Under a cap whose
+vehicles hold only a few units more than the demand (X-n101-k25 capped at 25: 5,147 of 5,150
+units) almost no removed customer fits anywhere but where it was, so 19 in 20 kicks fail for
+want of room and the plan hardly moves. These kicks relax the capacity inside a kick, as
+PyVRP and HGS do in their search: the removed customers (a few, ``descent.PENALIZED_RUIN``)
+go to their cheapest places next to a neighbour, overloading at ``penalty`` per unit of
+excess load; the descent around them weighs length + penalty × excess; what overload is left
+is repaired by relocations and swaps with any route that take excess out (``_repair``, the
+bin-packing step of ``packing`` in miniature); and the kick is kept, by the same annealing
+as ``cvrp_kicks``, only if the plan ends feasible. So the plan is always feasible between
+kicks and the shortest one met is the answer. ``cvrp_kicks`` raises the penalty while fewer
+than ``PENALTY_TARGET[0]`` of the kicks end feasible and lowers it above
+``PENALTY_TARGET[1]``.
+
+Letting the plan itself stay overloaded between kicks (penalized acceptance, the best feasible
+plan kept) drifted at once to a short plan with 60 units of excess spread over a dozen
+routes, which no local move could take out; the X-n101-k25 (cap 25) plan never improved.
+
+The kernels mirror ``descent._kicks`` and its moves (the same linked routes and undo
+record); they live here so the kicks of every other plan run the unchanged code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from solvers.routing.descent import (
+    _KICK_PASSES,
+    _d,
+    _insertion,
+    _refresh,
+    _route_length,
+    _save_route,
+    _unlink,
+)
+
+
+@njit(cache=True, inline="always")
+def _excess(load: int, cap: int) -> int:
+    """Units a load of ``load`` carries above the capacity."""
+    return load - cap if load > cap else 0
+
+
+@njit(cache=True)
+def _p_relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+                cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
+                penalty: float, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
+                depot: int, count: int, eps: float) -> bool:
+    """``descent._relocate`` with the loads' excess priced at ``penalty`` instead of
+    forbidden."""
+    a = route_of[c]
+    b = route_of[v]
+    p = pred[c]
+    q = succ[c]
+    removal = _insertion(p, c, q, xy, mat, conv, n, depot)
+    if a != b:
+        dc = demand[c]
+        removal -= penalty * (_excess(load[b] + dc, cap) - _excess(load[b], cap)
+                              + _excess(load[a] - dc, cap) - _excess(load[a], cap))
+    best = removal - eps
+    bx = -1
+    by = -1
+    if v != p:
+        x = v
+        y = succ[v]
+        add = _insertion(x, c, y, xy, mat, conv, n, depot)
+        if add < best:
+            best, bx, by = add, x, y
+    x = pred[v]
+    if x != c:
+        y = v
+        add = _insertion(x, c, y, xy, mat, conv, n, depot)
+        if add < best:
+            best, bx, by = add, x, y
+    if bx < 0:
+        return False
+    succ[p] = q
+    pred[q] = p
+    succ[bx] = c
+    pred[c] = bx
+    succ[c] = by
+    pred[by] = c
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    if b != a:
+        _refresh(b, succ, route_of, cum, load, demand, n, count)
+    return True
+
+
+@njit(cache=True)
+def _p_swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+            cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int, penalty: float,
+            xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
+            eps: float) -> bool:
+    """``descent._swap`` with the loads' excess priced at ``penalty``."""
+    a = route_of[c]
+    b = route_of[v]
+    if a == b:
+        return False
+    shift = demand[v] - demand[c]
+    p = pred[c]
+    q = succ[c]
+    vp = pred[v]
+    vq = succ[v]
+    delta = (_d(p, v, xy, mat, conv, n, depot) + _d(v, q, xy, mat, conv, n, depot)
+             - _d(p, c, xy, mat, conv, n, depot) - _d(c, q, xy, mat, conv, n, depot)
+             + _d(vp, c, xy, mat, conv, n, depot) + _d(c, vq, xy, mat, conv, n, depot)
+             - _d(vp, v, xy, mat, conv, n, depot) - _d(v, vq, xy, mat, conv, n, depot)
+             + penalty * (_excess(load[a] + shift, cap) - _excess(load[a], cap)
+                          + _excess(load[b] - shift, cap) - _excess(load[b], cap)))
+    if delta >= -eps:
+        return False
+    succ[p] = v
+    pred[v] = p
+    succ[v] = q
+    pred[q] = v
+    succ[vp] = c
+    pred[c] = vp
+    succ[c] = vq
+    pred[vq] = c
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    _refresh(b, succ, route_of, cum, load, demand, n, count)
+    return True
+
+
+@njit(cache=True)
+def _p_two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray,
+                    route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
+                    demand: np.ndarray, cap: int, penalty: float, xy: np.ndarray,
+                    mat: np.ndarray, conv: int, n: int, depot: int, count: int,
+                    eps: float) -> bool:
+    """``descent._two_opt_star`` with the loads' excess priced at ``penalty``."""
+    a = route_of[c]
+    b = route_of[v]
+    if a == b:
+        return False
+    vp = pred[v]
+    head_a = cum[c]
+    head_b = cum[vp]
+    q = succ[c]
+    delta = (_d(c, v, xy, mat, conv, n, depot) + _d(vp, q, xy, mat, conv, n, depot)
+             - _d(c, q, xy, mat, conv, n, depot) - _d(vp, v, xy, mat, conv, n, depot)
+             + penalty * (_excess(head_a + load[b] - head_b, cap) - _excess(load[a], cap)
+                          + _excess(head_b + load[a] - head_a, cap) - _excess(load[b], cap)))
+    if delta >= -eps:
+        return False
+    end_a = n + count + a
+    end_b = n + count + b
+    last_a = pred[end_a]
+    last_b = pred[end_b]
+    succ[c] = v
+    pred[v] = c
+    succ[last_b] = end_a
+    pred[end_a] = last_b
+    if q != end_a:
+        succ[vp] = q
+        pred[q] = vp
+        succ[last_a] = end_b
+        pred[end_b] = last_a
+    else:
+        succ[vp] = end_b
+        pred[end_b] = vp
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    _refresh(b, succ, route_of, cum, load, demand, n, count)
+    return True
+
+
+@njit(cache=True)
+def _p_improve(c: int, spare: np.ndarray, succ: np.ndarray, pred: np.ndarray,
+               route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, demand: np.ndarray,
+               cap: int, penalty: float, near: np.ndarray, xy: np.ndarray, mat: np.ndarray,
+               conv: int, n: int, depot: int, count: int, eps: float) -> bool:
+    """The first penalized relocate, swap or 2-opt* between c and a neighbour that saves,
+    else c alone into the empty route ``spare[0]`` (if any) when that saves: under a cap
+    with no room an emptied route is a vehicle the plan cannot do without, and no
+    neighbour's move reaches it."""
+    if c == depot or route_of[c] < 0:
+        return False
+    e = spare[0]
+    if e >= 0 and route_of[c] != e:
+        a = route_of[c]
+        dc = demand[c]
+        gain = (_insertion(pred[c], c, succ[c], xy, mat, conv, n, depot)
+                - _insertion(n + e, c, n + count + e, xy, mat, conv, n, depot)
+                - penalty * (_excess(dc, cap) + _excess(load[a] - dc, cap)
+                             - _excess(load[a], cap)))
+        if gain > eps and not (pred[c] >= n and succ[c] >= n):
+            p = pred[c]
+            q = succ[c]
+            succ[p] = q
+            pred[q] = p
+            succ[n + e] = c
+            pred[c] = n + e
+            succ[c] = n + count + e
+            pred[n + count + e] = c
+            _refresh(a, succ, route_of, cum, load, demand, n, count)
+            _refresh(e, succ, route_of, cum, load, demand, n, count)
+            spare[0] = -1
+            return True
+    for t in range(near.shape[1]):
+        v = near[c, t]
+        if v in (depot, c) or route_of[v] < 0:
+            continue
+        if (_p_relocate(c, v, succ, pred, route_of, cum, load, demand, cap, penalty, xy, mat,
+                        conv, n, depot, count, eps)
+                or _p_swap(c, v, succ, pred, route_of, cum, load, demand, cap, penalty, xy,
+                           mat, conv, n, depot, count, eps)
+                or _p_two_opt_star(c, v, succ, pred, route_of, cum, load, demand, cap,
+                                   penalty, xy, mat, conv, n, depot, count, eps)):
+            return True
+    return False
+
+
+@njit(cache=True)
+def _routes_excess(routes: np.ndarray, m: int, load: np.ndarray, cap: int) -> int:
+    """The excess load of the first ``m`` of ``routes``."""
+    total = 0
+    for i in range(m):
+        total += _excess(load[routes[i]], cap)
+    return total
+
+
+@njit(cache=True)
+def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start: np.ndarray,
+            seq: np.ndarray, counts: np.ndarray, succ: np.ndarray, pred: np.ndarray,
+            route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, demand: np.ndarray,
+            cap: int, xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int,
+            count: int) -> float:
+    """Move customers out of the kick's overloaded routes (all saved) until none is
+    overloaded or no move takes excess out: each step relocates a customer of an overloaded
+    route to its cheapest place in any route, or swaps it in place with a customer of any
+    route, whichever lowers length + ``rpen`` × excess most among those that lower the
+    excess. Routes it changes are saved first. Returns the length the saved routes had
+    before this call saved more (what the kick's ``before`` must add)."""
+    added = 0.0
+    while True:
+        best = np.inf
+        kind = -1
+        bc = -1
+        bv = -1
+        bx = -1
+        for i in range(counts[0]):
+            a = saved_routes[i]
+            if load[a] <= cap:
+                continue
+            c = succ[n + a]
+            while c < n:
+                p = pred[c]
+                q = succ[c]
+                dc = demand[c]
+                out = _insertion(p, c, q, xy, mat, conv, n, depot)
+                for b in range(count):
+                    if b == a:
+                        continue
+                    drop = (_excess(load[a] - dc, cap) - _excess(load[a], cap)
+                            + _excess(load[b] + dc, cap) - _excess(load[b], cap))
+                    if drop < 0:
+                        x = n + b
+                        while x < n + count:
+                            y = succ[x]
+                            key = _insertion(x, c, y, xy, mat, conv, n, depot) - out + rpen * drop
+                            if key < best:
+                                best, kind, bc, bx = key, 0, c, x
+                            x = y
+                    v = succ[n + b]
+                    while v < n:
+                        shift = demand[v] - dc
+                        drop = (_excess(load[a] + shift, cap) - _excess(load[a], cap)
+                                + _excess(load[b] - shift, cap) - _excess(load[b], cap))
+                        if drop < 0:
+                            vp = pred[v]
+                            vq = succ[v]
+                            key = (_d(p, v, xy, mat, conv, n, depot)
+                                   + _d(v, q, xy, mat, conv, n, depot)
+                                   - _d(p, c, xy, mat, conv, n, depot)
+                                   - _d(c, q, xy, mat, conv, n, depot)
+                                   + _d(vp, c, xy, mat, conv, n, depot)
+                                   + _d(c, vq, xy, mat, conv, n, depot)
+                                   - _d(vp, v, xy, mat, conv, n, depot)
+                                   - _d(v, vq, xy, mat, conv, n, depot) + rpen * drop)
+                            if key < best:
+                                best, kind, bc, bv = key, 1, c, v
+                        v = succ[v]
+                c = q
+        if kind < 0:
+            return added
+        a = route_of[bc]
+        b = route_of[bx] if kind == 0 else route_of[bv]
+        if not saved[b]:
+            _save_route(b, succ, n, saved, saved_routes, seq_start, seq, counts)
+            added += _route_length(b, succ, xy, mat, conv, n, depot, count)
+        c = bc
+        p = pred[c]
+        q = succ[c]
+        if kind == 0:
+            succ[p] = q
+            pred[q] = p
+            y = succ[bx]
+            succ[bx] = c
+            pred[c] = bx
+            succ[c] = y
+            pred[y] = c
+        else:
+            v = bv
+            vp = pred[v]
+            vq = succ[v]
+            succ[p] = v
+            pred[v] = p
+            succ[v] = q
+            pred[q] = v
+            succ[vp] = c
+            pred[c] = vp
+            succ[c] = vq
+            pred[vq] = c
+        _refresh(a, succ, route_of, cum, load, demand, n, count)
+        _refresh(b, succ, route_of, cum, load, demand, n, count)
+
+
+@njit(cache=True)
+def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int,
+                    length: float, best_length: float, penalty: float, succ: np.ndarray,
+                    pred: np.ndarray, route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
+                    s_succ: np.ndarray, s_pred: np.ndarray, s_route_of: np.ndarray,
+                    s_cum: np.ndarray, s_load: np.ndarray, dirty: np.ndarray,
+                    demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,
+                    mat: np.ndarray, conv: int, n: int, depot: int, count: int,
+                    eps: float) -> tuple[float, int, float, int]:
+    """One kick per seed customer on a feasible plan (see the module's docstring): remove
+    the seed and its nearest customers (``ruin`` in all), put them back at their cheapest
+    places at ``penalty`` per unit of excess load, descend around them at that penalty,
+    repair what excess is left at ten times it, and keep the kick when the plan is feasible
+    and shorter, or longer by less than the kick's ``slack``; else restore it. The shortest
+    plan met is kept in the ``s_`` arrays (``dirty`` as in ``descent._kicks``). Returns the
+    plan's length, the kicks kept, the shortest length, and the kicks that ended feasible."""
+    kept = 0
+    feasible = 0
+    k = near.shape[1]
+    removed = np.empty(ruin, dtype=np.int64)
+    around = np.empty(ruin * (k + 1), dtype=np.int64)
+    listed = np.zeros(n, dtype=np.bool_)
+    saved = np.zeros(count, dtype=np.bool_)
+    saved_routes = np.empty(count, dtype=np.int64)
+    seq_start = np.empty(count + 1, dtype=np.int64)
+    seq = np.empty(n, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    spare = np.full(1, -1, dtype=np.int64)
+    for s in range(seeds.shape[0]):
+        c0 = seeds[s]
+        m = 0
+        for t in range(-1, k):
+            if m == ruin:
+                break
+            v = c0 if t < 0 else near[c0, t]
+            if v == depot or route_of[v] < 0:
+                continue
+            removed[m] = v
+            m += 1
+        a = 0
+        for i in range(m):
+            for t in range(-1, k):
+                v = removed[i] if t < 0 else near[removed[i], t]
+                if not listed[v]:
+                    listed[v] = True
+                    around[a] = v
+                    a += 1
+        for i in range(a):
+            listed[around[i]] = False
+        counts[0] = 0
+        counts[1] = 0
+        before = 0.0
+        for i in range(a):
+            for t in range(-1, k):
+                v = around[i] if t < 0 else near[around[i], t]
+                if v == depot or route_of[v] < 0 or saved[route_of[v]]:
+                    continue
+                r = route_of[v]
+                _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
+                before += _route_length(r, succ, xy, mat, conv, n, depot, count)
+        # an empty route, saved, for a customer that is better alone than overloading
+        spare[0] = -1
+        for r in range(count):
+            if succ[n + r] >= n:
+                spare[0] = r
+                if not saved[r]:
+                    _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
+                break
+        for i in range(m):
+            _unlink(removed[i], succ, pred, route_of, load, demand)
+        for i in range(counts[0]):
+            _refresh(saved_routes[i], succ, route_of, cum, load, demand, n, count)
+        order = np.argsort(keys[s, :m], kind="mergesort")
+        for i in range(m):
+            c = removed[order[i]]
+            dc = demand[c]
+            best = np.inf
+            bx = -1
+            by = -1
+            for t in range(k):
+                v = near[c, t]
+                if v == depot or route_of[v] < 0:
+                    continue
+                r = route_of[v]
+                extra = penalty * (_excess(load[r] + dc, cap) - _excess(load[r], cap))
+                for side in range(2):
+                    x = v if side == 0 else pred[v]
+                    y = succ[v] if side == 0 else v
+                    add = _insertion(x, c, y, xy, mat, conv, n, depot) + extra
+                    if add < best:
+                        best, bx, by = add, x, y
+            e = spare[0]
+            if e >= 0:
+                add = (_insertion(n + e, c, n + count + e, xy, mat, conv, n, depot)
+                       + penalty * _excess(dc, cap))
+                if add < best:
+                    best, bx, by = add, n + e, n + count + e
+                    spare[0] = -1
+            if bx < 0:  # every neighbour was removed too: the cheapest route start
+                for r in range(count):
+                    x = n + r
+                    y = succ[x]
+                    add = (_insertion(x, c, y, xy, mat, conv, n, depot)
+                           + penalty * (_excess(load[r] + dc, cap) - _excess(load[r], cap)))
+                    if add < best:
+                        best, bx, by = add, x, y
+            r = route_of[bx]
+            if not saved[r]:
+                _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
+                before += _route_length(r, succ, xy, mat, conv, n, depot, count)
+            succ[bx] = c
+            pred[c] = bx
+            succ[c] = by
+            pred[by] = c
+            _refresh(r, succ, route_of, cum, load, demand, n, count)
+        weight = penalty
+        for attempt in range(2):
+            if attempt == 1:
+                if _routes_excess(saved_routes, counts[0], load, cap) == 0:
+                    break
+                # the overload the descent left: repaired, then descended at a higher price
+                weight = 10.0 * penalty
+                before += _repair(weight, saved, saved_routes, seq_start, seq, counts, succ,
+                                  pred, route_of, cum, load, demand, cap, xy, mat, conv, n,
+                                  depot, count)
+                if _routes_excess(saved_routes, counts[0], load, cap) > 0:
+                    break
+            for _ in range(_KICK_PASSES):
+                moved = False
+                for i in range(a):
+                    if _p_improve(around[i], spare, succ, pred, route_of, cum, load, demand,
+                                  cap, weight, near, xy, mat, conv, n, depot, count, eps):
+                        moved = True
+                if not moved:
+                    break
+        ns = counts[0]
+        keep = False
+        if _routes_excess(saved_routes, ns, load, cap) == 0:
+            feasible += 1
+            after = 0.0
+            for i in range(ns):
+                after += _route_length(saved_routes[i], succ, xy, mat, conv, n, depot, count)
+            new_length = length - before + after
+            if new_length < length - eps or (slack[s] > 0 and new_length < length + slack[s]):
+                keep = True
+                length = new_length
+                kept += 1
+                for i in range(ns):
+                    dirty[saved_routes[i]] = True
+                if length < best_length - eps:
+                    best_length = length
+                    for r in range(count):
+                        if not dirty[r]:
+                            continue
+                        dirty[r] = False
+                        v = n + r
+                        while True:
+                            s_succ[v] = succ[v]
+                            s_pred[v] = pred[v]
+                            s_route_of[v] = route_of[v]
+                            s_cum[v] = cum[v]
+                            if v >= n + count:
+                                break
+                            v = succ[v]
+                        s_load[r] = load[r]
+        if not keep:
+            for i in range(ns):
+                r = saved_routes[i]
+                prev = n + r
+                for j in range(seq_start[i], seq_start[i + 1]):
+                    succ[prev] = seq[j]
+                    pred[seq[j]] = prev
+                    prev = seq[j]
+                succ[prev] = n + count + r
+                pred[n + count + r] = prev
+                _refresh(r, succ, route_of, cum, load, demand, n, count)
+        for i in range(ns):
+            saved[saved_routes[i]] = False
+    return length, kept, best_length, feasible
