@@ -261,7 +261,9 @@ def test_a_fleet_with_no_room_to_spare_is_searched_with_overloads_allowed() -> N
     sol = solve(inst, "ils", Budget(time_limit=3.0, seed=0))
     assert check_solution(inst, sol.routes) == [] and sol.feasible
     assert len([r for r in sol.routes if r]) <= 25
-    assert sol.cost < 34_800
+    # between the two: 35.7k+ without the overloading kicks, 31.9k with them at 3 s here;
+    # room left for a loaded machine (the worst of five seeds at 3 s was 34.4k)
+    assert sol.cost < 35_000
 
 
 def test_bin_packing_fills_vehicles_exactly() -> None:
