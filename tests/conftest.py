@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +15,9 @@ os.environ.setdefault("COSOLVE_DATA_DIR", tempfile.mkdtemp(prefix="cosolve-tests
 
 from solvers.routing.io import load_instance
 from solvers.routing.problem import CVRPInstance, TSPInstance
+
+if TYPE_CHECKING:
+    import httpx
 
 DATA = Path(__file__).parent / "data"
 
@@ -48,3 +53,42 @@ def x101() -> CVRPInstance:
     inst = load_instance(DATA / "X-n101-k25.vrp")
     assert isinstance(inst, CVRPInstance)
     return inst
+
+
+# -- real uvicorn servers (tests/api/conftest.py starts them) ----------------------------------
+# Defined here, once, so that tests/api, tests/flow and tests/scheduling share one server of
+# each kind for the whole session.
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """A server with the default settings."""
+    from tests.api.conftest import uvicorn_server
+
+    with uvicorn_server({}) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def strict_server_url() -> Iterator[str]:
+    """A server with small limits (see tests.api.conftest.STRICT_LIMITS)."""
+    from tests.api.conftest import STRICT_LIMITS, uvicorn_server
+
+    with uvicorn_server(STRICT_LIMITS) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def api(server_url: str) -> Iterator[httpx.Client]:
+    import httpx
+
+    with httpx.Client(base_url=server_url, timeout=60.0) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def strict_api(strict_server_url: str) -> Iterator[httpx.Client]:
+    import httpx
+
+    with httpx.Client(base_url=strict_server_url, timeout=60.0) as client:
+        yield client

@@ -3,6 +3,9 @@
 The API is tested over HTTP against `python -m uvicorn app.main:app` in a subprocess, so the
 middleware, the body limits, multipart parsing and content types run exactly as in production.
 Two servers: one with the default settings and one with small limits for the limit tests.
+Their fixtures (``server_url``, ``strict_server_url``, ``api``, ``strict_api``) live in
+tests/conftest.py, so the API, flow and scheduling tests share one server of each kind (a copy
+imported into another folder's conftest.py was a second fixture: a second server).
 """
 
 from __future__ import annotations
@@ -99,29 +102,3 @@ def _wait_until_healthy(proc: subprocess.Popen[bytes], base_url: str, log: objec
             pass
         time.sleep(0.1)
     pytest.fail(f"uvicorn did not answer /healthz within {STARTUP_TIMEOUT_S:g} s")
-
-
-@pytest.fixture(scope="session")
-def server_url() -> Iterator[str]:
-    """A server with the default settings."""
-    with uvicorn_server({}) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def strict_server_url() -> Iterator[str]:
-    """A server with small limits (see STRICT_LIMITS)."""
-    with uvicorn_server(STRICT_LIMITS) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def api(server_url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server_url, timeout=60.0) as client:
-        yield client
-
-
-@pytest.fixture(scope="session")
-def strict_api(strict_server_url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=strict_server_url, timeout=60.0) as client:
-        yield client

@@ -8,9 +8,6 @@ import pytest
 
 from solvers.flow.io import network_from_dict
 from solvers.flow.problem import FlowNetwork
-
-# The real-uvicorn fixtures of the API tests, for tests/flow/test_api.py.
-from tests.api.conftest import api, server_url, strict_api, strict_server_url  # noqa: F401
 from tests.conftest import DATA
 
 #: The two DIMACS NETGEN files (LEMON suite, via pdegenhardt/MinCostFlow) and their optima.

@@ -9,9 +9,6 @@ import pytest
 
 from solvers.scheduling.workflow import Workflow, load_workflows, workflow_from_dict
 
-# The real-uvicorn fixtures of the API tests, for tests/scheduling/test_api.py.
-from tests.api.conftest import api, server_url  # noqa: F401
-
 WORKFLOWS = Path(__file__).resolve().parents[1] / "data" / "workflows"
 CLASSIC = [WORKFLOWS / f for f in ("CyberShake_30.xml", "Montage_25.xml", "Inspiral_30.xml",
                                    "Sipht_30.xml.gz")]
