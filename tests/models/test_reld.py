@@ -193,11 +193,12 @@ def test_shipped_weights_load(problem: str) -> None:
 
 
 def test_shipped_tsp_weights_beat_nearest_neighbour_on_tsp50() -> None:
+    # 0.3 s per instance: the mean ratio is 0.793 at 0.3 s as at 1 s (0.809 at 0.1 s)
     rng = np.random.default_rng(50)
     ours, greedy = [], []
     for _ in range(8):
         inst = TSPInstance(coords=rng.random((50, 2)))
-        ours.append(solve(inst, "reld", Budget(time_limit=1.0)).cost)
+        ours.append(solve(inst, "reld", Budget(time_limit=0.3)).cost)
         greedy.append(solve(inst, "nearest_neighbor", Budget(time_limit=1.0)).cost)
     assert np.mean(ours) < 0.9 * np.mean(greedy)
 
