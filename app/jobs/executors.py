@@ -277,12 +277,21 @@ def _connect_ray(ray: Any, address: str | None) -> None:
     problem = ray_problem(address)
     if problem is not None:
         raise RuntimeError(problem)
+    # ray.init replaces the process's SIGTERM handler with one raising SystemExit inside the
+    # event loop (test-suite sweep: after a job, the server ignored SIGTERM until killed
+    # 10 s later, leaving Ray's agents behind); the server's own handlers are put back
+    main = threading.current_thread() is threading.main_thread()
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
                  include_dashboard=False, logging_level=logging.WARNING)
     except Exception as exc:
         where = f"COSOLVE_RAY_ADDRESS={address}" if address else "a local Ray instance"
         raise RuntimeError(f"{where}: {exc}") from exc
+    finally:
+        for signum, handler in saved.items():
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
 class RayExecutor:
