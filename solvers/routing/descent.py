@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from solvers.base import Clock
+from solvers.compiling import cache_is_cold, compiled_beside
 from solvers.errors import NoSolutionError
 from solvers.routing.localsearch import two_opt
 from solvers.routing.packing import pack_routes
@@ -1172,23 +1173,41 @@ def _shake(moves: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
         _link(v if np.random.randint(2) else pred[v], c, succ, pred, route_of, load, demand)
 
 
-def warm_up() -> None:
+def warm_up(alongside: Callable[[], None] | None = None) -> None:
     """Compile the descent's kernels (numba caches them on disk) before a solver's clock
-    starts."""
-    rng = np.random.default_rng(0)
-    coords = rng.random((12, 2))
+    starts. On a cold cache a child process compiles the penalized kicks and the route
+    elimination (half of the compile time) meanwhile (solvers.compiling); ``alongside``, a
+    caller's own kernels, compiles here while the child works."""
+    from solvers.routing.penalized import penalized_kicks
+
+    inst, plan = _warm_up_plan()
+    with compiled_beside("solvers.routing.descent:_compile_beside",
+                         when=cache_is_cold(penalized_kicks, _pour)):
+        cvrp_descent(inst, plan, time.perf_counter() + 60.0)
+        cvrp_kicks(inst, plan, time.perf_counter() + 0.01, 0)
+        # the CVRP start's split of a giant tour (QA sweep: compiled inside the first ils CVRP
+        # solve's clock, 1.2 s for a 0.3 s limit on a fresh install)
+        from solvers.routing.construct import random_insertion_routes
+
+        random_insertion_routes(inst, 0)
+        if alongside is not None:
+            alongside()
+    _compile_beside()  # read from the cache the child wrote, or compiled here
+
+
+def _warm_up_plan() -> tuple[CVRPInstance, list[list[int]]]:
+    """Twelve nodes in three routes of a capacity-4 instance: every kernel's argument types."""
+    coords = np.random.default_rng(0).random((12, 2))
     inst = CVRPInstance(coords=coords, demands=[0] + [1] * 11, capacity=4)
-    plan = [list(range(1, 12))[k:k + 4] for k in range(0, 11, 4)]
-    cvrp_descent(inst, plan, time.perf_counter() + 60.0)
-    cvrp_kicks(inst, plan, time.perf_counter() + 0.01, 0)
+    return inst, [list(range(1, 12))[k:k + 4] for k in range(0, 11, 4)]
+
+
+def _compile_beside() -> None:
+    """The child process's part of ``warm_up``: the penalized kicks and route elimination."""
+    inst, plan = _warm_up_plan()
     _penalized_warm_up(inst, plan)
     four = [[1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
     eliminate_capacity_routes(inst, four, 3, time.perf_counter() + 60.0, 0)
-    # the CVRP start's split of a giant tour (QA sweep: compiled inside the first ils CVRP
-    # solve's clock, 1.2 s for a 0.3 s limit on a fresh install)
-    from solvers.routing.construct import random_insertion_routes
-
-    random_insertion_routes(inst, 0)
 
 
 def _penalized_warm_up(instance: CVRPInstance, routes: list[list[int]]) -> None:

@@ -84,6 +84,13 @@ def iterate(xy: np.ndarray, tour: np.ndarray, clock: Clock, seed: int,
     return tour, totals
 
 
+def _compile_tsp_kernels() -> None:
+    """The TSP search's kernels, compiled while the descent's warm-up compiles its own."""
+    xy = np.random.default_rng(0).random((40, 2))
+    tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
+    perturb(xy, tour, 0.01)
+
+
 class ILSSolver:
     """Random insertion, 2-opt + Or-opt, then kicks until the time limit."""
 
@@ -92,10 +99,7 @@ class ILSSolver:
     def warm_up(self) -> None:
         """Compile the numba kernels (a few seconds the first time, cached on disk after), so
         no request pays for them inside its time limit."""
-        xy = np.random.default_rng(0).random((40, 2))
-        tour, _ = two_opt(xy, random_insertion_tour(xy, 0))
-        perturb(xy, tour, 0.01)
-        descent_warm_up()
+        descent_warm_up(alongside=_compile_tsp_kernels)
         exact_warm_up()
 
     def solve(self, instance: Instance, budget: Budget,
