@@ -141,9 +141,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     service = JobService(app.state.settings)
     # Neural solvers load their weights, and numba kernels compile, now rather than inside
     # the first request's time budget. The first start of a fresh install compiles every
-    # kernel (about a minute on 2 cores; later starts read numba's cache in seconds), so the
+    # kernel (about 45 s on 2 cores; later starts read numba's cache in seconds), so the
     # log says what the wait is (a newcomer saw a minute of silence after `make serve`).
-    logger.info("cosolve: warming up the solvers (weights, compiled kernels; one to two minutes "
+    logger.info("cosolve: warming up the solvers (weights, compiled kernels; under a minute "
                 "on the first start of a fresh install)")
     try:
         _warm_up(specs, device)
