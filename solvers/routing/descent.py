@@ -624,6 +624,115 @@ def _save_route(r: int, succ: np.ndarray, n: int, saved: np.ndarray, saved_route
     counts[1] = top
 
 
+# -- the parts of a kick that ``_kicks`` and ``penalized.penalized_kicks`` share ---------------
+
+
+@njit(cache=True)
+def _pick_ruin(c0: int, ruin: int, removed: np.ndarray, near: np.ndarray,
+               route_of: np.ndarray, depot: int) -> int:
+    """The seed customer ``c0`` and its nearest customers, ``ruin`` at most, into
+    ``removed``; returns how many."""
+    m = 0
+    for t in range(-1, near.shape[1]):
+        if m == ruin:
+            break
+        v = c0 if t < 0 else near[c0, t]
+        if v == depot or route_of[v] < 0:
+            continue
+        removed[m] = v
+        m += 1
+    return m
+
+
+@njit(cache=True)
+def _neighbourhood(removed: np.ndarray, m: int, near: np.ndarray, listed: np.ndarray,
+                   around: np.ndarray) -> int:
+    """The first ``m`` removed customers and their neighbours, each once, into ``around``
+    (``listed`` all false before and after); returns how many."""
+    a = 0
+    for i in range(m):
+        for t in range(-1, near.shape[1]):
+            v = removed[i] if t < 0 else near[removed[i], t]
+            if not listed[v]:
+                listed[v] = True
+                around[a] = v
+                a += 1
+    for i in range(a):
+        listed[around[i]] = False
+    return a
+
+
+@njit(cache=True)
+def _save_reachable(around: np.ndarray, a: int, saved: np.ndarray, saved_routes: np.ndarray,
+                    seq_start: np.ndarray, seq: np.ndarray, counts: np.ndarray,
+                    succ: np.ndarray, route_of: np.ndarray, near: np.ndarray, xy: np.ndarray,
+                    mat: np.ndarray, conv: int, n: int, depot: int, count: int) -> float:
+    """Save (``_save_route``, from none saved) the route of every customer of ``around`` and
+    of their neighbours: all a kick's moves can reach. Returns their length."""
+    counts[0] = 0
+    counts[1] = 0
+    before = 0.0
+    for i in range(a):
+        for t in range(-1, near.shape[1]):
+            v = around[i] if t < 0 else near[around[i], t]
+            if v == depot or route_of[v] < 0 or saved[route_of[v]]:
+                continue
+            r = route_of[v]
+            _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
+            before += _route_length(r, succ, xy, mat, conv, n, depot, count)
+    return before
+
+
+@njit(cache=True)
+def _routes_length(routes: np.ndarray, m: int, succ: np.ndarray, xy: np.ndarray,
+                   mat: np.ndarray, conv: int, n: int, depot: int, count: int) -> float:
+    """The length of the first ``m`` of ``routes``."""
+    total = 0.0
+    for i in range(m):
+        total += _route_length(routes[i], succ, xy, mat, conv, n, depot, count)
+    return total
+
+
+@njit(cache=True)
+def _copy_dirty(dirty: np.ndarray, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+                cum: np.ndarray, load: np.ndarray, s_succ: np.ndarray, s_pred: np.ndarray,
+                s_route_of: np.ndarray, s_cum: np.ndarray, s_load: np.ndarray, n: int,
+                count: int) -> None:
+    """Copy the routes marked ``dirty`` (changed since the last copy) into the ``s_`` arrays,
+    the shortest plan met, and clear their marks."""
+    for r in range(count):
+        if not dirty[r]:
+            continue
+        dirty[r] = False
+        v = n + r
+        while True:
+            s_succ[v] = succ[v]
+            s_pred[v] = pred[v]
+            s_route_of[v] = route_of[v]
+            s_cum[v] = cum[v]
+            if v >= n + count:
+                break
+            v = succ[v]
+        s_load[r] = load[r]
+
+
+@njit(cache=True)
+def _restore_saved(ns: int, saved_routes: np.ndarray, seq_start: np.ndarray, seq: np.ndarray,
+                   succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray, cum: np.ndarray,
+                   load: np.ndarray, demand: np.ndarray, n: int, count: int) -> None:
+    """Relink the ``ns`` saved routes as ``_save_route`` recorded them (a rejected kick)."""
+    for i in range(ns):
+        r = saved_routes[i]
+        prev = n + r
+        for j in range(seq_start[i], seq_start[i + 1]):
+            succ[prev] = seq[j]
+            pred[seq[j]] = prev
+            prev = seq[j]
+        succ[prev] = n + count + r
+        pred[n + count + r] = prev
+        _refresh(r, succ, route_of, cum, load, demand, n, count)
+
+
 @njit(cache=True)
 def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, total: float,
            best_total: float, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
@@ -655,38 +764,11 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
     seq = np.empty(n, dtype=np.int64)
     counts = np.zeros(2, dtype=np.int64)  # routes and customers saved by the kick
     for s in range(seeds.shape[0]):
-        c0 = seeds[s]
-        m = 0
-        for t in range(-1, k):
-            if m == ruin:
-                break
-            v = c0 if t < 0 else near[c0, t]
-            if v == depot or route_of[v] < 0:
-                continue
-            removed[m] = v
-            m += 1
-        a = 0  # the removed customers and their neighbours, each once
-        for i in range(m):
-            for t in range(-1, k):
-                v = removed[i] if t < 0 else near[removed[i], t]
-                if not listed[v]:
-                    listed[v] = True
-                    around[a] = v
-                    a += 1
-        for i in range(a):
-            listed[around[i]] = False
+        m = _pick_ruin(seeds[s], ruin, removed, near, route_of, depot)
+        a = _neighbourhood(removed, m, near, listed, around)
         # save every route a move of this kick can reach, before anything moves
-        counts[0] = 0
-        counts[1] = 0
-        before = 0.0
-        for i in range(a):
-            for t in range(-1, k):
-                v = around[i] if t < 0 else near[around[i], t]
-                if v == depot or route_of[v] < 0 or saved[route_of[v]]:
-                    continue
-                r = route_of[v]
-                _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
-                before += _route_length(r, succ, xy, mat, conv, n, depot, count)
+        before = _save_reachable(around, a, saved, saved_routes, seq_start, seq, counts, succ,
+                                 route_of, near, xy, mat, conv, n, depot, count)
         ns = counts[0]
         for i in range(m):
             _unlink(removed[i], succ, pred, route_of, load, demand)
@@ -742,10 +824,8 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                         moved = True
                 if not moved:
                     break
-            after = 0.0
-            for i in range(ns):
-                after += _route_length(saved_routes[i], succ, xy, mat, conv, n, depot, count)
-            new_total = total - before + after
+            new_total = total - before + _routes_length(saved_routes, ns, succ, xy, mat, conv,
+                                                        n, depot, count)
             if new_total < total - eps or (slack[s] > 0 and new_total < total + slack[s]):
                 keep = True
                 total = new_total
@@ -754,31 +834,11 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                     dirty[saved_routes[i]] = True
                 if total < best_total - eps:
                     best_total = total
-                    for r in range(count):
-                        if not dirty[r]:
-                            continue
-                        dirty[r] = False
-                        v = n + r
-                        while True:
-                            s_succ[v] = succ[v]
-                            s_pred[v] = pred[v]
-                            s_route_of[v] = route_of[v]
-                            s_cum[v] = cum[v]
-                            if v >= n + count:
-                                break
-                            v = succ[v]
-                        s_load[r] = load[r]
-        if not keep:  # relink the saved routes as they were
-            for i in range(ns):
-                r = saved_routes[i]
-                prev = n + r
-                for j in range(seq_start[i], seq_start[i + 1]):
-                    succ[prev] = seq[j]
-                    pred[seq[j]] = prev
-                    prev = seq[j]
-                succ[prev] = n + count + r
-                pred[n + count + r] = prev
-                _refresh(r, succ, route_of, cum, load, demand, n, count)
+                    _copy_dirty(dirty, succ, pred, route_of, cum, load, s_succ, s_pred,
+                                s_route_of, s_cum, s_load, n, count)
+        if not keep:
+            _restore_saved(ns, saved_routes, seq_start, seq, succ, pred, route_of, cum, load,
+                           demand, n, count)
         for i in range(ns):
             saved[saved_routes[i]] = False
     return total, kept, best_total, failed
@@ -839,16 +899,35 @@ def _swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarr
     dv = demand[v]
     if load[a] - dc + dv > cap or load[b] - dv + dc > cap:
         return False
+    if _swap_delta(c, v, succ, pred, xy, mat, conv, n, depot) >= -eps:
+        return False
+    _exchange(c, v, succ, pred)
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    _refresh(b, succ, route_of, cum, load, demand, n, count)
+    return True
+
+
+@njit(cache=True)
+def _swap_delta(c: int, v: int, succ: np.ndarray, pred: np.ndarray, xy: np.ndarray,
+                mat: np.ndarray, conv: int, n: int, depot: int) -> float:
+    """How much longer the plan gets when c and v (of two routes) trade places."""
     p = pred[c]
     q = succ[c]
     vp = pred[v]
     vq = succ[v]
-    delta = (_d(p, v, xy, mat, conv, n, depot) + _d(v, q, xy, mat, conv, n, depot)
-             - _d(p, c, xy, mat, conv, n, depot) - _d(c, q, xy, mat, conv, n, depot)
-             + _d(vp, c, xy, mat, conv, n, depot) + _d(c, vq, xy, mat, conv, n, depot)
-             - _d(vp, v, xy, mat, conv, n, depot) - _d(v, vq, xy, mat, conv, n, depot))
-    if delta >= -eps:
-        return False
+    return (_d(p, v, xy, mat, conv, n, depot) + _d(v, q, xy, mat, conv, n, depot)
+            - _d(p, c, xy, mat, conv, n, depot) - _d(c, q, xy, mat, conv, n, depot)
+            + _d(vp, c, xy, mat, conv, n, depot) + _d(c, vq, xy, mat, conv, n, depot)
+            - _d(vp, v, xy, mat, conv, n, depot) - _d(v, vq, xy, mat, conv, n, depot))
+
+
+@njit(cache=True)
+def _exchange(c: int, v: int, succ: np.ndarray, pred: np.ndarray) -> None:
+    """Link c where v was and v where c was (of two routes; loads refreshed by the caller)."""
+    p = pred[c]
+    q = succ[c]
+    vp = pred[v]
+    vq = succ[v]
     succ[p] = v
     pred[v] = p
     succ[v] = q
@@ -857,9 +936,6 @@ def _swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarr
     pred[c] = vp
     succ[c] = vq
     pred[vq] = c
-    _refresh(a, succ, route_of, cum, load, demand, n, count)
-    _refresh(b, succ, route_of, cum, load, demand, n, count)
-    return True
 
 
 @njit(cache=True)

@@ -30,11 +30,19 @@ from numba import njit
 
 from solvers.routing.descent import (
     _KICK_PASSES,
+    _copy_dirty,
     _d,
+    _exchange,
     _insertion,
+    _neighbourhood,
+    _pick_ruin,
     _refresh,
+    _restore_saved,
     _route_length,
+    _routes_length,
+    _save_reachable,
     _save_route,
+    _swap_delta,
     _unlink,
 )
 
@@ -101,26 +109,12 @@ def _p_swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.nda
     if a == b:
         return False
     shift = demand[v] - demand[c]
-    p = pred[c]
-    q = succ[c]
-    vp = pred[v]
-    vq = succ[v]
-    delta = (_d(p, v, xy, mat, conv, n, depot) + _d(v, q, xy, mat, conv, n, depot)
-             - _d(p, c, xy, mat, conv, n, depot) - _d(c, q, xy, mat, conv, n, depot)
-             + _d(vp, c, xy, mat, conv, n, depot) + _d(c, vq, xy, mat, conv, n, depot)
-             - _d(vp, v, xy, mat, conv, n, depot) - _d(v, vq, xy, mat, conv, n, depot)
+    delta = (_swap_delta(c, v, succ, pred, xy, mat, conv, n, depot)
              + penalty * (_excess(load[a] + shift, cap) - _excess(load[a], cap)
                           + _excess(load[b] - shift, cap) - _excess(load[b], cap)))
     if delta >= -eps:
         return False
-    succ[p] = v
-    pred[v] = p
-    succ[v] = q
-    pred[q] = v
-    succ[vp] = c
-    pred[c] = vp
-    succ[c] = vq
-    pred[vq] = c
+    _exchange(c, v, succ, pred)
     _refresh(a, succ, route_of, cum, load, demand, n, count)
     _refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
@@ -271,16 +265,8 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
                         drop = (_excess(load[a] + shift, cap) - _excess(load[a], cap)
                                 + _excess(load[b] - shift, cap) - _excess(load[b], cap))
                         if drop < 0:
-                            vp = pred[v]
-                            vq = succ[v]
-                            key = (_d(p, v, xy, mat, conv, n, depot)
-                                   + _d(v, q, xy, mat, conv, n, depot)
-                                   - _d(p, c, xy, mat, conv, n, depot)
-                                   - _d(c, q, xy, mat, conv, n, depot)
-                                   + _d(vp, c, xy, mat, conv, n, depot)
-                                   + _d(c, vq, xy, mat, conv, n, depot)
-                                   - _d(vp, v, xy, mat, conv, n, depot)
-                                   - _d(v, vq, xy, mat, conv, n, depot) + rpen * drop)
+                            key = (_swap_delta(c, v, succ, pred, xy, mat, conv, n, depot)
+                                   + rpen * drop)
                             if key < best:
                                 best, kind, bc, bv = key, 1, c, v
                         v = succ[v]
@@ -304,17 +290,7 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
             succ[c] = y
             pred[y] = c
         else:
-            v = bv
-            vp = pred[v]
-            vq = succ[v]
-            succ[p] = v
-            pred[v] = p
-            succ[v] = q
-            pred[q] = v
-            succ[vp] = c
-            pred[c] = vp
-            succ[c] = vq
-            pred[vq] = c
+            _exchange(c, bv, succ, pred)
         _refresh(a, succ, route_of, cum, load, demand, n, count)
         _refresh(b, succ, route_of, cum, load, demand, n, count)
 
@@ -348,37 +324,11 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
     counts = np.zeros(2, dtype=np.int64)
     spare = np.full(1, -1, dtype=np.int64)
     for s in range(seeds.shape[0]):
-        c0 = seeds[s]
-        m = 0
-        for t in range(-1, k):
-            if m == ruin:
-                break
-            v = c0 if t < 0 else near[c0, t]
-            if v == depot or route_of[v] < 0:
-                continue
-            removed[m] = v
-            m += 1
-        a = 0
-        for i in range(m):
-            for t in range(-1, k):
-                v = removed[i] if t < 0 else near[removed[i], t]
-                if not listed[v]:
-                    listed[v] = True
-                    around[a] = v
-                    a += 1
-        for i in range(a):
-            listed[around[i]] = False
-        counts[0] = 0
-        counts[1] = 0
-        before = 0.0
-        for i in range(a):
-            for t in range(-1, k):
-                v = around[i] if t < 0 else near[around[i], t]
-                if v == depot or route_of[v] < 0 or saved[route_of[v]]:
-                    continue
-                r = route_of[v]
-                _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
-                before += _route_length(r, succ, xy, mat, conv, n, depot, count)
+        m = _pick_ruin(seeds[s], ruin, removed, near, route_of, depot)
+        a = _neighbourhood(removed, m, near, listed, around)
+        # save every route a move of this kick can reach, before anything moves
+        before = _save_reachable(around, a, saved, saved_routes, seq_start, seq, counts, succ,
+                                 route_of, near, xy, mat, conv, n, depot, count)
         # an empty route, saved, for a customer that is better alone than overloading
         spare[0] = -1
         for r in range(count):
@@ -458,10 +408,8 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
         keep = False
         if _routes_excess(saved_routes, ns, load, cap) == 0:
             feasible += 1
-            after = 0.0
-            for i in range(ns):
-                after += _route_length(saved_routes[i], succ, xy, mat, conv, n, depot, count)
-            new_length = length - before + after
+            new_length = length - before + _routes_length(saved_routes, ns, succ, xy, mat,
+                                                          conv, n, depot, count)
             if new_length < length - eps or (slack[s] > 0 and new_length < length + slack[s]):
                 keep = True
                 length = new_length
@@ -470,31 +418,11 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
                     dirty[saved_routes[i]] = True
                 if length < best_length - eps:
                     best_length = length
-                    for r in range(count):
-                        if not dirty[r]:
-                            continue
-                        dirty[r] = False
-                        v = n + r
-                        while True:
-                            s_succ[v] = succ[v]
-                            s_pred[v] = pred[v]
-                            s_route_of[v] = route_of[v]
-                            s_cum[v] = cum[v]
-                            if v >= n + count:
-                                break
-                            v = succ[v]
-                        s_load[r] = load[r]
+                    _copy_dirty(dirty, succ, pred, route_of, cum, load, s_succ, s_pred,
+                                s_route_of, s_cum, s_load, n, count)
         if not keep:
-            for i in range(ns):
-                r = saved_routes[i]
-                prev = n + r
-                for j in range(seq_start[i], seq_start[i + 1]):
-                    succ[prev] = seq[j]
-                    pred[seq[j]] = prev
-                    prev = seq[j]
-                succ[prev] = n + count + r
-                pred[n + count + r] = prev
-                _refresh(r, succ, route_of, cum, load, demand, n, count)
+            _restore_saved(ns, saved_routes, seq_start, seq, succ, pred, route_of, cum, load,
+                           demand, n, count)
         for i in range(ns):
             saved[saved_routes[i]] = False
     return length, kept, best_length, feasible
