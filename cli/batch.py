@@ -233,6 +233,8 @@ def recheck_done(data: bytes, filename: str, out: Path, stem: str,
         cost = instance.cost(routes)
         if not math.isclose(cost, float(payload["cost"]), rel_tol=1e-9, abs_tol=1e-9):
             return False
+        if not _labels_match(instance, routes, payload):
+            return False
         name, text = solution_file(stem, instance.problem, payload)
         try:
             current = (out / name).read_text(encoding="utf-8")
@@ -243,6 +245,17 @@ def recheck_done(data: bytes, filename: str, out: Path, stem: str,
     except Exception:  # whatever is wrong with what a previous run left, solve again
         return False
     return True
+
+
+def _labels_match(instance: Any, routes: list[list[int]], payload: dict[str, Any]) -> bool:
+    """Whether the saved fields the .tour/.sol is written from besides the routes (the route
+    ids, the depot) are the instance's: an edited depot numbered a customer 0, CVRPLIB's
+    depot, in a rewritten .sol reported as already solved (QA sweep)."""
+    ids = instance.node_ids
+    expected = [ids[r].tolist() for r in routes] if ids is not None else None
+    if payload.get("route_ids") != expected:
+        return False
+    return instance.problem == "tsp" or payload.get("depot", 0) == instance.depot
 
 
 # -- preparing ---------------------------------------------------------------------------

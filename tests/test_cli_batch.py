@@ -202,6 +202,37 @@ def test_a_saved_solution_is_checked_again_before_it_is_reported(
     assert load_instance(DATA / "eil51.tsp").tour_cost(saved_tour) == rows["eil51.tsp"]["cost"]
 
 
+def test_a_saved_depot_or_route_ids_unlike_the_instance_are_solved_again(
+        tmp_path: Path) -> None:
+    """The rerun rewrote the .sol/.tour from the saved depot and route ids unchecked: an
+    edited depot numbered a customer 0 (CVRPLIB's depot) and the file was 'already solved'."""
+    from cli.batch import recheck_done
+    from solvers.base import Budget
+    from solvers.routing.io import parse_instance_bytes, solution_to_dict
+    from solvers.routing.solve import solve
+
+    cases = {
+        "cv.json": {"problem": "cvrp", "coords": [[0, 0], [10, 0], [10, 10], [0, 10]],
+                    "demands": [3, 0, 3, 3], "capacity": 6, "depot": 1},
+        "ids.json": {"problem": "tsp", "coords": [[0, 0], [10, 0], [10, 10], [0, 10]],
+                     "ids": [4, 3, 2, 1]},
+    }
+    for name, doc in cases.items():
+        data = json.dumps(doc).encode()
+        instance = parse_instance_bytes(data, name)
+        solution = solve(instance, "nearest_neighbor", Budget(time_limit=1.0))
+        payload = solution_to_dict(solution, instance)
+        if instance.problem == "cvrp":
+            payload["depot"] = instance.depot
+        stem = name.removesuffix(".json")
+        assert recheck_done(data, name, tmp_path, stem, payload)  # as saved: kept
+        if instance.problem == "cvrp":
+            payload["depot"] = 0
+        else:
+            payload["route_ids"] = [payload["route_ids"][0][::-1]]
+        assert not recheck_done(data, name, tmp_path, stem, payload), name
+
+
 def test_a_solution_from_other_settings_is_solved_again(
         first_run: tuple[Any, Path, Path], tmp_path: Path) -> None:
     """A rerun with another solver, time limit or seed must not report the earlier run's
