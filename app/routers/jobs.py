@@ -255,6 +255,14 @@ def job_solution(job_id: str, service: ServiceDep,
                        title="No solution", field="job_id")
     if format == "json":
         return Response(json.dumps(payload), media_type="application/json")
+    if payload.get("feasible") is False:
+        # a .tour or .sol has no word for "infeasible": it would read as a solution (QA
+        # sweep: OR-Tools' plan with dropped customers came back as a plain .sol and cost)
+        violations = "; ".join(str(v) for v in payload.get("violations") or []) or "no reason"
+        raise invalid_request(f"job {job_id}'s plan is infeasible ({violations}); a .{format} "
+                              "file would read as a solution, so it is served as JSON only "
+                              "(format=json, with feasible: false and the violations)",
+                              field="format")
     if format == "tour":
         if job.problem != "tsp":
             raise invalid_request(".tour files hold TSP tours; use format=sol or json",

@@ -364,3 +364,36 @@ def test_a_batch_whose_storage_fails_part_way_keeps_nothing(
     assert service.store.count_active() == 0
     assert service.store._connection().execute("SELECT COUNT(*) FROM batches").fetchone()[0] == 0
     assert not [p for p in (tmp_path / "jobs").glob("*") if p.is_dir()]
+
+
+def test_an_infeasible_plan_is_not_served_as_a_tour_or_sol_file(tmp_path: Path) -> None:
+    """A .sol has no word for "infeasible": OR-Tools' plan with dropped customers (a tight
+    fleet) came back from /v1/jobs/{id}/solution?format=sol as a plain solution and cost."""
+    from types import SimpleNamespace
+
+    from app.errors import ApiError
+    from app.jobs.worker import JobOutcome, record_outcome
+    from app.routers.jobs import job_solution
+    from solvers.routing.io import load_instance, solution_to_dict
+    from solvers.routing.problem import build_solution
+
+    store = JobStore(tmp_path)
+    instance = load_instance(DATA / "X-n101-k25.vrp")
+    data = (DATA / "X-n101-k25.vrp").read_bytes()
+    service = SimpleNamespace(store=store)
+    for routes in ([[v] for v in range(1, 101)], [[v] for v in range(1, 100)]):
+        solution = build_solution(instance, routes, solver="ortools", wall_time=0.1)
+        job = store.create(problem="cvrp", solver="ortools", time_limit=1.0, seed=0,
+                           filename="X-n101-k25.vrp", data=data, nodes=101)
+        assert store.mark_running(job.id, job.attempt)
+        record_outcome(store, job.id, job.attempt, JobOutcome(
+            SUCCEEDED, solution=solution_to_dict(solution, instance), cost=solution.cost,
+            feasible=solution.feasible), ttl_s=60)
+        assert job_solution(job.id, service, format="json").status_code == 200
+        if solution.feasible:
+            assert job_solution(job.id, service, format="sol").status_code == 200
+            continue
+        with pytest.raises(ApiError) as refused:
+            job_solution(job.id, service, format="sol")
+        assert refused.value.status == 422 and "infeasible" in refused.value.detail
+        assert "never visited: [100]" in refused.value.detail
