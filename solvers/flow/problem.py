@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.errors import InstanceError
+from solvers.errors import InstanceError, NoSolutionError
 
 #: Largest |cost| accepted: OR-Tools' cost scaling multiplies costs by about the node count.
 MAX_ABS_COST = 10**9
@@ -657,11 +657,17 @@ def infeasible_solution(net: FlowNetwork, *, solver: str, wall_time: float,
                         stats: dict[str, Any] | None = None,
                         cut: BlockingCut | None = None) -> FlowSolution:
     """The answer for a network without a feasible flow, with its blocking cut (computed here
-    unless the caller already has it)."""
+    unless the caller already has it). A solver's "infeasible" is never taken on its word:
+    when the independent max flow finds no cut (a feasible flow exists), ``NoSolutionError``."""
     if cut is None:
         from solvers.flow.cut import blocking_cut
 
         cut = blocking_cut(net)
+    if cut is None:
+        raise NoSolutionError(f"{solver} answered that the network has no feasible flow, but "
+                              "an independent max flow carries every supply, so one exists; "
+                              "its answer is not returned. Try another solver.",
+                              field="solver", more_time_helps=False)
     return FlowSolution(network_name=net.name, solver=solver, status="infeasible", flow=None,
                         cost=None, feasible=False, violations=[], wall_time=wall_time,
                         stats=dict(stats or {}), cut=cut)

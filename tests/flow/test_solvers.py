@@ -115,6 +115,22 @@ def test_infeasible_networks_come_with_a_blocking_cut() -> None:
         assert "at most 3" in cut.message
 
 
+@pytest.mark.parametrize("solver", ["ortools_mcf", "networkx_simplex"])
+def test_a_solvers_infeasible_on_a_feasible_network_is_not_returned(
+        solver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exact solver's "no flow" was returned as ``status: infeasible`` with no cut at all
+    when the network had a flow: its word was taken unchecked."""
+    import solvers.flow.baselines as baselines
+    from solvers.errors import NoSolutionError
+
+    net = network_from_dict({"nodes": [1, 2], "supplies": [3, -3], "arcs": [
+        {"tail": 1, "head": 2, "cost": 1, "capacity": 5}]})
+    monkeypatch.setattr(baselines, "run_bounded", lambda *args, **kwargs: None)
+    with pytest.raises(NoSolutionError, match="one exists") as refused:
+        solve(net, solver, Budget(time_limit=5))
+    assert refused.value.field == "solver" and not refused.value.more_time_helps
+
+
 @pytest.mark.parametrize(("network", "nodes", "own", "forced"), [
     # arc 0 forces 4 units into {2, 3}, whose supplies sum to -3; nothing leaves them
     ({"nodes": [1, 2, 3], "supplies": [3, 0, -3], "arcs": [
