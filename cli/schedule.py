@@ -227,9 +227,13 @@ def simulate_command(
         rows.append(row)
     ok = [r for r in rows if r.get("mean_flowtime") is not None]
     best = min(ok, key=lambda r: r["mean_flowtime"])["policy"] if ok else None
+    # the generator's settings as the API echoes them: every seed the numbers depend on
+    generator = (None if workflows is not None else
+                 {"shapes": comma_names(shapes, "--shapes", repeats=True), "tasks": tasks,
+                  "seed": template_seed})
     body = {**vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
-            "seed": seed, "workflows": [w.describe() for w in templates], "best_policy": best,
-            "rows": rows}
+            "seed": seed, "generator": generator, "workflows": [w.describe() for w in templates],
+            "best_policy": best, "rows": rows}
     if best is None:  # the document says why it exits 1, as every --json failure does
         body["error"] = "no policy could run"
     title = (f"{workflows_count} workflows on {vm_pool.label} at "

@@ -51,6 +51,7 @@ from app.schemas.scheduling import (
     AssignmentOut,
     EventsRequest,
     EventsResponse,
+    GeneratorIn,
     PolicyInfo,
     PolicyRow,
     Schedule,
@@ -84,7 +85,6 @@ from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
 from solvers.scheduling.workflow import (
     Workflow,
     arrival_workflow,
-    classic_set,
     generate_set,
     parse_workflow_bytes,
     workflow_from_dict,
@@ -116,6 +116,7 @@ class SimTask:
     gantt_workflows: int
     time_limit: float
     schedule: bool = False
+    generator: GeneratorIn | None = None  # what generated the templates, echoed in the answer
 
 
 # -- reading the request -------------------------------------------------------------------------
@@ -208,7 +209,7 @@ def _check_work(templates: list[Workflow], options: SimulateOptions, settings: S
 
 
 def _task(options: SimulateOptions, templates: list[Workflow], settings: Settings,
-          source: str) -> SimTask:
+          source: str, generator: GeneratorIn | None = None) -> SimTask:
     limit = _check_work(templates, options, settings, source)
     try:
         arrivals = Arrivals(options.workflows_count, tuple(options.rates))
@@ -224,7 +225,7 @@ def _task(options: SimulateOptions, templates: list[Workflow], settings: Setting
                            kind="simulation-too-large", title="Schedule too large",
                            field="schedule")
     return SimTask(templates, _pool(options.pool), arrivals, options.policies, options.seed,
-                   options.gantt, options.gantt_workflows, limit, options.schedule)
+                   options.gantt, options.gantt_workflows, limit, options.schedule, generator)
 
 
 def task_from_json(raw: bytes, settings: Settings) -> SimTask:
@@ -234,17 +235,14 @@ def task_from_json(raw: bytes, settings: Settings) -> SimTask:
     if request.workflows is not None and request.generator is not None:
         raise invalid_request("give workflows or generator, not both", "generator")
     if request.workflows is not None:
-        templates = _inline(request.workflows)
-        source = "workflows"
-    else:
-        gen = request.generator
-        try:
-            templates = (generate_set(gen.shapes, gen.tasks, gen.seed) if gen is not None
-                         else classic_set())
-        except InstanceError as exc:
-            raise instance_problem(exc, "generator") from None
-        source = "generator"
-    return _task(request, templates, settings, source)
+        return _task(request, _inline(request.workflows), settings, "workflows")
+    # no generator is the default one (the classic set), echoed as such
+    gen = request.generator or GeneratorIn()
+    try:
+        templates = generate_set(gen.shapes, gen.tasks, gen.seed)
+    except InstanceError as exc:
+        raise instance_problem(exc, "generator") from None
+    return _task(request, templates, settings, "generator", gen)
 
 
 def _split(text: str) -> list[str]:
@@ -340,6 +338,7 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
     return SimulateResponse(
         pool=task.pool.label, vms=task.pool.size, vcpus=list(task.pool.speeds),
         rates=list(task.arrivals.rates), workflows_count=task.arrivals.count, seed=task.seed,
+        generator=task.generator,
         workflows=[WorkflowInfo(**w.describe()) for w in task.templates], best_policy=best,
         rows=rows)
 

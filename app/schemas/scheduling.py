@@ -179,6 +179,10 @@ class SimulateResponse(BaseModel):
     rates: list[float]
     workflows_count: int
     seed: int
+    generator: GeneratorIn | None = Field(
+        default=None, description="The generator settings that made the workflows (the defaults "
+        "when neither workflows nor generator was given; its seed sets their runtimes), so the "
+        "answer names every seed it depends on; null for given workflows.")
     workflows: list[WorkflowInfo]
     best_policy: str | None
     rows: list[PolicyRow]
