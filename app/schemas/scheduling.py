@@ -293,6 +293,7 @@ class SessionState(BaseModel):
     id: str
     pool: str
     policy: str
+    seed: int = Field(description="The session's seed (ties, the random policy).")
     now: float
     events: int
     decisions: int

@@ -96,6 +96,7 @@ class Session:
         answer grew without bound)."""
         self.state = ClusterState(pool, keep_completed=False)
         self.policy = policy
+        self.seed = seed  # reported in the snapshot: the random policy and ties depend on it
         policy.reset(self.state, seed)
         self.runs: dict[str, Run] = {}
         self.finished: deque[dict[str, Any]] = deque(maxlen=MAX_FINISHED_LISTED)
@@ -395,7 +396,7 @@ class Session:
         listed = sorted([*self.finished, *map(self._describe, self.runs.values())],
                         key=lambda w: w["uid"])
         return {
-            "now": st.now, "policy": self.policy.name, "events": self.events,
+            "now": st.now, "policy": self.policy.name, "seed": self.seed, "events": self.events,
             "decisions": self.decisions,
             "vms": [{"vm": m, "vcpus": float(st.vm_speed[m]),
                      "free_at": float(max(st.vm_free[m], st.now)),

@@ -200,6 +200,19 @@ def test_generated_workflows_echo_their_seed(api: httpx.Client) -> None:
     assert given["generator"] is None
 
 
+def test_a_sessions_state_names_its_seed(api: httpx.Client) -> None:
+    """QA sweep: a session's seed decides the random policy's choices and ties, yet its state
+    (HTTP and CLI) did not say which seed it ran under."""
+    r = api.post("/v1/scheduling/sessions", json={"pool": "1x2", "policy": "random", "seed": 5})
+    assert r.status_code == 201 and r.json()["seed"] == 5
+    assert api.get(r.headers["location"]).json()["seed"] == 5
+    api.delete(r.headers["location"])
+    result = runner.invoke(app, ["schedule", "session", "--pool", "1x2", "--policy", "random",
+                                 "--seed", "5"], input='{"type": "state"}\n')
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["seed"] == 5
+
+
 def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client,
                                                       tmp_path: Path) -> None:
     """``cosolve schedule session`` is the sessions' CLI twin: the same events give the same
