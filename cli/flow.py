@@ -169,7 +169,8 @@ def solve_command(
         help="Write the flow: .sol/.txt (DIMACS 's COST' and 'f FROM TO FLOW' lines) or "
         ".json.")] = None,
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 60.0,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option(
+        help="Recorded only: no flow solver draws random numbers.")] = 0,
     tolerance: Annotated[float, typer.Option(
         help="Relative optimality gap the answer may keep (certified); 0 = proven optimum."
     )] = 0.0,
@@ -232,7 +233,8 @@ def compare_command(
     solvers: Annotated[str | None, typer.Option(
         help="Comma-separated solver names; default: every available flow solver.")] = None,
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit per solver.")] = 60.0,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option(
+        help="Recorded only: no flow solver draws random numbers.")] = 0,
     tolerance: Annotated[float, typer.Option(help="Relative gap oft_sinkhorn may keep.")] = 0.0,
     device: Annotated[str, typer.Option(help="torch device for oft_sinkhorn: cpu, cuda, cuda:N "
                                          "or auto.", envvar="COSOLVE_DEVICE")] = "cpu",

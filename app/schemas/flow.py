@@ -17,6 +17,9 @@ from app.schemas.routing import MAX_SEED, Int64, Number
 
 DEFAULT_FLOW_SOLVER = "ortools_mcf"
 ALL_FLOW_SOLVERS = ["ortools_mcf", "networkx_simplex", "oft_sinkhorn"]
+#: No flow solver draws random numbers: the field is there for symmetry with routing.
+FLOW_SEED = ("Recorded in the answer only: no min-cost-flow solver draws random numbers, so "
+             "the seed changes nothing.")
 
 
 class _Strict(BaseModel):
@@ -64,7 +67,7 @@ class FlowOptionsIn(_Strict):
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds the solver may run (server default when omitted). The exact "
         "solvers cannot be interrupted; oft_sinkhorn iterates for up to 80% of it.")
-    seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Random seed.")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description=FLOW_SEED)
     tolerance: Number = Field(
         default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False,
         description="Relative optimality gap the answer may keep, certified by a dual bound. "
@@ -156,7 +159,7 @@ class FlowCompareOptionsIn(_Strict):
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds per solver; all solvers together must fit the server's "
         "max_time_limit.")
-    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description=FLOW_SEED)
     tolerance: Number = Field(default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False)
 
 
