@@ -698,7 +698,9 @@ def batch(
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit per file, seconds.")] = 10.0,
     workers: Annotated[int | None, typer.Option(
         help="Files solved at the same time by the local executor; default cores − 1.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed for every file.")] = 0,
+    seed: Annotated[int, typer.Option(
+        help="Seeds the solver's random choices for every file; a search the time limit "
+        "stops may still vary.")] = 0,
     executor: Annotated[str, typer.Option(
         help="Where jobs run: local (process pool) or ray.")] = "local",
     ray_address: Annotated[str | None, typer.Option(

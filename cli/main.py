@@ -334,7 +334,9 @@ def solve(
     file: Annotated[Path, INSTANCE_ARGUMENT],
     solver: Annotated[str, typer.Option(help="Solver name (see `cosolve solvers`).")],
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 10.0,
-    seed: Annotated[int, typer.Option(help="Random seed for the solver.")] = 0,
+    seed: Annotated[int, typer.Option(
+        help="Seeds the solver's random choices; a search the time limit stops may still "
+        "vary (nearest_neighbor and polynet with --max-solutions repeat exactly).")] = 0,
     out: Annotated[
         Path | None, typer.Option(help="Write the solution: .tour (TSP), .sol or .json.")
     ] = None,
@@ -434,7 +436,9 @@ def compare(
                           "for the instance's problem."),
     ] = None,
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit per solver, seconds.")] = 10.0,
-    seed: Annotated[int, typer.Option(help="Random seed for every solver.")] = 0,
+    seed: Annotated[int, typer.Option(
+        help="Seeds every solver's random choices; a search the time limit stops may "
+        "still vary.")] = 0,
     reference: Annotated[
         float | None, typer.Option(help="Known optimum or best-known cost, to report gaps.")
     ] = None,

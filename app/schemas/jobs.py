@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.schemas import examples
 from app.schemas.routing import (
     MAX_SEED,
+    ROUTING_SEED,
     CVRPInstanceIn,
     CVRPTWInstanceIn,
     Number,
@@ -30,7 +31,7 @@ class JobOptions(_Strict):
         description="Seconds the solver may run (server default when omitted; capped by the "
         "server's max_job_time_limit).",
     )
-    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description=ROUTING_SEED)
 
 
 class BatchOptions(JobOptions, UploadFleet):

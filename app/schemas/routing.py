@@ -80,6 +80,10 @@ DataNumber = Annotated[float, BeforeValidator(_reject_text_number)]
 Int64 = Annotated[int, BeforeValidator(_reject_text_int), Field(ge=-(2**63), le=2**63 - 1)]
 
 #: Seeds are passed to solvers that take a 32-bit signed seed.
+#: What a routing seed does, and what it does not promise (README, "Time limits").
+ROUTING_SEED = ("Seeds the solver's random choices (echoed in the answer). A search that the "
+                "time limit stops may still differ from run to run; nearest_neighbor, and "
+                "polynet with max_solutions reached first, repeat exactly on one machine.")
 
 
 class _Strict(BaseModel):
@@ -160,7 +164,7 @@ class SolveOptions(_Strict):
         description="Seconds the solver may run (server default when omitted; capped by the "
         "server's max_time_limit).",
     )
-    seed: int = Field(default=0, ge=0, le=MAX_SEED, description="Random seed.")
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description=ROUTING_SEED)
     max_solutions: int | None = Field(
         default=None, ge=1, le=10_000_000,
         description="A budget in solutions, for solvers that take one (polynet): stop after "
@@ -260,7 +264,7 @@ class CompareOptions(_Strict):
         description="Seconds per solver; all solvers together must fit the server's "
         "max_time_limit.",
     )
-    seed: int = Field(default=0, ge=0, le=MAX_SEED)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED, description=ROUTING_SEED)
     reference: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="A known cost (e.g. the optimum) to report gaps against.",
