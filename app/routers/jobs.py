@@ -654,7 +654,8 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
              if j.state == "succeeded" and j.cost is not None and j.feasible is not False]
     return BatchStatus(
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
-        max_vehicles=batch["max_vehicles"],
+        # every job of a batch has the batch's seed (QA sweep: the answer did not say it)
+        seed=jobs[0].seed if jobs else None, max_vehicles=batch["max_vehicles"],
         created_at=batch["created_at"], done=all(j.final for j in jobs),
         summary=BatchSummary(files=len(jobs) + len(batch["rejected"]),
                              rejected=len(batch["rejected"]), solved=len(costs),

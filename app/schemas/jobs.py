@@ -164,6 +164,8 @@ class BatchStatus(BaseModel):
     id: str
     solver: str
     time_limit: float
+    seed: int | None = Field(default=None, description="The seed every file of the batch was "
+                             "solved with (the seed form field).")
     max_vehicles: int | None = Field(
         default=None, description="The fleet cap every file of the batch was given (the "
         "max_vehicles form field), null without one.")

@@ -262,6 +262,21 @@ def test_execute_turns_failures_into_outcomes() -> None:
     assert outcome.state == "failed" and outcome.error
 
 
+def test_a_batchs_status_names_its_seed(tmp_path: Path) -> None:
+    """QA sweep: a batch's status gave its solver and time limit but not the seed its files
+    were solved with, so its results could not be reproduced from the answer alone."""
+    from app.jobs.service import JobService
+    from app.routers.jobs import batch_status
+    from app.settings import Settings
+
+    service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
+    batch_id = service.store.create_batch("nearest_neighbor", 1.0, 1, [])
+    service.store.create(problem="tsp", solver="nearest_neighbor", time_limit=1.0, seed=7,
+                         filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(),
+                         nodes=51, batch_id=batch_id)
+    assert batch_status(service, batch_id).seed == 7
+
+
 def test_a_batch_is_accepted_whole_or_not_at_all(tmp_path: Path) -> None:
     """The queue check and the creation of a batch's jobs hold one lock: a batch that does
     not fit creates nothing (a race with single jobs once left a batch the client never got,
