@@ -52,3 +52,22 @@ def test_a_second_training_run_on_the_same_checkpoint_is_refused(tmp_path) -> No
     manifest.claim_training(tmp_path / "other.last.pt").close()  # other checkpoints are free
     first.close()
     manifest.claim_training(ckpt).close()  # free again once the first run is gone
+
+
+@pytest.mark.parametrize("module", ["training.instances", "training.reld", "training.polynet",
+                                    "training.sit", "training.goodrl",
+                                    "training.compare_checkpoints"])
+@pytest.mark.parametrize("seed", ["-1", str(2**64)])
+def test_every_training_cli_refuses_a_seed_out_of_range(
+        module: str, seed: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A negative --seed was numpy's ValueError traceback once training had started, and 2**64
+    was taken (QA sweep): a usage error (exit 2) naming --seed, before any work."""
+    import importlib
+
+    args = {"training.instances": ["tsp", "--out", "unused.pkl"],
+            "training.compare_checkpoints": ["tsp", "a.pt", "b.pt"],
+            "training.goodrl": []}.get(module, ["tsp"])
+    with pytest.raises(SystemExit) as stopped:
+        importlib.import_module(module).main([*args, "--seed", seed])
+    assert stopped.value.code == 2
+    assert f"--seed: must be between 0 and 2147483647, got {seed}" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from training import manifest
 from training.confirm import CONFIRM_COUNT, confirmation_data, paired_change
 from training.polynet import PROBLEMS, best_lengths, load_checkpoint
 from training.reld import CONFIRM_SEED, VALIDATION_N
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=CONFIRM_SEED,
                         help="instance seed (default: the confirmation gate's own set)")
     args = parser.parse_args(argv)
+    manifest.check_seed(parser, args)
     torch.set_num_threads(args.threads)
     r = compare(args.problem, args.a, args.b, args.count, seed=args.seed)
     print(f"{args.b.name} against {args.a.name} on {r['count']} fresh {args.problem.upper()} "

@@ -807,6 +807,7 @@ def main(argv: list[str] | None = None) -> None:
                    help=f"the first this many of the validation seeds {VAL_SEEDS}; only with "
                    "--scratch")
     args = p.parse_args(argv)
+    manifest.check_seed(p, args)
     if args.scratch is None and (args.val_workflows is not None or args.val_seeds is not None):
         p.error("--val-workflows and --val-seeds change the validation set that gates "
                 "weights/goodrl.pt: give --scratch for a smoke run")

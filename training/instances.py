@@ -23,6 +23,7 @@ import numpy as np
 from solvers.base import Budget
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 from solvers.routing.solve import solve
+from training import manifest
 
 
 def random_tsp(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -251,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    manifest.check_seed(parser, args)
     solver = args.solver or "pyvrp"
     t0 = time.time()
     labels = make_labels(args.problem, args.count, (args.min_n, args.max_n), args.seed,

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from solvers.base import MAX_SEED
+
 MANIFEST = Path(__file__).resolve().parents[1] / "weights" / "MANIFEST.json"
 
 
@@ -74,6 +76,7 @@ def check_common_args(parser: Any, args: Any) -> None:
     """Refuse, as a usage error, what would otherwise end in a traceback later (QA sweep):
     a CUDA device torch cannot see, and input files (``--labels``, ``--parent``) that are not
     there."""
+    check_seed(parser, args)
     device = str(getattr(args, "device", "cpu"))
     if device.startswith("cuda"):
         import torch
@@ -85,6 +88,14 @@ def check_common_args(parser: Any, args: Any) -> None:
         for name in str(value).split(",") if value else []:
             if not Path(name).is_file():
                 parser.error(f"--{option}: no such file: {name}")
+
+
+def check_seed(parser: Any, args: Any) -> None:
+    """``--seed`` in the service's range, 0 to 2**31 − 1: a negative one was numpy's
+    ValueError traceback after the parsing, and 2**64 was taken (QA sweep)."""
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        parser.error(f"--seed: must be between 0 and {MAX_SEED}, got {seed}")
 
 
 def progress_line(every_seconds: float = 60.0) -> Callable[[int, list[float], float, float],
