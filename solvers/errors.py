@@ -99,3 +99,13 @@ class NoSolutionError(CosolveError):
         #: no solution exists at all (an exhaustive search said so): the input is at fault,
         #: not the solver
         self.proven = proven
+
+
+class CheckFailedError(CosolveError):
+    """An answer failed its independent check (a bug of ours, never the input's fault): it is
+    not returned. ``violations`` says what the checker found."""
+
+    def __init__(self, message: str, violations: list[str]) -> None:
+        super().__init__(message + ": " + "; ".join(violations[:3])
+                         + (f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""))
+        self.violations = violations

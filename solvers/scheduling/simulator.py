@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from solvers.errors import InstanceError
+from solvers.errors import CheckFailedError, InstanceError
 from solvers.scheduling.workflow import Workflow
 
 #: vCPUs of the VM types, after EC2 m5 (GOODRL's list); a pool "6x4" takes the first 6 types.
@@ -237,6 +237,15 @@ class ClusterState:
         return ready
 
 
+def bad_choice(policy: str, vm: Any, m: int) -> CheckFailedError | None:
+    """The error for a policy's VM choice that is not an index of the pool, else None: an
+    index taken unchecked would let -1 silently mean the last VM."""
+    if isinstance(vm, (int, np.integer)) and not isinstance(vm, bool) and 0 <= vm < m:
+        return None
+    return CheckFailedError(f"policy {policy!r} chose a VM that is not in the pool",
+                            [f"VM index {vm!r} out of range [0, {m - 1}]"])
+
+
 class Policy(Protocol):
     """Chooses the VM for a ready task. ``order`` (optional) sorts simultaneous ready tasks."""
 
@@ -362,7 +371,7 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
     tasks they made ready are dispatched in order (the policy's ``order`` if it has one, else
     arrival/successor order). ``on_decision(state, run, task, vm)`` sees every decision (for
     training); ``deadline`` (perf_counter time) or ``cancel`` stop a run early with a
-    TimeoutError.
+    TimeoutError. A choice that is not a VM index of the pool is a CheckFailedError.
     """
     times, kinds = make_stream(templates, arrivals, seed)
     state = ClusterState(pool)
@@ -405,11 +414,15 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
                 latencies.append(time.perf_counter() - t0)
             else:
                 vm = choose(state, run, task)
+            if not (type(vm) is int and 0 <= vm < state.m):  # the usual case, cheaply
+                bad = bad_choice(policy.name, vm, state.m)
+                if bad is not None:
+                    raise bad
             if on_decision is not None:
                 on_decision(state, run, task, vm)
-            _, finish = assign(run, task, vm)
+            start, finish = assign(run, task, vm)
             if record:
-                schedule.append((run.uid, task, vm, now, float(run.start[task]), finish))  # type: ignore[union-attr]
+                schedule.append((run.uid, task, vm, now, start, finish))  # type: ignore[union-attr]
             heapq.heappush(heap, (finish, seq, _FINISH, run, task))
             seq += 1
             decisions += 1
