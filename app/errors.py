@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from solvers.errors import (
     BudgetTooSmallError,
+    CheckFailedError,
     CosolveError,
     InstanceError,
     InstanceTooLargeError,
@@ -89,6 +90,9 @@ class ProblemDetails(BaseModel):
     assignments: list[dict[str, Any]] | None = Field(
         default=None, description="Session events 4xx: the assignments those applied events "
         "produced (as in a 200's assignments), to carry out.")
+    violations: list[str] | None = Field(
+        default=None, description="500 check-failed: what the independent checker found wrong "
+        "in an answer that was therefore not returned.")
 
 
 class ApiError(Exception):
@@ -280,6 +284,16 @@ def refused_comparison(refusals: Sequence[CosolveError], detail: str, source: st
     return error
 
 
+def check_failed(detail: str, violations: list[str],
+                 extra: Mapping[str, Any] | None = None) -> ApiError:
+    """The 500 of an answer that failed its independent check (a bug of ours): its
+    violations, and nothing of the answer."""
+    return ApiError(500, f"{detail}. The answer was withheld; this is a bug in cosolve, "
+                    "please report it.", kind="check-failed",
+                    title="Answer failed its independent check",
+                    extra={**(extra or {}), "violations": violations})
+
+
 def domain_problem(error: CosolveError) -> ApiError:
     """The status and words for each domain error that can escape a solve."""
     if isinstance(error, InstanceError):
@@ -304,6 +318,10 @@ def domain_problem(error: CosolveError) -> ApiError:
         return ApiError(422, str(error), kind="time-limit-too-small",
                         title="Time limit too small for this solver", field="time_limit",
                         extra={"needed": error.needed})
+    if isinstance(error, CheckFailedError):
+        # our bug, not the request's: never returned as if it were an answer
+        logger.error("an answer failed its independent check: %s", error)
+        return check_failed(str(error), error.violations)
     if isinstance(error, NoSolutionError):
         message = str(error)
         if not error.more_time_helps:

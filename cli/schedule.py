@@ -8,7 +8,7 @@
 
 Without ``--workflows`` the four classic shapes (Montage, CyberShake, Inspiral, SIPHT) are
 generated (``--shapes``, ``--tasks``). Exit codes as everywhere: 0 success, 2 bad input, 1 when
-no policy could run.
+no policy could run or a schedule failed its independent check (``--check``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ from cli.common import (
     stdout_console,
 )
 from solvers.base import MAX_SEED
-from solvers.errors import InstanceError, SolverUnavailableError, UnknownSolverError
+from solvers.errors import (
+    CheckFailedError,
+    InstanceError,
+    SolverUnavailableError,
+    UnknownSolverError,
+)
 from solvers.routing.io import load_json
 from solvers.scheduling.registry import (
     DEFAULT_POLICIES,
@@ -112,6 +117,10 @@ def _pool(text: str) -> VMPool:
 #: The longest stream the CLI runs in one go (50 times the API's cap: minutes per policy at
 #: the simulator's 3,000-5,000 workflows a second, and memory for every workflow's record).
 MAX_CLI_WORKFLOWS = 1_000_000
+#: Streams up to this many workflows (the API's cap) have every schedule checked by default;
+#: a longer one only with --check, as its record takes memory (about 85 MB per 20,000
+#: classic workflows and policy, 4 GB at the 1,000,000 cap).
+CHECK_WORKFLOWS = 20_000
 
 
 def _schedule_json(policy: str, result: SimResult, pool: VMPool,
@@ -164,6 +173,12 @@ def simulate_command(
         help="Write every policy's whole schedule as JSON into this folder "
         "(schedule_<policy>.json: workflows' arrival and finish, tasks' VM, ready, start "
         "and finish), to check or replay it.")] = None,
+    check: Annotated[bool | None, typer.Option(
+        "--check/--no-check",
+        help="Verify every schedule with the independent checker and recompute its "
+        f"flowtimes (default: on for streams up to {CHECK_WORKFLOWS:,} workflows; the "
+        "record takes about 4 KB a workflow). A failed check withholds the row's numbers "
+        "and exits 1.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] =
         False,
 ) -> None:
@@ -201,7 +216,8 @@ def simulate_command(
     try:
         runs = run_policies(templates, vm_pool, arrivals, names, seed,
                             record=gantt is not None or schedule is not None,
-                            measure_latency=latency)
+                            measure_latency=latency,
+                            check=workflows_count <= CHECK_WORKFLOWS if check is None else check)
     except KeyboardInterrupt:  # (QA sweep: exit 130 with nothing said, no document)
         with json_failures(as_json, best_policy=None, rows=[], interrupted=True):
             fail("interrupted before every policy had run; nothing to report",
@@ -210,7 +226,11 @@ def simulate_command(
     files: list[tuple[str, Path, Callable[[], str]]] = []  # written once the result is known
     for r in runs:
         row: dict[str, Any] = {"policy": r.name, "kind": r.kind, "error": r.error,
-                               "gap_to_best": r.gap_to_best}
+                               "gap_to_best": r.gap_to_best,
+                               "checked": (None if r.check is None and r.violations is None
+                                           else r.violations is None)}
+        if r.violations is not None:
+            row["violations"] = r.violations
         if r.result is not None:
             row.update(r.result.summary())
             result = r.result
@@ -234,7 +254,10 @@ def simulate_command(
     body = {**vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
             "seed": seed, "generator": generator, "workflows": [w.describe() for w in templates],
             "best_policy": best, "rows": rows}
-    if best is None:  # the document says why it exits 1, as every --json failure does
+    failed = [r["policy"] for r in rows if r["checked"] is False]
+    if failed:  # the document says why it exits 1, as every --json failure does
+        body["error"] = f"the schedule of {', '.join(failed)} failed its independent check"
+    elif best is None:
         body["error"] = "no policy could run"
     title = (f"{workflows_count} workflows on {vm_pool.label} at "
              f"{'→'.join(f'{r:g}' for r in rates)}/h, seed {seed}")
@@ -252,8 +275,8 @@ def simulate_command(
         typer.echo(json.dumps(jsonable(body), indent=2))
     else:
         stdout_console().print(_results_table(title, rows))
-    if best is None:
-        fail("no policy could run", EXIT_SOLVER_FAILED)
+    if "error" in body:
+        fail(body["error"], EXIT_SOLVER_FAILED)
 
 
 @app.command("policies")
@@ -356,9 +379,16 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
     batch = [Arrived(ev.time, source(i, ev), ev.workflow_id)
              if isinstance(ev, WorkflowArrived) else Finished(ev.time, ev.workflow_id, ev.task_id)
              for i, ev in enumerate(body.events)]
+    before = session.ledger.checked
     try:
         ids, out = session.apply(batch)
     except EventError as failed:
+        if isinstance(failed.cause, CheckFailedError):
+            # a bug of ours: said, with the checked answers before it; the session then ends
+            return {"error": {"field": None, "detail": f"{failed.cause} (the session ends)",
+                              "violations": failed.cause.violations,
+                              "applied": failed.index, "workflow_ids": failed.workflow_ids,
+                              "assignments": [a.to_dict() for a in failed.assignments]}}
         if not isinstance(failed.cause, InstanceError):
             raise failed.cause from None
         field = f"events[{failed.index}].{failed.cause.field}"
@@ -366,7 +396,8 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
                           "applied": failed.index, "workflow_ids": failed.workflow_ids,
                           "assignments": [a.to_dict() for a in failed.assignments]}}
     return {"now": session.state.now, "workflow_ids": ids,
-            "assignments": [a.to_dict() for a in out]}
+            "assignments": [a.to_dict() for a in out],
+            "checked": session.ledger.checked - before}
 
 
 @app.command("session")
@@ -424,6 +455,8 @@ def session_command(
                 refused |= "error" in answer
                 sys.stdout.write(json.dumps(jsonable(answer)) + "\n")
                 sys.stdout.flush()  # a live caller waits on each answer
+                if "violations" in answer.get("error", {}):
+                    raise typer.Exit(EXIT_SOLVER_FAILED)  # its state can no longer be trusted
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if refused:

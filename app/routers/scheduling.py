@@ -33,6 +33,7 @@ from app.errors import (
     LOCATION_HEADER,
     RETRY_AFTER_HEADER,
     ApiError,
+    check_failed,
     instance_problem,
     invalid_request,
     problem_responses,
@@ -67,6 +68,7 @@ from app.schemas.scheduling import (
 )
 from app.settings import Settings, get_settings
 from solvers.errors import (
+    CheckFailedError,
     InstanceError,
     SolverUnavailableError,
     UnknownSolverError,
@@ -313,7 +315,7 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
     try:
         runs = run_policies(task.templates, task.pool, task.arrivals, task.policies, task.seed,
                             record=task.gantt or task.schedule, deadline=deadline,
-                            cancel=cancel.is_set, measure_latency=True)
+                            cancel=cancel.is_set, measure_latency=True, check=True)
     except TimeoutError:
         raise ApiError(413, f"the simulation did not finish within {task.time_limit:g} s; use "
                        "fewer workflows or the CLI (cosolve schedule simulate)",
@@ -332,7 +334,10 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
             latency_p50_ms=s.get("latency_p50_ms"), latency_p95_ms=s.get("latency_p95_ms"),
             gap_to_best=r.gap_to_best, error=r.error, gantt_svg=svg,
             schedule=(Schedule(**r.result.schedule_table(task.templates))
-                      if task.schedule and r.result is not None else None)))
+                      if task.schedule and r.result is not None else None),
+            checked=(None if r.check is None and r.violations is None
+                     else r.violations is None),
+            violations=r.violations))
     ok = [r for r in rows if r.mean_flowtime is not None]
     best = min(ok, key=lambda r: r.mean_flowtime or math.inf).policy if ok else None
     return SimulateResponse(
@@ -529,13 +534,22 @@ def _apply(session_id: str, live: _Live, body: EventsRequest) -> EventsResponse:
         live.touched = time.monotonic()
         _check_live_tasks(live, body, size_of)
         _check_released_work(live, body, seconds)
+        before = live.session.ledger.checked
         try:
             ids, out = live.session.apply(events)
         except EventError as failed:
+            if isinstance(failed.cause, CheckFailedError):
+                # the session's state can no longer be trusted: it ends here
+                live.ended = True
+                with _sessions_lock:
+                    if _sessions.get(session_id) is live:
+                        del _sessions[session_id]
             raise _event_problem(failed) from None
         now = live.session.state.now
+        checked = live.session.ledger.checked - before
     return EventsResponse(now=now, workflow_ids=ids,
-                          assignments=[AssignmentOut(**a.to_dict()) for a in out])
+                          assignments=[AssignmentOut(**a.to_dict()) for a in out],
+                          checked=checked)
 
 
 def _event_problem(failed: EventError) -> Exception:
@@ -543,6 +557,11 @@ def _event_problem(failed: EventError) -> Exception:
     applied = {"applied": failed.index, "workflow_ids": failed.workflow_ids,
                "assignments": [a.to_dict() for a in failed.assignments]}
     exc, where = failed.cause, f"events[{failed.index}]"
+    if isinstance(exc, CheckFailedError):
+        logger.error("a session's answer failed its independent check: %s", exc)
+        return check_failed(f"{exc} ({failed.index} events of this request were applied "
+                            "before it; their checked assignments are in 'assignments'); the "
+                            "session was ended", exc.violations, applied)
     if isinstance(exc, ApiError):
         exc.extra.update(applied)
         return exc

@@ -170,6 +170,14 @@ class PolicyRow(BaseModel):
     error: str | None = None
     gantt_svg: str | None = None
     schedule: Schedule | None = Field(default=None, description="With schedule=true.")
+    checked: bool | None = Field(
+        default=None, description="True: the schedule was verified by the independent checker "
+        "(every task once, after its workflow's arrival and its parents' finish, runtime × 16 "
+        "/ vCPUs long, one at a time in FIFO order per VM) and the flowtimes, makespan and "
+        "utilization recomputed from it. False: it failed; the row has no numbers, `error` "
+        "says so and `violations` lists what was found. Null: the policy did not run.")
+    violations: list[str] | None = Field(
+        default=None, description="With checked=false: what the checker found wrong.")
 
 
 class SimulateResponse(BaseModel):
@@ -271,6 +279,10 @@ class EventsResponse(BaseModel):
     now: float
     workflow_ids: list[str] = Field(description="Ids of the workflows that arrived.")
     assignments: list[AssignmentOut] = Field(description="Carry these out, in order.")
+    checked: int = Field(default=0, description="How many of these assignments the session's "
+                         "independent ledger verified (all of them: VM in the pool, task ready "
+                         "by the reported finishes, never assigned before, runtime × 16 / "
+                         "vCPUs long); one that fails is a 500 check-failed instead.")
 
 
 class SessionVM(BaseModel):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from solvers.errors import SolverUnavailableError, UnknownSolverError
+from solvers.errors import CheckFailedError, SolverUnavailableError, UnknownSolverError
+from solvers.scheduling.check import ScheduleCheck, check_result, expected_stream
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS, STALE_HEURISTICS
 from solvers.scheduling.simulator import Arrivals, Policy, SimResult, VMPool, simulate
 from solvers.scheduling.workflow import Workflow
@@ -107,14 +108,27 @@ class PolicyRun:
     result: SimResult | None
     error: str | None = None
     gap_to_best: float | None = None
+    #: the independent check of its schedule, when asked for (``check=True``); a row whose
+    #: check failed has no result, its error says so and ``violations`` lists what was found
+    check: ScheduleCheck | None = None
+    violations: list[str] | None = None
 
 
 def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals,
                  names: Sequence[str], seed: int = 0, *, record: bool = False,
                  measure_latency: bool = False, deadline: float | None = None,
-                 cancel: Callable[[], bool] | None = None) -> list[PolicyRun]:
+                 cancel: Callable[[], bool] | None = None, check: bool = False
+                 ) -> list[PolicyRun]:
     """Every policy on the same stream (same seed). A missing model is a row with an error,
-    not a failure of the whole comparison; running out of time raises TimeoutError."""
+    not a failure of the whole comparison; running out of time raises TimeoutError.
+
+    ``check``: each schedule is recorded and verified by the independent checker
+    (``solvers.scheduling.check``) against the stream its seed defines, its reported numbers
+    recomputed; a row that fails (or whose policy chose a VM outside the pool) keeps no
+    result, only the error and its violations, so it is never reported as a result. The
+    record is dropped after the check unless ``record`` asked for it."""
+    stream = (expected_stream(len(templates), arrivals.count, arrivals.rates, seed) if check
+              else None)
     rows: list[PolicyRun] = []
     for name in names:
         spec = POLICIES.get(name)
@@ -124,9 +138,23 @@ def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals
         if reason is not None:
             rows.append(PolicyRun(name, spec.kind, None, f"unavailable: {reason}"))
             continue
-        res = simulate(templates, pool, arrivals, spec.factory(), seed, record=record,
-                       measure_latency=measure_latency, deadline=deadline, cancel=cancel)
-        rows.append(PolicyRun(name, spec.kind, res))
+        try:
+            res = simulate(templates, pool, arrivals, spec.factory(), seed,
+                           record=record or check, measure_latency=measure_latency,
+                           deadline=deadline, cancel=cancel)
+        except CheckFailedError as exc:
+            rows.append(PolicyRun(name, spec.kind, None, f"failed its independent check: {exc}",
+                                  violations=exc.violations))
+            continue
+        verdict = check_result(templates, pool.speeds, res, stream) if check else None
+        if not record:
+            res.schedule = res.workflows = None
+        if verdict is not None and not verdict.ok:
+            rows.append(PolicyRun(name, spec.kind, None, "the schedule failed its independent "
+                                  f"check: {'; '.join(verdict.violations[:3])}", check=verdict,
+                                  violations=verdict.violations))
+            continue
+        rows.append(PolicyRun(name, spec.kind, res, check=verdict))
     done = [r.result.mean_flowtime for r in rows if r.result is not None]
     best = min(done) if done else None
     for r in rows:

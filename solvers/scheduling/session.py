@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from solvers.errors import InstanceError
+from solvers.errors import CheckFailedError, InstanceError
+from solvers.scheduling.check import AssignmentLedger
 from solvers.scheduling.simulator import (
     ASSIGNED,
     DONE,
@@ -22,6 +23,7 @@ from solvers.scheduling.simulator import (
     Policy,
     Run,
     VMPool,
+    bad_choice,
 )
 from solvers.scheduling.workflow import Workflow
 
@@ -108,6 +110,8 @@ class Session:
         self.decisions = 0
         self._arrived = 0  # workflows so far: the next one's uid (its arrival order)
         self._next_auto = 1  # automatic ids count up from here and are never given twice
+        # every answered assignment is checked against the reported events, apart from state
+        self.ledger = AssignmentLedger(pool.speeds)
 
     def _check_time(self, t: float, field: str) -> None:
         if not math.isfinite(t) or t < 0:
@@ -131,22 +135,37 @@ class Session:
             if queue and st.vm_free[m] < t:
                 self._requeue(m, head_running=True)
 
-    def dispatch(self, ready: list[tuple[Run, int]]) -> list[Assignment]:
+    def dispatch(self, ready: list[tuple[Run, int]], out: list[Assignment] | None = None
+                 ) -> list[Assignment]:
         """Assign ready tasks in the policy's order (HEFT's upward rank). Events reported
         with ``dispatch=False`` hand theirs here all together per instant, as the simulator
         decides them (QA sweep: two finishes at the same time were decided one by one, so
-        their order in the request changed HEFT's plan and it disagreed with simulate)."""
+        their order in the request changed HEFT's plan and it disagreed with simulate).
+
+        Each answer is appended to ``out`` once the independent ledger passed it; a policy's
+        VM index out of range, or an answer the ledger refuses, is a CheckFailedError (the
+        answers before it stay in ``out``, to carry out)."""
         order = getattr(self.policy, "order", None)
         if order is not None and len(ready) > 1:
             ready = order(self.state, ready)
-        out = []
+        out = [] if out is None else out
+        st = self.state
         for run, task in ready:
-            vm = int(self.policy.choose(self.state, run, task))
-            start, finish = self.state.assign(run, task, vm)
+            vm = self.policy.choose(st, run, task)
+            bad = bad_choice(self.policy.name, vm, st.m)
+            if bad is not None:
+                raise bad
+            vm = int(vm)
+            start, finish = st.assign(run, task, vm)
             self._unassigned_work -= float(run.wf.sizes[task])
             self.decisions += 1
-            out.append(Assignment(run.label, run.wf.ids[task], vm,
-                                  float(self.state.vm_speed[vm]), start, finish))
+            answer = Assignment(run.label, run.wf.ids[task], vm, float(st.vm_speed[vm]), start,
+                                finish)
+            problems = self.ledger.check(run.label, task, answer.task, answer.vm, answer.vcpus,
+                                         start, finish, st.now)
+            if problems:
+                raise CheckFailedError("an assignment failed its independent check", problems)
+            out.append(answer)
         return out
 
     def apply(self, events: Sequence[Arrived | Finished]
@@ -161,10 +180,14 @@ class Session:
         ready: list[tuple[Run, int]] = []
         instant = -1.0
 
-        def decide() -> None:
+        def decide(applied: int) -> None:
             if ready:
-                out.extend(self.dispatch(ready))
+                batch = list(ready)
                 ready.clear()
+                try:
+                    self.dispatch(batch, out)
+                except CheckFailedError as exc:  # the answers checked so far are in out
+                    raise EventError(applied, exc, ids, out) from exc
 
         for i, ev in enumerate(events):
             if ready and (ev.time != instant or (
@@ -173,7 +196,7 @@ class Session:
                             for run, t in ready))):
                 # a later instant, or the finish of a task this instant released (a
                 # zero-length task): what is ready is decided first
-                decide()
+                decide(i)
             try:
                 if isinstance(ev, Arrived):
                     wf = ev.workflow if isinstance(ev.workflow, Workflow) else ev.workflow()
@@ -184,11 +207,11 @@ class Session:
                     got = self.task_finished(ev.workflow_id, ev.task_id, ev.time,
                                              dispatch=False)
             except Exception as exc:
-                decide()
+                decide(i)
                 raise EventError(i, exc, ids, out) from exc
             ready.extend(got)  # type: ignore[arg-type]
             instant = self.state.now
-        decide()
+        decide(len(events))
         return ids, out
 
     def live_peak(self, changes: Sequence[int | tuple[str, str]]) -> int:
@@ -271,6 +294,7 @@ class Session:
         self.live_tasks += workflow.n
         self._unassigned_work += float(workflow.sizes.sum())
         self.events += 1
+        self.ledger.arrived(wid, workflow, self.state.now)
         ready = [(run, t) for t in self.state.add(run)]
         return wid, (self.dispatch(ready) if dispatch else ready)
 
@@ -305,6 +329,9 @@ class Session:
         head_running = bool(queue) and not (queue[0][0] is run and queue[0][1] == task)
         self.events += 1
         released = self.state.finish(run, task)
+        problems = self.ledger.finished(workflow_id, task, self.state.now)
+        if problems:
+            raise CheckFailedError("a finish disagrees with the independent ledger", problems)
         self.live_tasks -= 1
         if run.left == 0:
             self._forget(run)
