@@ -135,7 +135,9 @@ class FlowSolveResponse(BaseModel):
     feasible: bool
     cost: int | None
     flow: list[int] | None = Field(description="Flow per arc, in the order of the arcs.")
-    violations: list[str] = Field(description="What the checker found wrong (empty if none).")
+    violations: list[str] = Field(description="What the checker found wrong: always empty, "
+                                  "since a flow that fails the independent check is withheld "
+                                  "(a 422 on `solver`, or that row's error in a comparison).")
     wall_time: float = Field(description="Seconds the solver ran, its optimality proof or "
                              "certificate included; the independent check of the flow is not.")
     time_limit: float

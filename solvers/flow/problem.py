@@ -640,9 +640,18 @@ def build_flow_solution(
     stats: dict[str, Any] | None = None,
     certificate: Certificate | None = None,
 ) -> FlowSolution:
-    """Wrap a solver's flow: recompute its cost and run the independent checker."""
+    """Wrap a solver's flow: recompute its cost and run the independent checker. A flow that
+    fails it is never returned (it came back as status "feasible" with ``feasible: false``, a
+    contradiction a client reading the status would miss): ``NoSolutionError`` naming the
+    solver and what the checker found."""
     cost, violations = check_flow(net, flow)
-    feasible = cost is not None and not violations
+    if cost is None or violations:
+        shown = "; ".join(violations[:3]) or "no cost"
+        raise NoSolutionError(f"{solver}'s flow failed the independent check ({shown}"
+                              f"{'; …' if len(violations) > 3 else ''}), so it is not "
+                              "returned. Try another solver.", field="solver",
+                              more_time_helps=False)
+    feasible = True
     optimal = feasible and (proven_optimal or (certificate is not None and certificate.optimal))
     return FlowSolution(
         network_name=net.name, solver=solver,

@@ -131,6 +131,23 @@ def test_a_solvers_infeasible_on_a_feasible_network_is_not_returned(
     assert refused.value.field == "solver" and not refused.value.more_time_helps
 
 
+def test_a_flow_that_fails_the_independent_check_is_never_returned() -> None:
+    """A solver's flow breaking balance or a capacity came back as status "feasible" with
+    feasible: false; now it is withheld, naming the solver and what the checker found."""
+    from solvers.errors import NoSolutionError
+    from solvers.flow.problem import build_flow_solution
+
+    net = network_from_dict({"nodes": [1, 2], "supplies": [3, -3], "arcs": [
+        {"tail": 1, "head": 2, "cost": 1, "capacity": 5}]})
+    assert build_flow_solution(net, np.array([3]), solver="hand", wall_time=0.0,
+                               proven_optimal=True).status == "optimal"
+    for wrong in ([2], [6]):  # short of the supply; above the capacity
+        with pytest.raises(NoSolutionError, match="hand's flow failed the independent") as no:
+            build_flow_solution(net, np.array(wrong), solver="hand", wall_time=0.0,
+                                proven_optimal=True)
+        assert no.value.field == "solver" and not no.value.more_time_helps
+
+
 @pytest.mark.parametrize(("network", "nodes", "own", "forced"), [
     # arc 0 forces 4 units into {2, 3}, whose supplies sum to -3; nothing leaves them
     ({"nodes": [1, 2, 3], "supplies": [3, 0, -3], "arcs": [
