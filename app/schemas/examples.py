@@ -55,7 +55,7 @@ CVRPTW_JOB = examples({"problem": "cvrptw", "instance": SMALL_CVRPTW, "solver": 
 FLOW_SOLVE = examples({"network": SMALL_NETWORK, "solver": "ortools_mcf"})
 FLOW_COMPARE = examples({"network": SMALL_NETWORK,
                          "solvers": ["ortools_mcf", "networkx_simplex"]})
-SIMULATE = examples({"pool": "6x4", "rates": [5.4, 9], "workflows_count": 100,
+SIMULATE = examples({"pool": "6x4", "rates": [5.4, 9], "workflows_count": 20,
                      "policies": ["goodrl", "heft_slack", "heft", "eft"], "seed": 1})
 SESSION = examples({"pool": "6x4", "policy": "goodrl"})
 EVENTS = examples({"events": [{"type": "workflow_arrived", "time": 0, "workflow_id": "w1",
