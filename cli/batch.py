@@ -210,9 +210,17 @@ def solution_file(stem: str, problem: str, payload: dict[str, Any]) -> tuple[str
 def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -> list[str]:
     """Write ``<stem>.tour`` (TSP) or ``<stem>.sol`` (CVRP), then ``<stem>.json``.
 
-    The JSON goes last because its presence is what marks the file done for a re-run.
+    The JSON goes last because its presence is what marks the file done for a re-run. An
+    infeasible plan (e.g. OR-Tools' with customers dropped under a fleet cap) gets the JSON
+    only, with its violations, and an earlier run's .tour/.sol of that file is removed: a
+    .tour or .sol has no word for "infeasible" and would read as a solution (QA sweep; the
+    HTTP download refuses it too).
     """
     solution_name, text = solution_file(stem, problem, payload)
+    if payload.get("feasible") is False:
+        (out / solution_name).unlink(missing_ok=True)
+        _atomic_write(out / f"{stem}.json", json.dumps(payload))
+        return [f"{stem}.json"]
     _atomic_write(out / solution_name, text)
     _atomic_write(out / f"{stem}.json", json.dumps(payload))
     return [solution_name, f"{stem}.json"]

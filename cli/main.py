@@ -390,6 +390,12 @@ def solve(
     interrupted = cancel.is_set()
 
     gap = gap_percent(solution.cost, reference)
+    # an infeasible plan is not written as .tour/.sol, which would read as a solution (the
+    # failure below says so); .json keeps it with its violations
+    unwritten = (out is not None and not solution.feasible
+                 and out.suffix.lower() in (".tour", ".sol"))
+    if unwritten:
+        out = None
     document = {
         "instance": instance.describe(),
         "time_limit": time_limit,
@@ -424,7 +430,9 @@ def solve(
              f"{solution.wall_time:.1f} s of the {time_limit:g} s asked for", EXIT_INTERRUPTED)
     if not solution.feasible:
         fail(f"solver {solver!r} returned an infeasible solution: "
-              + "; ".join(solution.violations), EXIT_SOLVER_FAILED)
+             + "; ".join(solution.violations)
+             + (" (--out: not written, a .tour or .sol would read as a solution; a .json "
+                "keeps it with its violations)" if unwritten else ""), EXIT_SOLVER_FAILED)
 
 
 @app.command("compare")

@@ -561,3 +561,24 @@ def test_solver_of_another_family_is_refused_on_solver(tmp_path: Path) -> None:
     assert flow.stderr.startswith("error: --solver: solver 'ortools_mcf' does not solve "
                                   "routing problems")
     assert "nearest_neighbor" in flow.stderr and not (tmp_path / "o2").exists()
+
+
+def test_an_infeasible_plan_gets_its_json_only_and_no_stale_sol(tmp_path: Path) -> None:
+    """A batch wrote <stem>.sol for a plan with dropped customers, which reads as a solution
+    (a .sol has no word for "infeasible"); an earlier run's .sol of that file stayed too."""
+    from cli.batch import write_outputs
+    from solvers.routing.io import solution_to_dict
+    from solvers.routing.problem import build_solution
+
+    instance = load_instance(DATA / "X-n101-k25.vrp")
+    feasible = build_solution(instance, [[v] for v in range(1, 101)], solver="hand",
+                              wall_time=0)
+    dropped = build_solution(instance, [[v] for v in range(1, 100)], solver="hand",
+                             wall_time=0)
+    payload = solution_to_dict(feasible, instance)
+    assert write_outputs(tmp_path, "x", "cvrp", payload) == ["x.sol", "x.json"]
+    assert (tmp_path / "x.sol").exists()
+    payload = solution_to_dict(dropped, instance)
+    assert write_outputs(tmp_path, "x", "cvrp", payload) == ["x.json"]
+    assert not (tmp_path / "x.sol").exists()
+    assert json.loads((tmp_path / "x.json").read_text())["feasible"] is False

@@ -927,7 +927,8 @@ def write_solution_file(path: str | Path, solution: Solution, instance: Instance
     Raises (before anything is written) UnsupportedFormatError for another extension,
     InstanceError for a .tour of routes or a .sol of a TSP (CVRPLIB's numbering reads node 0
     as the depot), for a solution that is not one of ``instance`` (``check_solution_nodes``)
-    and for a .tour or .sol of a solution without a finite cost (.json writes it as null);
+    and for a .tour or .sol of a solution without a finite cost (.json writes it as null) or
+    of an infeasible one (.json keeps its violations);
     OSError when the file cannot be written."""
     path = Path(path)
     ext = path.suffix.lower()
@@ -948,6 +949,11 @@ def write_solution_file(path: str | Path, solution: Solution, instance: Instance
         raise InstanceError("cost", f"{path.name}: the solution's cost is {solution.cost} "
                             f"(infeasible: {'; '.join(solution.violations) or 'no cost'}); "
                             f"{ext} files state a number, write it as .json")
+    if ext != ".json" and not solution.feasible:
+        # a .tour or .sol has no word for "infeasible": it would read as a solution
+        raise InstanceError("path", f"{path.name}: the solution is infeasible "
+                            f"({'; '.join(solution.violations[:3]) or 'no reason given'}); "
+                            f"{ext} files would read as a solution, write it as .json")
     if ext == ".json":
         document = _finite_json(solution_to_dict(solution, instance))
         path.write_text(json.dumps(document, indent=2, allow_nan=False))
