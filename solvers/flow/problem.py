@@ -652,6 +652,11 @@ def build_flow_solution(
                               "returned. Try another solver.", field="solver",
                               more_time_helps=False)
     feasible = True
+    if certificate is not None and certificate.cost != cost:
+        # the gap is to the cost the checker recomputed, not the solver's own figure: a
+        # solver whose cost drifted from its flow must not be called optimal on its word
+        certificate = Certificate(dual_bound=certificate.dual_bound,
+                                  gap=cost - certificate.dual_bound, source=certificate.source)
     optimal = feasible and (proven_optimal or (certificate is not None and certificate.optimal))
     return FlowSolution(
         network_name=net.name, solver=solver,

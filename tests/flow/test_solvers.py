@@ -148,6 +148,26 @@ def test_a_flow_that_fails_the_independent_check_is_never_returned() -> None:
         assert no.value.field == "solver" and not no.value.more_time_helps
 
 
+def test_a_certificate_is_measured_against_the_recomputed_cost() -> None:
+    """The certificate's gap came from the solver's own cost: one that disagreed with its
+    flow could make a flow 'optimal'. The gap is to the cost the checker recomputes."""
+    from solvers.flow.problem import Certificate, build_flow_solution
+
+    net = network_from_dict({"nodes": [1, 2, 3], "supplies": [3, 0, -3], "arcs": [
+        {"tail": 1, "head": 3, "cost": 5, "capacity": 5},
+        {"tail": 1, "head": 2, "cost": 1, "capacity": 5},
+        {"tail": 2, "head": 3, "cost": 1, "capacity": 5}]})
+    # the costly direct arc (15) with a certificate claiming a zero gap at the optimum's bound
+    claimed = Certificate(dual_bound=6, gap=0, source="hand")
+    sol = build_flow_solution(net, np.array([3, 0, 0]), solver="hand", wall_time=0.0,
+                              proven_optimal=False, certificate=claimed)
+    assert sol.cost == 15 and sol.status == "feasible"
+    assert sol.certificate is not None and sol.certificate.gap == 9
+    right = build_flow_solution(net, np.array([0, 3, 3]), solver="hand", wall_time=0.0,
+                                proven_optimal=False, certificate=claimed)
+    assert right.cost == 6 and right.status == "optimal"
+
+
 @pytest.mark.parametrize(("network", "nodes", "own", "forced"), [
     # arc 0 forces 4 units into {2, 3}, whose supplies sum to -3; nothing leaves them
     ({"nodes": [1, 2, 3], "supplies": [3, 0, -3], "arcs": [
