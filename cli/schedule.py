@@ -49,7 +49,7 @@ from solvers.scheduling.registry import (
     policy_names,
     run_policies,
 )
-from solvers.scheduling.render import gantt_svg
+from solvers.scheduling.render import GANTT_WORKFLOWS, gantt_svg
 from solvers.scheduling.session import Arrived, EventError, Finished, Session
 from solvers.scheduling.simulator import RATE_RANGE, Arrivals, SimResult, VMPool, parse_pool
 from solvers.scheduling.workflow import (
@@ -217,7 +217,9 @@ def simulate_command(
         runs = run_policies(templates, vm_pool, arrivals, names, seed,
                             record=gantt is not None or schedule is not None,
                             measure_latency=latency,
-                            check=workflows_count <= CHECK_WORKFLOWS if check is None else check)
+                            check=workflows_count <= CHECK_WORKFLOWS if check is None else check,
+                            # the charts alone draw the first few workflows: keep only those
+                            keep_workflows=GANTT_WORKFLOWS if schedule is None else None)
     except KeyboardInterrupt:  # (QA sweep: exit 130 with nothing said, no document)
         with json_failures(as_json, best_policy=None, rows=[], interrupted=True):
             fail("interrupted before every policy had run; nothing to report",

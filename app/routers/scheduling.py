@@ -315,7 +315,9 @@ def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
     try:
         runs = run_policies(task.templates, task.pool, task.arrivals, task.policies, task.seed,
                             record=task.gantt or task.schedule, deadline=deadline,
-                            cancel=cancel.is_set, measure_latency=True, check=True)
+                            cancel=cancel.is_set, measure_latency=True, check=True,
+                            # a chart alone draws the first few workflows: keep only those
+                            keep_workflows=None if task.schedule else task.gantt_workflows)
     except TimeoutError:
         raise ApiError(413, f"the simulation did not finish within {task.time_limit:g} s; use "
                        "fewer workflows or the CLI (cosolve schedule simulate)",

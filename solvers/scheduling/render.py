@@ -13,8 +13,12 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
             "#7f7f7f", "#bcbd22", "#17becf")
 
 
+#: Workflows a Gantt chart draws unless told otherwise (the CLI's --gantt).
+GANTT_WORKFLOWS = 10
+
+
 def gantt_svg(result: SimResult, pool: VMPool, templates: Sequence[Workflow],
-              workflows: int = 10, width: int = 900) -> str:
+              workflows: int = GANTT_WORKFLOWS, width: int = 900) -> str:
     """Bars of the first ``workflows`` workflows' tasks (the schedule must be recorded). A
     bar's tooltip names the task by its id, as the schedule table, sessions and the CLI do
     (QA sweep: it showed the internal index); ``templates`` are the simulated ones."""
