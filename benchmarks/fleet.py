@@ -93,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     seeds = integers(parser, "--seeds", args.seeds)
     if not names or not solvers:
         parser.error("--instances, --solvers: give at least one")
+    if args.fewer < 0:
+        parser.error(f"--fewer: must be 0 or more, got {args.fewer}")
     check_solvers(parser, solvers, problem="cvrp")
     folder = args.data / "cvrplib" / "X"
     missing = [f"{n}{ext}" for n in names for ext in (".vrp", ".sol")

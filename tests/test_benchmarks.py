@@ -73,7 +73,8 @@ def test_fleet_refuses_bad_options_and_writes_to_out(
     assert "--limits" in _exit_code(fleet.main, [*base, "--limits", "abc"], capsys)
     assert "--seeds" in _exit_code(fleet.main, [*base, "--seeds", "x"], capsys)
     assert "X-b.vrp" in _exit_code(fleet.main, [*base, "--instances", "X-a,X-b"], capsys)
-    monkeypatch.setattr(fleet, "capped", lambda folder, name: (None, 3, 100.0))
+    assert "--fewer" in _exit_code(fleet.main, [*base, "--fewer", "-1"], capsys)
+    monkeypatch.setattr(fleet, "capped", lambda folder, name, fewer: (None, 3 - fewer, 100.0))
     monkeypatch.setattr(fleet, "run", lambda *a: {"cost": 101.0, "routes": 3,
                                                   "feasible": True, "wall_s": 1.0})
     monkeypatch.setattr(fleet, "machine_info", lambda: {})
