@@ -243,6 +243,31 @@ def invalid_request(detail: str, field: str) -> ApiError:
     return ApiError(422, detail, kind="invalid-request", title="Invalid request", field=field)
 
 
+def reject_unknown_query(request: Request) -> None:
+    """An app-wide dependency: a query parameter the endpoint does not take is a 422 naming
+    it, not silently ignored (a mistyped ``?fromat=sol`` served JSON, ``?limt=500`` the first
+    50 jobs)."""
+    if not request.query_params:
+        return
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    known = _query_names(dependant)
+    for name in request.query_params:
+        if name not in known:
+            takes = ", ".join(sorted(known)) or "no query parameters"
+            raise invalid_request(f"unknown query parameter {name!r}; this endpoint takes "
+                                  f"{takes}", field=name)
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters an endpoint and its dependencies declare."""
+    names = {param.alias for param in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
 def instance_problem(error: InstanceError, source: str) -> ApiError:
     """A domain ``InstanceError`` as a 422 whose field says where the instance came from.
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.openapi.docs import (
     get_redoc_html,
     get_swagger_ui_html,
@@ -34,7 +34,12 @@ from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from app.concurrency import SOLVE_THREADS
-from app.errors import ProblemDetails, install_error_handlers, problem_responses
+from app.errors import (
+    ProblemDetails,
+    install_error_handlers,
+    problem_responses,
+    reject_unknown_query,
+)
 from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
 from app.routers import flow, health, jobs, routing, scheduling, solvers
@@ -312,6 +317,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served by _serve_docs_offline
         redoc_url=None,
         lifespan=_lifespan,
+        dependencies=[Depends(reject_unknown_query)],
         openapi_tags=[
             {"name": "health", "description": "Liveness and readiness probes."},
             {"name": "solvers", "description": "The solver catalogue."},

@@ -167,9 +167,13 @@ def list_jobs(service: ServiceDep,
               offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
               limit: Annotated[int, Query(ge=1, le=500)] = 50,
               state: Literal["queued", "running", "succeeded", "failed", "cancelled"]
-              | None = None) -> JobList:
-    """Jobs, newest first, a page at a time."""
-    jobs, total = service.store.list(offset=offset, limit=limit, state=state)
+              | None = None,
+              batch_id: Annotated[str | None, Query(
+                  max_length=64, description="Only the jobs of this batch.")] = None
+              ) -> JobList:
+    """Jobs, newest first, a page at a time; ``state`` and ``batch_id`` filter them."""
+    jobs, total = service.store.list(offset=offset, limit=limit, state=state,
+                                     batch_id=batch_id)
     return JobList(jobs=[job_status(j) for j in jobs], total=total, offset=offset, limit=limit)
 
 

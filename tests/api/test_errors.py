@@ -486,3 +486,14 @@ def test_a_solvers_own_size_limit_names_the_solver_field() -> None:
         get_solver("polynet", problem="cvrptw", nodes=2_001)
     problem = domain_problem(info.value)
     assert (problem.status, problem.field) == (413, "solver")
+
+
+def test_an_unknown_query_parameter_is_named_not_ignored(api: httpx.Client) -> None:
+    """A mistyped ``?fromat=sol`` served JSON and ``?problme=tsp`` listed every solver: query
+    parameters an endpoint does not take were silently ignored."""
+    assert api.get("/v1/solvers", params={"problem": "tsp"}).status_code == 200
+    body = assert_problem(api.get("/v1/solvers", params={"problme": "tsp"}), 422, "problme")
+    assert "this endpoint takes problem" in body["detail"]
+    body = assert_problem(api.get("/v1/jobs", params={"limt": "5"}), 422, "limt")
+    assert "limit" in body["detail"] and "offset" in body["detail"]
+    assert_problem(api.get("/healthz", params={"verbose": "1"}), 422, "verbose")

@@ -344,7 +344,9 @@ def test_a_batch_caps_the_fleet_of_every_cvrp_file(api: httpx.Client) -> None:
     assert batch["done"] and batch["summary"]["succeeded"] == 1
     table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"}).text
     assert "at most 26 vehicles" in table
+    # (batch_id was not a filter of /v1/jobs and was ignored: this read the newest job of all)
     jobs = api.get("/v1/jobs", params={"batch_id": batch["id"]}).json()
+    assert jobs["total"] == 1 and jobs["jobs"][0]["batch_id"] == batch["id"]
     job_id = jobs["jobs"][0]["id"]
     solution = api.get(f"/v1/jobs/{job_id}/solution").json()
     assert len([r for r in solution["routes"] if r]) <= 26
