@@ -177,8 +177,8 @@ def simulate_command(
         "--check/--no-check",
         help="Verify every schedule with the independent checker and recompute its "
         f"flowtimes (default: on for streams up to {CHECK_WORKFLOWS:,} workflows; the "
-        "record takes about 4 KB a workflow). A failed check withholds the row's numbers "
-        "and exits 1.")] = None,
+        "record and the check take about 10 KB a workflow at their peak). A failed check "
+        "withholds the row's numbers and exits 1.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] =
         False,
 ) -> None:
