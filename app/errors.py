@@ -249,9 +249,10 @@ def reject_unknown_query(request: Request) -> None:
     50 jobs)."""
     if not request.query_params:
         return
-    dependant = getattr(request.scope.get("route"), "dependant", None)
-    if dependant is None:
-        return
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or not getattr(route, "include_in_schema", True):
+        return  # the documentation pages (Swagger's OAuth redirect takes any parameters)
     known = _query_names(dependant)
     for name in request.query_params:
         if name not in known:

@@ -497,3 +497,5 @@ def test_an_unknown_query_parameter_is_named_not_ignored(api: httpx.Client) -> N
     body = assert_problem(api.get("/v1/jobs", params={"limt": "5"}), 422, "limt")
     assert "limit" in body["detail"] and "offset" in body["detail"]
     assert_problem(api.get("/healthz", params={"verbose": "1"}), 422, "verbose")
+    # the documentation pages are not the API's endpoints
+    assert api.get("/docs/oauth2-redirect", params={"state": "x", "code": "y"}).status_code == 200
