@@ -127,6 +127,8 @@ class WorkflowInfo(BaseModel):
 class ScheduledWorkflow(BaseModel):
     workflow: int = Field(description="Arrival order in the stream, from 0.")
     template: str
+    template_index: int = Field(description="Index into the response's workflows: two "
+                                "uploaded files may share a name.")
     arrival: float = Field(description="Seconds from the stream's start.")
     finish: float
     flowtime: float = Field(description="finish − arrival, seconds.")

@@ -326,7 +326,8 @@ class SimResult:
             raise ValueError("the schedule was not recorded (simulate(..., record=True))")
         kind = {uid: k for uid, k, _, _ in self.workflows}
         return {
-            "workflows": [{"workflow": uid, "template": templates[k].name, "arrival": arrival,
+            "workflows": [{"workflow": uid, "template": templates[k].name,
+                           "template_index": k, "arrival": arrival,
                            "finish": finish, "flowtime": finish - arrival}
                           for uid, k, arrival, finish in self.workflows],
             "tasks": [{"workflow": uid, "task": templates[kind[uid]].ids[task], "vm": vm,

@@ -622,3 +622,21 @@ def test_an_arrival_whose_finish_could_never_be_reported_is_refused(
         {"type": "task_finished", "time": finish, "workflow_id": "fits", "task_id": "t"}]})
     assert done.status_code == 200, done.text
     assert api.delete(url).status_code == 204
+
+
+def test_a_schedule_names_each_workflows_template_by_index(api: httpx.Client) -> None:
+    """Two uploaded workflows may share a name; the schedule named templates only by name, so
+    which one a workflow was could not be told. ``template_index`` points into ``workflows``."""
+    one = {"name": "same", "tasks": [{"id": "a", "runtime": 2, "parents": []}]}
+    two = {"name": "same", "tasks": [{"id": "a", "runtime": 7, "parents": []}]}
+    body = {"workflows": [one, two], "pool": "16", "workflows_count": 12, "rates": [1800.0],
+            "policies": ["heft"], "schedule": True, "seed": 3}
+    r = api.post(SIMULATE, json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    schedule = out["rows"][0]["schedule"]
+    index = {w["workflow"]: w["template_index"] for w in schedule["workflows"]}
+    assert set(index.values()) == {0, 1}
+    for t in schedule["tasks"]:
+        runtime = (one, two)[index[t["workflow"]]]["tasks"][0]["runtime"]
+        assert t["finish"] - t["start"] == pytest.approx(runtime * 16 / out["vcpus"][t["vm"]])
