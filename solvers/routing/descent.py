@@ -955,11 +955,33 @@ def _two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: 
     head_b = cum[vp]
     if head_a + load[b] - head_b > cap or head_b + load[a] - head_a > cap:
         return False
-    q = succ[c]
-    delta = (_d(c, v, xy, mat, conv, n, depot) + _d(vp, q, xy, mat, conv, n, depot)
-             - _d(c, q, xy, mat, conv, n, depot) - _d(vp, v, xy, mat, conv, n, depot))
+    delta = _two_opt_star_delta(c, v, succ, pred, xy, mat, conv, n, depot)
     if delta >= -eps:
         return False
+    _cross_tails(c, v, a, b, succ, pred, n, count)
+    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    _refresh(b, succ, route_of, cum, load, demand, n, count)
+    return True
+
+
+
+@njit(cache=True)
+def _two_opt_star_delta(c: int, v: int, succ: np.ndarray, pred: np.ndarray, xy: np.ndarray,
+                        mat: np.ndarray, conv: int, n: int, depot: int) -> float:
+    """How much longer the plan gets when c's tail and v's tail (v onwards) trade routes."""
+    vp = pred[v]
+    q = succ[c]
+    return (_d(c, v, xy, mat, conv, n, depot) + _d(vp, q, xy, mat, conv, n, depot)
+            - _d(c, q, xy, mat, conv, n, depot) - _d(vp, v, xy, mat, conv, n, depot))
+
+
+@njit(cache=True)
+def _cross_tails(c: int, v: int, a: int, b: int, succ: np.ndarray, pred: np.ndarray, n: int,
+                 count: int) -> None:
+    """Route a continues after c with v's tail, route b after v's predecessor with c's old
+    tail (loads refreshed by the caller)."""
+    vp = pred[v]
+    q = succ[c]
     end_a = n + count + a
     end_b = n + count + b
     last_a = pred[end_a]
@@ -976,10 +998,6 @@ def _two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: 
     else:
         succ[vp] = end_b
         pred[end_b] = vp
-    _refresh(a, succ, route_of, cum, load, demand, n, count)
-    _refresh(b, succ, route_of, cum, load, demand, n, count)
-    return True
-
 
 # -- route elimination on a plain CVRP -----------------------------------------------------
 # (pops per attempt and shaking moves: ``timewindows.ATTEMPT_POPS`` and ``PERTURB_MOVES``)

@@ -31,7 +31,7 @@ from numba import njit
 from solvers.routing.descent import (
     _KICK_PASSES,
     _copy_dirty,
-    _d,
+    _cross_tails,
     _exchange,
     _insertion,
     _neighbourhood,
@@ -43,6 +43,7 @@ from solvers.routing.descent import (
     _save_reachable,
     _save_route,
     _swap_delta,
+    _two_opt_star_delta,
     _unlink,
 )
 
@@ -134,29 +135,12 @@ def _p_two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray,
     vp = pred[v]
     head_a = cum[c]
     head_b = cum[vp]
-    q = succ[c]
-    delta = (_d(c, v, xy, mat, conv, n, depot) + _d(vp, q, xy, mat, conv, n, depot)
-             - _d(c, q, xy, mat, conv, n, depot) - _d(vp, v, xy, mat, conv, n, depot)
+    delta = (_two_opt_star_delta(c, v, succ, pred, xy, mat, conv, n, depot)
              + penalty * (_excess(head_a + load[b] - head_b, cap) - _excess(load[a], cap)
                           + _excess(head_b + load[a] - head_a, cap) - _excess(load[b], cap)))
     if delta >= -eps:
         return False
-    end_a = n + count + a
-    end_b = n + count + b
-    last_a = pred[end_a]
-    last_b = pred[end_b]
-    succ[c] = v
-    pred[v] = c
-    succ[last_b] = end_a
-    pred[end_a] = last_b
-    if q != end_a:
-        succ[vp] = q
-        pred[q] = vp
-        succ[last_a] = end_b
-        pred[end_b] = last_a
-    else:
-        succ[vp] = end_b
-        pred[end_b] = vp
+    _cross_tails(c, v, a, b, succ, pred, n, count)
     _refresh(a, succ, route_of, cum, load, demand, n, count)
     _refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
