@@ -258,11 +258,13 @@ def test_a_fleet_with_no_room_to_spare_is_searched_with_overloads_allowed() -> N
 
     inst = _with_fleet(load_instance(DATA / "X-n101-k25.vrp"), 25)
     get_solver("ils").warm_up()
-    sol = solve(inst, "ils", Budget(time_limit=3.0, seed=0))
+    sol = solve(inst, "ils", Budget(time_limit=5.0, seed=0))
     assert check_solution(inst, sol.routes) == [] and sol.feasible
     assert len([r for r in sol.routes if r]) <= 25
-    # between the two: 35.7k+ without the overloading kicks, 31.9k with them at 3 s here;
-    # room left for a loaded machine (the worst of five seeds at 3 s was 34.4k)
+    # between the two: 35.7k+ without the overloading kicks, 31.9k with them at 3 s here.
+    # At 3 s a loaded CI machine reached only 35,187 (stop 43's CI; the same figure here with
+    # the test pinned to a core shared with a busy loop); at 5 s, so pinned, seeds 0-3 end at
+    # 32.2k-33.6k
     assert sol.cost < 35_000
 
 
