@@ -40,6 +40,7 @@ serves the whole batch.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -270,18 +271,34 @@ class _Stepper:
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
+_THREADS_LOCK = threading.Lock()
+_threads_users = 0  # solves now running with a thread count of their own
+_threads_before = 1  # torch's thread count before the first of them changed it
+
+
 @contextmanager
 def _cpu_threads(device: torch.device, threads: int | None) -> Iterator[None]:
-    """Run with ``threads`` torch intra-op threads on the CPU, restoring the setting after."""
-    old = torch.get_num_threads()
-    change = device.type == "cpu" and threads is not None and threads != old
-    if change:
-        torch.set_num_threads(threads)  # type: ignore[arg-type]
+    """Run with ``threads`` torch intra-op threads on the CPU. Torch's setting is process-wide:
+    when solves asking for their own counts overlap, each exit restoring the count it found
+    would leave the process at a count one of them asked for (A 1→2, B 2→4, A back to 1, B
+    back to 2), so the count met by the first is restored when the last one ends."""
+    global _threads_users, _threads_before
+    if device.type != "cpu" or threads is None:
+        yield
+        return
+    with _THREADS_LOCK:
+        if _threads_users == 0:
+            _threads_before = torch.get_num_threads()
+        _threads_users += 1
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
     try:
         yield
     finally:
-        if change:
-            torch.set_num_threads(old)
+        with _THREADS_LOCK:
+            _threads_users -= 1
+            if _threads_users == 0 and torch.get_num_threads() != _threads_before:
+                torch.set_num_threads(_threads_before)
 
 
 def oft_sinkhorn(

@@ -470,3 +470,26 @@ def test_a_comparison_of_unavailable_solvers_only_is_refused(
     beside = compare(net, ["ortools_mcf", spec.name], Budget(time_limit=1.0))
     assert beside.refusal is None and beside.best_solver == "ortools_mcf"
     assert "not installed" in (beside.rows[1].error or "")
+
+
+def test_overlapping_thread_counts_leave_torch_as_they_found_it() -> None:
+    """Two solves asking for their own CPU thread counts, overlapping (A 2, B 3, A ends, B
+    ends): torch's process-wide count is back to where it was, not left at A's 2."""
+    import torch
+
+    from solvers.flow.sinkhorn import _cpu_threads
+
+    cpu = torch.device("cpu")
+    before = torch.get_num_threads()
+    a, b = _cpu_threads(cpu, 2), _cpu_threads(cpu, 3)
+    try:
+        torch.set_num_threads(1)
+        a.__enter__()
+        assert torch.get_num_threads() == 2
+        b.__enter__()
+        assert torch.get_num_threads() == 3
+        a.__exit__(None, None, None)
+        b.__exit__(None, None, None)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
