@@ -450,6 +450,8 @@ class JobInput:
     nodes: int
     #: The instance's fleet cap, echoed in the job's status.
     max_vehicles: int | None = None
+    #: The budget in solutions (polynet), echoed in the job's status.
+    max_solutions: int | None = None
 
 
 def _job_time_limit(requested: float | None, settings: Settings) -> float:
@@ -462,10 +464,12 @@ def _job_time_limit(requested: float | None, settings: Settings) -> float:
     return limit
 
 
-def check_batch_options(solver: str, time_limit: float | None, settings: Settings) -> None:
+def check_batch_options(solver: str, time_limit: float | None, settings: Settings,
+                        max_solutions: int | None = None) -> None:
     """What is wrong for every file of a batch is the request's fault, not each file's: an
-    unknown solver (404 on ``solver``) or a time limit above the jobs' maximum (422 on
-    ``time_limit``)."""
+    unknown solver (404 on ``solver``), a time limit above the jobs' maximum (422 on
+    ``time_limit``) or a budget in solutions for a solver that takes none (422 on
+    ``max_solutions``)."""
     routing = [spec.name for spec in all_specs()
                if set(spec.problems) & set(PROBLEMS)]
     try:
@@ -481,6 +485,7 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
                        f"files, for: {', '.join(routing)}", kind="problem-mismatch",
                        title="Solver does not solve this problem", field="solver")
     _job_time_limit(time_limit, settings)
+    _check_solution_budget(solver, max_solutions)
 
 
 def _check_reads_instance(solver: str, instance: Instance, source: str) -> None:
@@ -511,7 +516,8 @@ def _check_job_solver(solver: str, instance: Instance, time_limit: float,
 
 
 def job_from_json(raw: bytes, settings: Settings) -> JobInput:
-    """A job posted as JSON: ``{"problem", "instance", "solver", "time_limit", "seed"}``."""
+    """A job posted as JSON: ``{"problem", "instance", "solver", "time_limit", "seed",
+    "max_solutions"}``."""
     try:
         peek = load_json(raw, "the body", field="body")
     except InstanceError as exc:  # not JSON, nested too deeply, an integer too long to read
@@ -528,12 +534,14 @@ def job_from_json(raw: bytes, settings: Settings) -> JobInput:
     request = validate_json(_JOB_REQUESTS[problem], raw)
     time_limit = _job_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")
+    _check_solution_budget(request.solver, request.max_solutions)
     instance = instance_from_json(request.instance, problem)
     _check_job_solver(request.solver, instance, time_limit)
     data = json.dumps({"problem": problem,
                        **request.instance.model_dump(exclude_none=True, exclude={"problem"})})
     return JobInput(problem, request.solver, time_limit, request.seed, "instance.json",
-                    data.encode(), instance.n, getattr(instance, "max_vehicles", None))
+                    data.encode(), instance.n, getattr(instance, "max_vehicles", None),
+                    request.max_solutions)
 
 
 def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
@@ -551,8 +559,10 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
         data = json.dumps(instance_to_dict(instance)).encode()
         filename = f"{filename.removesuffix('.gz')}.json"  # X-n101-k25.vrp.json
     _check_job_solver(options.solver, instance, time_limit, "file")
+    _check_solution_budget(options.solver, options.max_solutions)
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
-                    filename, data, instance.n, getattr(instance, "max_vehicles", None))
+                    filename, data, instance.n, getattr(instance, "max_vehicles", None),
+                    options.max_solutions)
 
 
 def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instance:

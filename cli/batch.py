@@ -275,13 +275,15 @@ MAX_WORKERS = 1024
 
 def _check_options(solver: str, time_limit: float, seed: int, workers: int | None,
                    executor: str, ray_address: str | None,
-                   max_vehicles: int | None = None) -> int:
+                   max_vehicles: int | None = None, max_solutions: int | None = None) -> int:
     """Every option mistake is exit 2 naming the option, before any file is read."""
     check_time_limit(time_limit)
     if not 0 <= seed <= MAX_SEED:
         fail(f"--seed: must be an integer in [0, {MAX_SEED}], got {seed}")
     if max_vehicles is not None and max_vehicles < 1:
         fail(f"--max-vehicles: must be at least 1, got {max_vehicles}")
+    if max_solutions is not None and max_solutions < 1:
+        fail(f"--max-solutions: must be at least 1, got {max_solutions}")
     if executor not in ("local", "ray"):
         fail(f"--executor: must be 'local' or 'ray', got {executor!r}")
     if ray_address is not None and executor != "ray":
@@ -298,6 +300,8 @@ def _check_options(solver: str, time_limit: float, seed: int, workers: int | Non
         # QA sweep: a flow solver was taken and then every file was rejected one by one
         fail(f"--solver: solver {solver!r} does not solve routing problems (TSP, CVRP, "
              f"CVRPTW); the routing solvers: {', '.join(family_solvers('routing'))}")
+    if max_solutions is not None and not spec.solution_budget:  # as `cosolve solve` says it
+        fail(f"--max-solutions: solver {solver!r} takes a time limit only")
     reason = spec.unavailable_reason()
     if reason is not None:  # the environment, not the input: like `cosolve solve`, exit 1
         fail(f"--solver: solver {solver!r} is unavailable: {reason}", EXIT_SOLVER_FAILED)
@@ -329,15 +333,18 @@ def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
 
 
 def batch_settings(solver: str, time_limit: float, seed: int,
-                   input_sha256: str | None, max_vehicles: int | None = None) -> dict[str, Any]:
+                   input_sha256: str | None, max_vehicles: int | None = None,
+                   max_solutions: int | None = None) -> dict[str, Any]:
     """What a solution in OUT was solved with, and from which input (written into
     ``<stem>.json`` as ``batch``): a rerun skips the file only when all of it still holds.
-    ``max_vehicles`` is there only when given, so solutions from runs without it still
-    count as done."""
+    ``max_vehicles`` and ``max_solutions`` are there only when given, so solutions from runs
+    without them still count as done."""
     settings: dict[str, Any] = {"solver": solver, "time_limit": time_limit, "seed": seed,
                                 "input_sha256": input_sha256}
     if max_vehicles is not None:
         settings["max_vehicles"] = max_vehicles
+    if max_solutions is not None:
+        settings["max_solutions"] = max_solutions
     return settings
 
 
@@ -353,7 +360,8 @@ def job_input(data: bytes, filename: str, max_vehicles: int | None) -> tuple[str
 
 
 def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
-            seed: int, max_vehicles: int | None = None) -> tuple[list[BatchRow], list[_Pending]]:
+            seed: int, max_vehicles: int | None = None,
+            max_solutions: int | None = None) -> tuple[list[BatchRow], list[_Pending]]:
     """Sort the files into already solved, rejected (with the reason) and to solve.
 
     Each file is parsed and its solver checked here, so a file the solver cannot take (or a
@@ -389,7 +397,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             continue
         row.input_sha256 = hashlib.sha256(data).hexdigest()
         done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256,
-                                                   max_vehicles))
+                                                   max_vehicles, max_solutions))
         if done is not None and recheck_done(data, path.name, out, stem, done, max_vehicles):
             owners[stem] = path.name
             row.state = ALREADY_SOLVED
@@ -485,7 +493,7 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path,
     if row.feasible is False:
         row.error = "infeasible: " + "; ".join(payload.get("violations") or ["(no reason)"])
     payload["batch"] = batch_settings(job.solver, job.time_limit, job.seed, row.input_sha256,
-                                      max_vehicles)
+                                      max_vehicles, job.max_solutions)
     try:
         row.outputs = write_outputs(out, row.stem, job.problem, payload)
     except OSError as exc:
@@ -496,7 +504,8 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path,
 
 def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solver: str,
              time_limit: float, seed: int, rejected: list[BatchRow], out: Path,
-             show_progress: bool, max_vehicles: int | None = None) -> bool:
+             show_progress: bool, max_vehicles: int | None = None,
+             max_solutions: int | None = None) -> bool:
     """Submit the files as one batch and poll the store until every job is final.
 
     Returns False when Ctrl-C stopped it: jobs not yet final are then cancelled (a queued one
@@ -504,7 +513,7 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
     """
     batch_id = store.create_batch(solver, time_limit, len(pending),
                                   [{"filename": r.file, "error": r.error} for r in rejected],
-                                  max_vehicles)
+                                  max_vehicles, max_solutions)
     waiting: dict[str, BatchRow] = {}
     progress = _BatchProgress(len(pending), show_progress)
     try:
@@ -523,7 +532,7 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
                     job = store.create(problem=row.problem or "", solver=solver,
                                        time_limit=time_limit, seed=seed, filename=filename,
                                        data=data, nodes=row.nodes or 0, batch_id=batch_id,
-                                       max_vehicles=max_vehicles)
+                                       max_vehicles=max_vehicles, max_solutions=max_solutions)
                 except StorageError as exc:  # a full disk under the work folder
                     row.state, row.error = FAILED, str(exc)
                     continue
@@ -717,16 +726,21 @@ def batch(
     max_vehicles: Annotated[int | None, typer.Option(
         help="CVRP and CVRPTW: at most this many vehicles for every file, in place of a file's "
              "VEHICLES; a TSP file is then rejected.")] = None,
+    max_solutions: Annotated[int | None, typer.Option(
+        help="A budget in solutions for every file, for solvers that take one (polynet): "
+             "stop after decoding this many (rounded up to a whole pass over the symmetries "
+             "decoded together, at most 7 more), or at the time limit if that comes "
+             "first.")] = None,
     device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Solve every instance file in DIR as jobs; resumable (files solved in OUT are skipped)."""
     # QA sweep: under --json a refusal before the run printed nothing on stdout; it now prints
     # the batch's document with no rows and the error, as the other commands do
     document = _json_document(folder, out, solver, time_limit, seed, executor, max_vehicles,
-                              [], totals([], 0), completed=True)
+                              [], totals([], 0), completed=True, max_solutions=max_solutions)
     with json_failures(as_json, **document):
         workers = _check_options(solver, time_limit, seed, workers, executor, ray_address,
-                                 max_vehicles)
+                                 max_vehicles, max_solutions)
         resolved = check_device(device)
         files, ignored = _check_folders(folder, out)
     document["totals"] = totals([], ignored)
@@ -735,22 +749,24 @@ def batch(
             rows, completed = _solve_all(files, out, solver, time_limit, seed, workers,
                                          executor, ray_address,
                                          show_progress=not as_json and sys.stderr.isatty(),
-                                         max_vehicles=max_vehicles, device=resolved)
+                                         max_vehicles=max_vehicles, device=resolved,
+                                         max_solutions=max_solutions)
     except KeyboardInterrupt:  # while reading the files or starting the executor
         with json_failures(as_json, **{**document, "interrupted": True}):
             fail("interrupted before the batch started; run the same command again",
                  EXIT_INTERRUPTED)
     _report(rows, ignored, completed, folder, out, solver, time_limit, seed, executor, as_json,
-            max_vehicles)
+            max_vehicles, max_solutions)
 
 
 def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, seed: int,
                workers: int, executor: str, ray_address: str | None,
                show_progress: bool,
                max_vehicles: int | None = None,
-               device: str = "cpu") -> tuple[list[BatchRow], bool]:
+               device: str = "cpu",
+               max_solutions: int | None = None) -> tuple[list[BatchRow], bool]:
     """Prepare, run and collect; returns the rows and False if Ctrl-C stopped the jobs."""
-    rows, pending = prepare(files, out, solver, time_limit, seed, max_vehicles)
+    rows, pending = prepare(files, out, solver, time_limit, seed, max_vehicles, max_solutions)
     if not pending:
         return rows, True
     rejected = [r for r in rows if r.state == REJECTED]
@@ -759,7 +775,7 @@ def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, see
     runner, started_ray = _start_executor(executor, store, workers, ray_address, device)
     try:
         completed = run_jobs(store, runner, pending, solver, time_limit, seed, rejected, out,
-                             show_progress, max_vehicles)
+                             show_progress, max_vehicles, max_solutions)
     finally:
         _stop_executor(runner, started_ray)
     return rows, completed
@@ -767,7 +783,8 @@ def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, see
 
 def _json_document(folder: Path, out: Path, solver: str, time_limit: float, seed: int,
                    executor: str, max_vehicles: int | None, rows: list[BatchRow],
-                   summary: dict[str, Any], completed: bool) -> dict[str, Any]:
+                   summary: dict[str, Any], completed: bool,
+                   max_solutions: int | None = None) -> dict[str, Any]:
     """What ``--json`` prints: the batch's settings, its totals and one row per file."""
     return {
         "dir": str(folder),
@@ -776,6 +793,7 @@ def _json_document(folder: Path, out: Path, solver: str, time_limit: float, seed
         "time_limit": time_limit,
         "seed": seed,
         "max_vehicles": max_vehicles,
+        "max_solutions": max_solutions,
         "executor": executor,
         "interrupted": not completed,
         "totals": summary,
@@ -786,12 +804,13 @@ def _json_document(folder: Path, out: Path, solver: str, time_limit: float, seed
 
 def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, out: Path,
             solver: str, time_limit: float, seed: int, executor: str, as_json: bool,
-            max_vehicles: int | None = None) -> None:
+            max_vehicles: int | None = None, max_solutions: int | None = None) -> None:
     """The table (or JSON) on stdout, summary.md in OUT, and the exit code."""
     summary = totals(rows, ignored)
     fleet = "" if max_vehicles is None else f", at most {max_vehicles} vehicles"
+    budget = "" if max_solutions is None else f", at most {max_solutions} solutions"
     title = (f"cosolve batch {folder}: solver {solver}, time limit {time_limit:g} s, "
-             f"seed {seed}{fleet}, executor {executor}")
+             f"seed {seed}{fleet}{budget}, executor {executor}")
     markdown_error = None
     try:
         _atomic_write(out / SUMMARY_FILE, summary_markdown(rows, title, summary))
@@ -800,7 +819,7 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
     if as_json:
         typer.echo(json.dumps(jsonable(_json_document(
             folder, out, solver, time_limit, seed, executor, max_vehicles, rows, summary,
-            completed)), indent=2))
+            completed, max_solutions)), indent=2))
     else:
         stdout_console().print(summary_table(rows, title, summary))
     if markdown_error is not None:

@@ -304,6 +304,37 @@ def test_max_vehicles_below_what_a_file_needs_rejects_that_file(tmp_path: Path) 
                             "0"), "--max-vehicles", "at least 1")
 
 
+def test_max_solutions_gives_every_file_its_budget_in_solutions(tmp_path: Path) -> None:
+    """--max-solutions reaches each file's job, as `cosolve solve --max-solutions` does (polynet
+    stops after 64 solutions, long before its 30 s time limit); the report, the saved
+    solution's settings, the store and summary.md say it; a rerun with the same budget skips
+    the file; a solver without a budget in solutions, or a budget below 1, is exit 2 naming
+    the option before anything runs."""
+    folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
+    out = tmp_path / "out"
+    budgeted = (str(folder), "--solver", "polynet", "--time-limit", "30", "--workers", "1",
+                "--out", str(out), "--json", "--max-solutions", "64")
+    result = _run(*budgeted)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    report = json.loads(result.stdout)
+    assert report["max_solutions"] == 64
+    (row,) = report["rows"]
+    assert row["state"] == "succeeded" and row["feasible"] and row["wall_time"] < 15
+    saved = json.loads((out / "eil51.json").read_text())
+    assert saved["batch"]["max_solutions"] == 64
+    assert saved["stats"]["solutions"] == 64 and saved["stats"]["max_solutions"] == 64
+    (job,), _ = JobStore(out / ".cosolve").list(limit=10)
+    assert job.max_solutions == 64
+    assert "at most 64 solutions" in (out / "summary.md").read_text()
+    again = json.loads(_run(*budgeted).stdout)
+    assert again["rows"][0]["state"] == "already_solved"
+    _assert_user_error(_run(str(folder), "--solver", "ortools", "--out", str(out),
+                            "--max-solutions", "64"), "--max-solutions", "time limit only")
+    _assert_user_error(_run(str(folder), "--solver", "polynet", "--out", str(out),
+                            "--max-solutions", "0"), "--max-solutions", "at least 1")
+    assert _jobs_in_store(out) == 1  # the refusals ran nothing
+
+
 def test_two_files_with_the_same_stem_do_not_overwrite_each_other(tmp_path: Path) -> None:
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
     (folder / "eil51.tsp.gz").write_bytes(gzip.compress((DATA / "eil51.tsp").read_bytes()))

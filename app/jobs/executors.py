@@ -320,7 +320,7 @@ class RayExecutor:
         if not self.store.mark_running(job.id, job.attempt):
             return
         spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename,
-                       self.device)
+                       self.device, job.max_solutions)
         data = self.store.input_path(job).read_bytes()
         channel = self._channel.remote()
         ref = self._task.remote(spec, data, channel)

@@ -75,7 +75,8 @@ class JobService:
     # -- jobs ------------------------------------------------------------------------------
     def submit(self, *, problem: str, solver: str, time_limit: float, seed: int,
                filename: str, data: bytes, nodes: int,
-               batch_id: str | None = None, max_vehicles: int | None = None) -> JobRecord:
+               batch_id: str | None = None, max_vehicles: int | None = None,
+               max_solutions: int | None = None) -> JobRecord:
         """Persist and enqueue one job, unless the queue is full."""
         with self._submit_lock:
             active = self.store.count_active()
@@ -83,12 +84,14 @@ class JobService:
                 raise QueueFullError(active + 1, self.settings.max_active_jobs)
             job = self.store.create(problem=problem, solver=solver, time_limit=time_limit,
                                     seed=seed, filename=filename, data=data, nodes=nodes,
-                                    batch_id=batch_id, max_vehicles=max_vehicles)
+                                    batch_id=batch_id, max_vehicles=max_vehicles,
+                                    max_solutions=max_solutions)
         self.executor.submit(job)
         return job
 
     def submit_batch(self, jobs: list[dict[str, Any]], solver: str, time_limit: float,
-                     rejected: list[dict[str, str]], max_vehicles: int | None = None) -> str:
+                     rejected: list[dict[str, str]], max_vehicles: int | None = None,
+                     max_solutions: int | None = None) -> str:
         """Persist a batch and all its jobs, or nothing when they do not all fit the queue:
         the check and the creation hold the submit lock together, so single jobs arriving at
         the same moment cannot fill the queue halfway through (that left a batch whose id
@@ -98,7 +101,7 @@ class JobService:
             if active + len(jobs) > self.settings.max_active_jobs:
                 raise QueueFullError(active + len(jobs), self.settings.max_active_jobs)
             batch_id = self.store.create_batch(solver, time_limit, len(jobs), rejected,
-                                               max_vehicles)
+                                               max_vehicles, max_solutions)
             try:
                 created = [self.store.create(**job, batch_id=batch_id) for job in jobs]
             except StorageError:

@@ -83,7 +83,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     partial INTEGER NOT NULL DEFAULT 0,
     error TEXT,
     max_vehicles INTEGER,
-    worker_pid INTEGER
+    worker_pid INTEGER,
+    max_solutions INTEGER
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
@@ -95,13 +96,15 @@ CREATE TABLE IF NOT EXISTS batches (
     time_limit REAL NOT NULL,
     size INTEGER NOT NULL,
     rejected TEXT NOT NULL DEFAULT '[]',
-    max_vehicles INTEGER
+    max_vehicles INTEGER,
+    max_solutions INTEGER
 );
 """
 
 #: Columns added after a table's first release: (table, name, type), for older stores.
 _ADDED_COLUMNS = (("jobs", "max_vehicles", "INTEGER"), ("batches", "max_vehicles", "INTEGER"),
-                  ("jobs", "worker_pid", "INTEGER"))
+                  ("jobs", "worker_pid", "INTEGER"), ("jobs", "max_solutions", "INTEGER"),
+                  ("batches", "max_solutions", "INTEGER"))
 
 
 @dataclass
@@ -136,6 +139,8 @@ class JobRecord:
     max_vehicles: int | None = None
     #: The local worker process solving it (set when it starts running), None otherwise.
     worker_pid: int | None = None
+    #: The budget in solutions the job solves with (polynet's max_solutions), None without.
+    max_solutions: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -320,6 +325,7 @@ class JobStore:
         nodes: int,
         batch_id: str | None = None,
         max_vehicles: int | None = None,
+        max_solutions: int | None = None,
     ) -> JobRecord:
         """Persist the input (fsynced) and a queued row; only then is the job accepted. The
         name is made safe to store (``safe_filename``) whoever calls: the CLI's batch passed
@@ -338,10 +344,10 @@ class JobStore:
             with self._conn() as c:
                 c.execute(
                     "INSERT INTO jobs (id, batch_id, state, problem, solver, time_limit, seed, "
-                    "filename, nodes, created_at, updated_at, max_vehicles) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "filename, nodes, created_at, updated_at, max_vehicles, max_solutions) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (job_id, batch_id, QUEUED, problem, solver, time_limit, seed, filename,
-                     nodes, now, now, max_vehicles),
+                     nodes, now, now, max_vehicles, max_solutions),
                 )
         except (OSError, sqlite3.OperationalError) as exc:
             # nothing half-made stays behind: the expiry loop works from rows, so a folder
@@ -354,16 +360,18 @@ class JobStore:
         return job
 
     def create_batch(self, solver: str, time_limit: float, size: int,
-                     rejected: list[dict[str, Any]], max_vehicles: int | None = None) -> str:
+                     rejected: list[dict[str, Any]], max_vehicles: int | None = None,
+                     max_solutions: int | None = None) -> str:
         """A batch row; ``rejected`` lists the files refused at submission, with reasons;
-        ``max_vehicles``: the fleet cap every file was given, if any."""
+        ``max_vehicles`` and ``max_solutions``: the fleet cap and the budget in solutions
+        every file was given, if any."""
         batch_id = uuid.uuid4().hex
         try:
             with self._conn() as c:
                 c.execute("INSERT INTO batches (id, created_at, solver, time_limit, size, "
-                          "rejected, max_vehicles) VALUES (?,?,?,?,?,?,?)",
+                          "rejected, max_vehicles, max_solutions) VALUES (?,?,?,?,?,?,?,?)",
                           (batch_id, time.time(), solver, time_limit, size,
-                           json.dumps(rejected), max_vehicles))
+                           json.dumps(rejected), max_vehicles, max_solutions))
         except sqlite3.OperationalError as exc:
             raise StorageError(f"the batch could not be stored ({exc}); the server's data "
                                "directory may be full") from None

@@ -45,6 +45,8 @@ class JobSpec:
     filename: str
     #: torch device of the torch solvers (the server's ``COSOLVE_DEVICE``, resolved)
     device: str = "cpu"
+    #: the budget in solutions, for solvers that take one (polynet), None without one
+    max_solutions: int | None = None
 
 
 @dataclass
@@ -96,8 +98,8 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
         warm_up(spec.solver)  # a fresh worker: imports and weights outside the time limit
         sink.progress(ProgressEvent(spec.solver, 0.0, 0, None,
                                     f"solving {instance.n} nodes"))
-        budget = Budget(time_limit=spec.time_limit, seed=spec.seed, cancel=cancel,
-                        device=spec.device)
+        budget = Budget(time_limit=spec.time_limit, seed=spec.seed,
+                        max_solutions=spec.max_solutions, cancel=cancel, device=spec.device)
         throttle = _Throttle(sink)
         solution = solve(instance, spec.solver, budget, throttle)
     except NoSolutionError as exc:
@@ -173,7 +175,7 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
             or not store.mark_running(job_id, attempt, os.getpid())):
         return "skipped"  # cancelled while queued, or superseded by a newer attempt
     spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename,
-                   device)
+                   device, job.max_solutions)
     try:
         data = store.input_path(job).read_bytes()
     except FileNotFoundError:  # (QA sweep: reported as "the worker process died")

@@ -102,7 +102,7 @@ def job_status(job: JobRecord) -> JobStatus:
         progress=JobProgress(elapsed=job.elapsed, iterations=job.iterations,
                              best_cost=job.best_cost, message=job.message),
         cost=job.cost, feasible=job.feasible, partial=job.partial, error=job.error,
-        max_vehicles=job.max_vehicles,
+        max_vehicles=job.max_vehicles, max_solutions=job.max_solutions,
         links=JobLinks(self=base, events=f"{base}/events", solution=f"{base}/solution"),
     )
 
@@ -536,7 +536,7 @@ async def submit_batch(request: Request, response: Response, settings: SettingsD
 
 def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, settings: Settings,
                   service: JobService) -> BatchStatus:
-    check_batch_options(options.solver, options.time_limit, settings)
+    check_batch_options(options.solver, options.time_limit, settings, options.max_solutions)
     files: list[tuple[str, bytes]] = []
     skipped: list[dict[str, Any]] = []
     budget = _ReadBudget(settings.max_decompressed_bytes, settings.max_batch_files)
@@ -569,6 +569,8 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
             fields["time_limit"] = str(options.time_limit)
         if options.max_vehicles is not None:
             fields["max_vehicles"] = str(options.max_vehicles)
+        if options.max_solutions is not None:
+            fields["max_solutions"] = str(options.max_solutions)
         try:
             accepted.append(job_from_upload(
                 Upload(filename, data, {k: [v] for k, v in fields.items()}), settings))
@@ -599,7 +601,7 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     try:
         batch_id = service.submit_batch([vars(job_input) for job_input in accepted],
                                         options.solver, accepted[0].time_limit, rejected,
-                                        options.max_vehicles)
+                                        options.max_vehicles, options.max_solutions)
     except QueueFullError as exc:
         raise _queue_full(exc) from None
     except StorageError as exc:
@@ -660,6 +662,7 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
         # every job of a batch has the batch's seed (QA sweep: the answer did not say it)
         seed=jobs[0].seed if jobs else None, max_vehicles=batch["max_vehicles"],
+        max_solutions=batch["max_solutions"],
         created_at=batch["created_at"], done=all(j.final for j in jobs),
         summary=BatchSummary(files=len(jobs) + len(batch["rejected"]),
                              rejected=len(batch["rejected"]), solved=len(costs),
@@ -715,6 +718,7 @@ def batch_markdown(status: BatchStatus) -> str:
     lines = [f"# Batch {status.id}", "",
              f"solver {status.solver}, time limit {status.time_limit:g} s, "
              + (f"at most {status.max_vehicles} vehicles, " if status.max_vehicles else "")
+             + (f"at most {status.max_solutions} solutions, " if status.max_solutions else "")
              + ("done" if status.done else "in progress"), "",
              "| file | nodes | state | cost | feasible | wall (s) | error |",
              "|---|---:|---|---:|---|---:|---|"]

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.schemas import examples
 from app.schemas.routing import (
     MAX_SEED,
+    MAX_SOLUTIONS,
+    MAX_SOLUTIONS_DOC,
     ROUTING_SEED,
     CVRPInstanceIn,
     CVRPTWInstanceIn,
@@ -32,11 +34,13 @@ class JobOptions(_Strict):
         "server's max_job_time_limit).",
     )
     seed: int = Field(default=0, ge=0, le=MAX_SEED, description=ROUTING_SEED)
+    max_solutions: int | None = Field(
+        default=None, ge=1, le=MAX_SOLUTIONS, description=MAX_SOLUTIONS_DOC)
 
 
 class BatchOptions(JobOptions, UploadFleet):
-    """The form fields of a batch: every file gets the same solver, budget and fleet cap (a
-    TSP file with a cap is listed as rejected)."""
+    """The form fields of a batch: every file gets the same solver, budget (time limit and
+    max_solutions) and fleet cap (a TSP file with a cap is listed as rejected)."""
 
 
 class TSPJobRequest(JobOptions):
@@ -119,6 +123,9 @@ class JobStatus(BaseModel):
     max_vehicles: int | None = Field(
         default=None, description="The fleet cap the job solves with (CVRP, CVRPTW): the "
         "instance's max_vehicles, a file's VEHICLES, or the max_vehicles form field.")
+    max_solutions: int | None = Field(
+        default=None, description="The budget in solutions the job solves with (polynet), "
+        "null without one.")
     links: JobLinks
 
 
@@ -169,6 +176,9 @@ class BatchStatus(BaseModel):
     max_vehicles: int | None = Field(
         default=None, description="The fleet cap every file of the batch was given (the "
         "max_vehicles form field), null without one.")
+    max_solutions: int | None = Field(
+        default=None, description="The budget in solutions every file of the batch was given "
+        "(the max_solutions form field), null without one.")
     created_at: float
     done: bool
     summary: BatchSummary

@@ -92,6 +92,14 @@ ROUTING_SEED = ("Seeds the solver's random choices (echoed in the answer). A sea
                 "polynet with max_solutions reached first, repeat exactly on one machine.")
 
 
+#: The largest ``max_solutions`` a request may ask for, and what it does (solve, job, batch).
+MAX_SOLUTIONS = 10_000_000
+MAX_SOLUTIONS_DOC = ("A budget in solutions, for solvers that take one (polynet): stop after "
+                     "decoding this many (greedy and sampled, no reconstruction phase; rounded "
+                     "up to a whole pass over the symmetries decoded together, at most 7 "
+                     "more), or at the time limit if that comes first.")
+
+
 class _Strict(BaseModel):
     """Unknown fields are errors, so a typo ("time_limt") is reported, not silently ignored."""
 
@@ -172,12 +180,7 @@ class SolveOptions(_Strict):
     )
     seed: int = Field(default=0, ge=0, le=MAX_SEED, description=ROUTING_SEED)
     max_solutions: int | None = Field(
-        default=None, ge=1, le=10_000_000,
-        description="A budget in solutions, for solvers that take one (polynet): stop after "
-        "decoding this many (greedy and sampled, no reconstruction phase; rounded up to a "
-        "whole pass over the symmetries decoded together, at most 7 more), or at the time "
-        "limit if that comes first.",
-    )
+        default=None, ge=1, le=MAX_SOLUTIONS, description=MAX_SOLUTIONS_DOC)
 
 
 class TSPSolveRequest(SolveOptions):

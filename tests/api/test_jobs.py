@@ -72,6 +72,7 @@ def test_json_job_streams_progress_and_serves_the_solution(api: httpx.Client) ->
     assert response.headers["location"] == f"/v1/jobs/{job['id']}"
     assert job["state"] in ("queued", "running") and job["nodes"] == 200
     assert job["links"]["events"].endswith("/events") and job["max_vehicles"] is None
+    assert job["max_solutions"] is None
 
     events = _events(api, job["id"])
     kinds = [k for k, _ in events]
@@ -160,6 +161,67 @@ def test_a_file_job_takes_a_fleet_cap(api: httpx.Client) -> None:
         assert response.status_code == 422, response.text
         body = response.json()
         assert body["field"] == "max_vehicles" and words in body["detail"], body
+
+
+def test_a_polynet_job_with_a_budget_in_solutions_repeats_itself(api: httpx.Client) -> None:
+    """max_solutions reaches a job's solver (jobs refused it as an unknown field, so a
+    reproducible polynet run could not be a job): the same 20-node TSP with the same seed and
+    budget (the greedy pass and a sampling round), once as a JSON job and once as an uploaded
+    file, decodes the same solutions long before its time limit; the status and the
+    solution's stats echo the budget."""
+    rng = random.Random(20)
+    coords = [[rng.uniform(0, 100), rng.uniform(0, 100)] for _ in range(20)]
+    options = {"solver": "polynet", "time_limit": 30, "seed": 3, "max_solutions": 1536}
+    response = api.post("/v1/jobs", json={"problem": "tsp", "instance": {"coords": coords},
+                                          **options})
+    assert response.status_code == 202, response.text
+    assert response.json()["max_solutions"] == 1536
+    upload = api.post("/v1/jobs", files={"file": ("r20.json", json.dumps(
+        {"problem": "tsp", "coords": coords}).encode())},
+        data={k: str(v) for k, v in options.items()})
+    assert upload.status_code == 202, upload.text
+    jobs = [_wait(api, r.json()["id"], ("succeeded",), timeout=60) for r in (response, upload)]
+    solutions = [api.get(f"/v1/jobs/{job['id']}/solution").json() for job in jobs]
+    for job, solution in zip(jobs, solutions, strict=True):
+        assert job["max_solutions"] == 1536 and job["feasible"]
+        assert solution["stats"]["max_solutions"] == 1536
+        assert solution["stats"]["solutions"] == 1536
+        assert solution["wall_time"] < 15  # the budget, not the 30 s time limit, ended it
+    assert jobs[0]["cost"] == jobs[1]["cost"]
+    assert solutions[0]["routes"] == solutions[1]["routes"]
+    assert solutions[0]["stats"]["winner"] == solutions[1]["stats"]["winner"]
+
+
+def test_a_budget_in_solutions_is_refused_as_a_solve_refuses_it(api: httpx.Client) -> None:
+    """As POST /v1/routing/*/solve: a solver without a budget in solutions (ortools), or a
+    budget out of bounds, is a 422 naming max_solutions, for a JSON job, an upload and a
+    batch alike (they answered "Extra inputs are not permitted" before)."""
+    coords = [[0, 0], [3, 0], [3, 4], [0, 4]]
+    square = ("square.json", json.dumps({"problem": "tsp", "coords": coords}).encode())
+    refused = [
+        api.post("/v1/jobs", json={"problem": "tsp", "instance": {"coords": coords},
+                                   "solver": "ortools", "max_solutions": 10}),
+        api.post("/v1/jobs", files={"file": square},
+                 data={"solver": "ortools", "max_solutions": "10"}),
+        api.post("/v1/batches", files=[("files", square)],
+                 data={"solver": "ortools", "max_solutions": "10"}),
+    ]
+    for response in refused:
+        body = assert_problem(response, 422, field="max_solutions")
+        assert "takes a time limit only" in body["detail"] and "polynet" in body["detail"]
+    for budget, words in ((0, "greater than or equal to 1"),
+                          (10_000_001, "less than or equal to 10000000")):
+        out_of_bounds = [
+            api.post("/v1/jobs", json={"problem": "tsp", "instance": {"coords": coords},
+                                       "solver": "polynet", "max_solutions": budget}),
+            api.post("/v1/jobs", files={"file": square},
+                     data={"solver": "polynet", "max_solutions": str(budget)}),
+            api.post("/v1/batches", files=[("files", square)],
+                     data={"solver": "polynet", "max_solutions": str(budget)}),
+        ]
+        for response in out_of_bounds:
+            body = assert_problem(response, 422, field="max_solutions")
+            assert words in body["detail"], body
 
 
 def test_100k_node_tsp_job_with_sil(api: httpx.Client, tmp_path: Path) -> None:
@@ -300,7 +362,7 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     assert response.headers["location"] == f"/v1/batches/{batch['id']}"  # as a job's 202
     # every file counts, the refused ones too, as `cosolve batch` counts them
     assert batch["summary"]["files"] == 7 and batch["summary"]["rejected"] == 3
-    assert batch["max_vehicles"] is None
+    assert batch["max_vehicles"] is None and batch["max_solutions"] is None
     assert [r["filename"] for r in batch["rejected"]] == ["broken.tsp", "again/eil51.tsp",
                                                            "old/square.tsp"]
     assert "EDGE_WEIGHT_TYPE" in batch["rejected"][0]["error"]
@@ -350,6 +412,29 @@ def test_a_batch_caps_the_fleet_of_every_cvrp_file(api: httpx.Client) -> None:
     job_id = jobs["jobs"][0]["id"]
     solution = api.get(f"/v1/jobs/{job_id}/solution").json()
     assert len([r for r in solution["routes"] if r]) <= 26
+
+
+def test_a_batch_gives_every_file_its_budget_in_solutions(api: httpx.Client) -> None:
+    """max_solutions reaches each file of a batch (polynet stops after 64 solutions, long
+    before its 30 s time limit), and the batch, its jobs and its markdown table echo it."""
+    files = [("files", (name, (DATA / name).read_bytes()))
+             for name in ("eil51.tsp", "X-n101-k25.vrp")]
+    response = api.post("/v1/batches", files=files, data={
+        "solver": "polynet", "time_limit": "30", "seed": "1", "max_solutions": "64"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    assert batch["max_solutions"] == 64 and batch["summary"]["rejected"] == 0
+    batch = _wait_batch(api, batch)
+    assert batch["done"] and batch["summary"]["succeeded"] == 2
+    assert batch["max_solutions"] == 64
+    assert all(r["wall_time"] < 15 for r in batch["results"])
+    table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"}).text
+    assert "at most 64 solutions" in table
+    jobs = api.get("/v1/jobs", params={"batch_id": batch["id"]}).json()["jobs"]
+    assert len(jobs) == 2 and all(job["max_solutions"] == 64 for job in jobs)
+    for job in jobs:
+        stats = api.get(f"/v1/jobs/{job['id']}/solution").json()["stats"]
+        assert stats["solutions"] == 64 and stats["max_solutions"] == 64
 
 
 def test_a_batch_row_with_dropped_customers_says_so_and_stays_out_of_the_total(

@@ -29,17 +29,25 @@ def test_input_is_on_disk_before_the_job_exists(tmp_path: Path) -> None:
     assert again is not None and again.filename == "eil51.tsp"
 
 
+def _schema_without(*columns: str) -> str:
+    """The store's schema as an older version wrote it: without ``columns`` (added since)."""
+    import re
+
+    from app.jobs.store import _SCHEMA
+
+    kept = [line for line in _SCHEMA.splitlines()
+            if line.strip().split(" ")[0] not in columns]
+    return re.sub(r",\n\)", "\n)", "\n".join(kept))
+
+
 def test_a_store_from_before_the_fleet_column_gains_it(tmp_path: Path) -> None:
     """A jobs.sqlite3 written before jobs had max_vehicles: opening it adds the column, its
     old jobs read None there, new ones keep theirs; a second opening changes nothing."""
     import sqlite3
 
-    from app.jobs.store import _SCHEMA
-
     tmp_path.mkdir(exist_ok=True)
     old = sqlite3.connect(tmp_path / "jobs.sqlite3")
-    added = ",\n    max_vehicles INTEGER,\n    worker_pid INTEGER\n"  # the jobs table's
-    old.executescript(_SCHEMA.replace(added, "\n").replace(",\n    max_vehicles INTEGER\n", "\n"))
+    old.executescript(_schema_without("max_vehicles", "worker_pid", "max_solutions"))
     old.execute("INSERT INTO jobs (id, state, problem, solver, time_limit, seed, filename, "
                 "nodes, created_at, updated_at) VALUES ('old', 'succeeded', 'tsp', "
                 "'ortools', 1.0, 0, 'eil51.tsp', 51, 0, 0)")
@@ -47,7 +55,7 @@ def test_a_store_from_before_the_fleet_column_gains_it(tmp_path: Path) -> None:
     columns = {row[1] for row in old.execute("PRAGMA table_info(jobs)")}
     batch_columns = {row[1] for row in old.execute("PRAGMA table_info(batches)")}
     old.close()
-    assert not {"max_vehicles", "worker_pid"} & (columns | batch_columns)
+    assert not {"max_vehicles", "worker_pid", "max_solutions"} & (columns | batch_columns)
     store = JobStore(tmp_path)
     stored = store.get("old")
     assert stored is not None and stored.max_vehicles is None and stored.worker_pid is None
@@ -58,6 +66,39 @@ def test_a_store_from_before_the_fleet_column_gains_it(tmp_path: Path) -> None:
     # the batches table gained its column too
     batch_id = store.create_batch("ils", 1.0, 1, [], max_vehicles=26)
     assert store.batch(batch_id)["max_vehicles"] == 26  # type: ignore[index]
+
+
+def test_a_store_from_before_the_solution_budget_column_gains_it(tmp_path: Path) -> None:
+    """A jobs.sqlite3 written before jobs and batches had max_solutions (with max_vehicles):
+    opening it adds the column to both tables, its old jobs and batches read None there, new
+    ones keep theirs, and the worker solves a stored job with its budget."""
+    import sqlite3
+
+    old = sqlite3.connect(tmp_path / "jobs.sqlite3")
+    old.executescript(_schema_without("max_solutions"))
+    old.execute("INSERT INTO jobs (id, state, problem, solver, time_limit, seed, filename, "
+                "nodes, created_at, updated_at) VALUES ('old', 'succeeded', 'tsp', "
+                "'ortools', 1.0, 0, 'eil51.tsp', 51, 0, 0)")
+    old.execute("INSERT INTO batches (id, created_at, solver, time_limit, size) "
+                "VALUES ('old', 0, 'ortools', 1.0, 1)")
+    old.commit()
+    for table in ("jobs", "batches"):
+        assert "max_solutions" not in {row[1] for row in old.execute(
+            f"PRAGMA table_info({table})")}
+    old.close()
+    store = JobStore(tmp_path)
+    stored = store.get("old")
+    assert stored is not None and stored.max_solutions is None
+    assert store.batch("old")["max_solutions"] is None  # type: ignore[index]
+    job = store.create(problem="tsp", solver="polynet", time_limit=30.0, seed=0,
+                       filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(), nodes=51,
+                       max_solutions=16)
+    assert JobStore(tmp_path).get(job.id).max_solutions == 16  # type: ignore[union-attr]
+    batch_id = store.create_batch("polynet", 30.0, 1, [], max_solutions=16)
+    assert JobStore(tmp_path).batch(batch_id)["max_solutions"] == 16  # type: ignore[index]
+    assert run_stored_job(str(tmp_path), job.id, job.attempt, ttl_s=60) == SUCCEEDED
+    stats = store.read_solution(job.id)["stats"]  # type: ignore[index]
+    assert stats["solutions"] == 16 and stats["max_solutions"] == 16
 
 
 def test_worker_runs_a_stored_job(tmp_path: Path) -> None:
