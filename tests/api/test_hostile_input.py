@@ -137,7 +137,8 @@ class _FakeStore:
 
     def batch(self, batch_id: str) -> dict[str, Any]:
         return {"solver": "nearest_neighbor", "time_limit": 1.0, "created_at": 0.0,
-                "rejected": self.rejected, "max_vehicles": None, "size": 0}
+                "rejected": self.rejected, "max_vehicles": None, "max_solutions": None,
+                "size": 0}
 
     def list(self, **_: Any) -> tuple[list[Any], int]:
         return [], 0
@@ -149,7 +150,8 @@ class _FakeService:
         self.submitted: list[dict[str, Any]] = []
 
     def submit_batch(self, inputs: list[dict[str, Any]], solver: str, time_limit: float,
-                     rejected: list[dict[str, Any]], max_vehicles: int | None = None) -> str:
+                     rejected: list[dict[str, Any]], max_vehicles: int | None = None,
+                     max_solutions: int | None = None) -> str:
         self.submitted, self.store.rejected = inputs, rejected
         return "batch"
 
