@@ -103,23 +103,33 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
 
 def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,
                progress: ProgressCallback) -> tuple[list[list[int]], dict[str, Any]]:
-    from solvers.routing.sil import RoundHeartbeat, model_coords, per_token_prior, prc_round
+    from solvers.routing.sil import (
+        PhaseHeartbeat,
+        RoundHeartbeat,
+        model_coords,
+        per_token_prior,
+        prc_round,
+    )
 
     assert instance.coords is not None
     model = solver.model("tsp")
     xy = np.ascontiguousarray(instance.coords, dtype=np.float64)
     depot = instance.depot
     rng = np.random.default_rng(budget.seed)
-    tour, stats = solver.start_tour(model, xy, budget.seed, clock, first=depot)
+    tour, stats = solver.start_tour(model, xy, budget.seed, clock, first=depot,
+                                    progress=progress)
     stats["start"] += " + optimal split"
     stats.update(max_segment=solver.max_segment, model="sil_tsp (route first, cluster second)")
     routes = _split(instance, tour)
     if solver.polish:
         # the descent from a split start may take long on the largest plans (100K nodes:
         # about 15 s from nearest neighbour): at most half the time, the rest to the rounds
-        routes = cvrp_descent(instance, polish_routes(xy, depot, routes),
+        routes = polish_routes(xy, depot, routes)
+        routes = cvrp_descent(instance, routes,
                               time.perf_counter() + START_DESCENT_SHARE * clock.remaining,
-                              cancelled=budget.cancelled)
+                              cancelled=PhaseHeartbeat(solver.name, clock, progress,
+                                                       "start: descent from the split tour",
+                                                       instance.cost(routes)))
     routes = fit_fleet(solver.name, instance, routes, clock, budget.seed, stats)
     cap = instance.fleet_cap()
     cost = _euclid_cost(xy, depot, routes)

@@ -279,3 +279,39 @@ def test_a_shifted_instance_is_solved_as_well_as_the_original() -> None:
         here = solve(make(xy), "sil", Budget(time_limit=1.0, seed=0)).cost
         far = solve(make(xy + 1e9), "sil", Budget(time_limit=1.0, seed=0)).cost
         assert far < 1.03 * here, (here, far)
+
+
+def test_the_start_phases_report_while_they_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model's greedy start (5 s at 20K nodes) and the first descent of a split plan
+    (14 s at 100K) ran without a progress report; each now beats every HEARTBEAT_S (here
+    0.02 s), before the solve's "start" report. With a cancel set in the first beat, the
+    start gives up and the solve ends with a plan at once."""
+    import threading
+
+    import solvers.routing.sil as sil_module
+    from solvers.routing.sil import SILSolver
+
+    monkeypatch.setattr(sil_module, "HEARTBEAT_S", 0.02)
+    tsp = TSPInstance(coords=_uniform(1000, 5))
+    events: list[tuple[str, float | None]] = []
+    SILSolver(start="greedy").solve(tsp, Budget(time_limit=1.0, seed=0),
+                                    lambda e: events.append((e.message, e.best_cost)))
+    messages = [m for m, _ in events]
+    greedy = messages.index("start: the model's greedy tour")
+    assert greedy < messages.index("start") and events[greedy][1] is None
+
+    cvrp = _cvrp(3000, 5)
+    events.clear()
+    get_solver("sil_ls").solve(cvrp, Budget(time_limit=1.0, seed=0),
+                               lambda e: events.append((e.message, e.best_cost)))
+    messages = [m for m, _ in events]
+    descent = messages.index("start: descent from the split tour")
+    assert descent < messages.index("start")
+    assert events[descent][1] > events[messages.index("start")][1]  # the split's, longer
+
+    cancel = threading.Event()
+    t0 = time.perf_counter()
+    sol = SILSolver(start="greedy").solve(
+        TSPInstance(coords=_uniform(5000, 6)), Budget(time_limit=60.0, seed=0, cancel=cancel),
+        lambda e: cancel.set())
+    assert sol.feasible and time.perf_counter() - t0 < 3.0
