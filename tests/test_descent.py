@@ -468,11 +468,8 @@ def test_the_first_descent_of_the_kicks_reports_while_it_runs() -> None:
 
     warm_up()
     rng = np.random.default_rng(4)
-    n = 2_000
-    xy = rng.random((n, 2)) * 1000
-    dem = rng.integers(1, 10, n)
-    dem[0] = 0
-    inst = CVRPInstance(coords=xy, demands=dem, capacity=100)
+    xy, dem, cap = random_cvrp(rng, 2_000)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
     plan = _random_plan(inst, rng)
     reports: list[tuple[float, int]] = []
     cvrp_kicks(inst, plan, time.perf_counter() + 0.5, 0, slice_seconds=0.005,
