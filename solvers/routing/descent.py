@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from solvers.base import Clock
+from solvers.base import Clock, beating
 from solvers.compiling import cache_is_cold, compiled_beside
 from solvers.errors import NoSolutionError
 from solvers.routing.localsearch import two_opt
@@ -286,27 +286,6 @@ def cvrp_descent(instance: CVRPInstance, routes: list[list[int]], deadline: floa
     return plan.routes()
 
 
-def _beating(cancelled: Callable[[], bool] | None,
-             on_slice: Callable[[float, int], None] | None, every: float,
-             length: float) -> Callable[[], bool] | None:
-    """The cancel check for a descent that also tells ``on_slice`` the starting ``length``
-    (no kick kept yet) every ``every`` seconds: the first descent of a 100K-node plan runs
-    for about 15 s, which went by without a report."""
-    if on_slice is None:
-        return cancelled
-    next_beat = time.perf_counter() + every
-
-    def check() -> bool:
-        nonlocal next_beat
-        now = time.perf_counter()
-        if now >= next_beat:
-            next_beat = now + every
-            on_slice(length, 0)
-        return cancelled is not None and cancelled()
-
-    return check
-
-
 def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float, seed: int,
                neighbours: int = NEIGHBOURS, ruin: int = 20,
                on_slice: Callable[[float, int], None] | None = None,
@@ -336,8 +315,12 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes, 0
     plan = _Plan(instance, routes, neighbours)
-    plan.descend(deadline, _beating(cancelled, on_slice, slice_seconds,
-                                    instance.cost(routes)))
+    if on_slice is None:
+        plan.descend(deadline, cancelled)
+    else:  # the first descent of a 100K-node plan runs ~15 s: report the start meanwhile
+        start_length = instance.cost(routes)
+        plan.descend(deadline, beating(cancelled, lambda: on_slice(start_length, 0),
+                                       slice_seconds))
     rng = np.random.default_rng(seed)
     customers = np.array([c for c in range(instance.n) if c != instance.depot], dtype=np.int64)
     kept = 0

@@ -32,7 +32,14 @@ import numpy as np
 import torch
 
 from models.sil import SILConfig, SILModel
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.base import (
+    Budget,
+    Clock,
+    ProgressCallback,
+    ProgressEvent,
+    beating,
+    no_progress,
+)
 from solvers.errors import InstanceError
 from solvers.routing.checkpoints import CheckpointCache
 from solvers.routing.construct import random_insertion_tour
@@ -284,27 +291,15 @@ class RoundHeartbeat:
                                         f"round {self.rounds + 1}: {done}/{total} segments"))
 
 
-class PhaseHeartbeat:
-    """Reports progress through a phase that has no rounds to count (the model's greedy start
-    at 20K nodes, the first descent of a 100K-node CVRP: 5-15 s without a report): it stands
-    in for the budget's cancel check, which the phase asks every millisecond or so, and
-    reports ``message`` with ``best`` (None before any plan) at most every ``every``
-    seconds."""
-
-    def __init__(self, name: str, clock: Clock, progress: ProgressCallback, message: str,
-                 best: float | None = None, every: float | None = None) -> None:
-        self.name, self.clock, self.progress = name, clock, progress
-        self.message, self.best = message, best
-        self.every = HEARTBEAT_S if every is None else every
-        self._next = time.perf_counter() + self.every
-
-    def __call__(self) -> bool:
-        now = time.perf_counter()
-        if now >= self._next:
-            self._next = now + self.every
-            self.progress(ProgressEvent(self.name, self.clock.elapsed, 0, self.best,
-                                        self.message))
-        return self.clock.budget.cancelled()
+def phase_heartbeat(name: str, clock: Clock, progress: ProgressCallback, message: str,
+                    best: float | None = None) -> Callable[[], bool]:
+    """The budget's cancel check for a phase with no rounds to count (the model's greedy
+    start at 20K nodes, the first descent of a 100K-node CVRP: 5-15 s that went by without a
+    report), reporting ``message`` with ``best`` (None before any plan) every
+    ``HEARTBEAT_S``."""
+    return beating(clock.budget.cancelled,
+                   lambda: progress(ProgressEvent(name, clock.elapsed, 0, best, message)),
+                   HEARTBEAT_S)
 
 
 def greedy_tours(model: SILModel, xy: np.ndarray, starts: np.ndarray,
@@ -444,8 +439,8 @@ class SILSolver:
                 2 * GREEDY_BUDGET_SHARE * clock.remaining)
             with torch.inference_mode():
                 tour = greedy_tour(model, xy, start=first, deadline=t0 + share,
-                                   stop=PhaseHeartbeat(self.name, clock, progress,
-                                                       "start: the model's greedy tour"))
+                                   stop=phase_heartbeat(self.name, clock, progress,
+                                                        "start: the model's greedy tour"))
         stats: dict[str, Any] = {"start": f"greedy (k={GREEDY_CANDIDATES})"}
         if tour is None:
             stats["start"] = "random insertion" + (" (greedy overran its share)"

@@ -104,10 +104,10 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
 def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,
                progress: ProgressCallback) -> tuple[list[list[int]], dict[str, Any]]:
     from solvers.routing.sil import (
-        PhaseHeartbeat,
         RoundHeartbeat,
         model_coords,
         per_token_prior,
+        phase_heartbeat,
         prc_round,
     )
 
@@ -127,9 +127,9 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
         routes = polish_routes(xy, depot, routes)
         routes = cvrp_descent(instance, routes,
                               time.perf_counter() + START_DESCENT_SHARE * clock.remaining,
-                              cancelled=PhaseHeartbeat(solver.name, clock, progress,
-                                                       "start: descent from the split tour",
-                                                       instance.cost(routes)))
+                              cancelled=phase_heartbeat(solver.name, clock, progress,
+                                                        "start: descent from the split tour",
+                                                        instance.cost(routes)))
     routes = fit_fleet(solver.name, instance, routes, clock, budget.seed, stats)
     cap = instance.fleet_cap()
     cost = _euclid_cost(xy, depot, routes)
