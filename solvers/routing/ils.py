@@ -157,8 +157,13 @@ class ILSSolver:
             progress(ProgressEvent(self.name, clock.elapsed, kept, length,
                                    f"{kept} kicks kept"))
 
+        def on_descent(length: float) -> None:
+            progress(ProgressEvent(self.name, clock.elapsed, 0, length,
+                                   "start: descent of the start plan"))
+
         routes, kept = cvrp_kicks(instance, routes, time.perf_counter() + clock.remaining,
-                                  budget.seed, on_slice=on_slice, cancelled=budget.cancelled)
+                                  budget.seed, on_slice=on_slice, cancelled=budget.cancelled,
+                                  on_descent=on_descent)
         stats.update(kicks_kept=kept, seed=budget.seed)
         sol = build_solution(instance, routes, solver=self.name, wall_time=clock.elapsed,
                              stats=stats)
