@@ -224,6 +224,23 @@ def test_a_budget_in_solutions_is_refused_as_a_solve_refuses_it(api: httpx.Clien
             assert words in body["detail"], body
 
 
+
+def test_an_upload_names_its_solver_faults_before_parsing_the_file(api: httpx.Client) -> None:
+    """An upload's budget in solutions was checked after its file was parsed, so a broken
+    file hid it (a JSON job names the budget first); a solver that takes no budget, or one
+    that does not solve the problem the form gives, is now named before the file is read."""
+    broken = ("broken.tsp", b"NAME: broken\nTYPE: TSP\nDIMENSION: 3\nNODE_COORD_SECTION\n1 0\n")
+    response = api.post("/v1/jobs", files={"file": broken},
+                        data={"solver": "ortools", "max_solutions": "10"})
+    assert "takes a time limit only" in assert_problem(response, 422,
+                                                       field="max_solutions")["detail"]
+    response = api.post("/v1/jobs", files={"file": broken},
+                        data={"solver": "ils", "problem": "cvrptw"})
+    assert "does not solve cvrptw" in assert_problem(response, 422, field="solver")["detail"]
+    # without those faults, the file's own fault is named
+    assert_problem(api.post("/v1/jobs", files={"file": broken}, data={"solver": "ortools"}),
+                   422, field="file")
+
 def test_100k_node_tsp_job_with_sil(api: httpx.Client, tmp_path: Path) -> None:
     """The headline path: a 100K-node file, SIL's reconstruction as a job, a checked tour no
     longer than its random-insertion start, within the time limit."""
