@@ -150,20 +150,21 @@ def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock:
                 break
             w = min(w, int(fit))
             t0 = time.perf_counter()
-            heartbeat.rounds = rounds
+            heartbeat.start_round(rounds)
+            beating_cancel = heartbeat.check(budget.cancelled)
             if rounds % 2 == 0:
                 # Across routes: rebuild the angle-sorted giant tour, re-split it optimally.
                 giant = _giant_tour(xy, depot, routes)
                 new_tour, _ = prc_round(model, xy, coords, giant, w, rng,
-                                        t0 + clock.remaining, budget.cancelled, heartbeat)
+                                        t0 + clock.remaining, beating_cancel, heartbeat)
                 candidate = _split(instance, new_tour)
             else:
                 # Inside routes: always feasible, kept segment by segment.
                 candidate, _ = route_round(model, xy, coords, depot, routes, w, rng,
-                                           t0 + clock.remaining, budget.cancelled)
+                                           t0 + clock.remaining, beating_cancel)
             if solver.polish:
                 candidate = cvrp_descent(instance, polish_routes(xy, depot, candidate),
-                                         t0 + clock.remaining, cancelled=budget.cancelled)
+                                         t0 + clock.remaining, cancelled=beating_cancel)
             new_cost = _euclid_cost(xy, depot, candidate)
             if new_cost < cost - 1e-9 and len(candidate) <= cap:
                 routes, cost = candidate, new_cost

@@ -315,3 +315,30 @@ def test_the_start_phases_report_while_they_run(monkeypatch: pytest.MonkeyPatch)
         TSPInstance(coords=_uniform(5000, 6)), Budget(time_limit=60.0, seed=0, cancel=cancel),
         lambda e: cancel.set())
     assert sol.feasible and time.perf_counter() - t0 < 3.0
+
+
+@pytest.mark.parametrize("solver", ["sil", "sil_ls"])
+def test_a_round_reports_while_one_batch_of_segments_is_decoded(
+        monkeypatch: pytest.MonkeyPatch, solver: str) -> None:
+    """A round beat only between its batches of segments, so one long batch (a 100K-node
+    round on a slow machine: 3.7 s between reports at a third of this machine's speed) went
+    by without a report. The decoding's cancel check now beats too: with every round a single
+    batch, reports still come in the middle of it ("0/M segments"), and a CVRP round inside
+    the routes, which counts no segments, reports as "round k"."""
+    import re
+
+    import solvers.routing.sil as sil_module
+
+    monkeypatch.setattr(sil_module, "HEARTBEAT_S", 0.005)
+    monkeypatch.setattr(sil_module, "TOKENS_PER_BATCH", 1 << 30)
+    monkeypatch.setattr(sil_module, "STEP_TOKENS_PER_BATCH", 1 << 30)
+    messages: list[str] = []
+    get_solver(solver).solve(TSPInstance(coords=_uniform(2000, 7)),
+                             Budget(time_limit=1.5, seed=0),
+                             lambda e: messages.append(e.message))
+    assert any(re.fullmatch(r"round \d+: 0/\d+ segments", m) for m in messages), messages
+    if solver == "sil_ls":
+        messages.clear()
+        get_solver(solver).solve(_cvrp(500, 7), Budget(time_limit=2.0, seed=0),
+                                 lambda e: messages.append(e.message))
+        assert any(re.fullmatch(r"round \d+", m) for m in messages), messages
