@@ -26,7 +26,9 @@ RUN chown -R cosolve:cosolve /srv/cosolve
 USER cosolve
 
 EXPOSE 8000
-HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
+# a fresh container compiles the numba kernels before it answers (about 45 s on 2 cores,
+# minutes on a slow one): failures in the start period do not count
+HEALTHCHECK --interval=30s --timeout=5s --start-period=300s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
 # the settings are checked first (one line naming a bad COSOLVE_* variable, exit 2); run
 # from the source tree like uvicorn was, so weights/ is found beside the code
 CMD ["python", "-m", "cli.main", "serve", "--host", "0.0.0.0", "--port", "8000"]

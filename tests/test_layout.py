@@ -37,3 +37,27 @@ def test_imports_run_one_way(room: str) -> None:
            for line, name in _imports(path)
            if name.split(".")[0] in FORBIDDEN[room]]
     assert not bad, "\n".join(bad)
+
+
+def test_the_image_ships_what_make_serve_runs() -> None:
+    """The Dockerfile cannot be built here (no daemon), so what it must agree with is checked
+    on its text: every package pyproject installs is copied, and the weights; torch is pinned
+    as pyproject and the Makefile pin it (any other request pulls a CUDA build); the Python is
+    the one pyproject requires; the command's module exists."""
+    import re
+    import tomllib
+
+    docker = (REPO / "Dockerfile").read_text()
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    copied = {m.group(1).rstrip("/") for m in re.finditer(r"^COPY (\S+) ", docker, re.M)}
+    packages = {name.rstrip("*") for name in project["tool"]["setuptools"]["packages"]["find"]
+                ["include"]}
+    assert packages | {"weights"} <= copied, (packages | {"weights"}) - copied
+    torch_pin = next(d for d in project["project"]["dependencies"] if d.startswith("torch"))
+    assert f"pip install --index-url https://download.pytorch.org/whl/cpu {torch_pin}\n" in docker
+    assert torch_pin in (REPO / "Makefile").read_text()
+    python = re.search(r"^FROM python:(\d+\.\d+)", docker, re.M)
+    assert python and project["project"]["requires-python"] == (
+        f">={python.group(1)},<3.{int(python.group(1).split('.')[1]) + 1}")
+    module = re.search(r'^CMD \["python", "-m", "([\w.]+)"', docker, re.M)
+    assert module and (REPO / (module.group(1).replace(".", "/") + ".py")).is_file()
