@@ -323,11 +323,15 @@ def test_a_round_reports_while_one_batch_of_segments_is_decoded(
     """A round beat only between its batches of segments, so one long batch (a 100K-node
     round on a slow machine: 3.7 s between reports at a third of this machine's speed) went
     by without a report. The decoding's cancel check now beats too: with every round a single
-    batch, reports still come in the middle of it ("0/M segments"), and a CVRP round inside
-    the routes, which counts no segments, reports as "round k"."""
+    batch, reports still come in the middle of it ("0/M segments"); a CVRP round inside the
+    routes (sil_cvrp passes it the same check), which counts no segments, reports as
+    "round k"."""
     import re
 
     import solvers.routing.sil as sil_module
+    from solvers.base import Clock
+    from solvers.routing.sil import RoundHeartbeat
+    from solvers.routing.sil_cvrp import route_round
 
     monkeypatch.setattr(sil_module, "HEARTBEAT_S", 0.005)
     monkeypatch.setattr(sil_module, "TOKENS_PER_BATCH", 1 << 30)
@@ -339,6 +343,13 @@ def test_a_round_reports_while_one_batch_of_segments_is_decoded(
     assert any(re.fullmatch(r"round \d+: 0/\d+ segments", m) for m in messages), messages
     if solver == "sil_ls":
         messages.clear()
-        get_solver(solver).solve(_cvrp(500, 7), Budget(time_limit=2.0, seed=0),
-                                 lambda e: messages.append(e.message))
-        assert any(re.fullmatch(r"round \d+", m) for m in messages), messages
+        inst = _cvrp(600, 7)
+        heartbeat = RoundHeartbeat(solver, Clock(Budget(time_limit=60.0)),
+                                   lambda e: messages.append(e.message), 0.0, every=0.0)
+        heartbeat.start_round(3)
+        with torch.inference_mode():
+            route_round(_tiny_model().eval(), inst.coords,
+                        torch.as_tensor(inst.coords, dtype=torch.float32), inst.depot,
+                        random_insertion_routes(inst, seed=1), 17, np.random.default_rng(0),
+                        np.inf, heartbeat.check(None))
+        assert messages and set(messages) == {"round 4"}
