@@ -8,6 +8,7 @@ progress bar in the terminal and leaves a clean file.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -159,8 +160,10 @@ def solution_summary(
     reference: float | None,
     gap: float | None,
     written_to: str | None,
+    reference_source: str | None = None,
 ) -> Table:
-    """Two-column summary of one solve."""
+    """Two-column summary of one solve; ``reference_source`` says where the reference came
+    from when a file gave it."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -177,14 +180,21 @@ def solution_summary(
         grid.add_row("routes", str(sum(1 for r in solution.routes if r)))
     grid.add_row("time", f"{solution.wall_time:.2f} s (limit {time_limit:g} s)")
     if reference is not None:
-        grid.add_row("reference", format_cost(reference))
+        grid.add_row("reference", format_cost(reference) + _source_words(reference_source))
         grid.add_row("gap", format_gap(gap))
     if written_to is not None:
         grid.add_row("written to", written_to)
     return grid
 
 
-def comparison_table(comparison: Comparison) -> Table:
+def _source_words(source: str | None) -> str:
+    """" (from FILE, checked)" for a reference read from a known solution's file."""
+    if source is None or source == "--reference":
+        return ""
+    return f" (from {Path(source).name}, checked)"
+
+
+def comparison_table(comparison: Comparison, reference_source: str | None = None) -> Table:
     inst = comparison.instance
     title = (
         f"{inst.name}: {inst.problem.upper()}, {inst.n:,} nodes, distance {inst.distance}, "
@@ -195,6 +205,7 @@ def comparison_table(comparison: Comparison) -> Table:
         title += f", at most {fleet:,} vehicles"
     if comparison.reference is not None:
         title += f", reference {format_cost(comparison.reference)}"
+        title += _source_words(reference_source)
     table = Table(title=title, title_justify="left")
     for name in ("solver", "cost", "gap to best", "gap to ref.", "time (s)", "feasible", "error"):
         table.add_column(name, justify="right" if name in ("cost", "time (s)") else "left")

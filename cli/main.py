@@ -69,7 +69,13 @@ from solvers.errors import (
     SolverUnavailableError,
     UnknownSolverError,
 )
-from solvers.routing.io import load_instance, solution_to_dict, write_solution_file
+from solvers.routing.io import (
+    load_instance,
+    reference_cost,
+    sibling_reference_file,
+    solution_to_dict,
+    write_solution_file,
+)
 from solvers.routing.problem import Instance, Solution
 from solvers.routing.render import solution_svg
 from solvers.routing.solve import REFUSALS, gap_percent
@@ -146,6 +152,39 @@ def _print_json(obj: Any) -> None:
 def _check_reference(reference: float | None) -> None:
     if reference is not None and not (math.isfinite(reference) and reference > 0):
         fail(f"--reference: must be a positive cost, got {reference:g}")
+
+
+REFERENCE_FILE_OPTION = typer.Option(
+    help="A known solution of the instance (.sol: CVRPLIB routes; .tour: a TSPLIB tour): "
+    "checked, its cost recomputed and reported as the reference. Without it (and without "
+    "--reference), NAME.sol, NAME.opt.tour or NAME.tour beside the instance file is used "
+    "when there is one; --reference-file none turns that off.")
+
+
+def _reference(reference: float | None, reference_file: str | None, file: Path,
+               instance: Instance) -> tuple[float | None, str | None]:
+    """The reference cost and where it came from: ``--reference``, the file named by
+    ``--reference-file`` (its fault is the user's: exit 2), or a known solution found beside
+    the instance (a fault there is only a warning: nobody asked for it)."""
+    if reference is not None:
+        if reference_file is not None:
+            fail("--reference-file: give --reference or --reference-file, not both")
+        return reference, "--reference"
+    if reference_file is not None and reference_file.lower() == "none":
+        return None, None
+    path = Path(reference_file) if reference_file is not None else sibling_reference_file(file)
+    if path is None:
+        return None, None
+    if reference_file is not None and not path.is_file():
+        fail(f"--reference-file: {path} is not a file")
+    try:
+        return reference_cost(path, instance), str(path)
+    except (InstanceError, OSError) as exc:
+        message = exc.message if isinstance(exc, InstanceError) else str(exc)
+        if reference_file is not None:
+            fail(f"--reference-file: {message}")
+        typer.echo(f"warning: not used as the reference: {message}", err=True)
+        return None, None
 
 
 def _check_out_path(out: Path | None, instance: Instance) -> None:
@@ -344,6 +383,7 @@ def solve(
     reference: Annotated[
         float | None, typer.Option(help="Known optimum or best-known cost, to report a gap.")
     ] = None,
+    reference_file: Annotated[str | None, REFERENCE_FILE_OPTION] = None,
     svg: Annotated[
         Path | None, typer.Option(help="Write a drawing of the solution to this .svg file.")
     ] = None,
@@ -375,6 +415,7 @@ def solve(
             budget = dataclasses.replace(budget, max_solutions=max_solutions)
         _check_reference(reference)
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
+        reference, reference_source = _reference(reference, reference_file, file, instance)
         _check_out_path(out, instance)
         check_not_the_input(out, file)
         check_not_the_input(svg, file, "--svg")
@@ -401,6 +442,7 @@ def solve(
         "time_limit": time_limit,
         "seed": seed,
         "reference": reference,
+        "reference_source": reference_source,
         "gap_percent": gap,
         "out": str(out) if out is not None else None,
         "svg": str(svg) if svg is not None else None,
@@ -416,7 +458,8 @@ def solve(
             except OSError as exc:
                 if not as_json:  # the table still shows the solve (QA sweep: it was lost)
                     stdout_console().print(solution_summary(
-                        instance, solution, time_limit, reference, gap, None))
+                        instance, solution, time_limit, reference, gap, None,
+                        reference_source))
                 fail(f"--out: cannot write {out}: {exc.strerror or exc}")
         if svg is not None:
             _write_svg(svg, instance, solution, "--svg")
@@ -424,7 +467,8 @@ def solve(
         _print_json(document)
     else:
         stdout_console().print(solution_summary(instance, solution, time_limit, reference, gap,
-                                         str(out) if out is not None else None))
+                                         str(out) if out is not None else None,
+                                         reference_source))
     if interrupted:
         fail(f"interrupted (Ctrl-C): the solution above is the best {solver} found in "
              f"{solution.wall_time:.1f} s of the {time_limit:g} s asked for", EXIT_INTERRUPTED)
@@ -450,6 +494,7 @@ def compare(
     reference: Annotated[
         float | None, typer.Option(help="Known optimum or best-known cost, to report gaps.")
     ] = None,
+    reference_file: Annotated[str | None, REFERENCE_FILE_OPTION] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     svg: Annotated[
         Path | None, typer.Option(help="Write a drawing of each solver's solution into this "
@@ -468,6 +513,7 @@ def compare(
         budget = check_budget(time_limit, seed, device)
         _check_reference(reference)
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
+        reference, reference_source = _reference(reference, reference_file, file, instance)
         if svg is not None and not svg.is_dir():
             fail(f"--svg: {svg} is a file; give a folder for the charts" if svg.exists()
                  else f"--svg: folder {svg} does not exist")
@@ -500,6 +546,7 @@ def compare(
             "time_limit": time_limit,
             "seed": seed,
             "reference": reference,
+            "reference_source": reference_source,
             "best_solver": comparison.best_solver,
             "interrupted": interrupted,
             "rows": [
@@ -547,7 +594,7 @@ def compare(
     if as_json:  # a failure's reason is in the document too, as the README says
         _print_json({**document(), **({"error": failure[0]} if failure else {})})
     else:
-        stdout_console().print(comparison_table(comparison))
+        stdout_console().print(comparison_table(comparison, reference_source))
     if failure is not None:
         typer.echo(f"error: {failure[0]}", err=True)
         raise typer.Exit(failure[1])

@@ -836,3 +836,81 @@ def test_a_result_file_that_cannot_be_written_keeps_the_printed_result(tmp_path:
     doc = json.loads(runner.invoke(app, ["flow", "solve", str(net), "--json", "--seed", "3",
                                          "--time-limit", "5"]).stdout)
     assert (doc["time_limit"], doc["seed"], doc["tolerance"]) == (5.0, 3, 0.0)
+
+
+# -- references from a known solution's file --------------------------------------------------
+def _x101_beside(tmp_path: Path, sol_text: str | None = None) -> Path:
+    """X-n101-k25.vrp in its own folder, with its CVRPLIB .sol (or ``sol_text``) beside it."""
+    vrp = tmp_path / "X-n101-k25.vrp"
+    vrp.write_bytes((DATA / "X-n101-k25.vrp").read_bytes())
+    sol = (DATA / "X-n101-k25.sol").read_text() if sol_text is None else sol_text
+    (tmp_path / "X-n101-k25.sol").write_text(sol)
+    return vrp
+
+
+def test_a_known_solution_beside_the_instance_is_the_checked_reference(tmp_path: Path) -> None:
+    """CVRPLIB ships NAME.sol beside NAME.vrp and TSPLIB NAME.opt.tour: gaps to the best
+    known were reported only when its cost was typed in as --reference. The file found beside
+    the instance is checked and its cost recomputed (27,591 for X-n101-k25, kroA100's optimal
+    tour 21,282); --reference-file none turns it off."""
+    vrp = _x101_beside(tmp_path)
+    result = _run("compare", str(vrp), "--solvers", "nearest_neighbor", "--time-limit", "1",
+                  "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["reference"] == 27591 and doc["reference_source"].endswith("X-n101-k25.sol")
+    row = doc["rows"][0]
+    assert row["gap_to_reference"] == pytest.approx(100 * (row["cost"] / 27591 - 1))
+    table = _run("compare", str(vrp), "--solvers", "nearest_neighbor", "--time-limit", "1")
+    assert "from X-n101-k25.sol, checked" in " ".join(table.stdout.split())
+
+    tour = _run("solve", str(DATA / "kroA100.tsp.gz"), "--solver", "nearest_neighbor",
+                "--time-limit", "1", "--json")
+    assert tour.exit_code == 0, tour.stderr
+    doc = json.loads(tour.stdout)
+    assert doc["reference"] == OPTIMA["kroA100"] == 21282
+    assert doc["reference_source"].endswith("kroA100.opt.tour") and doc["gap_percent"] > 0
+
+    off = _run("solve", str(vrp), "--solver", "nearest_neighbor", "--time-limit", "1",
+               "--reference-file", "none", "--json")
+    assert off.exit_code == 0 and json.loads(off.stdout)["reference"] is None
+    typed = _run("solve", str(vrp), "--solver", "nearest_neighbor", "--time-limit", "1",
+                 "--reference", "27000", "--json")
+    doc = json.loads(typed.stdout)
+    assert doc["reference"] == 27000 and doc["reference_source"] == "--reference"
+
+
+def test_a_reference_that_is_not_a_solution_of_the_instance_is_never_used(
+        tmp_path: Path) -> None:
+    """A file beside the instance that is not a feasible solution of it (a route dropped, or
+    26 routes under a fleet cap of 25) is left out with a warning; one named with
+    --reference-file is the user's error (exit 2), as are a tour for a CVRP and both
+    options at once."""
+    lines = (DATA / "X-n101-k25.sol").read_text().splitlines()
+    vrp = _x101_beside(tmp_path, "\n".join(lines[1:]) + "\n")  # route 1 dropped
+    result = _run("solve", str(vrp), "--solver", "nearest_neighbor", "--time-limit", "1",
+                  "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["reference"] is None
+    assert "warning: not used as the reference" in result.stderr
+    assert "not a feasible solution of X-n101-k25" in result.stderr
+
+    (tmp_path / "capped").mkdir()
+    capped = _x101_beside(tmp_path / "capped")
+    result = _run("solve", str(capped), "--solver", "ils", "--time-limit", "1",
+                  "--max-vehicles", "26", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["reference"] == 27591
+    result = _run("solve", str(capped), "--solver", "ils", "--time-limit", "1",
+                  "--max-vehicles", "25", "--json")
+    assert "warning: not used as the reference" in result.stderr
+    assert "max_vehicles is 25" in result.stderr
+
+    named = _run("solve", str(capped), "--solver", "nearest_neighbor", "--time-limit", "1",
+                 "--reference-file", str(vrp.with_suffix(".sol")))
+    _assert_user_error(named, "--reference-file", "not a feasible solution")
+    _assert_user_error(_run("solve", str(capped), "--solver", "nearest_neighbor",
+                            "--reference-file", str(DATA / "kroA100.opt.tour")),
+                       "--reference-file", "TSPLIB tour")
+    _assert_user_error(_run("solve", str(capped), "--solver", "nearest_neighbor",
+                            "--reference", "1", "--reference-file", "none"),
+                       "not both")

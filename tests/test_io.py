@@ -553,3 +553,19 @@ def test_load_instance_names_a_missing_file_or_a_folder_and_parse_takes_text(tmp
     assert parse_instance_bytes(bytearray(text.encode()), "five.json").n == 5
     with pytest.raises(InstanceError, match="must be bytes or str"):
         parse_instance_bytes(5, "five.json")  # type: ignore[arg-type]
+
+
+def test_known_solutions_beside_instances_are_found_and_recomputed() -> None:
+    """NAME.sol (CVRPLIB) and NAME.opt.tour (TSPLIB) beside NAME.vrp / NAME.tsp(.gz) are
+    found, checked and costed in the instance's own convention: the stated best-known and
+    proven optimal costs come back exactly."""
+    from solvers.routing.io import read_sol, reference_cost, sibling_reference_file
+    from tests.conftest import DATA, OPTIMA
+
+    for name in ("eil51.tsp", "berlin52.tsp", "kroA100.tsp.gz", "X-n101-k25.vrp"):
+        found = sibling_reference_file(DATA / name)
+        assert found is not None, name
+        cost = reference_cost(found, load_instance(DATA / name))
+        assert cost == OPTIMA[name.split(".")[0]], (name, cost)
+    assert read_sol(DATA / "X-n101-k25.sol")[1] == 27591
+    assert sibling_reference_file(DATA / "X-n176-k26.vrp") is None

@@ -1016,6 +1016,63 @@ def read_sol(path: str | Path, depot: int = 0) -> tuple[list[list[int]], float |
     return routes, float(cost) if cost is not None else None
 
 
+#: What the known solution shipped beside ``NAME.vrp`` / ``NAME.tsp`` is called: CVRPLIB
+#: (and PyVRP's instance collection) ships ``NAME.sol``, TSPLIB ``NAME.opt.tour``.
+REFERENCE_SUFFIXES = (".sol", ".opt.tour", ".tour")
+
+
+def sibling_reference_file(instance_path: str | Path) -> Path | None:
+    """The known solution beside an instance file, if there is one: ``NAME.sol``,
+    ``NAME.opt.tour`` or ``NAME.tour`` (each plain or ``.gz``) for ``NAME.vrp``,
+    ``NAME.tsp.gz`` and so on, so that gaps to it are reported without being asked for."""
+    path = Path(instance_path)
+    name, _ = _strip_gz(path.name)
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    for suffix in REFERENCE_SUFFIXES:
+        for gz in ("", ".gz"):
+            candidate = path.with_name(stem + suffix + gz)
+            if candidate != path and candidate.is_file():
+                return candidate
+    return None
+
+
+def reference_cost(path: str | Path, instance: Instance) -> float:
+    """The cost of the known solution in ``path`` (a CVRPLIB ``.sol`` for CVRP and CVRPTW, a
+    TSPLIB tour for the TSP), recomputed in the instance's own convention after the
+    independent check, so a reference is never a number taken on trust. An
+    ``InstanceError`` naming ``reference_file`` says why a file cannot serve: unreadable,
+    the wrong kind, or not a feasible solution of this instance (a fleet cap included)."""
+    from solvers.routing.check import check_solution
+
+    path = Path(path)
+    name = _strip_gz(path.name)[0].lower()
+    try:
+        if name.endswith(".tour"):
+            if not isinstance(instance, TSPInstance):
+                raise InstanceError("reference_file", f"{path.name} is a TSPLIB tour; a "
+                                    f"{instance.problem.upper()} reference is a .sol file")
+            routes = [read_tour(path)]
+        elif name.endswith(".sol"):
+            if isinstance(instance, TSPInstance):
+                raise InstanceError("reference_file", f"{path.name} holds CVRPLIB routes; a "
+                                    "TSP reference is a TSPLIB .tour file")
+            routes, _ = read_sol(path, getattr(instance, "depot", 0))
+        else:
+            raise InstanceError("reference_file", f"{path.name}: a reference is a .sol "
+                                "(CVRPLIB) or .tour (TSPLIB) file")
+    except InstanceError:
+        raise
+    except (ValueError, KeyError, IndexError, UnicodeDecodeError, OSError,
+            zlib.error, EOFError) as exc:
+        raise InstanceError("reference_file", f"{path.name} cannot be read as a solution: "
+                            f"{exc}") from None
+    problems = check_solution(instance, routes)
+    if problems:
+        raise InstanceError("reference_file", f"{path.name} is not a feasible solution of "
+                            f"{instance.name}: {'; '.join(problems[:3])}")
+    return float(instance.cost(routes))
+
+
 __all__ = [
     "COORD_CONVENTIONS",
     "InstanceFileNotFoundError",
@@ -1029,6 +1086,8 @@ __all__ = [
     "read_sol",
     "read_tour",
     "read_tour_routes",
+    "reference_cost",
+    "sibling_reference_file",
     "sol_text",
     "solution_to_dict",
     "tour_text",
