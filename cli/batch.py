@@ -63,7 +63,7 @@ from cli.common import (
     unknown_solver_message,
     with_fleet,
 )
-from cli.display import format_cost
+from cli.display import format_cost, format_gap
 from solvers.base import MAX_SEED, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.check import check_solution
@@ -71,9 +71,13 @@ from solvers.routing.io import (
     instance_to_dict,
     parse_instance_bytes,
     read_file_bytes,
+    reference_cost,
+    sibling_reference_file,
     sol_text_for,
     tour_text_for,
 )
+from solvers.routing.problem import Instance
+from solvers.routing.solve import gap_percent
 
 #: Row states besides the store's own (succeeded, failed, cancelled).
 REJECTED = "rejected"
@@ -108,11 +112,23 @@ class BatchRow:
     outputs: list[str] = field(default_factory=list)
     #: The input file's sha256: a rerun skips the file only while it is unchanged.
     input_sha256: str | None = None
+    #: A known solution found beside the file (NAME.sol, NAME.opt.tour), its cost once checked
+    #: and recomputed (None when it could not serve: ``reference_note`` says why).
+    reference_file: str | None = None
+    reference: float | None = None
+    reference_note: str | None = None
 
     @property
     def ok(self) -> bool:
         """Counts as solved: a feasible solution exists in OUT (new or from a previous run)."""
         return self.state in (SUCCEEDED, ALREADY_SOLVED) and self.feasible is True
+
+    @property
+    def gap(self) -> float | None:
+        """Percent above the known solution beside the file, for a solved file."""
+        if not self.ok or self.reference is None or self.cost is None:
+            return None
+        return gap_percent(self.cost, self.reference)
 
 
 @dataclass
@@ -408,6 +424,7 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             row.wall_time = done.get("wall_time")
             row.outputs = [f"{stem}.{'tour' if row.problem == 'tsp' else 'sol'}",
                            f"{stem}.json"]
+            _attach_reference(row, path, data, None, max_vehicles)
             continue
         try:
             instance = parse_instance_bytes(data, path.name)
@@ -425,7 +442,28 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             owners[stem] = path.name
             row.state = QUEUED
             pending.append(_Pending(row, path))
+            _attach_reference(row, path, data, instance, max_vehicles)
     return rows, pending
+
+
+def _attach_reference(row: BatchRow, path: Path, data: bytes, instance: Instance | None,
+                      max_vehicles: int | None) -> None:
+    """The known solution beside the file (CVRPLIB's NAME.sol, TSPLIB's NAME.opt.tour), if
+    any, checked and costed in the instance's convention: the summary's gap to it. One that
+    is not a feasible solution of the instance (under ``--max-vehicles`` too) is left out,
+    with the reason in ``reference_note`` and a warning on stderr."""
+    found = sibling_reference_file(path)
+    if found is None:
+        return
+    row.reference_file = found.name
+    try:
+        if instance is None:  # an already solved file: parsed only when it has a reference
+            instance = with_fleet(parse_instance_bytes(data, path.name), max_vehicles)
+        row.reference = reference_cost(found, instance)
+    except (CosolveError, OSError) as exc:
+        row.reference_note = (f"{found.name} not used as the reference: "
+                              f"{exc.message if isinstance(exc, InstanceError) else exc}")
+        typer.echo(f"warning: {row.file}: {row.reference_note}", err=True)
 
 
 # -- running -----------------------------------------------------------------------------
@@ -625,12 +663,16 @@ def totals(rows: list[BatchRow], ignored: int) -> dict[str, Any]:
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
     costs = [r.cost for r in rows if r.ok and r.cost is not None and math.isfinite(r.cost)]
+    gaps = [r.gap for r in rows if r.gap is not None]
     return {
         "files": len(rows),
         "solved": sum(1 for r in rows if r.ok),
         "states": counts,
-        "ignored_files": ignored,
+        # the known solutions beside the files are read, not ignored
+        "ignored_files": ignored - sum(1 for r in rows if r.reference_file is not None),
         "total_cost": sum(costs) if costs else None,
+        "with_reference": len(gaps),
+        "mean_gap_percent": sum(gaps) / len(gaps) if gaps else None,
     }
 
 
@@ -641,15 +683,21 @@ def totals_line(summary: dict[str, Any]) -> str:
     ignored = summary["ignored_files"]
     if ignored:
         line += f"; {_other_files(ignored)} ignored"
-    return line + f"; total cost {format_cost(summary['total_cost'])}"
+    line += f"; total cost {format_cost(summary['total_cost'])}"
+    if summary.get("with_reference"):
+        line += (f"; mean gap {format_gap(summary['mean_gap_percent'])} to the known solutions "
+                 f"of {summary['with_reference']} file"
+                 f"{'' if summary['with_reference'] == 1 else 's'}")
+    return line
 
 
-def _cells(row: BatchRow) -> list[str]:
+def _cells(row: BatchRow, gaps: bool = False) -> list[str]:
     return [
         row.file,
         "–" if row.nodes is None else f"{row.nodes:,}",
         row.state.replace("_", " "),
         format_cost(row.cost),
+        *([format_gap(row.gap)] if gaps else []),
         _fmt_feasible(row),
         _fmt_time(row.wall_time),
         row.error or "",
@@ -657,17 +705,27 @@ def _cells(row: BatchRow) -> list[str]:
 
 
 COLUMNS = ("file", "nodes", "state", "cost", "feasible", "time (s)", "error")
+#: The column a batch gains when a file has a known solution beside it.
+GAP_COLUMN = "gap to ref."
+
+
+def _columns(rows: list[BatchRow]) -> tuple[tuple[str, ...], bool]:
+    """The summary's columns, with the gap to the known solutions when a file has one."""
+    gaps = any(r.reference is not None for r in rows)
+    return ((*COLUMNS[:4], GAP_COLUMN, *COLUMNS[4:]) if gaps else COLUMNS), gaps
 
 
 def summary_table(rows: list[BatchRow], title: str, summary: dict[str, Any]) -> Table:
     """The stdout table; file names and errors are escaped so ``[...]`` in them stays text."""
     table = Table(title=escape(title), title_justify="left",
                   caption=escape(totals_line(summary)), caption_justify="left")
-    for name in COLUMNS:
-        table.add_column(name, justify="right" if name in ("nodes", "cost", "time (s)")
+    columns, gaps = _columns(rows)
+    for name in columns:
+        table.add_column(name, justify="right" if name in ("nodes", "cost", "time (s)",
+                                                           GAP_COLUMN)
                          else "left", overflow="fold")
     for row in rows:
-        cells = [escape(c) for c in _cells(row)]
+        cells = [escape(c) for c in _cells(row, gaps)]
         if not row.ok and row.state != INTERRUPTED:
             cells[2] = f"[red]{cells[2]}[/]"
         table.add_row(*cells)
@@ -679,15 +737,16 @@ def summary_markdown(rows: list[BatchRow], title: str, summary: dict[str, Any]) 
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
+    columns, gaps = _columns(rows)
     lines = [
         f"# {title}",
         "",
         f"Written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC.",
         "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "|".join("---:" if c in ("nodes", "cost", "time (s)") else "---"
-                       for c in COLUMNS) + "|",
-        *("| " + " | ".join(cell(c) for c in _cells(row)) + " |" for row in rows),
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join("---:" if c in ("nodes", "cost", "time (s)", GAP_COLUMN) else "---"
+                       for c in columns) + "|",
+        *("| " + " | ".join(cell(c) for c in _cells(row, gaps)) + " |" for row in rows),
         "",
         f"**Totals:** {totals_line(summary)}",
         "",
@@ -797,8 +856,8 @@ def _json_document(folder: Path, out: Path, solver: str, time_limit: float, seed
         "executor": executor,
         "interrupted": not completed,
         "totals": summary,
-        "rows": [{k: v for k, v in asdict(r).items() if k not in ("stem", "input_sha256")}
-                 for r in rows],
+        "rows": [{**{k: v for k, v in asdict(r).items() if k not in ("stem", "input_sha256")},
+                  "gap_percent": r.gap} for r in rows],
     }
 
 

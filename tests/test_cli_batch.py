@@ -613,3 +613,40 @@ def test_an_infeasible_plan_gets_its_json_only_and_no_stale_sol(tmp_path: Path) 
     assert write_outputs(tmp_path, "x", "cvrp", payload) == ["x.json"]
     assert not (tmp_path / "x.sol").exists()
     assert json.loads((tmp_path / "x.json").read_text())["feasible"] is False
+
+
+def test_known_solutions_beside_the_files_give_each_a_checked_gap(tmp_path: Path) -> None:
+    """A folder of CVRPLIB / TSPLIB files usually holds their known solutions too (NAME.sol,
+    NAME.opt.tour): the summary gains a gap to each, checked and costed by our own code, and
+    a mean gap; the known solutions are read, not counted as ignored files. One that is not a
+    solution of its instance (eil51's tour beside kroA100) is left out with a warning, and a
+    rerun that skips solved files still shows the gaps."""
+    folder = _instances(tmp_path / "in", ("eil51.tsp", "berlin52.tsp", "X-n101-k25.vrp",
+                                          "kroA100.tsp.gz"), junk=False)
+    shutil.copy(DATA / "eil51.opt.tour", folder / "eil51.opt.tour")
+    shutil.copy(DATA / "X-n101-k25.sol", folder / "X-n101-k25.sol")
+    shutil.copy(DATA / "eil51.opt.tour", folder / "kroA100.opt.tour")  # the wrong tour
+    out = tmp_path / "out"
+    for state in ("succeeded", "already_solved"):
+        result = _run(str(folder), "--solver", "nearest_neighbor", "--time-limit", "1",
+                      "--out", str(out), "--json")
+        assert result.exit_code == 0, result.stderr
+        doc = json.loads(result.stdout)
+        rows = {r["file"]: r for r in doc["rows"]}
+        assert {r["state"] for r in rows.values()} == {state}
+        for name, known in (("eil51.tsp", 426), ("X-n101-k25.vrp", 27591)):
+            assert rows[name]["reference"] == known == OPTIMA[name.split(".")[0]]
+            assert rows[name]["gap_percent"] == pytest.approx(
+                100 * (rows[name]["cost"] / known - 1))
+        assert rows["berlin52.tsp"]["reference"] is None
+        assert rows["berlin52.tsp"]["gap_percent"] is None
+        kro = rows["kroA100.tsp.gz"]
+        assert kro["reference"] is None and kro["reference_file"] == "kroA100.opt.tour"
+        assert "not a feasible solution of kroA100" in kro["reference_note"]
+        assert "warning: kroA100.tsp.gz: kroA100.opt.tour not used" in result.stderr
+        totals = doc["totals"]
+        assert totals["ignored_files"] == 0 and totals["with_reference"] == 2
+        assert totals["mean_gap_percent"] == pytest.approx(
+            (rows["eil51.tsp"]["gap_percent"] + rows["X-n101-k25.vrp"]["gap_percent"]) / 2)
+    summary = (out / "summary.md").read_text()
+    assert "| gap to ref. |" in summary and "to the known solutions of 2 files" in summary

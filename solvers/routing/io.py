@@ -1031,8 +1031,11 @@ def sibling_reference_file(instance_path: str | Path) -> Path | None:
     for suffix in REFERENCE_SUFFIXES:
         for gz in ("", ".gz"):
             candidate = path.with_name(stem + suffix + gz)
-            if candidate != path and candidate.is_file():
-                return candidate
+            try:
+                if candidate != path and candidate.is_file():
+                    return candidate
+            except OSError:  # a name too long to exist (a 250-character stem + .opt.tour)
+                continue
     return None
 
 
