@@ -569,3 +569,34 @@ def test_known_solutions_beside_instances_are_found_and_recomputed() -> None:
         assert cost == OPTIMA[name.split(".")[0]], (name, cost)
     assert read_sol(DATA / "X-n101-k25.sol")[1] == 27591
     assert sibling_reference_file(DATA / "X-n176-k26.vrp") is None
+
+
+def test_a_known_solutions_bytes_are_checked_and_costed_as_its_file() -> None:
+    """An uploaded known solution (a batch's NAME.sol, NAME.opt.tour.gz) is costed from its
+    bytes as ``reference_cost`` costs the file, and every fault names ``reference_file``:
+    a corrupt gzip, a tour of another instance, a .sol for a TSP. Its name tells which
+    instance it belongs to, by the rule that finds one beside a file."""
+    import gzip
+
+    from solvers.errors import InstanceError
+    from solvers.routing.io import reference_cost_bytes, reference_file_names, reference_stem
+    from tests.conftest import DATA
+
+    eil51, x = load_instance(DATA / "eil51.tsp"), load_instance(DATA / "X-n101-k25.vrp")
+    tour = (DATA / "eil51.opt.tour").read_bytes()
+    assert reference_cost_bytes(tour, "eil51.opt.tour", eil51) == 426
+    assert reference_cost_bytes(gzip.compress(tour), "eil51.opt.tour.gz", eil51) == 426
+    assert reference_cost_bytes((DATA / "X-n101-k25.sol").read_bytes(), "X.sol", x) == 27591
+    for data, name, instance, says in (
+            (b"not gzip", "eil51.opt.tour.gz", eil51, "not a readable gzip file"),
+            (tour, "kroA100.opt.tour", load_instance(DATA / "kroA100.tsp.gz"),
+             "not a feasible solution of kroA100"),
+            ((DATA / "X-n101-k25.sol").read_bytes(), "eil51.sol", eil51, "TSPLIB .tour"),
+            (b"TOUR_SECTION\n1 x\n", "eil51.tour", eil51, "cannot be read as a solution")):
+        with pytest.raises(InstanceError, match=says) as caught:
+            reference_cost_bytes(data, name, instance)
+        assert caught.value.field == "reference_file"
+    assert reference_file_names("kroA100.tsp.gz")[:3] == ["kroA100.sol", "kroA100.sol.gz",
+                                                          "kroA100.opt.tour"]
+    assert [reference_stem(n) for n in ("kroA100.opt.tour.gz", "X.SOL", "a.b.tour",
+                                        "X.vrp")] == ["kroA100", "X", "a.b", None]

@@ -965,7 +965,11 @@ def write_solution_file(path: str | Path, solution: Solution, instance: Instance
 
 def read_tour(path: str | Path) -> list[int]:
     """A TSPLIB TOUR_SECTION as 0-based indices (for reference tours such as .opt.tour)."""
-    text = decode_bytes(Path(path).read_bytes(), Path(path).name)
+    return tour_from_text(decode_bytes(Path(path).read_bytes(), Path(path).name))
+
+
+def tour_from_text(text: str) -> list[int]:
+    """``read_tour`` on a file's text, for tours that arrive as bytes (a batch upload)."""
     nodes: list[int] = []
     in_section = False
     for line in text.splitlines():
@@ -1008,7 +1012,11 @@ def read_tour_routes(path: str | Path, dimension: int, depot: int = 0) -> list[l
 def read_sol(path: str | Path, depot: int = 0) -> tuple[list[list[int]], float | None]:
     """A CVRPLIB .sol file (plain or .gz) as routes of 0-based indices and its stated cost;
     ``depot``: the instance's depot index (customer numbers as ``sol_label`` writes them)."""
-    text = decode_bytes(Path(path).read_bytes(), Path(path).name)
+    return sol_from_text(decode_bytes(Path(path).read_bytes(), Path(path).name), depot)
+
+
+def sol_from_text(text: str, depot: int = 0) -> tuple[list[list[int]], float | None]:
+    """``read_sol`` on a file's text, for solutions that arrive as bytes (a batch upload)."""
     parsed = vrplib.parse.parse_solution(text)
     routes = [[int(v) - 1 if 0 < int(v) <= depot else int(v) for v in r]
               for r in parsed["routes"]]
@@ -1021,21 +1029,39 @@ def read_sol(path: str | Path, depot: int = 0) -> tuple[list[list[int]], float |
 REFERENCE_SUFFIXES = (".sol", ".opt.tour", ".tour")
 
 
+def reference_file_names(instance_name: str) -> list[str]:
+    """The names a known solution of the instance file ``instance_name`` may have, first
+    choice first: ``NAME.sol``, ``NAME.opt.tour``, ``NAME.tour``, each plain then ``.gz``
+    (``X-n101-k25.vrp`` -> ``X-n101-k25.sol``, ``kroA100.tsp.gz`` -> ``kroA100.opt.tour``), so
+    that a folder and a batch upload pair files by one rule."""
+    name, _ = _strip_gz(instance_name)
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return [stem + suffix + gz for suffix in REFERENCE_SUFFIXES for gz in ("", ".gz")]
+
+
+def reference_stem(filename: str) -> str | None:
+    """The instance stem a known solution's file name is for (``kroA100.opt.tour.gz`` ->
+    ``kroA100``), or None when the name is not one of a known solution (``.sol``,
+    ``.opt.tour``, ``.tour``, optionally ``.gz``; any case)."""
+    name, _ = _strip_gz(filename)
+    for suffix in REFERENCE_SUFFIXES:  # .opt.tour before .tour
+        if name.lower().endswith(suffix):
+            return name[: len(name) - len(suffix)]
+    return None
+
+
 def sibling_reference_file(instance_path: str | Path) -> Path | None:
     """The known solution beside an instance file, if there is one: ``NAME.sol``,
     ``NAME.opt.tour`` or ``NAME.tour`` (each plain or ``.gz``) for ``NAME.vrp``,
     ``NAME.tsp.gz`` and so on, so that gaps to it are reported without being asked for."""
     path = Path(instance_path)
-    name, _ = _strip_gz(path.name)
-    stem = name.rsplit(".", 1)[0] if "." in name else name
-    for suffix in REFERENCE_SUFFIXES:
-        for gz in ("", ".gz"):
-            candidate = path.with_name(stem + suffix + gz)
-            try:
-                if candidate != path and candidate.is_file():
-                    return candidate
-            except OSError:  # a name too long to exist (a 250-character stem + .opt.tour)
-                continue
+    for name in reference_file_names(path.name):
+        candidate = path.with_name(name)
+        try:
+            if candidate != path and candidate.is_file():
+                return candidate
+        except OSError:  # a name too long to exist (a 250-character stem + .opt.tour)
+            continue
     return None
 
 
@@ -1045,33 +1071,49 @@ def reference_cost(path: str | Path, instance: Instance) -> float:
     independent check, so a reference is never a number taken on trust. An
     ``InstanceError`` naming ``reference_file`` says why a file cannot serve: unreadable,
     the wrong kind, or not a feasible solution of this instance (a fleet cap included)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InstanceError("reference_file", f"{path.name} cannot be read as a solution: "
+                            f"{exc}") from None
+    return reference_cost_bytes(data, path.name, instance)
+
+
+def reference_cost_bytes(data: bytes, filename: str, instance: Instance,
+                         max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> float:
+    """``reference_cost`` on a file's bytes (plain or gzipped), named ``filename``: a known
+    solution uploaded beside its instance is checked without being written anywhere."""
     from solvers.routing.check import check_solution
 
-    path = Path(path)
-    name = _strip_gz(path.name)[0].lower()
+    name = _strip_gz(filename)[0].lower()
     try:
         if name.endswith(".tour"):
             if not isinstance(instance, TSPInstance):
-                raise InstanceError("reference_file", f"{path.name} is a TSPLIB tour; a "
+                raise InstanceError("reference_file", f"{filename} is a TSPLIB tour; a "
                                     f"{instance.problem.upper()} reference is a .sol file")
-            routes = [read_tour(path)]
+            routes = [tour_from_text(decode_bytes(data, filename, max_bytes))]
         elif name.endswith(".sol"):
             if isinstance(instance, TSPInstance):
-                raise InstanceError("reference_file", f"{path.name} holds CVRPLIB routes; a "
+                raise InstanceError("reference_file", f"{filename} holds CVRPLIB routes; a "
                                     "TSP reference is a TSPLIB .tour file")
-            routes, _ = read_sol(path, getattr(instance, "depot", 0))
+            routes, _ = sol_from_text(decode_bytes(data, filename, max_bytes),
+                                      getattr(instance, "depot", 0))
         else:
-            raise InstanceError("reference_file", f"{path.name}: a reference is a .sol "
+            raise InstanceError("reference_file", f"{filename}: a reference is a .sol "
                                 "(CVRPLIB) or .tour (TSPLIB) file")
-    except InstanceError:
-        raise
+    except InstanceError as exc:
+        if exc.field == "reference_file":
+            raise
+        # decode_bytes names "file" (a corrupt gzip, past max_bytes): the fault is this one's
+        raise InstanceError("reference_file", exc.message) from None
     except (ValueError, KeyError, IndexError, UnicodeDecodeError, OSError,
             zlib.error, EOFError) as exc:
-        raise InstanceError("reference_file", f"{path.name} cannot be read as a solution: "
+        raise InstanceError("reference_file", f"{filename} cannot be read as a solution: "
                             f"{exc}") from None
     problems = check_solution(instance, routes)
     if problems:
-        raise InstanceError("reference_file", f"{path.name} is not a feasible solution of "
+        raise InstanceError("reference_file", f"{filename} is not a feasible solution of "
                             f"{instance.name}: {'; '.join(problems[:3])}")
     return float(instance.cost(routes))
 
@@ -1090,9 +1132,14 @@ __all__ = [
     "read_tour",
     "read_tour_routes",
     "reference_cost",
+    "reference_cost_bytes",
+    "reference_file_names",
+    "reference_stem",
     "sibling_reference_file",
+    "sol_from_text",
     "sol_text",
     "solution_to_dict",
+    "tour_from_text",
     "tour_text",
     "write_solution_file",
 ]
