@@ -452,6 +452,10 @@ class JobInput:
     max_vehicles: int | None = None
     #: The budget in solutions (polynet), echoed in the job's status.
     max_solutions: int | None = None
+    #: The checked cost of a known solution uploaded with the file (a batch's NAME.sol or
+    #: NAME.opt.tour), and the name it came as: a batch reports the gap to it.
+    reference: float | None = None
+    reference_file: str | None = None
 
 
 def _job_time_limit(requested: float | None, settings: Settings) -> float:

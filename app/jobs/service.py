@@ -76,7 +76,8 @@ class JobService:
     def submit(self, *, problem: str, solver: str, time_limit: float, seed: int,
                filename: str, data: bytes, nodes: int,
                batch_id: str | None = None, max_vehicles: int | None = None,
-               max_solutions: int | None = None) -> JobRecord:
+               max_solutions: int | None = None, reference: float | None = None,
+               reference_file: str | None = None) -> JobRecord:
         """Persist and enqueue one job, unless the queue is full."""
         with self._submit_lock:
             active = self.store.count_active()
@@ -85,7 +86,8 @@ class JobService:
             job = self.store.create(problem=problem, solver=solver, time_limit=time_limit,
                                     seed=seed, filename=filename, data=data, nodes=nodes,
                                     batch_id=batch_id, max_vehicles=max_vehicles,
-                                    max_solutions=max_solutions)
+                                    max_solutions=max_solutions, reference=reference,
+                                    reference_file=reference_file)
         self.executor.submit(job)
         return job
 

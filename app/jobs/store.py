@@ -84,7 +84,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     error TEXT,
     max_vehicles INTEGER,
     worker_pid INTEGER,
-    max_solutions INTEGER
+    max_solutions INTEGER,
+    reference REAL,
+    reference_file TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch_id);
@@ -104,7 +106,8 @@ CREATE TABLE IF NOT EXISTS batches (
 #: Columns added after a table's first release: (table, name, type), for older stores.
 _ADDED_COLUMNS = (("jobs", "max_vehicles", "INTEGER"), ("batches", "max_vehicles", "INTEGER"),
                   ("jobs", "worker_pid", "INTEGER"), ("jobs", "max_solutions", "INTEGER"),
-                  ("batches", "max_solutions", "INTEGER"))
+                  ("batches", "max_solutions", "INTEGER"), ("jobs", "reference", "REAL"),
+                  ("jobs", "reference_file", "TEXT"))
 
 
 @dataclass
@@ -141,6 +144,11 @@ class JobRecord:
     worker_pid: int | None = None
     #: The budget in solutions the job solves with (polynet's max_solutions), None without.
     max_solutions: int | None = None
+    #: The cost of a known solution uploaded beside the file (a batch's NAME.sol or
+    #: NAME.opt.tour), checked and recomputed at submission; None without one.
+    reference: float | None = None
+    #: The name that known solution was uploaded as.
+    reference_file: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -326,10 +334,13 @@ class JobStore:
         batch_id: str | None = None,
         max_vehicles: int | None = None,
         max_solutions: int | None = None,
+        reference: float | None = None,
+        reference_file: str | None = None,
     ) -> JobRecord:
         """Persist the input (fsynced) and a queued row; only then is the job accepted. The
         name is made safe to store (``safe_filename``) whoever calls: the CLI's batch passed
-        a 250-character file name straight through and the write failed."""
+        a 250-character file name straight through and the write failed. ``reference``: the
+        checked cost of a known solution of the file, ``reference_file`` its name."""
         filename = safe_filename(filename)
         job_id = uuid.uuid4().hex
         folder = self.job_dir(job_id)
@@ -344,10 +355,10 @@ class JobStore:
             with self._conn() as c:
                 c.execute(
                     "INSERT INTO jobs (id, batch_id, state, problem, solver, time_limit, seed, "
-                    "filename, nodes, created_at, updated_at, max_vehicles, max_solutions) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "filename, nodes, created_at, updated_at, max_vehicles, max_solutions, "
+                    "reference, reference_file) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (job_id, batch_id, QUEUED, problem, solver, time_limit, seed, filename,
-                     nodes, now, now, max_vehicles, max_solutions),
+                     nodes, now, now, max_vehicles, max_solutions, reference, reference_file),
                 )
         except (OSError, sqlite3.OperationalError) as exc:
             # nothing half-made stays behind: the expiry loop works from rows, so a folder

@@ -101,6 +101,32 @@ def test_a_store_from_before_the_solution_budget_column_gains_it(tmp_path: Path)
     assert stats["solutions"] == 16 and stats["max_solutions"] == 16
 
 
+def test_a_store_from_before_the_reference_columns_gains_them(tmp_path: Path) -> None:
+    """A jobs.sqlite3 written before jobs had a known solution's cost (a batch's NAME.sol):
+    opening it adds reference and reference_file, its old jobs read None there, and new ones
+    keep theirs through a reopening."""
+    import sqlite3
+
+    old = sqlite3.connect(tmp_path / "jobs.sqlite3")
+    old.executescript(_schema_without("reference", "reference_file"))
+    old.execute("INSERT INTO jobs (id, state, problem, solver, time_limit, seed, filename, "
+                "nodes, created_at, updated_at) VALUES ('old', 'succeeded', 'tsp', "
+                "'ortools', 1.0, 0, 'eil51.tsp', 51, 0, 0)")
+    old.commit()
+    assert not {"reference", "reference_file"} & {row[1] for row in old.execute(
+        "PRAGMA table_info(jobs)")}
+    old.close()
+    store = JobStore(tmp_path)
+    stored = store.get("old")
+    assert stored is not None and stored.reference is None and stored.reference_file is None
+    job = store.create(problem="tsp", solver="nearest_neighbor", time_limit=1.0, seed=0,
+                       filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(), nodes=51,
+                       reference=426.0, reference_file="set/eil51.opt.tour")
+    again = JobStore(tmp_path).get(job.id)
+    assert again is not None and again.reference == 426.0
+    assert again.reference_file == "set/eil51.opt.tour"
+
+
 def test_worker_runs_a_stored_job(tmp_path: Path) -> None:
     store = JobStore(tmp_path)
     job = _job(store)
