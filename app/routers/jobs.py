@@ -9,6 +9,7 @@ events), fetch ``/solution`` and ``DELETE`` to cancel (the best solution so far 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import logging
@@ -67,8 +68,16 @@ from app.schemas.jobs import (
     TSPJobRequest,
 )
 from app.settings import Settings, get_settings
-from solvers.errors import CosolveError
-from solvers.routing.io import sol_text_for, tour_text_for
+from solvers.errors import CosolveError, InstanceError
+from solvers.routing.io import (
+    parse_instance_bytes,
+    reference_cost_bytes,
+    reference_file_names,
+    reference_stem,
+    sol_text_for,
+    tour_text_for,
+)
+from solvers.routing.solve import gap_percent
 
 router = APIRouter(tags=["jobs"])
 logger = logging.getLogger("cosolve.api")
@@ -320,7 +329,8 @@ _BATCH_BODY = {
                 "files": {"type": "array", "items": {"type": "string", "format": "binary"},
                           "description": "Instance files (.tsp, .vrp, .vrptw, .json, optionally "
                           ".gz), "
-                          "or one .zip / .tar / .tar.gz holding them."},
+                          "or one .zip / .tar / .tar.gz holding them; their known solutions "
+                          "(NAME.sol, NAME.opt.tour, NAME.tour) give each file a checked gap."},
                 # the form fields as BatchOptions reads them, bounds included (QA sweep: a
                 # hand-written copy lacked them)
                 **BatchOptions.model_json_schema()["properties"],
@@ -551,11 +561,17 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
             + "; send .tsp, .vrp, .vrptw or .json files, optionally gzipped, or a .zip/.tar "
             "of them", field="files")
     accepted: list[JobInput] = []
+    accepted_names: list[str] = []  # the name each accepted file came as
     rejected: list[dict[str, Any]] = list(skipped)
+    # CVRPLIB's NAME.sol, TSPLIB's NAME.opt.tour: the references of the instances beside them
+    known = [(filename, data) for filename, data in files
+             if reference_stem(_upload_path(filename)) is not None]
     # a result is named by the file's base name; only a file that reads claims its name (as
     # the CLI's batch does), so an unreadable old/s.tsp does not block a good new/s.tsp
     first_of: dict[str, str] = {}
     for filename, data in files:
+        if reference_stem(_upload_path(filename)) is not None:
+            continue
         base = result_stem(safe_filename(filename))
         if base in first_of:
             # e.g. eil51.tsp and sub/eil51.tsp of one zip, or tiny8.vrp and tiny8.vrp.gz
@@ -574,6 +590,7 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
         try:
             accepted.append(job_from_upload(
                 Upload(filename, data, {k: [v] for k, v in fields.items()}), settings))
+            accepted_names.append(filename)
             first_of[base] = filename
         except (ApiError, CosolveError) as exc:
             detail = exc.detail if isinstance(exc, ApiError) else str(exc)
@@ -583,6 +600,11 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
             rejected.append({"filename": filename, "error": (
                 "the server could not read this file (the error was logged); check that it "
                 "is a valid instance")})
+    if known:
+        unread = [f for f, _ in files
+                  if reference_stem(_upload_path(f)) is None and f not in accepted_names]
+        accepted = _attach_references(accepted, accepted_names, known, unread, rejected,
+                                      settings)
     if not accepted:
         raise invalid_request(f"no file of the batch could be read ({len(rejected)} "
                               "rejected): " + "; ".join(
@@ -607,6 +629,91 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     except StorageError as exc:
         raise _storage_full(exc) from None
     return batch_status(service, batch_id)
+
+
+def _upload_path(filename: str) -> str:
+    """An upload's name as a path with '/' between folders (a Windows zip writes '\\')."""
+    return filename.replace("\\", "/")
+
+
+def _folder_and_name(filename: str) -> tuple[str, str]:
+    folder, _, name = _upload_path(filename).rpartition("/")
+    return folder, name
+
+
+def _reference_place(filename: str) -> tuple[str, str]:
+    """A known solution's folder and name with its extensions in lower case (``X.SOL`` is
+    ``X.sol``), as ``reference_file_names`` writes the names an instance's may have."""
+    folder, name = _folder_and_name(filename)
+    stem = reference_stem(name) or name
+    return folder, stem + name[len(stem):].lower()
+
+
+def _attach_references(accepted: list[JobInput], names: list[str],
+                       known: list[tuple[str, bytes]], unread: list[str],
+                       rejected: list[dict[str, Any]], settings: Settings) -> list[JobInput]:
+    """The accepted jobs, each with the cost of its known solution uploaded beside it (the
+    CLI's rule: ``X-n101-k25.vrp`` <- ``X-n101-k25.sol``, ``kroA100.tsp.gz`` <-
+    ``kroA100.opt.tour``, in the same folder of an archive) once checked as a feasible solution
+    of what the job solves, so a batch reports gaps to checked numbers only. A known solution
+    that serves no instance (none of its name, its instance among the ``unread`` files
+    rejected, or not a feasible solution of it) is listed in ``rejected`` with the reason;
+    nothing uploaded goes unaccounted."""
+    by_place: dict[tuple[str, str], int] = {}
+    used: set[int] = set()
+    for i, (filename, _) in enumerate(known):
+        place = _reference_place(filename)
+        if place in by_place:  # two parts named X.sol, or X.sol beside and inside a zip
+            used.add(i)
+            rejected.append({"filename": filename, "error": (
+                f"another known solution of the batch has the same name "
+                f"({known[by_place[place]][0]}); not read")})
+            continue
+        by_place[place] = i
+    out = []
+    for job_input, name in zip(accepted, names, strict=True):
+        folder, base = _folder_and_name(name)
+        candidates = [by_place[(folder, c)] for c in reference_file_names(base)
+                      if (folder, c) in by_place]
+        instance = None
+        for i in candidates:
+            ref_name, ref_data = known[i]
+            used.add(i)
+            if job_input.reference is not None:
+                rejected.append({"filename": ref_name, "error": (
+                    f"another known solution of {name} ({job_input.reference_file}) is its "
+                    "reference; not read")})
+                continue
+            try:
+                if instance is None:  # what the job solves: its fleet cap applied
+                    instance = parse_instance_bytes(job_input.data, job_input.filename,
+                                                    max_bytes=settings.max_decompressed_bytes)
+                cost = reference_cost_bytes(ref_data, _folder_and_name(ref_name)[1], instance,
+                                            max_bytes=settings.max_decompressed_bytes)
+            except CosolveError as exc:
+                reason = exc.message if isinstance(exc, InstanceError) else str(exc)
+                rejected.append({"filename": ref_name,
+                                 "error": f"not used as the reference of {name}: {reason}"})
+                continue
+            except Exception:  # one unreadable solution must not sink the batch
+                logger.exception("unexpected error checking known solution %r", ref_name)
+                rejected.append({"filename": ref_name, "error": (
+                    f"not used as the reference of {name}: the server could not check it "
+                    "(the error was logged)")})
+                continue
+            job_input = dataclasses.replace(job_input, reference=cost, reference_file=ref_name)
+        out.append(job_input)
+    for i, (ref_name, _) in enumerate(known):
+        if i in used:
+            continue
+        folder, base = _reference_place(ref_name)
+        owner = next((f for f in unread if _folder_and_name(f)[0] == folder
+                      and base in reference_file_names(_folder_and_name(f)[1])), None)
+        stem = f"{folder}/{reference_stem(base)}" if folder else reference_stem(base)
+        rejected.append({"filename": ref_name, "error": (
+            f"the known solution of {owner}, which is rejected; not read" if owner else
+            f"a known solution with no instance named {stem}.* in the batch; not read")})
+    return out
 
 
 def _storage_full(exc: StorageError) -> ApiError:
@@ -639,6 +746,18 @@ def _unknown_batch(batch_id: str) -> ApiError:
                     title="Unknown batch", field="batch_id")
 
 
+def _solved(job: JobRecord) -> bool:
+    """Succeeded with a plan that keeps the rules: what a batch sums and compares."""
+    return job.state == "succeeded" and job.cost is not None and job.feasible is not False
+
+
+def _gap(job: JobRecord) -> float | None:
+    """Percent above the job's known solution, for a solved job (as `cosolve batch`)."""
+    if not _solved(job) or job.reference is None or job.cost is None:
+        return None
+    return gap_percent(job.cost, job.reference)
+
+
 def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     batch = service.store.batch(batch_id)
     if batch is None:
@@ -656,8 +775,9 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     # read as a plain success)
     # solved files only: a cancelled job's partial plan is not an answer (QA sweep: it was
     # summed, while `cosolve batch` sums solved rows only)
-    costs = [j.cost for j in jobs
-             if j.state == "succeeded" and j.cost is not None and j.feasible is not False]
+    costs = [j.cost for j in jobs if _solved(j)]
+    gaps = {j.id: _gap(j) for j in jobs}
+    known_gaps = [g for g in gaps.values() if g is not None]
     return BatchStatus(
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
         # every job of a batch has the batch's seed (QA sweep: the answer did not say it)
@@ -666,13 +786,17 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
         created_at=batch["created_at"], done=all(j.final for j in jobs),
         summary=BatchSummary(files=len(jobs) + len(batch["rejected"]),
                              rejected=len(batch["rejected"]), solved=len(costs),
-                             total_cost=sum(costs) if costs else None, **counts),
+                             total_cost=sum(costs) if costs else None,
+                             with_reference=len(known_gaps),
+                             mean_gap_percent=(sum(known_gaps) / len(known_gaps)
+                                               if known_gaps else None), **counts),
         results=[BatchFileResult(
             filename=j.filename, job_id=j.id, state=j.state,  # type: ignore[arg-type]
             nodes=j.nodes, cost=j.cost, feasible=j.feasible, partial=j.partial,
             # the solver's own time (QA sweep: finish - start counted parsing and warm-up:
             # 1.89 s for a 0.5 s solve, where the CLI's batch showed 0.30 s)
-            wall_time=j.elapsed, error=_row_error(service, j)) for j in jobs],
+            wall_time=j.elapsed, error=_row_error(service, j), reference=j.reference,
+            reference_file=j.reference_file, gap_percent=gaps[j.id]) for j in jobs],
         rejected=batch["rejected"],
     )
 
@@ -706,7 +830,8 @@ def cancel_batch(batch_id: str, service: ServiceDep) -> BatchStatus:
 
 
 def batch_markdown(status: BatchStatus) -> str:
-    """The batch as a markdown table plus a totals line."""
+    """The batch as a markdown table plus a totals line, and the mean gap to the known
+    solutions uploaded with the files when some have one (the table gains their gaps)."""
     def num(v: float | None) -> str:
         return "–" if v is None else f"{v:.6g}"
 
@@ -715,26 +840,36 @@ def batch_markdown(status: BatchStatus) -> str:
         (QA sweep), as in `cosolve batch`'s summary."""
         return " ".join(str(text).replace("|", "\\|").split())
 
+    def gap(v: float | None) -> str:
+        return "–" if v is None else f"{v:+.3f} %"  # as `cosolve batch` writes a gap
+
+    gaps = any(r.reference is not None for r in status.results)
     lines = [f"# Batch {status.id}", "",
              f"solver {status.solver}, time limit {status.time_limit:g} s, "
              + (f"at most {status.max_vehicles} vehicles, " if status.max_vehicles else "")
              + (f"at most {status.max_solutions} solutions, " if status.max_solutions else "")
              + ("done" if status.done else "in progress"), "",
-             "| file | nodes | state | cost | feasible | wall (s) | error |",
-             "|---|---:|---|---:|---|---:|---|"]
+             "| file | nodes | state | cost | " + ("gap to ref. | " if gaps else "")
+             + "feasible | wall (s) | error |",
+             "|---|---:|---|---:|" + ("---:|" if gaps else "") + "---|---:|---|"]
     for r in status.results:
         feasible = "–" if r.feasible is None else ("yes" if r.feasible else "no")
         state = r.state + (" (partial)" if r.partial else "")
         lines.append(f"| {cell(r.filename)} | {r.nodes} | {state} | {num(r.cost)} | "
-                     f"{feasible} | {num(r.wall_time)} | {cell(r.error or '')} |")
+                     + (f"{gap(r.gap_percent)} | " if gaps else "")
+                     + f"{feasible} | {num(r.wall_time)} | {cell(r.error or '')} |")
     for r in status.rejected:
-        lines.append(f"| {cell(r['filename'])} | – | rejected | – | – | – | "
-                     f"{cell(r['error'])} |")
+        lines.append(f"| {cell(r['filename'])} | – | rejected | – | "
+                     + ("– | " if gaps else "") + f"– | – | {cell(r['error'])} |")
     s = status.summary
     lines += ["", f"{s.files} files: {s.solved} solved (feasible), {s.succeeded} succeeded, "
               f"{s.failed} failed, "
               f"{s.cancelled} cancelled, {s.running} running, {s.queued} queued, "
               f"{s.rejected} rejected; total cost {num(s.total_cost)}"]
+    if s.with_reference:
+        lines.append("")
+        lines.append(f"mean gap {gap(s.mean_gap_percent)} to the known solutions of "
+                     f"{s.with_reference} file{'' if s.with_reference == 1 else 's'}")
     return "\n".join(lines) + "\n"
 
 

@@ -147,11 +147,22 @@ class BatchFileResult(BaseModel):
     wall_time: float | None = Field(description="Seconds the solver ran (so far, while it "
                                     "runs); parsing and warm-up not counted.")
     error: str | None
+    reference: float | None = Field(
+        default=None, description="The cost of the file's known solution uploaded in the same "
+        "batch (NAME.sol, NAME.opt.tour or NAME.tour, optionally .gz, in the same folder of an "
+        "archive), checked as a feasible solution of the instance (fleet cap included) and "
+        "recomputed in its convention; null without one.")
+    reference_file: str | None = Field(
+        default=None, description="The name of the known solution `reference` comes from.")
+    gap_percent: float | None = Field(
+        default=None, description="Percent above `reference`: 100 * (cost / reference - 1), "
+        "for a job that succeeded with a feasible solution; null otherwise.")
 
 
 class BatchSummary(BaseModel):
     files: int = Field(description="Every file of the upload (archive members counted one by "
-                       "one): the jobs by state below plus the rejected ones.")
+                       "one): the jobs by state below plus the rejected ones (a known solution "
+                       "used as a file's reference is not counted: its result names it).")
     queued: int
     running: int
     succeeded: int
@@ -165,6 +176,12 @@ class BatchSummary(BaseModel):
     total_cost: float | None = Field(description="Sum over files solved with a feasible "
                                      "solution (an infeasible one's row says why in its error; "
                                      "a cancelled one's partial plan is not counted).")
+    with_reference: int = Field(default=0, description="Files solved (feasible) that have a "
+                                "known solution in the batch: those `mean_gap_percent` "
+                                "averages.")
+    mean_gap_percent: float | None = Field(
+        default=None, description="The mean of the results' `gap_percent`; null when no "
+        "solved file has a reference.")
 
 
 class BatchStatus(BaseModel):

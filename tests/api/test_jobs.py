@@ -646,6 +646,92 @@ def test_a_batch_is_cancelled_as_a_whole(api: httpx.Client) -> None:
     assert_problem(api.delete("/v1/batches/nosuchbatch"), 404, field="batch_id")
 
 
+_WITH_KNOWN_SOLUTIONS = ("X-n101-k25.vrp", "X-n101-k25.sol", "eil51.tsp", "eil51.opt.tour",
+                         "berlin52.tsp")
+
+
+@pytest.mark.parametrize("upload", ["parts", "zip"])
+def test_known_solutions_in_a_batch_give_each_file_a_checked_gap(api: httpx.Client,
+                                                                 upload: str) -> None:
+    """CVRPLIB's NAME.sol and TSPLIB's NAME.opt.tour uploaded beside their instances (as
+    parts, or in the same folder of a zip) are read as known solutions, not rejected as
+    unreadable instances: each is checked and costed against its instance, and the batch
+    reports the gap to it, as `cosolve batch` does for a folder."""
+    if upload == "parts":
+        files = [("files", (name, (DATA / name).read_bytes())) for name in _WITH_KNOWN_SOLUTIONS]
+    else:
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as zf:
+            for name in _WITH_KNOWN_SOLUTIONS:
+                zf.writestr(f"set/{name}", (DATA / name).read_bytes())
+        files = [("files", ("set.zip", archive.getvalue()))]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    assert batch["rejected"] == [] and batch["summary"]["files"] == 3
+    folder = "set/" if upload == "zip" else ""
+    rows = {r["filename"]: r for r in batch["results"]}
+    assert rows["X-n101-k25.vrp"]["reference_file"] == f"{folder}X-n101-k25.sol"
+    assert rows["eil51.tsp"]["reference_file"] == f"{folder}eil51.opt.tour"
+    batch = _wait_batch(api, batch)
+    assert batch["done"] and batch["summary"]["solved"] == 3
+    rows = {r["filename"]: r for r in batch["results"]}
+    for name, known in (("X-n101-k25.vrp", 27591), ("eil51.tsp", 426)):
+        assert rows[name]["reference"] == known == OPTIMA[name.split(".")[0]]
+        assert rows[name]["gap_percent"] == pytest.approx(100 * (rows[name]["cost"] / known - 1))
+    berlin = rows["berlin52.tsp"]
+    assert berlin["reference"] is None and berlin["reference_file"] is None
+    assert berlin["gap_percent"] is None
+    summary = batch["summary"]
+    assert summary["with_reference"] == 2 and summary["mean_gap_percent"] == pytest.approx(
+        (rows["X-n101-k25.vrp"]["gap_percent"] + rows["eil51.tsp"]["gap_percent"]) / 2)
+    table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"}).text
+    assert "| cost | gap to ref. | feasible |" in table
+    assert f"| {rows['eil51.tsp']['gap_percent']:+.3f} % |" in table
+    assert "| berlin52.tsp | 52 | succeeded |" in table and "to the known solutions of 2 files" \
+        in table
+
+
+def test_a_known_solution_that_serves_no_file_is_rejected_with_the_reason(
+        api: httpx.Client) -> None:
+    """A known solution with no instance of its name (or only one in another folder of the
+    archive), and one that is not a solution of its instance (eil51's tour sent as
+    kroA100.opt.tour), are listed as rejected with the reason; the files run without a
+    reference and the markdown has no gap column."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("a/berlin52.tsp", (DATA / "berlin52.tsp").read_bytes())
+        zf.writestr("b/berlin52.opt.tour", (DATA / "berlin52.opt.tour").read_bytes())
+    files = [("files", ("X-n101-k25.sol", (DATA / "X-n101-k25.sol").read_bytes())),
+             ("files", ("kroA100.tsp.gz", (DATA / "kroA100.tsp.gz").read_bytes())),
+             ("files", ("kroA100.opt.tour", (DATA / "eil51.opt.tour").read_bytes())),
+             ("files", ("ab.zip", archive.getvalue()))]
+    response = api.post("/v1/batches", files=files,
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    batch = response.json()
+    reasons = {r["filename"]: r["error"] for r in batch["rejected"]}
+    assert set(reasons) == {"X-n101-k25.sol", "kroA100.opt.tour", "b/berlin52.opt.tour"}
+    assert reasons["X-n101-k25.sol"] == ("a known solution with no instance named "
+                                         "X-n101-k25.* in the batch; not read")
+    assert reasons["b/berlin52.opt.tour"].startswith("a known solution with no instance named "
+                                                     "b/berlin52.*")
+    assert reasons["kroA100.opt.tour"].startswith(
+        "not used as the reference of kroA100.tsp.gz: kroA100.opt.tour is not a feasible "
+        "solution of kroA100")
+    assert batch["summary"]["rejected"] == 3 and batch["summary"]["files"] == 5
+    assert all(r["reference"] is None for r in batch["results"])
+    batch = _wait_batch(api, batch)
+    assert batch["summary"]["with_reference"] == 0 and batch["summary"]["mean_gap_percent"] \
+        is None
+    table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"}).text
+    assert "gap to ref." not in table and "| kroA100.opt.tour | – | rejected |" in table
+    # nothing but known solutions: nothing to solve, each named
+    body = assert_problem(api.post("/v1/batches", files=files[:1]), 422, field="files")
+    assert "X-n101-k25.sol: a known solution with no instance" in body["detail"]
+
+
 def test_a_bare_uvicorn_stops_at_once_while_a_client_follows_a_job(tmp_path: Path) -> None:
     """uvicorn waits for open responses before it stops, and an events stream stays open
     until its job ends: a bare `uvicorn app.main:app` (no --timeout-graceful-shutdown) took
