@@ -155,7 +155,8 @@ def _check_reference(reference: float | None) -> None:
 
 
 REFERENCE_FILE_OPTION = typer.Option(
-    help="A known solution of the instance (.sol: CVRPLIB routes; .tour: a TSPLIB tour): "
+    help="A known solution of the instance (.sol: CVRPLIB routes; .tour: a TSPLIB tour, or "
+    "LKH-3's tour of a CVRP or CVRPTW with the depot copied per vehicle): "
     "checked, its cost recomputed and reported as the reference. Without it (and without "
     "--reference), NAME.sol, NAME.opt.tour or NAME.tour beside the instance file is used "
     "when there is one; --reference-file none turns that off.")

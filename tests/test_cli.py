@@ -910,7 +910,22 @@ def test_a_reference_that_is_not_a_solution_of_the_instance_is_never_used(
     _assert_user_error(named, "--reference-file", "not a feasible solution")
     _assert_user_error(_run("solve", str(capped), "--solver", "nearest_neighbor",
                             "--reference-file", str(DATA / "kroA100.opt.tour")),
-                       "--reference-file", "TSPLIB tour")
+                       "--reference-file", "not a feasible solution of X-n101-k25")
+    _assert_user_error(_run("solve", str(DATA / "kroA100.tsp.gz"), "--solver",
+                            "nearest_neighbor", "--reference-file", str(capped)),
+                       "--reference-file", "a reference is a .sol")
     _assert_user_error(_run("solve", str(capped), "--solver", "nearest_neighbor",
                             "--reference", "1", "--reference-file", "none"),
                        "not both")
+
+
+def test_an_lkh3_vehicle_routing_tour_is_a_reference_for_solomon() -> None:
+    """LKH-3 writes a CVRPTW solution as one tour with the depot copied once per vehicle
+    (the Solomon references in tests/data/solomon, named NAME.COST.tour): --reference-file
+    reads it as routes, checks the windows and recomputes C101's 8,273."""
+    result = _run("solve", str(DATA / "solomon" / "C101.100.10.vrptw"), "--solver",
+                  "nearest_neighbor", "--time-limit", "1", "--json", "--reference-file",
+                  str(DATA / "solomon" / "C101.100.10.8273.tour"))
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["reference"] == 8273 and doc["gap_percent"] > 0

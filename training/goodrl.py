@@ -646,7 +646,7 @@ class Trainer:
                         continue
                 torch.nn.utils.clip_grad_norm_(self.model.actor.parameters(), 1.0)
                 self.opt_actor.step()
-                stats["ploss"] = float(ploss)
+                stats["ploss"] = float(ploss.detach())
         self.state.accepted_norms = (self.state.accepted_norms + norms_now)[-200:]
         return stats
 

@@ -988,7 +988,13 @@ def tour_from_text(text: str) -> list[int]:
 
 
 def read_tour_routes(path: str | Path, dimension: int, depot: int = 0) -> list[list[int]]:
-    """An LKH-3 vehicle-routing TOUR file as routes of 0-based customers.
+    """An LKH-3 vehicle-routing TOUR file as routes of 0-based customers (see
+    ``vrp_tour_routes``)."""
+    return vrp_tour_routes(read_tour(path), dimension, depot)
+
+
+def vrp_tour_routes(tour: list[int], dimension: int, depot: int = 0) -> list[list[int]]:
+    """An LKH-3 vehicle-routing tour (0-based, as ``tour_from_text`` reads it) as routes.
 
     LKH-3 solves a VRP with V vehicles as one tour over DIMENSION + V - 1 nodes: the depot
     (``depot + 1``) and its copies, numbered above ``dimension``, mark where routes begin, so
@@ -996,8 +1002,7 @@ def read_tour_routes(path: str | Path, dimension: int, depot: int = 0) -> list[l
     """
     routes: list[list[int]] = []
     current: list[int] = []
-    for label in read_tour(path):
-        node = label  # read_tour already made it 0-based
+    for node in tour:
         if node == depot or node >= dimension:
             if current:
                 routes.append(current)
@@ -1089,10 +1094,10 @@ def reference_cost_bytes(data: bytes, filename: str, instance: Instance,
     name = _strip_gz(filename)[0].lower()
     try:
         if name.endswith(".tour"):
-            if not isinstance(instance, TSPInstance):
-                raise InstanceError("reference_file", f"{filename} is a TSPLIB tour; a "
-                                    f"{instance.problem.upper()} reference is a .sol file")
-            routes = [tour_from_text(decode_bytes(data, filename, max_bytes))]
+            tour = tour_from_text(decode_bytes(data, filename, max_bytes))
+            # a CVRP's or CVRPTW's: LKH-3's one tour with the depot copied once per vehicle
+            routes = ([tour] if isinstance(instance, TSPInstance) else
+                      vrp_tour_routes(tour, instance.n, getattr(instance, "depot", 0)))
         elif name.endswith(".sol"):
             if isinstance(instance, TSPInstance):
                 raise InstanceError("reference_file", f"{filename} holds CVRPLIB routes; a "
@@ -1141,5 +1146,6 @@ __all__ = [
     "solution_to_dict",
     "tour_from_text",
     "tour_text",
+    "vrp_tour_routes",
     "write_solution_file",
 ]
