@@ -8,6 +8,7 @@ routes can run them off the event loop.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -49,6 +50,7 @@ from solvers.routing.io import (
     instance_to_dict,
     load_json,
     parse_instance_bytes,
+    reference_cost_bytes,
 )
 from solvers.routing.problem import CVRPInstance, Instance
 
@@ -80,6 +82,9 @@ class Upload:
     filename: str
     data: bytes
     fields: dict[str, list[str]]
+    #: Further file parts an endpoint takes besides ``file`` (a compare's ``reference_file``),
+    #: by part name: (filename, data).
+    extras: dict[str, tuple[str, bytes]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,8 @@ class CompareTask:
     #: where the instance came from, for a fault a solver finds in it: ``instance`` (a JSON
     #: body) or ``file`` (an upload; QA sweep: a comparison named ``instance.coords`` there)
     source: str = "instance"
+    #: the name of the known solution the reference was checked and costed from, if any
+    reference_file: str | None = None
 
 
 # -- reading the request -----------------------------------------------------------------
@@ -186,17 +193,25 @@ async def form_parts(request: Request, max_files: int, max_fields: int,
         await form.close()
 
 
-async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> Upload:
-    """The file part and form fields of a multipart request (exactly one file, named ``file``)."""
+async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY,
+                      extra_files: tuple[str, ...] = ()) -> Upload:
+    """The file part and form fields of a multipart request (exactly one file, named ``file``,
+    plus at most one of each part named in ``extra_files``)."""
     file: UploadFile | None = None
     fields: dict[str, list[str]] = {}
-    async with form_parts(request, max_files=1, max_fields=_MAX_FORM_FIELDS) as form:
+    extras: dict[str, UploadFile] = {}
+    async with form_parts(request, max_files=1 + len(extra_files),
+                          max_fields=_MAX_FORM_FIELDS) as form:
         for name, value in form.multi_items():
             if isinstance(value, UploadFile):
-                if name != "file":
+                if name in extra_files and name not in extras:
+                    extras[name] = value
+                    continue
+                if name != "file" or file is not None:
+                    also = "".join(f" (and '{e}')" for e in extra_files)
                     raise invalid_request(
                         f"unexpected file part {name!r}; send {accepts[1]} as the part named "
-                        "'file'", field=name)
+                        f"'file'{also}", field=name)
                 file = value
             else:
                 fields.setdefault(name, []).append(value)
@@ -211,7 +226,9 @@ async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY
             raise invalid_request("the 'file' part needs a filename; its extension says the "
                                   "format", field="file")
         data = await file.read()
-    return Upload(filename=file.filename, data=data, fields=fields)
+        extra_data = {name: (part.filename or name, await part.read())
+                      for name, part in extras.items()}
+    return Upload(filename=file.filename, data=data, fields=fields, extras=extra_data)
 
 
 # -- building tasks ----------------------------------------------------------------------
@@ -257,10 +274,24 @@ def compare_task_from_upload(upload: Upload, problem: str, settings: Settings) -
         joined = ",".join(upload.fields["solvers"])
         fields["solvers"] = [name.strip() for name in joined.split(",") if name.strip()]
     options = validate_fields(CompareUploadOptions, fields)
-    return _compare_task(options, problem, settings,
+    known = upload.extras.get("reference_file")
+    if known is not None and options.reference is not None:
+        raise invalid_request("give reference or reference_file, not both",
+                              field="reference_file")
+    task = _compare_task(options, problem, settings,
                          lambda: _instance_from_upload(upload, problem, settings,
                                                        options.max_vehicles), "file",
                          "max_vehicles" if options.max_vehicles is not None else "file")
+    if known is None:
+        return task
+    # the known solution of the instance (CVRPLIB's NAME.sol, TSPLIB's NAME.opt.tour, LKH-3's
+    # tour), checked by the independent checker and costed in the instance's convention
+    try:
+        cost = reference_cost_bytes(known[1], known[0], task.instance,
+                                    max_bytes=settings.max_decompressed_bytes)
+    except InstanceError as exc:
+        raise invalid_request(exc.message, field="reference_file") from None
+    return dataclasses.replace(task, reference=cost, reference_file=known[0])
 
 
 def _compare_task(options: CompareOptions, problem: str, settings: Settings,

@@ -68,12 +68,13 @@ async def _read_task(
     settings: Settings,
     from_json: Callable[[bytes, str, Settings], T],
     from_upload: Callable[[Upload, str, Settings], T],
+    extra_files: tuple[str, ...] = (),
 ) -> T:
     """Read the body in its format (async), then check and parse it in a worker thread."""
     if body_format(request) is BodyFormat.JSON:
         raw = await request.body()
         return await run_in_threadpool(from_json, raw, problem, settings)
-    upload = await read_upload(request)
+    upload = await read_upload(request, extra_files=extra_files)
     return await run_in_threadpool(from_upload, upload, problem, settings)
 
 
@@ -159,6 +160,7 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
         time_limit=task.time_limit,
         seed=task.seed,
         reference=task.reference,
+        reference_file=task.reference_file,
         best_solver=result.best_solver,
         rows=rows,
     )
@@ -167,7 +169,7 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
 def _compare_endpoint(problem: str) -> Callable[..., Awaitable[CompareResponse]]:
     async def compare_solvers(request: Request, settings: SettingsDep) -> CompareResponse:
         task = await _read_task(request, problem, settings, compare_task_from_json,
-                                compare_task_from_upload)
+                                compare_task_from_upload, extra_files=("reference_file",))
         device = torch_device_name(settings.device)
         return await run_while_connected(request,
                                           lambda cancel: _compare_response(task, cancel, device))
@@ -240,7 +242,9 @@ for _problem in PROBLEMS:
             "to the best feasible row and to an optional reference, wall time and (svg=true) a "
             f"drawing of each solution. JSON ({_upper}CompareRequest) or multipart (`file` plus "
             "`solvers` comma-separated and the other fields"
-            + (", `max_vehicles` among them" if _problem != "tsp" else "") + ")."
+            + (", `max_vehicles` among them" if _problem != "tsp" else "") + "; the reference "
+            "as a number, or as a known solution's file, `reference_file`, checked and "
+            "costed)."
         ),
         response_model=CompareResponse,
         responses=problem_responses(404, 413, 415, 422, 503),

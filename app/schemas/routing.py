@@ -309,6 +309,14 @@ class CompareUpload(CompareUploadOptions):
     file: bytes = Field(
         description="A .tsp, .vrp, .vrptw or .json instance file, optionally .gz."
     )
+    reference_file: bytes | None = Field(
+        default=None,
+        description="A known solution of the instance, in place of `reference`: CVRPLIB's "
+        "NAME.sol, TSPLIB's NAME.opt.tour, or LKH-3's tour of a CVRP or CVRPTW (optionally "
+        ".gz). It is checked by the independent checker and its cost recomputed in the "
+        "instance's convention; one that is not a feasible solution of the instance is a 422 "
+        "naming reference_file.",
+    )
 
 
 class CompareRow(BaseModel):
@@ -346,5 +354,8 @@ class CompareResponse(BaseModel):
     time_limit: float = Field(description="Seconds given to each solver.")
     seed: int
     reference: float | None
+    reference_file: str | None = Field(
+        default=None, description="The uploaded known solution the reference was checked and "
+        "costed from (null for a reference given as a number, or none).")
     best_solver: str | None = Field(description="The cheapest feasible row, if any.")
     rows: list[CompareRow]

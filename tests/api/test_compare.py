@@ -142,3 +142,44 @@ def test_a_compare_every_solver_refuses_is_a_422_naming_each_reason(
     assert response.status_code == 200, response.text
     rows = response.json()["rows"]
     assert rows[0]["error"] and rows[0]["wall_time"] is None and rows[1]["feasible"]
+
+
+def test_a_known_solutions_file_is_the_checked_reference(api: httpx.Client,
+                                                         data_dir: Path) -> None:
+    """A compare upload takes the instance's known solution as a second file part,
+    ``reference_file`` (CVRPLIB's .sol, TSPLIB's .opt.tour, LKH-3's tour), in place of a
+    number typed in: it is checked and costed in the instance's convention (27,591 for
+    X-n101-k25), and one that is not a solution of the instance is a 422 naming it, as is a
+    reference given both ways; /solve takes no such part."""
+    from tests.api.helpers import assert_problem
+
+    vrp = data_dir / "X-n101-k25.vrp"
+    instance = ("X-n101-k25.vrp", vrp.read_bytes())
+    known = ("X-n101-k25.sol", (data_dir / "X-n101-k25.sol").read_bytes())
+    response = api.post("/v1/routing/cvrp/compare",
+                        files={"file": instance, "reference_file": known},
+                        data={"solvers": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["reference"] == OPTIMA["X-n101-k25"] == 27591
+    assert body["reference_file"] == "X-n101-k25.sol"
+    row = body["rows"][0]
+    assert row["gap_to_reference"] == pytest.approx(100 * (row["cost"] / 27591 - 1))
+
+    wrong = ("eil51.opt.tour", (data_dir / "eil51.opt.tour").read_bytes())
+    body = assert_problem(api.post("/v1/routing/cvrp/compare",
+                                   files={"file": instance, "reference_file": wrong},
+                                   data={"solvers": "nearest_neighbor", "time_limit": "1"}),
+                          422, field="reference_file")
+    assert "not a feasible solution of X-n101-k25" in body["detail"]
+    body = assert_problem(api.post("/v1/routing/cvrp/compare",
+                                   files={"file": instance, "reference_file": known},
+                                   data={"solvers": "nearest_neighbor", "time_limit": "1",
+                                         "reference": "27591"}),
+                          422, field="reference_file")
+    assert "not both" in body["detail"]
+    body = assert_problem(api.post("/v1/routing/cvrp/solve",
+                                   files={"file": instance, "reference_file": known},
+                                   data={"solver": "nearest_neighbor", "time_limit": "1"}),
+                          422, field="file")
+    assert "at most 1 'file' part" in body["detail"]
