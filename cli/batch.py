@@ -766,8 +766,8 @@ def _failure_line(rows: list[BatchRow]) -> str:
 def batch(
     folder: Annotated[Path, typer.Argument(
         metavar="DIR", help="Folder of instance files (.tsp, .vrp, .vrptw, .json, optionally "
-        ".gz); "
-                            "other files are ignored.")],
+        ".gz); their known solutions beside them (NAME.sol, NAME.opt.tour) give each a checked "
+        "gap; other files are ignored.")],
     solver: Annotated[str, typer.Option(help="Solver name (see `cosolve solvers`).")],
     out: Annotated[Path, typer.Option(
         help="Folder for the solutions (<stem>.json plus .tour or .sol) and summary.md.")],
