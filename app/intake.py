@@ -168,7 +168,8 @@ def require_format(request: Request, expected: BodyFormat, send: str) -> None:
 
 @asynccontextmanager
 async def form_parts(request: Request, max_files: int, max_fields: int,
-                     file_field: str = "file") -> AsyncIterator[FormData]:
+                     file_field: str = "file", takes: str | None = None
+                     ) -> AsyncIterator[FormData]:
     """The parsed multipart form, closed after use. Starlette's own refusals (too many files
     or fields, a malformed body) were bare 400s without a field; they are 422s naming the
     part, like every other invalid request."""
@@ -184,8 +185,8 @@ async def form_parts(request: Request, max_files: int, max_fields: int,
                            f"{max_files} files (COSOLVE_MAX_BATCH_FILES): split it",
                            kind="batch-too-large", title="Too many files", field="files",
                            extra={"limit": max_files}) from None
-        raise invalid_request(f"{detail.rstrip('.')} (this endpoint takes at most "
-                              f"{max_files} '{file_field}' part{'s' if max_files != 1 else ''} "
+        parts = takes or f"{max_files} '{file_field}' part{'s' if max_files != 1 else ''}"
+        raise invalid_request(f"{detail.rstrip('.')} (this endpoint takes at most {parts} "
                               f"and {max_fields} form fields)", field=field) from None
     try:
         yield form
@@ -200,19 +201,23 @@ async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY
     file: UploadFile | None = None
     fields: dict[str, list[str]] = {}
     extras: dict[str, UploadFile] = {}
+    takes = "1 'file' part" + "".join(f", 1 {e!r} part" for e in extra_files)
     async with form_parts(request, max_files=1 + len(extra_files),
-                          max_fields=_MAX_FORM_FIELDS) as form:
+                          max_fields=_MAX_FORM_FIELDS, takes=takes) as form:
         for name, value in form.multi_items():
             if isinstance(value, UploadFile):
                 if name in extra_files and name not in extras:
                     extras[name] = value
                     continue
-                if name != "file" or file is not None:
-                    also = "".join(f" (and '{e}')" for e in extra_files)
-                    raise invalid_request(
-                        f"unexpected file part {name!r}; send {accepts[1]} as the part named "
-                        f"'file'{also}", field=name)
-                file = value
+                if name == "file" and file is None:
+                    file = value
+                    continue
+                if name == "file" or name in extra_files:  # one too many of a part we take
+                    raise invalid_request(f"Too many files: this endpoint takes at most "
+                                          f"{takes}", field=name)
+                raise invalid_request(
+                    f"unexpected file part {name!r}; send {accepts[1]} as the part named "
+                    f"'file'" + "".join(f" (and '{e}')" for e in extra_files), field=name)
             else:
                 fields.setdefault(name, []).append(value)
         if file is None:
@@ -284,14 +289,8 @@ def compare_task_from_upload(upload: Upload, problem: str, settings: Settings) -
                          "max_vehicles" if options.max_vehicles is not None else "file")
     if known is None:
         return task
-    # the known solution of the instance (CVRPLIB's NAME.sol, TSPLIB's NAME.opt.tour, LKH-3's
-    # tour), checked by the independent checker and costed in the instance's convention
-    try:
-        cost = reference_cost_bytes(known[1], known[0], task.instance,
-                                    max_bytes=settings.max_decompressed_bytes)
-    except InstanceError as exc:
-        raise invalid_request(exc.message, field="reference_file") from None
-    return dataclasses.replace(task, reference=cost, reference_file=known[0])
+    cost, name = _upload_reference(upload, task.instance, settings)
+    return dataclasses.replace(task, reference=cost, reference_file=name)
 
 
 def _compare_task(options: CompareOptions, problem: str, settings: Settings,
@@ -596,9 +595,27 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
         filename = f"{filename.removesuffix('.gz')}.json"  # X-n101-k25.vrp.json
     _check_job_solver(options.solver, instance, time_limit, "file")
     _check_solution_budget(options.solver, options.max_solutions)
+    reference, reference_file = _upload_reference(upload, instance, settings)
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
                     filename, data, instance.n, getattr(instance, "max_vehicles", None),
-                    options.max_solutions)
+                    options.max_solutions, reference, reference_file)
+
+
+def _upload_reference(upload: Upload, instance: Instance,
+                      settings: Settings) -> tuple[float | None, str | None]:
+    """The cost of the known solution sent as the ``reference_file`` part, if any (CVRPLIB's
+    NAME.sol, TSPLIB's NAME.opt.tour, LKH-3's tour), checked by the independent checker and
+    costed in the instance's convention, with its name; a 422 naming ``reference_file`` when
+    it is not a feasible solution of the instance (its fleet cap included)."""
+    known = upload.extras.get("reference_file")
+    if known is None:
+        return None, None
+    try:
+        cost = reference_cost_bytes(known[1], known[0], instance,
+                                    max_bytes=settings.max_decompressed_bytes)
+    except InstanceError as exc:
+        raise invalid_request(exc.message, field="reference_file") from None
+    return cost, known[0]
 
 
 def _check_upload_solver_before_parsing(solver: str, problem: str | None,

@@ -112,6 +112,7 @@ def job_status(job: JobRecord) -> JobStatus:
                              best_cost=job.best_cost, message=job.message),
         cost=job.cost, feasible=job.feasible, partial=job.partial, error=job.error,
         max_vehicles=job.max_vehicles, max_solutions=job.max_solutions,
+        reference=job.reference, reference_file=job.reference_file, gap_percent=_gap(job),
         links=JobLinks(self=base, events=f"{base}/events", solution=f"{base}/solution"),
     )
 
@@ -158,7 +159,7 @@ async def submit_job(request: Request, settings: SettingsDep, service: ServiceDe
         raw = await request.body()
         job_input: JobInput = await run_in_threadpool(job_from_json, raw, settings)
     else:
-        upload = await read_upload(request)
+        upload = await read_upload(request, extra_files=("reference_file",))
         job_input = await run_in_threadpool(job_from_upload, upload, settings)
     try:
         job = await run_in_threadpool(lambda: service.submit(**vars(job_input)))

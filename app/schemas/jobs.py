@@ -72,6 +72,13 @@ class JobUpload(JobOptions, UploadFleet):
     problem: Literal["tsp", "cvrp", "cvrptw"] | None = Field(
         default=None, description="Optional: checked against the file when given."
     )
+    reference_file: bytes | None = Field(
+        default=None,
+        description="Optional: a known solution of the instance (CVRPLIB's NAME.sol, TSPLIB's "
+        "NAME.opt.tour, LKH-3's tour of a CVRP or CVRPTW, optionally .gz), checked by the "
+        "independent checker and costed in the instance's convention: the job's status gives "
+        "the gap to it. One that is not a feasible solution is a 422 naming reference_file.",
+    )
 
 
 class JobLinks(BaseModel):
@@ -126,6 +133,15 @@ class JobStatus(BaseModel):
     max_solutions: int | None = Field(
         default=None, description="The budget in solutions the job solves with (polynet), "
         "null without one.")
+    reference: float | None = Field(
+        default=None, description="The cost of the known solution uploaded with the file "
+        "(its reference_file part, or a batch's NAME.sol / NAME.opt.tour), checked and costed "
+        "in the instance's convention; null without one.")
+    reference_file: str | None = Field(
+        default=None, description="The name the known solution came as.")
+    gap_percent: float | None = Field(
+        default=None, description="Percent above the reference, once the job has succeeded "
+        "with a feasible plan.")
     links: JobLinks
 
 

@@ -178,6 +178,12 @@ def test_a_known_solutions_file_is_the_checked_reference(api: httpx.Client,
                                          "reference": "27591"}),
                           422, field="reference_file")
     assert "not both" in body["detail"]
+    body = assert_problem(api.post("/v1/routing/cvrp/compare",
+                                   files=[("file", instance), ("reference_file", known),
+                                          ("reference_file", known)],
+                                   data={"solvers": "nearest_neighbor", "time_limit": "1"}),
+                          422)
+    assert "at most 1 'file' part, 1 'reference_file' part" in body["detail"]
     body = assert_problem(api.post("/v1/routing/cvrp/solve",
                                    files={"file": instance, "reference_file": known},
                                    data={"solver": "nearest_neighbor", "time_limit": "1"}),

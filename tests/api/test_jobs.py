@@ -803,3 +803,29 @@ def test_a_ray_cluster_that_cannot_be_used_stops_the_start_naming_the_address() 
         address = f"ray://127.0.0.1:{server.getsockname()[1]}"
         with pytest.raises(RuntimeError, match=rf"COSOLVE_RAY_ADDRESS={address}: needs ray\."):
             _connect_ray(_RefusingRay(), address)
+
+
+def test_a_job_takes_its_known_solution_and_reports_the_gap(api: httpx.Client) -> None:
+    """As a compare upload does, a job upload takes the instance's known solution as a second
+    part, ``reference_file``: checked and costed when the job is submitted (27,591 for
+    X-n101-k25), the status gives the gap once the job succeeds; one that is not a feasible
+    solution of the instance is a 422 naming it, and nothing is queued."""
+    instance = ("X-n101-k25.vrp", (DATA / "X-n101-k25.vrp").read_bytes())
+    known = ("X-n101-k25.sol", (DATA / "X-n101-k25.sol").read_bytes())
+    response = api.post("/v1/jobs", files={"file": instance, "reference_file": known},
+                        data={"solver": "nearest_neighbor", "time_limit": "1"})
+    assert response.status_code == 202, response.text
+    submitted = response.json()
+    assert submitted["reference"] == OPTIMA["X-n101-k25"] == 27591
+    assert submitted["reference_file"] == "X-n101-k25.sol"
+    assert submitted["gap_percent"] is None  # not solved yet
+    job = _wait(api, submitted["id"], ("succeeded",))
+    assert job["gap_percent"] == pytest.approx(100 * (job["cost"] / 27591 - 1))
+
+    total = api.get("/v1/jobs").json()["total"]
+    wrong = ("eil51.opt.tour", (DATA / "eil51.opt.tour").read_bytes())
+    body = assert_problem(api.post("/v1/jobs", files={"file": instance, "reference_file": wrong},
+                                   data={"solver": "nearest_neighbor", "time_limit": "1"}),
+                          422, field="reference_file")
+    assert "not a feasible solution of X-n101-k25" in body["detail"]
+    assert api.get("/v1/jobs").json()["total"] == total
