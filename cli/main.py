@@ -158,7 +158,7 @@ REFERENCE_FILE_OPTION = typer.Option(
     help="A known solution of the instance (.sol: CVRPLIB routes; .tour: a TSPLIB tour, or "
     "LKH-3's tour of a CVRP or CVRPTW with the depot copied per vehicle): "
     "checked, its cost recomputed and reported as the reference. Without it (and without "
-    "--reference), NAME.sol, NAME.opt.tour or NAME.tour beside the instance file is used "
+    "--reference), NAME.sol or NAME.opt.tour beside the instance file is used "
     "when there is one; --reference-file none turns that off.")
 
 

@@ -571,6 +571,20 @@ def test_known_solutions_beside_instances_are_found_and_recomputed() -> None:
     assert sibling_reference_file(DATA / "X-n176-k26.vrp") is None
 
 
+def test_a_tour_written_beside_the_instance_is_not_taken_for_a_known_one(tmp_path) -> None:
+    """``cosolve solve kroA100.tsp --out kroA100.tour`` writes a plain .tour beside the
+    instance: it is not a known solution, so the next solve must not report a gap to it;
+    TSPLIB's NAME.opt.tour is."""
+    from solvers.routing.io import sibling_reference_file
+    from tests.conftest import DATA
+
+    (tmp_path / "kroA100.tsp").write_bytes(gzip.decompress((DATA / "kroA100.tsp.gz").read_bytes()))
+    (tmp_path / "kroA100.tour").write_bytes((DATA / "kroA100.opt.tour").read_bytes())
+    assert sibling_reference_file(tmp_path / "kroA100.tsp") is None
+    (tmp_path / "kroA100.opt.tour").write_bytes((DATA / "kroA100.opt.tour").read_bytes())
+    assert sibling_reference_file(tmp_path / "kroA100.tsp") == tmp_path / "kroA100.opt.tour"
+
+
 def test_a_known_solutions_bytes_are_checked_and_costed_as_its_file() -> None:
     """An uploaded known solution (a batch's NAME.sol, NAME.opt.tour.gz) is costed from its
     bytes as ``reference_cost`` costs the file, and every fault names ``reference_file``:

@@ -1056,11 +1056,15 @@ def reference_stem(filename: str) -> str | None:
 
 
 def sibling_reference_file(instance_path: str | Path) -> Path | None:
-    """The known solution beside an instance file, if there is one: ``NAME.sol``,
-    ``NAME.opt.tour`` or ``NAME.tour`` (each plain or ``.gz``) for ``NAME.vrp``,
-    ``NAME.tsp.gz`` and so on, so that gaps to it are reported without being asked for."""
+    """The known solution beside an instance file, if there is one: ``NAME.sol`` or
+    ``NAME.opt.tour`` (each plain or ``.gz``) for ``NAME.vrp``, ``NAME.tsp.gz`` and so on, so
+    that gaps to it are reported without being asked for. A plain ``NAME.tour`` is not taken:
+    it is what ``cosolve solve --out`` writes, not a known solution (name one with
+    ``--reference-file``; an upload names its own)."""
     path = Path(instance_path)
     for name in reference_file_names(path.name):
+        if _strip_gz(name)[0].endswith(".tour") and not _strip_gz(name)[0].endswith(".opt.tour"):
+            continue
         candidate = path.with_name(name)
         try:
             if candidate != path and candidate.is_file():
