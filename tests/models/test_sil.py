@@ -264,7 +264,9 @@ def test_two_opt_terminates_on_duplicate_points() -> None:
 def test_a_shifted_instance_is_solved_as_well_as_the_original() -> None:
     """QA sweep: the coordinates were cast to float32 before being moved to the origin, so
     points 1e9 out and 1 apart collapsed: sil's tour came out 148 % longer (TSP) and 32 %
-    (CVRP) for the same instance shifted by 1e9."""
+    (CVRP) for the same instance shifted by 1e9. The two 1 s runs may get different numbers
+    of rounds on a slow machine (4 against 1 at half this machine's speed: 4.4 % apart), so
+    the bound is 10 %, far below what the bug did."""
     import numpy as np
 
     from solvers.base import Budget
@@ -278,7 +280,7 @@ def test_a_shifted_instance_is_solved_as_well_as_the_original() -> None:
                  lambda c: CVRPInstance(coords=c, demands=demands, capacity=50)):
         here = solve(make(xy), "sil", Budget(time_limit=1.0, seed=0)).cost
         far = solve(make(xy + 1e9), "sil", Budget(time_limit=1.0, seed=0)).cost
-        assert far < 1.03 * here, (here, far)
+        assert far < 1.10 * here, (here, far)
 
 
 def test_the_start_phases_report_while_they_run(monkeypatch: pytest.MonkeyPatch) -> None:
