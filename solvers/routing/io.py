@@ -1037,8 +1037,9 @@ REFERENCE_SUFFIXES = (".sol", ".opt.tour", ".tour")
 def reference_file_names(instance_name: str) -> list[str]:
     """The names a known solution of the instance file ``instance_name`` may have, first
     choice first: ``NAME.sol``, ``NAME.opt.tour``, ``NAME.tour``, each plain then ``.gz``
-    (``X-n101-k25.vrp`` -> ``X-n101-k25.sol``, ``kroA100.tsp.gz`` -> ``kroA100.opt.tour``), so
-    that a folder and a batch upload pair files by one rule."""
+    (``X-n101-k25.vrp`` -> ``X-n101-k25.sol``, ``kroA100.tsp.gz`` -> ``kroA100.opt.tour``): a
+    batch upload pairs its files by this rule, a folder by the same less the plain ``.tour``
+    (``sibling_reference_file``)."""
     name, _ = _strip_gz(instance_name)
     stem = name.rsplit(".", 1)[0] if "." in name else name
     return [stem + suffix + gz for suffix in REFERENCE_SUFFIXES for gz in ("", ".gz")]
@@ -1063,7 +1064,8 @@ def sibling_reference_file(instance_path: str | Path) -> Path | None:
     ``--reference-file``; an upload names its own)."""
     path = Path(instance_path)
     for name in reference_file_names(path.name):
-        if _strip_gz(name)[0].endswith(".tour") and not _strip_gz(name)[0].endswith(".opt.tour"):
+        base = _strip_gz(name)[0]
+        if base.endswith(".tour") and not base.endswith(".opt.tour"):
             continue
         candidate = path.with_name(name)
         try:
@@ -1075,11 +1077,12 @@ def sibling_reference_file(instance_path: str | Path) -> Path | None:
 
 
 def reference_cost(path: str | Path, instance: Instance) -> float:
-    """The cost of the known solution in ``path`` (a CVRPLIB ``.sol`` for CVRP and CVRPTW, a
-    TSPLIB tour for the TSP), recomputed in the instance's own convention after the
-    independent check, so a reference is never a number taken on trust. An
-    ``InstanceError`` naming ``reference_file`` says why a file cannot serve: unreadable,
-    the wrong kind, or not a feasible solution of this instance (a fleet cap included)."""
+    """The cost of the known solution in ``path`` (a CVRPLIB ``.sol`` or LKH-3's tour with the
+    depot copied per vehicle for CVRP and CVRPTW, a TSPLIB tour for the TSP), recomputed in
+    the instance's own convention after the independent check, so a reference is never a
+    number taken on trust. An ``InstanceError`` naming ``reference_file`` says why a file
+    cannot serve: unreadable, the wrong kind, or not a feasible solution of this instance (a
+    fleet cap included)."""
     path = Path(path)
     try:
         data = path.read_bytes()
