@@ -29,7 +29,6 @@ from app.errors import (
     invalid_request,
     validation_problem,
 )
-from app.jobs.store import safe_filename
 from app.schemas.jobs import CVRPJobRequest, CVRPTWJobRequest, JobUpload, TSPJobRequest
 from app.schemas.routing import (
     CompareOptions,
@@ -43,15 +42,12 @@ from app.schemas.routing import (
     TSPSolveRequest,
 )
 from app.settings import Settings
-from solvers.base import all_specs, get_solver, get_spec, specs_for
+from jobs.store import safe_filename
+from solvers.catalog import all_specs, get_solver, get_spec, specs_for
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
-from solvers.routing.io import (
-    instance_from_dict,
-    instance_to_dict,
-    load_json,
-    parse_instance_bytes,
-    reference_cost_bytes,
-)
+from solvers.routing.io.documents import instance_from_dict, instance_to_dict, load_json
+from solvers.routing.io.formats import parse_instance_bytes
+from solvers.routing.io.references import reference_cost_bytes
 from solvers.routing.problem import CVRPInstance, Instance
 
 PROBLEMS: tuple[str, ...] = ("tsp", "cvrp", "cvrptw")

@@ -40,11 +40,12 @@ from app.errors import (
     problem_responses,
     reject_unknown_query,
 )
-from app.jobs.service import JobService
 from app.middleware import BodySizeLimitMiddleware
 from app.routers import flow, health, jobs, routing, scheduling, solvers
 from app.settings import Settings, get_settings, settings_problem
-from solvers.base import SolverSpec, all_specs, get_solver
+from jobs.service import JobService
+from solvers.catalog import all_specs, get_solver
+from solvers.contract import SolverSpec
 from solvers.device import describe, torch_device_name
 from solvers.tuning import check_tuning
 

@@ -70,7 +70,7 @@ def check_solvers(parser: argparse.ArgumentParser, names: Iterable[str],
                   option: str = "--solvers", problem: str | None = None) -> None:
     """Refuse an unknown solver, or one that does not solve ``problem``, before anything runs
     (QA sweep: ``--solvers bogus`` gave a traceback, or a table of error rows and exit 0)."""
-    from solvers.base import get_spec
+    from solvers.catalog import get_spec
     from solvers.errors import UnknownSolverError
 
     for name in names:
@@ -111,7 +111,7 @@ def warm_up(names: Iterable[str]) -> None:
     """Each solver's imports, weights and compiled kernels loaded before the first timed
     solve (QA sweep: on a fresh checkout the first ils/reld wall included up to a minute of
     numba compiling)."""
-    from solvers.base import warm_up as warm_one
+    from solvers.catalog import warm_up as warm_one
 
     for name in dict.fromkeys(names):
         warm_one(name)

@@ -34,12 +34,14 @@ from benchmarks.common import (
     warm_up,
 )
 from benchmarks.routing import machine_info
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.errors import CosolveError
-from solvers.routing.io import load_instance, read_tour_routes
-from solvers.routing.problem import CVRPTWInstance, build_solution
+from solvers.routing.generate import cvrptw_instance
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_tour_routes
+from solvers.routing.problem import CVRPTWInstance
+from solvers.routing.solution import build_solution
 from solvers.routing.solve import gap_percent, solve
-from training.instances import cvrptw_instance
 
 #: Seeds of the generated instances: RANDOM_SEED_BASE + k.
 RANDOM_SEED_BASE = 20261200

@@ -33,10 +33,11 @@ from benchmarks.common import (
     warm_up,
 )
 from benchmarks.routing import machine_info
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.errors import CosolveError
 from solvers.routing.check import check_solution
-from solvers.routing.io import load_instance, read_sol
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_sol
 from solvers.routing.problem import CVRPInstance
 from solvers.routing.solve import solve
 

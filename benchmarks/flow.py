@@ -30,7 +30,7 @@ import torch
 
 from benchmarks.common import check_out, check_solvers, command, integers, parser_for
 from benchmarks.routing import machine_info as routing_machine_info
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.flow.generate import netgen_style
 from solvers.flow.io import load_network
 from solvers.flow.options import FlowOptions, SinkhornSettings

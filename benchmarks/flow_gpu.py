@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from benchmarks.common import HelpFormatter, check_out, command, integers, parser_for
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.flow.generate import netgen_style
 from solvers.flow.options import SinkhornSettings
 from solvers.flow.problem import CoreNetwork

@@ -33,8 +33,8 @@ import numpy as np
 
 from benchmarks.common import check_out, command, parser_for
 from benchmarks.routing import machine_info
-from solvers.base import Budget
-from solvers.routing.io import parse_instance_bytes
+from solvers.contract import Budget
+from solvers.routing.io.formats import parse_instance_bytes
 from solvers.routing.solve import solve
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
 """What the final classical polish earns the neural solvers, at equal wall time.
 
 ``reld`` and ``polynet`` end every plan with a classical descent
-(``solvers/routing/descent.py``: 2-opt + Or-opt for the TSP; relocate, swap and 2-opt* for
+(``solvers/routing/classical/descent.py``: 2-opt + Or-opt for the TSP; relocate, swap and 2-opt* for
 CVRP; for CVRPTW the windows-keeping relocation, 2-opt*, swap and reversal descent). This
 runs each solver as shipped and with the polish patched out (its time going back to the
 reconstruction, as before the polish existed), one after the other, order rotated per
@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import solvers.routing.polynet as polynet_module
-import solvers.routing.reld as reld_module
+import solvers.routing.neural.polynet as polynet_module
+import solvers.routing.neural.reld as reld_module
 from benchmarks.common import (
     RESULTS,
     WARMED,
@@ -41,7 +41,7 @@ from benchmarks.polynet import _gap_cells, _paired, _wins
 from benchmarks.polynet_vs_reld import instance_set, write_report
 from benchmarks.reld import SEED
 from benchmarks.routing import machine_info
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.routing.solve import solve
 
 SOLVERS = ("polynet", "reld")

@@ -40,13 +40,13 @@ from benchmarks.common import (
 from benchmarks.cvrptw import RANDOM_SEED_BASE, solomon_set
 from benchmarks.reld import SEED, references, uniform
 from benchmarks.routing import machine_info
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.errors import NoSolutionError
-from solvers.routing.polynet import weights_path
+from solvers.routing.generate import cvrptw_instance
+from solvers.routing.neural.polynet import weights_path
+from solvers.routing.neural.reld import weights_path as reld_weights_path
 from solvers.routing.problem import RoutingInstance
-from solvers.routing.reld import weights_path as reld_weights_path
 from solvers.routing.solve import solve
-from training.instances import cvrptw_instance
 
 REPO = Path(__file__).resolve().parents[1]
 TW_REFERENCE_LIMIT = 4.0

@@ -39,7 +39,7 @@ from benchmarks.cvrptw import RANDOM_SEED_BASE
 from benchmarks.polynet import _gap_cells, _paired, _wins, run_all, tw_references
 from benchmarks.reld import SEED, references, uniform
 from benchmarks.routing import machine_info
-from training.instances import cvrptw_instance
+from solvers.routing.generate import cvrptw_instance
 
 SOLVERS = ["polynet", "reld"]  # whose weights the report lists
 PROBLEMS = ("tsp", "cvrp", "cvrptw")

@@ -37,11 +37,12 @@ from benchmarks.common import (
     writes_results,
 )
 from benchmarks.routing import machine_info
-from solvers.base import Budget
-from solvers.routing.io import load_instance, read_sol
+from solvers.contract import Budget
+from solvers.routing.generate import random_cvrp, random_tsp
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_sol
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
-from training.instances import random_cvrp, random_tsp
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20260101

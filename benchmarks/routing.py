@@ -43,9 +43,11 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import check_out, warm_up
-from solvers.base import Budget, SolverSpec, get_spec
+from solvers.catalog import get_spec
+from solvers.contract import Budget, SolverSpec
 from solvers.errors import CosolveError, UnknownSolverError
-from solvers.routing.io import load_instance, read_sol, read_tour
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_sol, read_tour
 from solvers.routing.problem import CVRPInstance, Instance, TSPInstance
 from solvers.routing.solve import gap_percent, solve
 

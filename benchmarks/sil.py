@@ -93,8 +93,9 @@ def write_uniform(problem: str, n: int, seed: int, capacity: int = 0) -> Path:
 
 def run_child(path: str, solver: str, limit: float, seed: int) -> dict[str, Any]:
     """Read the file, solve, check; report cost, wall, peak RSS and the cost curve."""
-    from solvers.base import Budget, get_solver
-    from solvers.routing.io import load_instance
+    from solvers.catalog import get_solver
+    from solvers.contract import Budget
+    from solvers.routing.io.formats import load_instance
     from solvers.routing.solve import solve
 
     warm = getattr(get_solver(solver), "warm_up", None)
@@ -154,7 +155,7 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
                  reference_length(100_000) * SCALE),
                 ("CVRP100K uniform", write_uniform("cvrp", 100_000, SEED, 2000), None)]
     if args.section == "cvrp":
-        from solvers.routing.io import read_sol
+        from solvers.routing.io.solutions import read_sol
 
         leuven = args.data / "cvrplib" / "XXL" / "Leuven1.vrp.gz"
         _, bks = read_sol(args.data / "cvrplib" / "XXL" / "Leuven1.sol.gz")

@@ -38,17 +38,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from app.jobs.executors import Executor, make_executor
-from app.jobs.store import (
-    FAILED,
-    QUEUED,
-    RUNNING,
-    SUCCEEDED,
-    JobRecord,
-    JobStore,
-    StorageError,
-    StoredSolutionError,
-)
 from cli.common import (
     DEVICE_OPTION,
     EXIT_INTERRUPTED,
@@ -64,18 +53,25 @@ from cli.common import (
     with_fleet,
 )
 from cli.display import format_cost, format_gap
-from solvers.base import MAX_SEED, get_solver, get_spec
+from jobs.executors import Executor, make_executor
+from jobs.store import (
+    FAILED,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    JobRecord,
+    JobStore,
+    StorageError,
+    StoredSolutionError,
+)
+from solvers.catalog import get_solver, get_spec
+from solvers.contract import MAX_SEED
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.check import check_solution
-from solvers.routing.io import (
-    instance_to_dict,
-    parse_instance_bytes,
-    read_file_bytes,
-    reference_cost,
-    sibling_reference_file,
-    sol_text_for,
-    tour_text_for,
-)
+from solvers.routing.io.documents import instance_to_dict
+from solvers.routing.io.formats import parse_instance_bytes, read_file_bytes
+from solvers.routing.io.references import reference_cost, sibling_reference_file
+from solvers.routing.io.solutions import sol_text_for, tour_text_for
 from solvers.routing.problem import Instance
 from solvers.routing.solve import gap_percent
 

@@ -18,7 +18,8 @@ import typer
 from rich.console import Console
 
 from cli import INTERRUPTED_LOADING
-from solvers.base import MAX_SEED, Budget, all_specs
+from solvers.catalog import all_specs
+from solvers.contract import MAX_SEED, Budget
 from solvers.device import torch_device_name
 from solvers.errors import InstanceError
 from solvers.routing.problem import CVRPInstance, Instance

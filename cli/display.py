@@ -18,8 +18,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from solvers.base import ProgressEvent, SolverSpec
-from solvers.routing.problem import Instance, Solution
+from solvers.contract import ProgressEvent, SolverSpec
+from solvers.routing.problem import Instance
+from solvers.routing.solution import Solution
 from solvers.routing.solve import Comparison
 
 #: Solves shorter than this finish before a progress bar would be worth drawing.

@@ -41,7 +41,7 @@ from cli.common import (
     unknown_solver_message,
 )
 from cli.display import SolveProgress, format_cost
-from solvers.base import get_solver, get_spec, specs_for
+from solvers.catalog import get_solver, get_spec, specs_for
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -62,7 +62,7 @@ from solvers.flow.io import (
 from solvers.flow.options import FlowOptions
 from solvers.flow.problem import Certificate, FlowNetwork, FlowSolution, check_flow
 from solvers.flow.solve import PROBLEM, compare, solve
-from solvers.routing.io import read_file_bytes
+from solvers.routing.io.formats import read_file_bytes
 
 app = typer.Typer(
     name="flow",

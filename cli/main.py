@@ -57,7 +57,8 @@ from cli.display import (
 )
 from cli.flow import app as flow_app
 from cli.schedule import app as schedule_app
-from solvers.base import Budget, all_specs, get_solver, get_spec, specs_for, warm_up
+from solvers.catalog import all_specs, get_solver, get_spec, specs_for, warm_up
+from solvers.contract import Budget
 from solvers.device import torch_device_name
 from solvers.errors import (
     BudgetTooSmallError,
@@ -69,15 +70,13 @@ from solvers.errors import (
     SolverUnavailableError,
     UnknownSolverError,
 )
-from solvers.routing.io import (
-    load_instance,
-    reference_cost,
-    sibling_reference_file,
-    solution_to_dict,
-    write_solution_file,
-)
-from solvers.routing.problem import Instance, Solution
+from solvers.routing.io.documents import solution_to_dict
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.references import reference_cost, sibling_reference_file
+from solvers.routing.io.solutions import write_solution_file
+from solvers.routing.problem import Instance
 from solvers.routing.render import solution_svg
+from solvers.routing.solution import Solution
 from solvers.routing.solve import REFUSALS, gap_percent
 from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import solve as solve_instance
@@ -636,7 +635,7 @@ def serve(
     except ValidationError as exc:
         fail(settings_problem(exc))
     if settings.executor == "ray":
-        from app.jobs.executors import ray_problem
+        from jobs.executors import ray_problem
 
         problem = ray_problem(settings.ray_address)
         if problem is not None:
@@ -645,7 +644,7 @@ def serve(
         torch_device_name(settings.device)
     except ValueError as exc:
         fail(f"COSOLVE_DEVICE: {exc}")
-    from app.jobs.store import DataDirError, check_data_dir
+    from jobs.store import DataDirError, check_data_dir
 
     try:  # (QA sweep: a file, a read-only folder or a damaged database was a traceback after
         # the warm-up, and a second server on the same folder took over the first one's jobs)

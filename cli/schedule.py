@@ -34,14 +34,14 @@ from cli.common import (
     jsonable,
     stdout_console,
 )
-from solvers.base import MAX_SEED
+from solvers.contract import MAX_SEED
 from solvers.errors import (
     CheckFailedError,
     InstanceError,
     SolverUnavailableError,
     UnknownSolverError,
 )
-from solvers.routing.io import load_json
+from solvers.routing.io.documents import load_json
 from solvers.scheduling.registry import (
     DEFAULT_POLICIES,
     POLICIES,

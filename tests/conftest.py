@@ -13,7 +13,7 @@ import pytest
 # In-process apps (TestClient) keep their job store out of the working tree.
 os.environ.setdefault("COSOLVE_DATA_DIR", tempfile.mkdtemp(prefix="cosolve-tests-"))
 
-from solvers.routing.io import load_instance
+from solvers.routing.io.formats import load_instance
 from solvers.routing.problem import CVRPInstance, TSPInstance
 
 if TYPE_CHECKING:

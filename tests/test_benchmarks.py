@@ -125,7 +125,7 @@ def test_references_are_stored_only_by_runs_into_results(
     assert not (tmp_path / "reld_reference_tsp.json").exists()
     assert reld.references("tsp", insts[:130], reld.SEED, write=True) == [7.0] * 130
     assert reld.cached_references("tsp", 100, 129, reld.SEED) == [7.0] * 129
-    from training.instances import cvrptw_instance
+    from solvers.routing.generate import cvrptw_instance
 
     tw = [cvrptw_instance(1, n=11)]
     assert polynet.tw_references(tw, write=False) == [7.0]

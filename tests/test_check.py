@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from solvers.routing.check import check_solution
-from solvers.routing.io import read_sol
-from solvers.routing.problem import CVRPInstance, TSPInstance, build_solution
+from solvers.routing.io.solutions import read_sol
+from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.solution import build_solution
 from tests.conftest import DATA
 
 

@@ -17,7 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from solvers.routing.io import load_instance, read_sol, read_tour
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_sol, read_tour
 from tests.conftest import DATA, OPTIMA
 
 runner = CliRunner()
@@ -239,7 +240,7 @@ def test_compare_draws_each_solution_into_the_svg_folder(tmp_path: Path) -> None
         assert text.startswith("<svg") and text.rstrip().endswith("</svg>")
         assert text.count("<polyline") >= 25  # X-n101-k25 needs at least 25 vehicles
         # each row carries its plan, so it can be checked (QA sweep: only the cost was there)
-        from solvers.routing.io import load_instance
+        from solvers.routing.io.formats import load_instance
 
         inst = load_instance(DATA / "X-n101-k25.vrp")
         routes = rows[solver]["routes"]
@@ -426,7 +427,7 @@ def test_one_solver_crashing_keeps_the_other_rows(monkeypatch: pytest.MonkeyPatc
     """compare caught only the domain's errors: any other exception in one solver (a pyvrp
     TypeError) lost the whole table."""
     import solvers.routing.solve as solve_module
-    from solvers.base import Budget
+    from solvers.contract import Budget
 
     real = solve_module.solve
 

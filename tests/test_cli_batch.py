@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from app.jobs.store import JobStore
 from cli.batch import output_stem
 from cli.main import app
-from solvers.routing.io import load_instance, read_sol, read_tour
+from jobs.store import JobStore
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_sol, read_tour
 from tests.conftest import DATA, OPTIMA
 
 runner = CliRunner()
@@ -207,8 +208,9 @@ def test_a_saved_depot_or_route_ids_unlike_the_instance_are_solved_again(
     """The rerun rewrote the .sol/.tour from the saved depot and route ids unchecked: an
     edited depot numbered a customer 0 (CVRPLIB's depot) and the file was 'already solved'."""
     from cli.batch import recheck_done
-    from solvers.base import Budget
-    from solvers.routing.io import parse_instance_bytes, solution_to_dict
+    from solvers.contract import Budget
+    from solvers.routing.io.documents import solution_to_dict
+    from solvers.routing.io.formats import parse_instance_bytes
     from solvers.routing.solve import solve
 
     cases = {
@@ -598,8 +600,8 @@ def test_an_infeasible_plan_gets_its_json_only_and_no_stale_sol(tmp_path: Path) 
     """A batch wrote <stem>.sol for a plan with dropped customers, which reads as a solution
     (a .sol has no word for "infeasible"); an earlier run's .sol of that file stayed too."""
     from cli.batch import write_outputs
-    from solvers.routing.io import solution_to_dict
-    from solvers.routing.problem import build_solution
+    from solvers.routing.io.documents import solution_to_dict
+    from solvers.routing.solution import build_solution
 
     instance = load_instance(DATA / "X-n101-k25.vrp")
     feasible = build_solution(instance, [[v] for v in range(1, 101)], solver="hand",

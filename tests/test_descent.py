@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.base import Budget
-from solvers.routing.descent import cvrp_descent, polish
+from solvers.contract import Budget
+from solvers.routing.classical.descent import cvrp_descent, polish
+from solvers.routing.generate import random_cvrp
 from solvers.routing.problem import CVRPInstance
 from solvers.routing.solve import solve
-from training.instances import random_cvrp
 
 
 def _random_plan(inst: CVRPInstance, rng: np.random.Generator) -> list[list[int]]:
@@ -107,7 +107,7 @@ def test_a_passed_deadline_stops_the_descent_but_not_the_polish() -> None:
     """The descent itself stops at its deadline; the solvers' polish still gets
     MIN_POLISH_SECONDS when a reconstruction round overran the time kept for it (a CI run's
     plan came back unpolished)."""
-    from solvers.routing.descent import warm_up
+    from solvers.routing.classical.descent import warm_up
 
     warm_up()  # as the solvers do at start-up: alone, loading the kernels took the 50 ms
     rng = np.random.default_rng(3)
@@ -149,7 +149,7 @@ def test_permutations_of_a_tiny_instance_reach_the_optimum() -> None:
 def test_the_descent_costs_edges_as_the_instance_does(convention: str) -> None:
     """The numba kernels compute distances on demand; they must be the instance's own, to
     the bit, on every pair (route ends, ids from n up, stand for the depot)."""
-    from solvers.routing.descent import _d, _distance_data
+    from solvers.routing.classical.descent import _d, _distance_data
 
     xy = np.random.default_rng(5).random((200, 2)) * 1000
     xy[7] = xy[3]  # a duplicate point: distance 0 under every convention
@@ -177,7 +177,7 @@ def test_a_tight_cvrp_fleet_is_kept(solver: str) -> None:
 
 
 def test_route_elimination_works_without_windows() -> None:
-    from solvers.routing.descent import fleet_repair
+    from solvers.routing.classical.descent import fleet_repair
 
     c = np.random.default_rng(21).random((11, 2))
     inst = CVRPInstance(coords=c, demands=[0, 6, 6, 6, 4, 4, 4, 7, 3, 7, 3], capacity=10,
@@ -194,8 +194,8 @@ def test_a_plain_cvrp_above_the_time_window_limit_is_repaired_too() -> None:
     (``eliminate_capacity_routes``), which has no size limit (the time-window one keeps it):
     2,010 single-customer routes go down to the bin-packing bound of 201 routes, every
     customer once, every load within capacity."""
-    from solvers.routing.descent import fleet_repair
-    from solvers.routing.timewindows import ELIMINATION_MAX_NODES
+    from solvers.routing.classical.descent import fleet_repair
+    from solvers.routing.classical.timewindows import ELIMINATION_MAX_NODES
 
     n = ELIMINATION_MAX_NODES + 11
     inst = CVRPInstance(coords=np.random.default_rng(3).random((n, 2)),
@@ -210,9 +210,9 @@ def test_a_plain_cvrp_above_the_time_window_limit_is_repaired_too() -> None:
 def test_a_time_window_repair_above_the_elimination_limit_says_it_was_skipped() -> None:
     """Above ELIMINATION_MAX_NODES the time-window repair leaves the plan as it is; its stats
     (which the neural solvers report) say why instead of a zero-second 'elimination'."""
-    from solvers.routing.descent import fleet_repair
-    from solvers.routing.timewindows import ELIMINATION_MAX_NODES
-    from training.instances import cvrptw_instance
+    from solvers.routing.classical.descent import fleet_repair
+    from solvers.routing.classical.timewindows import ELIMINATION_MAX_NODES
+    from solvers.routing.generate import cvrptw_instance
 
     inst = cvrptw_instance(7, n=ELIMINATION_MAX_NODES + 10)
     routes = [[c] for c in range(1, inst.n)]
@@ -228,10 +228,10 @@ def test_a_tight_capacity_fleet_is_met_by_ejecting_small_customers(seed: int) ->
     routes: elimination reaches 26 routes in about 0.4 s now that the pool weighs its
     counters by demand after a failed attempt; with unweighed counters seed 1 was still at 27
     routes after 1.8 s."""
-    from solvers.routing.construct import random_insertion_routes
-    from solvers.routing.descent import polish_routes
-    from solvers.routing.io import load_instance
-    from solvers.routing.timewindows import eliminate_routes
+    from solvers.routing.classical.construct import random_insertion_routes
+    from solvers.routing.classical.descent import polish_routes
+    from solvers.routing.classical.timewindows import eliminate_routes
+    from solvers.routing.io.formats import load_instance
 
     inst = load_instance(Path(__file__).parent / "data" / "X-n176-k26.vrp")
     assert isinstance(inst, CVRPInstance) and inst.coords is not None
@@ -251,7 +251,7 @@ def test_neural_tsp_tours_end_with_two_opt(solver: str) -> None:
     """A 600-node TSP starts from random insertion and the neural reconstruction; 2-opt +
     Or-opt then takes out what the reconstruction's stretches left (about 2% at 1,000
     nodes), and the tour stays a tour."""
-    from solvers.routing.descent import polish_tour
+    from solvers.routing.classical.descent import polish_tour
     from solvers.routing.problem import TSPInstance
 
     inst = TSPInstance(coords=np.random.default_rng(600).random((600, 2)))
@@ -265,7 +265,7 @@ def test_neural_tsp_tours_end_with_two_opt(solver: str) -> None:
 
 def test_the_tour_polish_never_worsens_the_instances_own_cost() -> None:
     """Moves are judged on Euclidean lengths; on a matrix that disagrees the tour is kept."""
-    from solvers.routing.descent import polish_tour
+    from solvers.routing.classical.descent import polish_tour
     from solvers.routing.problem import TSPInstance
 
     rng = np.random.default_rng(9)
@@ -299,7 +299,7 @@ def test_the_polish_runs_on_large_cvrps_without_a_matrix() -> None:
 def test_kicks_keep_every_customer_and_capacity_and_beat_the_descent(seed: int) -> None:
     """cvrp_kicks (ruin and recreate around a customer, descent there, kept only if shorter)
     returns a valid plan no longer than the descent's, within its deadline."""
-    from solvers.routing.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical.descent import cvrp_kicks, warm_up
 
     warm_up()  # numba compiles on first use: not inside the timed part
     rng = np.random.default_rng(seed)
@@ -318,7 +318,7 @@ def test_annealed_kicks_return_the_shortest_plan_they_met() -> None:
     """At a temperature that keeps nearly every kick the plan wanders far above its start;
     cvrp_kicks must still hand back the shortest plan it met, never the last one, and
     report only the shortest lengths."""
-    from solvers.routing.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical.descent import cvrp_kicks, warm_up
 
     warm_up()
     rng = np.random.default_rng(7)
@@ -340,7 +340,7 @@ def test_annealed_kicks_return_the_shortest_plan_they_met() -> None:
 
 
 def test_kick_temperature_cools_geometrically_over_the_whole_run() -> None:
-    from solvers.routing.descent import KICK_TEMPERATURE, kick_temperature
+    from solvers.routing.classical.descent import KICK_TEMPERATURE, kick_temperature
 
     hot, cold = KICK_TEMPERATURE
     assert kick_temperature(0.0, 1.0) == pytest.approx((hot, cold))
@@ -354,7 +354,7 @@ def test_kicks_relink_and_track_only_the_routes_they_touch(seed: int) -> None:
     """The kick kernel saves only the routes a kick can reach, relinks them on a rejection
     and copies only changed routes into the best plan: its running lengths must equal the
     plans' recomputed lengths, and both plans must hold every customer once."""
-    from solvers.routing import descent
+    from solvers.routing.classical import descent
 
     rng = np.random.default_rng(seed)
     xy, dem, cap = random_cvrp(rng, 300)
@@ -387,8 +387,8 @@ def test_kicks_relink_and_track_only_the_routes_they_touch(seed: int) -> None:
 def _full_plan(seed: int, vehicles: int) -> tuple[CVRPInstance, list[list[int]]]:
     """Customers whose demands fill ``vehicles`` vehicles of 100 exactly, scattered at random,
     and a packing of them into that many routes (no route has a unit of room)."""
-    from solvers.routing.construct import random_insertion_routes
-    from solvers.routing.packing import pack_routes
+    from solvers.routing.classical.construct import random_insertion_routes
+    from solvers.routing.classical.fleet import pack_routes
 
     rng = np.random.default_rng(seed)
     demands: list[int] = []
@@ -409,8 +409,8 @@ def test_penalized_kicks_end_feasible_and_track_only_the_routes_they_touch(seed:
     feasible plans: between calls every route keeps the capacity, every customer is there
     once, and its running lengths equal the plans' recomputed ones; on plans with no room
     at all (where every plain kick fails) it keeps kicks."""
-    from solvers.routing import descent
-    from solvers.routing.penalized import penalized_kicks
+    from solvers.routing.classical import descent
+    from solvers.routing.classical.penalized import penalized_kicks
 
     inst, packed = _full_plan(seed, 10)
     rng = np.random.default_rng(seed)
@@ -445,8 +445,8 @@ def test_penalized_kicks_end_feasible_and_track_only_the_routes_they_touch(seed:
 def test_kicks_with_room_never_turn_penalized(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain CVRPs and ordinary caps keep the plain kicks: the penalized ones start only when
     19 in 20 kicks fail for want of room."""
-    from solvers.routing import penalized
-    from solvers.routing.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical import penalized
+    from solvers.routing.classical.descent import cvrp_kicks, warm_up
 
     def refuse(*_: object) -> None:
         raise AssertionError("penalized kicks on a plan with room")
@@ -464,7 +464,7 @@ def test_the_first_descent_of_the_kicks_reports_while_it_runs() -> None:
     """ils's kicks start with a descent of the whole plan (about 15 s at 100K nodes) that
     went by without a report; it now tells ``on_slice`` the starting length, with no kick
     kept, every ``slice_seconds``."""
-    from solvers.routing.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical.descent import cvrp_kicks, warm_up
 
     warm_up()
     rng = np.random.default_rng(4)

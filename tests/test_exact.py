@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.errors import NoSolutionError
-from solvers.routing.exact import TINY_CUSTOMERS, tiny_optimum
+from solvers.routing.classical.exact import TINY_CUSTOMERS, tiny_optimum
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 from solvers.routing.solve import solve
 
@@ -111,7 +111,7 @@ def test_an_exact_answer_on_a_matrix_carries_no_geometry_warning() -> None:
     """The DP optimizes the instance's own distances: a MAN_2D file read as a matrix, far
     from the coordinates' straight lines, is solved to its optimum without the warning the
     coordinate-reading solvers get (QA sweep)."""
-    from solvers.routing.io import parse_instance_bytes
+    from solvers.routing.io.formats import parse_instance_bytes
 
     text = ("NAME : m\nTYPE : TSP\nDIMENSION : 5\nEDGE_WEIGHT_TYPE : MAN_2D\n"
             "NODE_COORD_SECTION\n1 0 0\n2 30 0\n3 30 40\n4 0 40\n5 10 26\nEOF\n")

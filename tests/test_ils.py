@@ -1,6 +1,6 @@
-"""Iterated local search (solvers.routing.ils): kicks keep a permutation, never lengthen the
-tour, account for their gain exactly (the undo log restores rejected kicks), and the solver
-reaches a known optimum's neighbourhood on a real TSPLIB instance."""
+"""Iterated local search (solvers.routing.classical.ils): kicks keep a permutation, never
+lengthen the tour, account for their gain exactly (the undo log restores rejected kicks), and the
+solver reaches a known optimum's neighbourhood on a real TSPLIB instance."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.base import Budget, get_solver
+from solvers.catalog import get_solver
+from solvers.contract import Budget
 from solvers.errors import InstanceError
 from solvers.routing.check import check_solution
-from solvers.routing.construct import random_insertion_tour
-from solvers.routing.io import load_instance
-from solvers.routing.localsearch import nearest_neighbours, perturb, tour_length, two_opt
+from solvers.routing.classical.construct import random_insertion_tour
+from solvers.routing.classical.localsearch import nearest_neighbours, perturb, tour_length, two_opt
+from solvers.routing.io.formats import load_instance
 from solvers.routing.problem import CVRPInstance, TSPInstance
 
 DATA = Path(__file__).parent / "data"
@@ -40,7 +41,7 @@ def test_kicks_are_seeded() -> None:
     start, _ = two_opt(xy, random_insertion_tour(xy, 0))
     nb = nearest_neighbours(xy, 10)
     # One chunk of a fixed size: the same seed gives the same tour.
-    from solvers.routing.localsearch import _perturb_kernel
+    from solvers.routing.classical.localsearch import _perturb_kernel
 
     def run(heat: float) -> np.ndarray:
         tour = start.copy()
@@ -194,7 +195,7 @@ def test_warm_up_compiles_the_cvrp_start_before_any_clock() -> None:
     import sys
     from pathlib import Path
 
-    code = ("from solvers.base import warm_up; from solvers.routing import construct; "
+    code = ("from solvers.catalog import warm_up; from solvers.routing.classical import construct; "
             "warm_up('ils'); print(len(construct._split_kernel.signatures))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])
@@ -209,7 +210,8 @@ def test_a_cancel_stops_the_tsp_kicks_within_a_chunk() -> None:
 
     import numpy as np
 
-    from solvers.base import Budget, warm_up
+    from solvers.catalog import warm_up
+    from solvers.contract import Budget
     from solvers.routing.problem import TSPInstance
     from solvers.routing.solve import solve
 
@@ -271,8 +273,8 @@ def test_a_fleet_with_no_room_to_spare_is_searched_with_overloads_allowed() -> N
 def test_bin_packing_fills_vehicles_exactly() -> None:
     """``pack_routes`` from the split start (11 routes) to the 8 exactly full ones; None for a
     cap no packing meets (five customers of 3 in vehicles of 8: three are needed)."""
-    from solvers.routing.construct import random_insertion_routes
-    from solvers.routing.packing import pack_routes
+    from solvers.routing.classical.construct import random_insertion_routes
+    from solvers.routing.classical.fleet import pack_routes
 
     for seed in range(3):
         inst = _exact_fill(seed, 8)
@@ -293,8 +295,8 @@ def test_ils_says_its_cvrp_start_plan_is_descending_before_any_kick(
     the start plan's cost, and the kicks' own reports follow."""
     import functools
 
-    import solvers.routing.ils as ils_module
-    from training.instances import random_cvrp
+    import solvers.routing.classical.ils as ils_module
+    from solvers.routing.generate import random_cvrp
 
     monkeypatch.setattr(ils_module, "cvrp_kicks",
                         functools.partial(ils_module.cvrp_kicks, slice_seconds=0.0005))

@@ -9,16 +9,11 @@ import numpy as np
 import pytest
 
 from solvers.errors import InstanceError, UnsupportedFormatError
-from solvers.routing.io import (
-    instance_from_dict,
-    instance_to_dict,
-    load_instance,
-    parse_instance_bytes,
-    read_sol,
-    read_tour,
-    write_solution_file,
-)
-from solvers.routing.problem import CVRPInstance, TSPInstance, build_solution
+from solvers.routing.io.documents import instance_from_dict, instance_to_dict
+from solvers.routing.io.formats import load_instance, parse_instance_bytes
+from solvers.routing.io.solutions import read_sol, read_tour, write_solution_file
+from solvers.routing.problem import CVRPInstance, TSPInstance
+from solvers.routing.solution import build_solution
 
 HEADER = "NAME : tiny\nTYPE : TSP\nDIMENSION : 4\n"
 COORDS = "NODE_COORD_SECTION\n1 0 0\n2 3 0\n3 3 4\n4 0 4\nEOF\n"
@@ -501,8 +496,8 @@ def test_write_solution_file_refuses_what_the_file_cannot_hold(tmp_path):
     """QA sweep: an 8-node tour was written against a 5-node instance, a TSP as .sol with
     node 0 read as the depot, a NaN cost as bare NaN (invalid JSON) and `Cost: nan`, and an
     unknown extension raised a bare ValueError."""
-    from solvers.routing.io import write_solution_file
-    from solvers.routing.problem import Solution
+    from solvers.routing.io.solutions import write_solution_file
+    from solvers.routing.solution import Solution
 
     inst = _five_node_tsp()
     eight = build_solution(TSPInstance(coords=np.random.default_rng(1).random((8, 2))),
@@ -529,7 +524,7 @@ def test_write_solution_file_refuses_what_the_file_cannot_hold(tmp_path):
 
 
 def test_solution_to_dict_names_a_route_outside_the_ids():
-    from solvers.routing.io import solution_to_dict
+    from solvers.routing.io.documents import solution_to_dict
 
     inst = TSPInstance(coords=np.random.default_rng(0).random((5, 2)), node_ids=[7, 8, 9, 10, 11])
     sol = build_solution(TSPInstance(coords=np.random.default_rng(1).random((8, 2))),
@@ -540,7 +535,8 @@ def test_solution_to_dict_names_a_route_outside_the_ids():
 
 def test_load_instance_names_a_missing_file_or_a_folder_and_parse_takes_text(tmp_path):
     """QA sweep: bare FileNotFoundError/IsADirectoryError; text raised AttributeError."""
-    from solvers.routing.io import instance_to_dict, load_instance, parse_instance_bytes
+    from solvers.routing.io.documents import instance_to_dict
+    from solvers.routing.io.formats import load_instance, parse_instance_bytes
 
     with pytest.raises(InstanceError, match="no such file") as exc:
         load_instance(tmp_path / "nope.tsp")
@@ -559,7 +555,8 @@ def test_known_solutions_beside_instances_are_found_and_recomputed() -> None:
     """NAME.sol (CVRPLIB) and NAME.opt.tour (TSPLIB) beside NAME.vrp / NAME.tsp(.gz) are
     found, checked and costed in the instance's own convention: the stated best-known and
     proven optimal costs come back exactly."""
-    from solvers.routing.io import read_sol, reference_cost, sibling_reference_file
+    from solvers.routing.io.references import reference_cost, sibling_reference_file
+    from solvers.routing.io.solutions import read_sol
     from tests.conftest import DATA, OPTIMA
 
     for name in ("eil51.tsp", "berlin52.tsp", "kroA100.tsp.gz", "X-n101-k25.vrp"):
@@ -575,7 +572,7 @@ def test_a_tour_written_beside_the_instance_is_not_taken_for_a_known_one(tmp_pat
     """``cosolve solve kroA100.tsp --out kroA100.tour`` writes a plain .tour beside the
     instance: it is not a known solution, so the next solve must not report a gap to it;
     TSPLIB's NAME.opt.tour is."""
-    from solvers.routing.io import sibling_reference_file
+    from solvers.routing.io.references import sibling_reference_file
     from tests.conftest import DATA
 
     (tmp_path / "kroA100.tsp").write_bytes(gzip.decompress((DATA / "kroA100.tsp.gz").read_bytes()))
@@ -593,7 +590,11 @@ def test_a_known_solutions_bytes_are_checked_and_costed_as_its_file() -> None:
     import gzip
 
     from solvers.errors import InstanceError
-    from solvers.routing.io import reference_cost_bytes, reference_file_names, reference_stem
+    from solvers.routing.io.references import (
+        reference_cost_bytes,
+        reference_file_names,
+        reference_stem,
+    )
     from tests.conftest import DATA
 
     eil51, x = load_instance(DATA / "eil51.tsp"), load_instance(DATA / "X-n101-k25.vrp")

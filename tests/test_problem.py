@@ -8,14 +8,9 @@ import numpy as np
 import pytest
 
 from solvers.errors import InstanceError
-from solvers.routing.io import read_sol, read_tour
-from solvers.routing.problem import (
-    CVRPInstance,
-    TSPInstance,
-    build_solution,
-    coordinate_distance,
-    integer_scale,
-)
+from solvers.routing.io.solutions import read_sol, read_tour
+from solvers.routing.problem import CVRPInstance, TSPInstance, coordinate_distance, integer_scale
+from solvers.routing.solution import build_solution
 from tests.conftest import DATA, OPTIMA
 
 
@@ -42,7 +37,7 @@ def test_att_pseudo_euclidean():
 
 @pytest.mark.parametrize("name", ["eil51", "berlin52", "kroA100"])
 def test_optimal_tours_cost_the_published_optimum(name, data_dir):
-    from solvers.routing.io import load_instance
+    from solvers.routing.io.formats import load_instance
 
     suffix = ".tsp.gz" if name == "kroA100" else ".tsp"
     inst = load_instance(data_dir / f"{name}{suffix}")

@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.base import Budget, ProgressEvent, all_specs, get_solver, specs_for
+from solvers.catalog import all_specs, get_solver, specs_for
+from solvers.contract import Budget, ProgressEvent
 from solvers.errors import (
     InstanceError,
     InstanceTooLargeError,
     ProblemMismatchError,
     UnknownSolverError,
 )
-from solvers.routing.construct import nearest_neighbour_routes, nearest_neighbour_tour
+from solvers.routing.classical.construct import nearest_neighbour_routes, nearest_neighbour_tour
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import compare, gap_percent, solve
 from tests.conftest import OPTIMA
@@ -36,7 +37,8 @@ def test_registry_errors(eil51):
     assert "ortools" in str(exc.value)
     with pytest.raises(InstanceTooLargeError):
         get_solver("pyvrp", problem="tsp", nodes=10**6)
-    from solvers.base import SolverSpec, register, unregister
+    from solvers.catalog import register, unregister
+    from solvers.contract import SolverSpec
 
     register(SolverSpec(name="tsp-only-for-test", family="routing", problems=("tsp",),
                         description="test", factory=lambda: None))  # type: ignore[arg-type,return-value]
@@ -211,7 +213,7 @@ def test_ortools_search_is_held_to_its_deadline_by_our_own_check(monkeypatch, x1
     # OR-Tools' guided local search is reported to run minutes past its own limit (#2660);
     # our stop check ends it regardless: with the grace set 1.5 s *before* OR-Tools' own
     # limit, a 3 s search must end at about 1.5 s, with a solution
-    from solvers.routing import ortools
+    from solvers.routing.baselines import ortools
 
     monkeypatch.setattr(ortools, "OVERRUN_GRACE", -1.5)
     t0 = time.perf_counter()
@@ -325,7 +327,7 @@ def test_neural_solvers_keep_capacities_exact_however_large(solver):
 
 
 def test_the_demand_grid_is_exact_at_a_full_vehicle_and_never_rounds_down():
-    from solvers.routing.env import DEMAND_GRID, model_demands
+    from solvers.routing.neural.env import DEMAND_GRID, model_demands
 
     fractions, tolerance_capacity = model_demands(np.array([0, 3, 100_000_001, 50_000_001]),
                                                   100_000_001)
@@ -390,13 +392,13 @@ def test_no_routing_solver_takes_a_time_limit_below_a_tenth_of_a_second(solver: 
     so the limit is refused with the figure needed, and 0.1 s is kept."""
     import time
 
-    from solvers.base import get_solver
+    from solvers.catalog import get_solver
     from solvers.errors import BudgetTooSmallError
 
     with pytest.raises(BudgetTooSmallError) as exc:
         get_solver(solver, problem="cvrp", nodes=101, time_limit=0.001)
     assert exc.value.needed == 0.1 and "at least 0.1 s" in str(exc.value)
-    from solvers.routing.io import load_instance
+    from solvers.routing.io.formats import load_instance
     from tests.conftest import DATA
 
     inst = load_instance(DATA / "X-n101-k25.vrp")
@@ -409,7 +411,7 @@ def test_no_routing_solver_takes_a_time_limit_below_a_tenth_of_a_second(solver: 
 def test_ortools_refuses_a_time_limit_its_first_solution_cannot_keep() -> None:
     """QA sweep: a 2,000-node TSP asked for 0.1 s ran 0.95 s and then found nothing (the
     dense model and the first solution cannot be interrupted); it is now refused at once."""
-    from solvers.base import get_solver
+    from solvers.catalog import get_solver
     from solvers.errors import BudgetTooSmallError
 
     with pytest.raises(BudgetTooSmallError, match="at least 1 s"):
@@ -425,7 +427,7 @@ def test_ortools_asks_for_its_model_building_time_on_large_instances() -> None:
     nothing interrupts (QA sweep: a 100K TSP at 5 s failed after 10.8 s with "rejected the
     nearest-neighbour start", a 100K CVRP at 10 s ran 15.4 s): refused at once with the
     figure, and a build that still eats the whole limit says so."""
-    from solvers.base import get_solver
+    from solvers.catalog import get_solver
     from solvers.errors import BudgetTooSmallError, NoSolutionError
 
     with pytest.raises(BudgetTooSmallError, match="at least 10 s for a 100000-node TSP"):
@@ -446,8 +448,9 @@ def test_ortools_asks_for_its_model_building_time_on_large_instances() -> None:
 def test_solve_warms_a_solver_up_once_before_its_first_clock() -> None:
     """QA sweep: the library's first ils call at 0.3 s took 4.4 s (numba compiling inside
     the time limit); the server and the CLI warmed up, ``solve`` did not."""
-    from solvers.base import SolverSpec, register, unregister
-    from solvers.routing.construct import nearest_neighbour_tour as tour_of
+    from solvers.catalog import register, unregister
+    from solvers.contract import SolverSpec
+    from solvers.routing.classical.construct import nearest_neighbour_tour as tour_of
 
     calls: list[float] = []
 
@@ -456,7 +459,7 @@ def test_solve_warms_a_solver_up_once_before_its_first_clock() -> None:
             calls.append(time.perf_counter())
 
         def solve(self, instance, budget, progress):  # type: ignore[no-untyped-def]
-            from solvers.routing.problem import build_solution
+            from solvers.routing.solution import build_solution
 
             return build_solution(instance, [list(tour_of(instance))],
                                   solver="cold-for-test", wall_time=0.0)
@@ -480,7 +483,7 @@ def test_warm_up_imports_a_classical_solver_before_any_clock(solver: str, module
     import subprocess
     import sys
 
-    code = ("import sys; from solvers.base import warm_up; "
+    code = ("import sys; from solvers.catalog import warm_up; "
             f"assert {module!r} not in sys.modules; warm_up({solver!r}); "
             f"print({module!r} in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -510,7 +513,7 @@ def test_pyvrp_solves_a_tsp_on_its_distinct_points() -> None:
     """200 nodes on 10 points: PyVRP stalled among zero-length ties 14 % above ``ils`` (QA
     sweep). It now solves the 10 points and visits each point's nodes together, which is as
     short."""
-    from solvers.routing.pyvrp import repeated_points
+    from solvers.routing.baselines.pyvrp import repeated_points
 
     rng = np.random.default_rng(3)
     points = rng.random((10, 2)) * 1000
@@ -592,7 +595,7 @@ def test_an_infinite_time_limit_runs_until_cancelled(name, fixture, request):
     (an int conversion); it is clamped to 30 days, so the solve runs until its cancel."""
     import math
 
-    from solvers.base import MAX_TIME_LIMIT
+    from solvers.contract import MAX_TIME_LIMIT
 
     assert Budget(time_limit=math.inf).time_limit == MAX_TIME_LIMIT == 30 * 24 * 3600
     assert Budget(time_limit=1e30).time_limit == MAX_TIME_LIMIT
@@ -608,7 +611,7 @@ def test_an_infinite_time_limit_runs_until_cancelled(name, fixture, request):
 @pytest.fixture(scope="module")
 def c101():
     """Solomon C101 (CVRPTW, 100 customers)."""
-    from solvers.routing.io import load_instance
+    from solvers.routing.io.formats import load_instance
     from tests.conftest import DATA
 
     return load_instance(DATA / "solomon" / "C101.100.10.vrptw")

@@ -11,20 +11,11 @@ import pytest
 
 from solvers.errors import InstanceError
 from solvers.routing.check import check_solution
-from solvers.routing.io import (
-    instance_from_dict,
-    instance_to_dict,
-    load_instance,
-    parse_instance_bytes,
-    read_sol,
-    read_tour_routes,
-    write_solution_file,
-)
-from solvers.routing.problem import (
-    CVRPTWInstance,
-    build_solution,
-    coordinate_distance,
-)
+from solvers.routing.io.documents import instance_from_dict, instance_to_dict
+from solvers.routing.io.formats import load_instance, parse_instance_bytes
+from solvers.routing.io.solutions import read_sol, read_tour_routes, write_solution_file
+from solvers.routing.problem import CVRPTWInstance, coordinate_distance
+from solvers.routing.solution import build_solution
 from tests.conftest import DATA
 
 SOLOMON = DATA / "solomon"
@@ -311,7 +302,7 @@ def test_integer_time_solvers_take_decimal_windows_and_refuse_overflow() -> None
     """QA sweep: 2.03 × 1000 is 2029.9999999999998 in floats, so pyvrp and ortools refused the
     window [2.03, 2.03] as holding "no whole step of 0.001"; and windows of 1e12 on a map 0.01
     wide overflowed int64 and blamed the depot's window for holding no step."""
-    from solvers.base import Budget
+    from solvers.contract import Budget
     from solvers.routing.solve import solve
 
     decimal = CVRPTWInstance(coords=[[0, 0], [1, 0], [0, 1]], demands=[0, 1, 1], capacity=5,
@@ -331,9 +322,9 @@ def test_integer_time_solvers_keep_whole_windows_whole_on_float_distances() -> N
     """QA sweep: on float distances the times were scaled by the distance scale, 10^6/3 here,
     so the zero-width window [1, 1] held no whole step and ortools and pyvrp refused a plan
     every other solver found. Whole-number times now take a whole-number scale."""
-    from solvers.base import Budget
+    from solvers.contract import Budget
+    from solvers.routing.classical.timewindows import time_scale
     from solvers.routing.solve import solve
-    from solvers.routing.timewindows import time_scale
 
     inst = CVRPTWInstance(coords=[[0, 0], [1, 0], [2, 0], [3, 0]], demands=[0, 1, 1, 1],
                           capacity=3, max_vehicles=1,

@@ -7,8 +7,9 @@ import json
 from typer.testing import CliRunner
 
 from cli.main import app
-from solvers.routing.io import load_instance, read_sol
-from solvers.routing.problem import build_solution
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_sol
+from solvers.routing.solution import build_solution
 from tests.conftest import DATA
 
 runner = CliRunner()
@@ -75,7 +76,7 @@ def test_an_infeasible_plan_is_not_written_as_a_sol(tmp_path):
 
 def test_write_solution_file_refuses_an_infeasible_plan_as_sol_or_tour(tmp_path):
     from solvers.errors import InstanceError
-    from solvers.routing.io import write_solution_file
+    from solvers.routing.io.solutions import write_solution_file
 
     cvrp = load_instance(DATA / "X-n101-k25.vrp")
     dropped = build_solution(cvrp, [[v] for v in range(1, 100)], solver="hand", wall_time=0)

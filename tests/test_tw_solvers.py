@@ -11,27 +11,28 @@ import time
 import numpy as np
 import pytest
 
-from solvers.base import Budget, ProgressEvent, specs_for
+from solvers.catalog import specs_for
+from solvers.contract import Budget, ProgressEvent
 from solvers.errors import NoSolutionError, ProblemMismatchError
-from solvers.routing import descent
 from solvers.routing.check import check_solution
-from solvers.routing.io import load_instance
-from solvers.routing.problem import CVRPTWInstance
-from solvers.routing.solve import solve
-from solvers.routing.timewindows import (
+from solvers.routing.classical import descent
+from solvers.routing.classical.timewindows import (
     _Schedules,
     eliminate_routes,
     exchange_descent,
     relocate_descent,
     time_window_routes,
 )
-from tests.conftest import DATA
-from training.instances import (
+from solvers.routing.generate import (
     SOLOMON_FAMILIES,
     cvrptw_instance,
     random_cvrptw,
     solomon_like_cvrptw,
 )
+from solvers.routing.io.formats import load_instance
+from solvers.routing.problem import CVRPTWInstance
+from solvers.routing.solve import solve
+from tests.conftest import DATA
 
 C101 = DATA / "solomon" / "C101.100.10.vrptw"
 C101_BEST = 8273  # LKH-3, FLOOR_2D on coordinates × 10
@@ -426,7 +427,7 @@ def test_ortools_dropping_every_customer_is_no_solution():
 def test_the_neural_fleet_error_names_solvers_that_take_time_windows():
     """reld's and polynet's 422 for a plan over the fleet pointed CVRPTW users to ils, which
     does not solve CVRPTW (seen in a benchmark's traceback)."""
-    from solvers.routing.reld import over_fleet_error
+    from solvers.routing.neural.reld import over_fleet_error
 
     r101 = load_instance(R101)
     routes = time_window_routes(r101)  # 21 routes for a fleet of 20

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from training.instances import (
+from solvers.routing.generate import (
     SOLOMON_FAMILIES,
     random_cvrp,
     random_cvrptw,

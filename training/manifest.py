@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from solvers.base import MAX_SEED
+from solvers.contract import MAX_SEED
 
 MANIFEST = Path(__file__).resolve().parents[1] / "weights" / "MANIFEST.json"
 

@@ -42,9 +42,16 @@ import numpy as np
 import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.routing.check import check_cvrptw
-from solvers.routing.env import (
+from solvers.routing.generate import (
+    SOLOMON_FAMILIES,
+    random_cvrp,
+    random_cvrptw,
+    random_tsp,
+    solomon_like_cvrptw,
+)
+from solvers.routing.neural.env import (
     augment,
     cvrp_routes,
     replay_cvrp,
@@ -53,20 +60,19 @@ from solvers.routing.env import (
     rollout_tsp,
     sequence_log_prob,
 )
-from solvers.routing.env_tw import TWBatch, encode_tw, replay_cvrptw, rollout_cvrptw, tw_batch
-from solvers.routing.polynet import tsp_starts
+from solvers.routing.neural.env_tw import (
+    TWBatch,
+    encode_tw,
+    replay_cvrptw,
+    rollout_cvrptw,
+    tw_batch,
+)
+from solvers.routing.neural.polynet import tsp_starts
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
 from training import manifest
 from training.confirm import CONFIRM_COUNT, Gate, confirmation_data
-from training.instances import (
-    SOLOMON_FAMILIES,
-    load_labels,
-    random_cvrp,
-    random_cvrptw,
-    random_tsp,
-    solomon_like_cvrptw,
-)
+from training.instances import load_labels
 from training.reld import (
     CONFIRM_SEED,
     MANIFEST,

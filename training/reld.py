@@ -38,20 +38,21 @@ import numpy as np
 import torch
 
 from models.reld import ReLDConfig, ReLDModel
-from solvers.base import Budget
-from solvers.routing.env import (
+from solvers.contract import Budget
+from solvers.routing.generate import random_cvrp, random_tsp
+from solvers.routing.neural.env import (
     replay_cvrp,
     replay_tsp,
     rollout_cvrp,
     rollout_tsp,
     sequence_log_prob,
 )
+from solvers.routing.neural.reld import read_checkpoint
 from solvers.routing.problem import CVRPInstance, TSPInstance
-from solvers.routing.reld import read_checkpoint
 from solvers.routing.solve import solve
 from training import manifest
 from training.confirm import CONFIRM_COUNT, Gate, confirmation_data
-from training.instances import load_labels, random_cvrp, random_tsp
+from training.instances import load_labels
 
 REPO = Path(__file__).resolve().parents[1]
 WEIGHTS = REPO / "weights"

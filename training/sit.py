@@ -32,17 +32,17 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 from models.sil import SILConfig, SILModel
-from solvers.routing.construct import random_insertion_tour
-from solvers.routing.localsearch import two_opt
-from solvers.routing.sil import (
+from solvers.routing.classical.construct import random_insertion_tour
+from solvers.routing.classical.localsearch import two_opt
+from solvers.routing.neural.sil.model import (
     expected_length_uniform,
     load_model,
     normalize_segments,
     rebuild_tsp_segments,
     save_model,
-    tour_length,
     weights_path,
 )
+from solvers.routing.neural.sil.solver import tour_length
 from training import manifest
 from training.reld import recorded_gap
 

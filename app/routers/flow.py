@@ -54,7 +54,7 @@ from app.schemas.flow import (
     InfeasibilityOut,
 )
 from app.settings import Settings, get_settings
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.device import torch_device_name
 from solvers.errors import CosolveError, InstanceError, InstanceTooLargeError
 from solvers.flow.io import network_from_dict, parse_network_bytes

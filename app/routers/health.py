@@ -19,9 +19,10 @@ from app.schemas.health import (
     SolverAvailability,
 )
 from app.settings import Settings, get_settings
-from solvers.base import Budget, all_specs
+from solvers.catalog import all_specs
+from solvers.contract import Budget
 from solvers.device import describe, torch_device_name
-from solvers.routing.io import instance_from_dict
+from solvers.routing.io.documents import instance_from_dict
 from solvers.routing.solve import solve
 
 router = APIRouter(tags=["health"])

@@ -50,8 +50,6 @@ from app.intake import (
     single_values,
     validate_fields,
 )
-from app.jobs.service import JobService, QueueFullError
-from app.jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError
 from app.schemas.jobs import (
     BatchFileResult,
     BatchOptions,
@@ -68,15 +66,12 @@ from app.schemas.jobs import (
     TSPJobRequest,
 )
 from app.settings import Settings, get_settings
+from jobs.service import JobService, QueueFullError
+from jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError
 from solvers.errors import CosolveError, InstanceError
-from solvers.routing.io import (
-    parse_instance_bytes,
-    reference_cost_bytes,
-    reference_file_names,
-    reference_stem,
-    sol_text_for,
-    tour_text_for,
-)
+from solvers.routing.io.formats import parse_instance_bytes
+from solvers.routing.io.references import reference_cost_bytes, reference_file_names, reference_stem
+from solvers.routing.io.solutions import sol_text_for, tour_text_for
 from solvers.routing.solve import gap_percent
 
 router = APIRouter(tags=["jobs"])

@@ -48,10 +48,10 @@ from app.schemas.routing import (
     TSPSolveResponse,
 )
 from app.settings import Settings, get_settings
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.device import torch_device_name
 from solvers.errors import InstanceError, NoSolutionError
-from solvers.routing.io import solution_to_dict
+from solvers.routing.io.documents import solution_to_dict
 from solvers.routing.render import solution_svg
 from solvers.routing.solve import REFUSALS, compare, solve
 

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 
 from app.errors import invalid_request, problem_responses
 from app.schemas.solvers import SolverInfo, SolverList
-from solvers.base import all_specs
+from solvers.catalog import all_specs
 
 router = APIRouter(prefix="/solvers", tags=["solvers"])
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from app.schemas import examples
-from solvers.base import MAX_SEED
+from solvers.contract import MAX_SEED
 
 Distance = Literal["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import BudgetTooSmallError, NoSolutionError
 from solvers.flow.bounded import (
     FLOOR_S,

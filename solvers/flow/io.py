@@ -26,7 +26,8 @@ import numpy as np
 
 from solvers.errors import InstanceError, InstanceTooLargeError, UnsupportedFormatError
 from solvers.flow.problem import FlowNetwork, FlowSolution
-from solvers.routing.io import DEFAULT_MAX_TEXT_BYTES, decode_bytes, load_json, read_file_bytes
+from solvers.routing.io.documents import load_json
+from solvers.routing.io.formats import DEFAULT_MAX_TEXT_BYTES, decode_bytes, read_file_bytes
 
 DIMACS_EXTENSIONS = (".min", ".dimacs", ".inp", ".net")
 SOLUTION_EXTENSIONS = (".sol", ".txt", ".json")

@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import BudgetTooSmallError
 from solvers.flow.baselines import require_bounded, stopped_at_limit
 from solvers.flow.bounded import DeadlinePassedError, stop_at

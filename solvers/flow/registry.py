@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 
-from solvers.base import SolverSpec, register
+from solvers.contract import SolverSpec
 from solvers.flow import baselines as _baselines
+
+#: This family's solvers, in the order listings show them; ``solvers.catalog`` registers them.
+SPECS: list[SolverSpec] = []
 
 PROBLEMS = ("mincostflow",)
 
@@ -23,7 +26,7 @@ def _needs_package(module: str, pip_name: str) -> str | None:
     return None
 
 
-register(
+SPECS.append(
     SolverSpec(
         name="ortools_mcf",
         family="flow",
@@ -37,7 +40,7 @@ register(
         availability=lambda: _needs_package("ortools", "ortools"),
     )
 )
-register(
+SPECS.append(
     SolverSpec(
         name="networkx_simplex",
         family="flow",
@@ -54,7 +57,7 @@ register(
         availability=lambda: _needs_package("networkx", "networkx"),
     )
 )
-register(
+SPECS.append(
     SolverSpec(
         name="oft_sinkhorn",
         family="flow",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solvers.base import Budget, ProgressCallback, get_solver, no_progress
+from solvers.catalog import get_solver
+from solvers.contract import Budget, ProgressCallback, no_progress
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,

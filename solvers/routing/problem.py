@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -451,68 +450,6 @@ def integer_scale(instance: RoutingInstance, longest_edge_units: float = 1_000_0
         span = instance.coords.max(axis=0) - instance.coords.min(axis=0)
         longest = float(math.hypot(*span)) or 1.0
     return longest_edge_units / longest
-
-
-@dataclass
-class Solution:
-    """A routing solution with its cost recomputed by the instance and independently checked.
-
-    ``routes`` holds 0-based node indices. For a TSP it is one closed tour; for a CVRP each
-    route lists customers in visiting order, the depot at both ends left implicit.
-    """
-
-    problem: str
-    instance_name: str
-    routes: list[list[int]]
-    cost: float
-    distance: str
-    feasible: bool
-    violations: list[str]
-    solver: str
-    wall_time: float
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def tour(self) -> list[int]:
-        if self.problem != "tsp":
-            raise AttributeError("only a TSP solution has a tour")
-        return self.routes[0]
-
-
-def build_solution(
-    instance: Instance,
-    routes: list[list[int]],
-    *,
-    solver: str,
-    wall_time: float,
-    stats: dict[str, Any] | None = None,
-) -> Solution:
-    """Wrap a solver's routes: recompute the cost and run the independent checker."""
-    from solvers.routing.check import check_solution
-
-    routes = [[int(v) for v in r] for r in routes]
-    violations = check_solution(instance, routes)
-    try:
-        ok = not violations or _indices_ok(instance, routes)
-        cost = instance.cost(routes) if ok else math.nan
-    except Exception:
-        cost = math.nan
-    return Solution(
-        problem=instance.problem,
-        instance_name=instance.name,
-        routes=routes,
-        cost=float(cost),
-        distance=instance.distance,
-        feasible=not violations,
-        violations=violations,
-        solver=solver,
-        wall_time=float(wall_time),
-        stats=dict(stats or {}),
-    )
-
-
-def _indices_ok(instance: RoutingInstance, routes: list[list[int]]) -> bool:
-    return all(0 <= v < instance.n for r in routes for v in r) and len(routes) > 0
 
 
 # -- validation helpers ------------------------------------------------------------------

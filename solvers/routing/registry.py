@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib.util
 import math
 
-from solvers.base import SolverSpec, register
-from solvers.routing import ortools as _ortools
-from solvers.routing import pyvrp as _pyvrp
+from solvers.contract import SolverSpec
+from solvers.routing.baselines import ortools as _ortools
+from solvers.routing.baselines import pyvrp as _pyvrp
+
+#: This family's solvers, in the order listings show them; ``solvers.catalog`` registers them.
+SPECS: list[SolverSpec] = []
 
 
 def _needs_package(module: str, pip_name: str) -> str | None:
@@ -25,12 +28,12 @@ def _pyvrp_solver() -> _pyvrp.PyVRPSolver:
 
 
 def _nn_solver():  # type: ignore[no-untyped-def]
-    from solvers.routing.construct import NearestNeighbourSolver
+    from solvers.routing.classical.construct import NearestNeighbourSolver
 
     return NearestNeighbourSolver()
 
 
-register(
+SPECS.append(
     SolverSpec(
         name="ortools",
         family="routing",
@@ -52,7 +55,7 @@ register(
         min_time_limit=_ortools.min_time_limit,
     )
 )
-register(
+SPECS.append(
     SolverSpec(
         name="pyvrp",
         family="routing",
@@ -70,7 +73,7 @@ register(
         min_time_limit=_pyvrp.min_time_limit,
     )
 )
-register(
+SPECS.append(
     SolverSpec(
         name="nearest_neighbor",
         family="routing",
@@ -87,12 +90,12 @@ register(
 
 
 def _ils_solver():  # type: ignore[no-untyped-def]
-    from solvers.routing.ils import ILSSolver
+    from solvers.routing.classical.ils import ILSSolver
 
     return ILSSolver()
 
 
-register(
+SPECS.append(
     SolverSpec(
         name="ils",
         family="routing",
@@ -135,24 +138,24 @@ def _neural_min_time_limit(problem: str, nodes: int) -> float:
 
 
 def _reld_solver():  # type: ignore[no-untyped-def]
-    from solvers.routing.reld import ReLDSolver
+    from solvers.routing.neural.reld import ReLDSolver
 
     return ReLDSolver()
 
 
 def _reld_availability() -> str | None:
-    from solvers.routing.reld import availability
+    from solvers.routing.neural.reld import availability
 
     return _needs_package("torch", "torch") or availability()
 
 
 def _reld_problem_availability(problem: str) -> str | None:
-    from solvers.routing.reld import problem_availability
+    from solvers.routing.neural.reld import problem_availability
 
     return problem_availability(problem)
 
 
-register(
+SPECS.append(
     SolverSpec(
         name="reld",
         family="routing",
@@ -184,24 +187,24 @@ register(
 
 
 def _sil_solver():  # type: ignore[no-untyped-def]
-    from solvers.routing.sil import SILSolver
+    from solvers.routing.neural.sil.solver import SILSolver
 
     return SILSolver()
 
 
 def _sil_ls_solver():  # type: ignore[no-untyped-def]
-    from solvers.routing.sil import SILSolver
+    from solvers.routing.neural.sil.solver import SILSolver
 
     return SILSolver(polish=True)
 
 
 def _sil_availability() -> str | None:
-    from solvers.routing.sil import availability
+    from solvers.routing.neural.sil.model import availability
 
     return _needs_package("torch", "torch") or availability()
 
 
-register(
+SPECS.append(
     SolverSpec(
         name="sil",
         family="routing",
@@ -223,7 +226,7 @@ register(
         availability=_sil_availability,
     )
 )
-register(
+SPECS.append(
     SolverSpec(
         name="sil_ls",
         family="routing",
@@ -245,24 +248,24 @@ register(
 
 
 def _polynet_solver():  # type: ignore[no-untyped-def]
-    from solvers.routing.polynet import PolyNetSolver
+    from solvers.routing.neural.polynet import PolyNetSolver
 
     return PolyNetSolver()
 
 
 def _polynet_availability() -> str | None:
-    from solvers.routing.polynet import availability
+    from solvers.routing.neural.polynet import availability
 
     return _needs_package("torch", "torch") or availability()
 
 
 def _polynet_problem_availability(problem: str) -> str | None:
-    from solvers.routing.polynet import problem_availability
+    from solvers.routing.neural.polynet import problem_availability
 
     return problem_availability(problem)
 
 
-register(
+SPECS.append(
     SolverSpec(
         name="polynet",
         family="routing",

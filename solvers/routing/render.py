@@ -13,7 +13,8 @@ from html import escape
 
 import numpy as np
 
-from solvers.routing.problem import CVRPInstance, Instance, Solution
+from solvers.routing.problem import CVRPInstance, Instance
+from solvers.routing.solution import Solution
 
 #: Space around the drawing and the height of the title band, in SVG user units (pixels).
 _MARGIN = 12.0

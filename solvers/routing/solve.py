@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from solvers.base import Budget, ProgressCallback, get_solver, get_spec, no_progress
+from solvers.catalog import get_solver, get_spec
+from solvers.contract import Budget, ProgressCallback, no_progress
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -21,7 +22,8 @@ from solvers.errors import (
     SolverUnavailableError,
     UnknownSolverError,
 )
-from solvers.routing.problem import Instance, Solution, TSPInstance, build_solution
+from solvers.routing.problem import Instance, TSPInstance
+from solvers.routing.solution import Solution, build_solution
 
 
 def solve(
@@ -84,12 +86,12 @@ _WARM_LOCK = threading.Lock()
 
 
 def _warm(name: str, impl: Any) -> None:
-    """``solvers.base.warm_up`` once per solver and process before its first solve, so a
+    """``solvers.catalog.warm_up`` once per solver and process before its first solve, so a
     library user's first call searches for its whole time limit as the server's and the
     CLI's do (QA sweep: a first ``ils`` call at 0.3 s took 4.4 s, numba compiling inside the
     clock). The warm-up itself comes on top of that first call, outside the solver's clock
     (seconds; up to a minute of numba compiling in a fresh checkout); call
-    ``solvers.base.warm_up(name)`` beforehand to keep it out of a timed call."""
+    ``solvers.catalog.warm_up(name)`` beforehand to keep it out of a timed call."""
     if name in _WARMED:
         return
     with _WARM_LOCK:

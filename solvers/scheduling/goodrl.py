@@ -22,8 +22,8 @@ from solvers.scheduling.heuristics import HEFT
 from solvers.scheduling.registry import GOODRL_DESCRIPTION
 from solvers.scheduling.simulator import ClusterState, Run
 from solvers.tuning import torch_threads
+from solvers.weights import WEIGHTS_DIR
 
-WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 WEIGHTS = WEIGHTS_DIR / "goodrl.pt"
 #: Threads torch may use (one is fastest for these small graphs; same knob as ReLD's).
 TORCH_THREADS = torch_threads()

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import InstanceError, UnsupportedFormatError
-from solvers.routing.io import load_json, read_file_bytes
+from solvers.routing.io.documents import load_json
+from solvers.routing.io.formats import read_file_bytes
 
 #: DAX runtime × SIZE_FACTOR = work in vCPU-seconds (GOODRL multiplies by 16).
 SIZE_FACTOR = 16.0

@@ -16,8 +16,8 @@ from fastapi import FastAPI
 
 from app.main import create_app
 from app.settings import Settings
-from solvers import base
-from solvers.routing.construct import NearestNeighbourSolver
+from solvers import contract as base
+from solvers.routing.classical.construct import NearestNeighbourSolver
 from tests.api.helpers import assert_problem
 
 with warnings.catch_warnings():

@@ -479,7 +479,7 @@ def test_a_solvers_own_size_limit_names_the_solver_field() -> None:
     """QA sweep: the 413 of a solver's node limit named no field ("every error names the
     field at fault"); the request's fix is another solver, so it names ``solver``."""
     from app.errors import domain_problem
-    from solvers.base import get_solver
+    from solvers.catalog import get_solver
     from solvers.errors import InstanceTooLargeError
 
     with pytest.raises(InstanceTooLargeError) as info:

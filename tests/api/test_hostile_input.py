@@ -13,12 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
-from app.jobs.store import MAX_FILENAME_BYTES, safe_filename
 from app.routers import jobs
 from app.schemas.jobs import BatchOptions
 from app.settings import Settings
+from jobs.store import MAX_FILENAME_BYTES, safe_filename
 from solvers.errors import InstanceError
-from solvers.routing.io import instance_format, load_json, parse_instance_bytes
+from solvers.routing.io.documents import load_json
+from solvers.routing.io.formats import instance_format, parse_instance_bytes
 from tests.api.helpers import assert_problem
 from tests.conftest import DATA
 

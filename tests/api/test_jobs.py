@@ -22,8 +22,8 @@ import httpx
 import psutil
 import pytest
 
-from solvers.routing.io import parse_instance_bytes
-from solvers.routing.problem import build_solution
+from solvers.routing.io.formats import parse_instance_bytes
+from solvers.routing.solution import build_solution
 from tests.api.conftest import _free_port, _running, uvicorn_server
 from tests.api.helpers import assert_problem
 from tests.conftest import DATA, OPTIMA
@@ -557,7 +557,7 @@ def test_connecting_to_ray_keeps_the_servers_signal_handlers() -> None:
     is); under uvicorn that was at times swallowed by a transport and the server ignored
     SIGTERM until killed (test-suite sweep). The server's handlers must survive it."""
     ray = pytest.importorskip("ray")
-    from app.jobs.executors import _connect_ray
+    from jobs.executors import _connect_ray
 
     def ours(signum: int, frame: object) -> None:
         """Stands for uvicorn's handler."""
@@ -591,7 +591,7 @@ def test_ray_executor_runs_the_same_job() -> None:
 def test_solution_files_for_any_name_and_any_ids(api: httpx.Client) -> None:
     """QA sweep: a non-Latin-1 upload name made the solution download a 500 (the header),
     and a JSON instance's own ids (here -1, TSPLIB's end marker) went into TOUR_SECTION."""
-    from solvers.routing.io import read_tour
+    from solvers.routing.io.solutions import read_tour
 
     text = (DATA / "eil51.tsp").read_bytes()
     job = api.post("/v1/jobs", files={"file": ("日本.tsp", text)},
@@ -789,7 +789,7 @@ def test_a_ray_cluster_that_cannot_be_used_stops_the_start_naming_the_address() 
     """Ray's own connect to an address with no cluster waited minutes, and a ray:// address
     without Ray Client was a traceback (QA sweep): the executor probes the address first
     and names it in either refusal."""
-    from app.jobs.executors import _connect_ray
+    from jobs.executors import _connect_ray
 
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))

@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from solvers.routing.problem import CVRPInstance, TSPInstance, build_solution
+from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.render import solution_svg
+from solvers.routing.solution import build_solution
 
 SVG = "{http://www.w3.org/2000/svg}"
 

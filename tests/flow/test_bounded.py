@@ -10,7 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from solvers.base import Budget, get_solver, warm_up
+from solvers.catalog import get_solver, warm_up
+from solvers.contract import Budget
 from solvers.errors import NoSolutionError
 from solvers.flow import baselines, oft
 from solvers.flow.bounded import DeadlinePassedError, run_bounded

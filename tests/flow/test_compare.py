@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.device import device_problem
 from solvers.errors import InstanceError
 from solvers.flow import solve as flow_solve

@@ -153,7 +153,7 @@ def test_unknown_extension_is_refused() -> None:
 
 
 def test_a_flow_network_sent_to_routing_says_where_it_goes() -> None:
-    from solvers.routing.io import instance_format
+    from solvers.routing.io.formats import instance_format
 
     with pytest.raises(UnsupportedFormatError) as info:
         instance_format("netgen.min.gz")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from solvers.base import Budget, ProgressEvent, get_solver, get_spec, specs_for
+from solvers.catalog import get_solver, get_spec, specs_for
+from solvers.contract import Budget, ProgressEvent
 from solvers.errors import InstanceError, ProblemMismatchError, SolverUnavailableError
 from solvers.flow.dual import dual_bound
 from solvers.flow.generate import netgen_style
@@ -458,7 +459,7 @@ def test_a_comparison_of_unavailable_solvers_only_is_refused(
     """As routing's: every solver unable to run here (a missing dependency) refuses the
     comparison (503 over HTTP, as a solve of one), rather than a result whose rows all
     failed; beside an available solver it is a row with its reason."""
-    from solvers import base
+    from solvers import contract as base
 
     spec = replace(get_spec("ortools_mcf"), name="needs_missing_dependency",
                    availability=lambda: "a library it needs is not installed")

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.flow.generate import netgen_style
 from solvers.flow.options import SinkhornSettings
 from solvers.flow.sinkhorn import oft_sinkhorn
 from solvers.routing.check import check_solution
-from solvers.routing.env import replay_tsp
+from solvers.routing.neural.env import replay_tsp
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
 
@@ -71,7 +71,7 @@ def test_sampled_tsp_rollouts_of_a_training_batch_stay_finite() -> None:
     """A ReLD training batch (64 instances × 100 trajectories of TSP100) sampled on the device:
     on an H200 the cuDNN attention kernel failed or gave NaN probabilities here."""
     from models.reld import ReLDConfig, ReLDModel
-    from solvers.routing.env import rollout_tsp
+    from solvers.routing.neural.env import rollout_tsp
 
     torch.manual_seed(0)
     model = ReLDModel(ReLDConfig(problem="tsp")).to(DEVICE)
@@ -87,7 +87,7 @@ def test_sampled_tsp_rollouts_of_a_training_batch_stay_finite() -> None:
 def test_warm_up_puts_the_checkpoints_on_the_device(solver: str) -> None:
     """The service's start copies the checkpoints to COSOLVE_DEVICE, so the first request
     does not pay for it (stop 38's notes); the cached model is then on the device."""
-    from solvers.base import get_solver
+    from solvers.catalog import get_solver
 
     impl = get_solver(solver)
     impl.warm_up_device(DEVICE)

@@ -8,17 +8,9 @@ import signal
 import time
 from pathlib import Path
 
-from app.jobs.service import JobService
-from app.jobs.store import (
-    CANCELLED,
-    FAILED,
-    QUEUED,
-    RUNNING,
-    SUCCEEDED,
-    JobRecord,
-    JobStore,
-)
 from app.settings import Settings
+from jobs.service import JobService
+from jobs.store import CANCELLED, FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
 from tests.conftest import DATA
 
 
@@ -147,7 +139,7 @@ def test_a_failure_the_store_refuses_is_written_once_it_takes_it(tmp_path: Path,
     import sqlite3
     from concurrent.futures import Future
 
-    from app.jobs import executors
+    from jobs import executors
 
     monkeypatch.setattr(executors, "FAILURE_RECORD_RETRY_S", 0.05)
     store = JobStore(tmp_path)
@@ -183,7 +175,7 @@ def test_a_worker_hands_back_the_memory_its_job_freed(tmp_path: Path, monkeypatc
     import subprocess
     import sys
 
-    from app.jobs import worker
+    from jobs import worker
 
     if worker._malloc_trim() is None:
         import pytest
@@ -191,7 +183,7 @@ def test_a_worker_hands_back_the_memory_its_job_freed(tmp_path: Path, monkeypatc
         pytest.skip("no glibc malloc_trim here")
     probe = (
         "import gc, psutil\n"
-        "from app.jobs.worker import return_freed_memory\n"
+        "from jobs.worker import return_freed_memory\n"
         "p = psutil.Process()\n"
         "blocks = [bytearray(10_000) for _ in range(30_000)]\n"
         "keep = blocks[::100]\n"  # one block in a hundred stays: the heap cannot shrink

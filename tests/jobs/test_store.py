@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.jobs.store import CANCELLED, QUEUED, SUCCEEDED, JobStore
-from app.jobs.worker import JobSpec, execute, run_stored_job
-from solvers.base import ProgressEvent
+from jobs.store import CANCELLED, QUEUED, SUCCEEDED, JobStore
+from jobs.worker import JobSpec, execute, run_stored_job
+from solvers.contract import ProgressEvent
 from tests.conftest import DATA
 
 
@@ -33,7 +33,7 @@ def _schema_without(*columns: str) -> str:
     """The store's schema as an older version wrote it: without ``columns`` (added since)."""
     import re
 
-    from app.jobs.store import _SCHEMA
+    from jobs.store import _SCHEMA
 
     kept = [line for line in _SCHEMA.splitlines()
             if line.strip().split(" ")[0] not in columns]
@@ -165,7 +165,7 @@ def test_requeue_bumps_the_attempt_and_fences_off_the_old_worker(tmp_path: Path)
 
 def test_a_damaged_solution_file_is_said_to_be_damaged(tmp_path: Path) -> None:
     """QA sweep: a truncated solution file was a bare 500."""
-    from app.jobs.store import StoredSolutionError
+    from jobs.store import StoredSolutionError
 
     store = JobStore(tmp_path)
     job = _job(store)
@@ -182,9 +182,9 @@ def test_one_server_per_data_directory(tmp_path: Path) -> None:
     first stops. A file, an unwritable folder or a damaged database is refused up front."""
     import os
 
-    from app.jobs.service import JobService
-    from app.jobs.store import DataDirError, check_data_dir
     from app.settings import Settings
+    from jobs.service import JobService
+    from jobs.store import DataDirError, check_data_dir
 
     first = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
     first.start()
@@ -246,9 +246,9 @@ def test_a_batch_whose_jobs_expired_is_a_404_at_once(tmp_path: Path) -> None:
     """The row goes a minute after creation at the earliest; until then it answered 200 with
     its rejected files only (QA sweep, with a TTL under a minute)."""
     from app.errors import ApiError
-    from app.jobs.service import JobService
     from app.routers.jobs import batch_status
     from app.settings import Settings
+    from jobs.service import JobService
 
     service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
     store = service.store
@@ -332,9 +332,9 @@ def test_execute_turns_failures_into_outcomes() -> None:
 def test_a_batchs_status_names_its_seed(tmp_path: Path) -> None:
     """QA sweep: a batch's status gave its solver and time limit but not the seed its files
     were solved with, so its results could not be reproduced from the answer alone."""
-    from app.jobs.service import JobService
     from app.routers.jobs import batch_status
     from app.settings import Settings
+    from jobs.service import JobService
 
     service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
     batch_id = service.store.create_batch("nearest_neighbor", 1.0, 1, [])
@@ -348,8 +348,8 @@ def test_a_batch_is_accepted_whole_or_not_at_all(tmp_path: Path) -> None:
     """The queue check and the creation of a batch's jobs hold one lock: a batch that does
     not fit creates nothing (a race with single jobs once left a batch the client never got,
     with some of its jobs running)."""
-    from app.jobs.service import JobService, QueueFullError
     from app.settings import Settings
+    from jobs.service import JobService, QueueFullError
 
     class Parked:  # keeps every job queued
         def submit(self, job: object) -> None: ...
@@ -375,7 +375,7 @@ def test_a_batch_is_accepted_whole_or_not_at_all(tmp_path: Path) -> None:
 
 def test_a_missing_input_file_is_said_to_be_missing(tmp_path: Path) -> None:
     """QA sweep: a deleted input read as "the worker process died (FileNotFoundError …)"."""
-    from app.jobs.store import FAILED
+    from jobs.store import FAILED
 
     store = JobStore(tmp_path)
     job = _job(store)
@@ -391,7 +391,7 @@ def test_a_submission_the_disk_refuses_leaves_nothing_behind(tmp_path: Path,
     import errno
     import os
 
-    from app.jobs.store import StorageError
+    from jobs.store import StorageError
 
     store = JobStore(tmp_path)
 
@@ -406,7 +406,7 @@ def test_a_submission_the_disk_refuses_leaves_nothing_behind(tmp_path: Path,
 
 def test_a_failure_says_how_long_its_job_ran(tmp_path: Path) -> None:
     """QA sweep: a job that failed after 2 s showed progress.elapsed 0.0."""
-    from app.jobs.store import FAILED
+    from jobs.store import FAILED
 
     store = JobStore(tmp_path)
     job = _job(store)
@@ -420,9 +420,9 @@ def test_a_batch_whose_storage_fails_part_way_keeps_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """QA sweep: the 507 said "nothing was kept" while the batch row and the jobs stored
     before the failure stayed queued (counted against the queue, run after a restart)."""
-    from app.jobs.service import JobService
-    from app.jobs.store import StorageError
     from app.settings import Settings
+    from jobs.service import JobService
+    from jobs.store import StorageError
 
     class Parked:
         def submit(self, job: object) -> None: ...
@@ -454,10 +454,11 @@ def test_an_infeasible_plan_is_not_served_as_a_tour_or_sol_file(tmp_path: Path) 
     from types import SimpleNamespace
 
     from app.errors import ApiError
-    from app.jobs.worker import JobOutcome, record_outcome
     from app.routers.jobs import job_solution
-    from solvers.routing.io import load_instance, solution_to_dict
-    from solvers.routing.problem import build_solution
+    from jobs.worker import JobOutcome, record_outcome
+    from solvers.routing.io.documents import solution_to_dict
+    from solvers.routing.io.formats import load_instance
+    from solvers.routing.solution import build_solution
 
     store = JobStore(tmp_path)
     instance = load_instance(DATA / "X-n101-k25.vrp")

@@ -10,19 +10,19 @@ import torch
 
 from models.polynet import PolyNetModel, strategy_bits
 from models.reld import ReLDConfig, ReLDModel
-from solvers.base import Budget, Clock, no_progress
+from solvers.contract import Budget, Clock, no_progress
 from solvers.routing.check import check_cvrptw
-from solvers.routing.env import (
+from solvers.routing.generate import random_cvrptw
+from solvers.routing.neural.env import (
     cvrp_routes,
     replay_tsp,
     rollout_cvrp,
     rollout_tsp,
     sequence_log_prob,
 )
-from solvers.routing.env_tw import encode_tw, replay_cvrptw, rollout_cvrptw, tw_batch
+from solvers.routing.neural.env_tw import encode_tw, replay_cvrptw, rollout_cvrptw, tw_batch
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 from solvers.routing.solve import solve
-from training.instances import random_cvrptw
 from training.polynet import poly_loss
 
 
@@ -157,8 +157,8 @@ def test_a_sampling_round_takes_the_time_left(monkeypatch) -> None:
     fixed cost per decoding step, so fewer, larger rounds decode more solutions in the limit.
     (The passes alone: with half of the time kept for reconstruction, a loaded CI machine left
     room for a round of 242 after a first pass of 1,024.)"""
-    from solvers.routing.reld import RECONSTRUCT_SHARE, SAMPLE_CAP
-    from training.instances import cvrptw_instance
+    from solvers.routing.generate import cvrptw_instance
+    from solvers.routing.neural.reld import RECONSTRUCT_SHARE, SAMPLE_CAP
 
     monkeypatch.setitem(RECONSTRUCT_SHARE, "cvrptw", 0.0)
 
@@ -176,7 +176,7 @@ def test_a_sampling_round_takes_the_time_left(monkeypatch) -> None:
 
 
 def test_solution_budget_caps_the_decoded_solutions() -> None:
-    from solvers.routing.polynet import PolyNetSolver
+    from solvers.routing.neural.polynet import PolyNetSolver
 
     inst = TSPInstance(coords=np.random.default_rng(1).random((30, 2)))
     sol = PolyNetSolver(max_solutions=200).solve(inst, Budget(time_limit=5.0))
@@ -184,7 +184,7 @@ def test_solution_budget_caps_the_decoded_solutions() -> None:
 
 
 def test_missing_weights_make_the_solver_unavailable(tmp_path, monkeypatch) -> None:
-    import solvers.routing.polynet as module
+    import solvers.routing.neural.polynet as module
 
     monkeypatch.setattr(module, "WEIGHTS_DIR", tmp_path)
     reason = module.availability()
@@ -242,7 +242,7 @@ def test_cvrptw_filling_vehicles_go_home_only_when_nothing_fits() -> None:
 
 
 def test_solver_fills_vehicles_when_every_solution_breaks_the_fleet() -> None:
-    from solvers.routing.polynet import PolyNetSolver
+    from solvers.routing.neural.polynet import PolyNetSolver
 
     inst = _tw_instances(1, 40)[0]
     solver = PolyNetSolver(max_solutions=2048)  # two passes of 128 strategies × 8 views
@@ -409,7 +409,7 @@ def test_a_smaller_validation_set_is_not_compared_with_the_full_one(tmp_path, ca
     checkpoint's gap on all 64 (a smoke run once "improved" 1.954% to 1.935% on 4)."""
     import shutil
 
-    from solvers.routing.polynet import weights_path
+    from solvers.routing.neural.polynet import weights_path
     from training.polynet import main
 
     out = tmp_path / "p.pt"
@@ -455,7 +455,7 @@ def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
 
 
 def test_reparent_keeps_the_strategy_block_and_takes_the_new_parent(tmp_path) -> None:
-    from solvers.routing.reld import weights_path as reld_weights
+    from solvers.routing.neural.reld import weights_path as reld_weights
     from training.polynet import main
 
     out = tmp_path / "p.pt"
@@ -565,7 +565,7 @@ def test_solution_budget_decodes_the_same_solutions_on_a_slower_machine(
     kroA100 at 1,600 solutions, seed 0, read 21,629 and 21,529 in one process)."""
     import time
 
-    from solvers.routing.polynet import PolyNetSolver
+    from solvers.routing.neural.polynet import PolyNetSolver
 
     inst = TSPInstance(coords=np.random.default_rng(2).random((30, 2)))
     solver = PolyNetSolver(max_solutions=1500)  # the greedy pass, then sampling rounds

@@ -8,21 +8,21 @@ import pytest
 import torch
 
 from models.reld import ReLDConfig, ReLDModel
-from solvers.base import Budget, Clock
+from solvers.contract import Budget, Clock
 from solvers.routing.check import check_cvrp, check_cvrptw
-from solvers.routing.env import rollout_cvrp, rollout_path
-from solvers.routing.io import load_instance
-from solvers.routing.problem import CVRPInstance, TSPInstance
-from solvers.routing.reconstruct import (
+from solvers.routing.generate import cvrptw_instance
+from solvers.routing.io.formats import load_instance
+from solvers.routing.neural.env import rollout_cvrp, rollout_path
+from solvers.routing.neural.reconstruct import (
     path_lengths,
     reconstruct_routes,
     reconstruct_tour,
     route_groups,
 )
-from solvers.routing.reld import TORCH_THREADS, read_checkpoint, weights_path
+from solvers.routing.neural.reld import TORCH_THREADS, read_checkpoint, weights_path
+from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
 from tests.conftest import DATA
-from training.instances import cvrptw_instance
 
 
 @pytest.mark.parametrize("decode", ["greedy", "sample"])
@@ -158,7 +158,7 @@ def test_the_tail_of_the_time_gets_a_smaller_round_rather_than_none(
     """A full round (8 symmetries × 8 starts per group) does not fit the time left, a
     smaller one does: it runs (before, the tail of the time was left unused: CVRP100 at 1 s
     ended at 0.92 s on average)."""
-    import solvers.routing.reconstruct as rec
+    import solvers.routing.neural.reconstruct as rec
 
     # a cost model of our own: 1 ms per trajectory, so what fits is known in advance
     monkeypatch.setattr(rec, "_group_seconds", lambda steps, trajectories, nodes:

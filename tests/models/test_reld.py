@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from models.reld import ReLDConfig, ReLDModel
-from solvers.base import Budget
+from solvers.contract import Budget
 from solvers.routing.check import check_cvrp
-from solvers.routing.env import (
+from solvers.routing.neural.env import (
     cvrp_routes,
     replay_cvrp,
     replay_tsp,
@@ -20,8 +20,7 @@ from solvers.routing.env import (
     rollout_tsp,
     sequence_log_prob,
 )
-from solvers.routing.problem import CVRPInstance, TSPInstance
-from solvers.routing.reld import (
+from solvers.routing.neural.reld import (
     SAMPLE_CAP,
     decode_steps,
     fit_trajectories,
@@ -32,6 +31,7 @@ from solvers.routing.reld import (
     view_angles,
     weights_path,
 )
+from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
 from training.reld import (
     TrainState,
@@ -96,7 +96,7 @@ def test_cvrp_rollout_never_exceeds_capacity(decode: str) -> None:
 def test_distance_table_and_per_step_distances_decode_alike(monkeypatch) -> None:
     """Small batches gather distance rows from a table computed once; large ones compute
     each step's rows from the coordinates. Both paths give the same tours and lengths."""
-    import solvers.routing.env as env
+    import solvers.routing.neural.env as env
 
     tsp, cvrp = _small("tsp"), _small("cvrp")
     coords, demand, capacity = _cvrp_batch(2, 20)
@@ -216,7 +216,7 @@ def test_a_neural_tsp_tour_is_reported_from_node_zero(solver: str) -> None:
 def test_reld_cvrp_solution_is_feasible_and_honours_the_time_limit(x101) -> None:
     import time
 
-    from solvers.base import get_solver
+    from solvers.catalog import get_solver
 
     get_solver("reld").warm_up()  # as the server does at start-up
     t0 = time.perf_counter()
@@ -231,8 +231,8 @@ def test_large_tsp_starts_from_insertion_and_keeps_the_time_limit(solver: str) -
     random insertion; at 3,000 nodes one greedy trajectory would also take longer than the
     whole budget), and below it when one trajectory would not fit the time for construction:
     either way the model's reconstruction improves an insertion tour and the limit holds."""
-    from solvers.routing.construct import random_insertion_tour
-    from solvers.routing.reld import INSERTION_NODES
+    from solvers.routing.classical.construct import random_insertion_tour
+    from solvers.routing.neural.reld import INSERTION_NODES
 
     cases = [(INSERTION_NODES, 1.5, "nodes"), (3000, 3.0, "nodes"),
              (INSERTION_NODES - 1, 0.5, "predicted")]
@@ -319,8 +319,8 @@ def test_cvrp_multi_start_first_rank_continues_the_ranking() -> None:
 
 
 def test_reld_tsp_uses_more_greedy_starts_when_time_allows(monkeypatch) -> None:
-    import solvers.routing.reld as reld
-    from solvers.routing.reconstruct import path_lengths
+    import solvers.routing.neural.reld as reld
+    from solvers.routing.neural.reconstruct import path_lengths
 
     def unchanged(model, coords, tour, *args, **kwargs):  # type: ignore[no-untyped-def]
         xy = coords.detach().double().numpy()
@@ -361,8 +361,8 @@ def test_view_angles_are_spread_and_rotated_views_keep_tour_lengths() -> None:
 
 
 def test_reld_sampling_rounds_take_the_time_left(monkeypatch) -> None:
-    import solvers.routing.reld as reld
-    from solvers.routing.reconstruct import path_lengths
+    import solvers.routing.neural.reld as reld
+    from solvers.routing.neural.reconstruct import path_lengths
 
     def unchanged(model, coords, tour, *args, **kwargs):  # type: ignore[no-untyped-def]
         xy = coords.detach().double().numpy()
@@ -398,7 +398,7 @@ def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
     model it is confirmed and written."""
     import shutil
 
-    from solvers.routing.reld import weights_path
+    from solvers.routing.neural.reld import weights_path
     from training.reld import ReLDConfig, ReLDModel, TrainState, main, save_checkpoint
 
     out = tmp_path / "r.pt"
@@ -423,9 +423,9 @@ def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
 
 
 def test_a_missing_checkpoint_makes_only_its_problem_unavailable(tmp_path, monkeypatch) -> None:
-    from solvers.base import get_solver, get_spec
+    from solvers.catalog import get_solver, get_spec
     from solvers.errors import SolverUnavailableError
-    from solvers.routing import reld
+    from solvers.routing.neural import reld
 
     real = reld.weights_path
     monkeypatch.setattr(reld, "weights_path",
@@ -439,7 +439,7 @@ def test_a_missing_checkpoint_makes_only_its_problem_unavailable(tmp_path, monke
 
 def test_a_rollout_stops_when_its_stop_says_so_and_decodes_alike_otherwise() -> None:
     """QA sweep: a cancel is heard inside a greedy pass, not only between passes."""
-    from solvers.routing.env import DecodeStoppedError
+    from solvers.routing.neural.env import DecodeStoppedError
 
     torch.manual_seed(0)
     model = ReLDModel(ReLDConfig(problem="cvrp")).eval()
@@ -472,7 +472,7 @@ def test_a_cancel_ends_the_first_greedy_pass_with_a_constructed_plan(solver: str
     22.6 s at 1,000 nodes); now the pass stops at once and a greedy construction is the plan."""
     import threading
 
-    from training.instances import cvrptw_instance, random_cvrp
+    from solvers.routing.generate import cvrptw_instance, random_cvrp
 
     if problem == "cvrp":
         xy, demands, capacity = random_cvrp(np.random.default_rng(1), 200)

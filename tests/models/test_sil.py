@@ -9,20 +9,21 @@ import pytest
 import torch
 
 from models.sil import SILConfig, SILModel
-from solvers.base import Budget, get_solver
+from solvers.catalog import get_solver
+from solvers.contract import Budget
 from solvers.routing.check import check_solution
-from solvers.routing.construct import random_insertion_routes, random_insertion_tour
-from solvers.routing.localsearch import two_opt
-from solvers.routing.problem import CVRPInstance, TSPInstance
-from solvers.routing.sil import (
+from solvers.routing.classical.construct import random_insertion_routes, random_insertion_tour
+from solvers.routing.classical.localsearch import two_opt
+from solvers.routing.neural.sil.cvrp import _giant_tour, _split
+from solvers.routing.neural.sil.model import (
     dihedral,
     expected_length_uniform,
     greedy_tour,
     prc_round,
     rebuild_tsp_segments,
-    tour_length,
 )
-from solvers.routing.sil_cvrp import _giant_tour, _split
+from solvers.routing.neural.sil.solver import tour_length
+from solvers.routing.problem import CVRPInstance, TSPInstance
 
 torch.set_num_threads(1)
 
@@ -134,7 +135,7 @@ def test_split_routes_respect_capacity_and_visit_everyone_once() -> None:
 def test_shipped_weights_beat_random_insertion_on_tsp1k() -> None:
     """A fixed number of rounds (not seconds), so a loaded machine cannot change the verdict;
     the shipped weights took it 4.7% below random insertion when this was written."""
-    from solvers.routing.sil import SILSolver
+    from solvers.routing.neural.sil.solver import SILSolver
 
     xy = _uniform(1000, 20261201)
     model = SILSolver().model("tsp")
@@ -160,7 +161,7 @@ def test_greedy_construction_visits_every_node_once(k: int) -> None:
 
 
 def test_shipped_weights_construct_a_shorter_tour_than_random_insertion() -> None:
-    from solvers.routing.sil import SILSolver
+    from solvers.routing.neural.sil.solver import SILSolver
 
     xy = _uniform(1000, 20261201)
     with torch.inference_mode():
@@ -171,7 +172,7 @@ def test_shipped_weights_construct_a_shorter_tour_than_random_insertion() -> Non
 
 
 def test_solver_starts_from_the_greedy_tour_when_asked() -> None:
-    from solvers.routing.sil import SILSolver
+    from solvers.routing.neural.sil.solver import SILSolver
 
     inst = TSPInstance(coords=_uniform(400, 11))
     sol = SILSolver(start="greedy").solve(inst, Budget(time_limit=4.0, seed=0))
@@ -211,7 +212,7 @@ def test_sil_ls_cvrp_plans_end_at_a_local_optimum_of_the_route_moves() -> None:
     """sil_ls runs the granular relocate / swap / 2-opt* descent between routes after every
     round (before, only 2-opt inside routes: Leuven1 at 60 s 6.2% above its best-known,
     3.4% with it): nothing is left for a further descent to find, and it beats sil."""
-    from solvers.routing.descent import cvrp_descent
+    from solvers.routing.classical.descent import cvrp_descent
 
     inst = _cvrp(1000, 6, capacity=100)
     plain = get_solver("sil", "cvrp", inst.n, 3.0).solve(inst, Budget(time_limit=3.0, seed=0))
@@ -225,8 +226,8 @@ def test_sil_ls_cvrp_plans_end_at_a_local_optimum_of_the_route_moves() -> None:
 
 
 def test_route_rounds_keep_loads_and_never_lengthen_routes() -> None:
-    from solvers.routing.descent import polish_routes
-    from solvers.routing.sil_cvrp import route_round
+    from solvers.routing.classical.descent import polish_routes
+    from solvers.routing.neural.sil.cvrp import route_round
 
     inst = _cvrp(600, 7)
     xy = inst.coords
@@ -269,7 +270,7 @@ def test_a_shifted_instance_is_solved_as_well_as_the_original() -> None:
     the bound is 10 %, far below what the bug did."""
     import numpy as np
 
-    from solvers.base import Budget
+    from solvers.contract import Budget
     from solvers.routing.problem import CVRPInstance, TSPInstance
     from solvers.routing.solve import solve
 
@@ -290,8 +291,8 @@ def test_the_start_phases_report_while_they_run(monkeypatch: pytest.MonkeyPatch)
     start gives up and the solve ends with a plan at once."""
     import threading
 
-    import solvers.routing.sil as sil_module
-    from solvers.routing.sil import SILSolver
+    import solvers.routing.neural.sil.solver as sil_module
+    from solvers.routing.neural.sil.solver import SILSolver
 
     monkeypatch.setattr(sil_module, "HEARTBEAT_S", 0.02)
     tsp = TSPInstance(coords=_uniform(1000, 5))
@@ -330,10 +331,10 @@ def test_a_round_reports_while_one_batch_of_segments_is_decoded(
     "round k"."""
     import re
 
-    import solvers.routing.sil as sil_module
-    from solvers.base import Clock
-    from solvers.routing.sil import RoundHeartbeat
-    from solvers.routing.sil_cvrp import route_round
+    import solvers.routing.neural.sil.solver as sil_module
+    from solvers.contract import Clock
+    from solvers.routing.neural.sil.cvrp import route_round
+    from solvers.routing.neural.sil.model import RoundHeartbeat
 
     monkeypatch.setattr(sil_module, "HEARTBEAT_S", 0.005)
     monkeypatch.setattr(sil_module, "TOKENS_PER_BATCH", 1 << 30)

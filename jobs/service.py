@@ -9,9 +9,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from app.jobs.executors import Executor, make_executor
-from app.jobs.store import JobRecord, JobStore, StorageError, lock_data_dir
 from app.settings import Settings
+from jobs.executors import Executor, make_executor
+from jobs.store import JobRecord, JobStore, StorageError, lock_data_dir
 from solvers.device import torch_device_name
 
 logger = logging.getLogger("cosolve.jobs")

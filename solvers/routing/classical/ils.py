@@ -14,28 +14,22 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
-from solvers.routing.construct import random_insertion_routes, random_insertion_tour
-from solvers.routing.descent import cvrp_kicks, fit_fleet, kick_temperature, polish_routes
-from solvers.routing.descent import warm_up as descent_warm_up
-from solvers.routing.exact import exact_solution
-from solvers.routing.exact import warm_up as exact_warm_up
-from solvers.routing.localsearch import (
+from solvers.routing.classical.construct import random_insertion_routes, random_insertion_tour
+from solvers.routing.classical.descent import cvrp_kicks, fit_fleet, kick_temperature, polish_routes
+from solvers.routing.classical.descent import warm_up as descent_warm_up
+from solvers.routing.classical.exact import exact_solution
+from solvers.routing.classical.exact import warm_up as exact_warm_up
+from solvers.routing.classical.localsearch import (
     kick_stats,
     nearest_neighbours,
     perturb,
     tour_length,
     two_opt,
 )
-from solvers.routing.problem import (
-    CVRPInstance,
-    CVRPTWInstance,
-    Instance,
-    Solution,
-    TSPInstance,
-    build_solution,
-)
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, Instance, TSPInstance
+from solvers.routing.solution import Solution, build_solution
 
 NEIGHBOURS = 10
 #: The TSP kicks' annealing temperature at the start and at the end of the solve, in units of

@@ -20,7 +20,7 @@ the time limit stops it does depend on the machine's speed, so runs may differ).
 A CVRPTW adds a time dimension: transit i -> j is the service time at i plus the travel time,
 slack is waiting (up to the horizon), each node's cumul (its service start) is bounded by its
 window, and every vehicle leaves and returns within the depot's window. Times are integers
-(see ``solvers.routing.timewindows``). Under a tight fleet PATH_CHEAPEST_ARC alone finds no
+(``solvers.routing.classical.timewindows``). Under a tight fleet PATH_CHEAPEST_ARC alone finds no
 first solution on Solomon instances (measured: none on all six in 3 s), so each customer may
 be dropped at a penalty far above any detour; the search then inserts them all when it can,
 and a customer still dropped at the time limit makes the returned solution infeasible.
@@ -34,19 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
-from solvers.routing.construct import nearest_neighbour_routes, nearest_neighbour_tour
-from solvers.routing.problem import (
-    CVRPInstance,
-    CVRPTWInstance,
-    Instance,
-    Solution,
-    TSPInstance,
-    build_solution,
-    integer_scale,
-)
-from solvers.routing.timewindows import (
+from solvers.routing.classical.construct import nearest_neighbour_routes, nearest_neighbour_tour
+from solvers.routing.classical.timewindows import (
     check_integer_reachable,
     fleet_for,
     integer_times,
@@ -54,6 +45,14 @@ from solvers.routing.timewindows import (
     time_scale,
     time_window_routes,
 )
+from solvers.routing.problem import (
+    CVRPInstance,
+    CVRPTWInstance,
+    Instance,
+    TSPInstance,
+    integer_scale,
+)
+from solvers.routing.solution import Solution, build_solution
 
 #: Seconds past the search's own time limit at which our stop check (``CustomLimit``) ends
 #: the search; OR-Tools' limit normally ends it first.

@@ -35,9 +35,8 @@ import numpy as np
 import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
-from solvers.routing.checkpoints import missing_checkpoint
-from solvers.routing.descent import (
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent
+from solvers.routing.classical.descent import (
     POLISH_SHARE,
     POLISH_SHARE_TW,
     REPAIR_SHARE,
@@ -46,7 +45,8 @@ from solvers.routing.descent import (
     polish_tour,
     tour_polish_keep,
 )
-from solvers.routing.env import (
+from solvers.routing.neural.checkpoints import missing_checkpoint
+from solvers.routing.neural.env import (
     Decode,
     DecodeStoppedError,
     augment,
@@ -57,15 +57,9 @@ from solvers.routing.env import (
     rollout_cvrp,
     rollout_tsp,
 )
-from solvers.routing.env_tw import rollout_cvrptw, tw_batch
-from solvers.routing.problem import (
-    CVRPInstance,
-    CVRPTWInstance,
-    Instance,
-    TSPInstance,
-)
-from solvers.routing.reconstruct import reconstruct_routes, reconstruct_tour
-from solvers.routing.reld import (
+from solvers.routing.neural.env_tw import rollout_cvrptw, tw_batch
+from solvers.routing.neural.reconstruct import reconstruct_routes, reconstruct_tour
+from solvers.routing.neural.reld import (
     MAX_ROUND_SECONDS,
     MIN_SAMPLES,
     RECONSTRUCT_SHARE,
@@ -81,6 +75,7 @@ from solvers.routing.reld import (
     pass_seconds,
     plan_passes,
 )
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, Instance, TSPInstance
 
 PROBLEMS = ("tsp", "cvrp", "cvrptw")
 #: Share of CVRPTW trajectories decoded with full vehicles (``rollout_cvrptw(fill=...)``) once

@@ -26,13 +26,12 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from solvers.base import Clock, beating
 from solvers.compiling import cache_is_cold, compiled_beside
+from solvers.contract import Clock, beating
 from solvers.errors import NoSolutionError
-from solvers.routing.localsearch import two_opt
-from solvers.routing.packing import pack_routes
-from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
-from solvers.routing.timewindows import (
+from solvers.routing.classical.fleet import pack_routes
+from solvers.routing.classical.localsearch import two_opt
+from solvers.routing.classical.timewindows import (
     ATTEMPT_POPS,
     ELIMINATION_MAX_NODES,
     PERTURB_MOVES,
@@ -40,6 +39,7 @@ from solvers.routing.timewindows import (
     exchange_descent,
     relocate_descent,
 )
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, TSPInstance
 
 #: Neighbours per customer in the granular neighbourhood.
 NEIGHBOURS = 20
@@ -312,7 +312,7 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     rest of the run is ``penalized.penalized_kicks``: a few customers removed, overloading
     allowed inside a kick at an adapted price and repaired before it is kept (see
     ``PENALIZED_RUIN``)."""
-    from solvers.routing.penalized import penalized_kicks  # it imports this module's kernels
+    from solvers.routing.classical.penalized import penalized_kicks
 
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
@@ -1281,16 +1281,16 @@ def warm_up(alongside: Callable[[], None] | None = None) -> None:
     starts. On a cold cache a child process compiles the penalized kicks and the route
     elimination (half of the compile time) meanwhile (solvers.compiling); ``alongside``, a
     caller's own kernels, compiles here while the child works."""
-    from solvers.routing.penalized import penalized_kicks
+    from solvers.routing.classical.penalized import penalized_kicks
 
     inst, plan = _warm_up_plan()
-    with compiled_beside("solvers.routing.descent:_compile_beside",
+    with compiled_beside("solvers.routing.classical.descent:_compile_beside",
                          when=cache_is_cold(penalized_kicks, _pour)):
         cvrp_descent(inst, plan, time.perf_counter() + 60.0)
         cvrp_kicks(inst, plan, time.perf_counter() + 0.01, 0)
         # the CVRP start's split of a giant tour (QA sweep: compiled inside the first ils CVRP
         # solve's clock, 1.2 s for a 0.3 s limit on a fresh install)
-        from solvers.routing.construct import random_insertion_routes
+        from solvers.routing.classical.construct import random_insertion_routes
 
         random_insertion_routes(inst, 0)
         if alongside is not None:
@@ -1316,7 +1316,7 @@ def _compile_beside() -> None:
 def _penalized_warm_up(instance: CVRPInstance, routes: list[list[int]]) -> None:
     """One penalized kick, so its kernels compile before a clock (no warm-up run of
     ``cvrp_kicks`` fails enough kicks to reach them)."""
-    from solvers.routing.penalized import penalized_kicks
+    from solvers.routing.classical.penalized import penalized_kicks
 
     plan = _Plan(instance, routes, NEIGHBOURS)
     arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)

@@ -14,16 +14,10 @@ import numpy as np
 from numba import njit
 from scipy.spatial import cKDTree
 
-from solvers.base import Budget, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
-from solvers.routing.problem import (
-    CVRPInstance,
-    CVRPTWInstance,
-    Instance,
-    Solution,
-    TSPInstance,
-    build_solution,
-)
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, Instance, TSPInstance
+from solvers.routing.solution import Solution, build_solution
 
 
 class _UnvisitedIndex:
@@ -126,7 +120,7 @@ class NearestNeighbourSolver:
         if isinstance(instance, TSPInstance):
             routes = [nearest_neighbour_tour(instance)]
         elif isinstance(instance, CVRPTWInstance):
-            from solvers.routing.timewindows import time_window_routes
+            from solvers.routing.classical.timewindows import time_window_routes
 
             routes = time_window_routes(instance)
         else:

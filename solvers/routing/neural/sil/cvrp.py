@@ -24,27 +24,47 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent
-from solvers.routing.construct import split_giant_tour
-from solvers.routing.descent import (
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent
+from solvers.routing.classical.construct import split_giant_tour
+from solvers.routing.classical.descent import (
     cvrp_descent,
     cvrp_kicks,
     fit_fleet,
     kick_temperature,
     polish_routes,
 )
+from solvers.routing.neural.sil.model import (
+    RoundHeartbeat,
+    model_coords,
+    per_token_prior,
+    phase_heartbeat,
+    prc_round,
+    rebuild_batched,
+)
 from solvers.routing.problem import CVRPInstance
-
-if TYPE_CHECKING:
-    from solvers.routing.sil import SILSolver
 
 #: Share of the time left after the start that ``sil_ls`` may give the first descent.
 START_DESCENT_SHARE = 0.5
+
+
+class SILSearch(Protocol):
+    """What the CVRP search needs of the SIL solver (``sil.solver.SILSolver``): its model, its
+    start tour and its settings."""
+
+    name: str
+    polish: bool
+    max_segment: int
+
+    def model(self, problem: str) -> Any: ...
+
+    def start_tour(self, model: Any, xy: np.ndarray, seed: int, clock: Clock,
+                   first: int = 0, progress: ProgressCallback | None = None
+                   ) -> tuple[np.ndarray, dict[str, Any]]: ...
 
 
 def _euclid_cost(xy: np.ndarray, depot: int, routes: list[list[int]]) -> float:
@@ -78,7 +98,6 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
                 ) -> tuple[list[list[int]], int]:
     """Rebuild disjoint segments inside every route (depot at both ends, fixed), keeping a
     segment only where it got shorter: loads never change, so capacities always hold."""
-    from solvers.routing.sil import rebuild_batched
 
     paths = [np.array([depot, *r, depot], dtype=np.int64) for r in routes]
     groups: dict[int, list[tuple[int, int]]] = {}
@@ -101,15 +120,8 @@ def route_round(model: Any, xy: np.ndarray, coords: torch.Tensor, depot: int,
     return [p[1:-1].tolist() for p in paths], improved
 
 
-def solve_cvrp(solver: SILSolver, instance: CVRPInstance, budget: Budget, clock: Clock,
+def solve_cvrp(solver: SILSearch, instance: CVRPInstance, budget: Budget, clock: Clock,
                progress: ProgressCallback) -> tuple[list[list[int]], dict[str, Any]]:
-    from solvers.routing.sil import (
-        RoundHeartbeat,
-        model_coords,
-        per_token_prior,
-        phase_heartbeat,
-        prc_round,
-    )
 
     assert instance.coords is not None
     model = solver.model("tsp")

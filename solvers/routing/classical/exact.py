@@ -13,16 +13,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
-from solvers.routing.problem import (
-    CVRPInstance,
-    CVRPTWInstance,
-    Instance,
-    Solution,
-    TSPInstance,
-    build_solution,
-)
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, Instance, TSPInstance
+from solvers.routing.solution import Solution, build_solution
 
 #: Customers (nodes besides the depot, or node 0 of a TSP) up to which the DP runs: 13 take
 #: 6 ms for a CVRP with no fleet cap and up to 25 ms with one (numba, 2-core development

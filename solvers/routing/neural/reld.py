@@ -10,7 +10,7 @@ covers the instance) fill the time left; once every start is decoded, the same p
 views of the instance rotated by angles between the symmetries' multiples of π/2 (new inputs
 to the model, so new greedy solutions), then sampling rounds run while the measured cost
 still fits. The passes get 70% of the time on the TSP and 50% on CVRP; the rest goes to the
-model's reconstruction of its best solution (``solvers.routing.reconstruct``: stretches of
+model's reconstruction of its best solution (``solvers.routing.neural.reconstruct``: stretches of
 the tour re-decoded between their fixed ends, groups of neighbouring routes re-solved). On
 100-node sets greedy starts beat sampling (32 TSP100 at 1 s: 7.837 against 7.872 with 12
 starts and sampling; CVRP100 17.124 against 17.187). A TSP of INSERTION_NODES (400) or more,
@@ -35,15 +35,14 @@ import torch
 
 from models.polynet import PolyNetConfig, PolyNetModel
 from models.reld import ReLDConfig, ReLDModel
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError, NoSolutionError
-from solvers.routing.checkpoints import CheckpointCache, missing_checkpoint
-from solvers.routing.construct import (
+from solvers.routing.classical.construct import (
     nearest_neighbour_routes,
     nearest_neighbour_tour,
     random_insertion_tour,
 )
-from solvers.routing.descent import (
+from solvers.routing.classical.descent import (
     POLISH_SHARE,
     REPAIR_SHARE,
     fleet_repair,
@@ -51,8 +50,12 @@ from solvers.routing.descent import (
     polish_tour,
     tour_polish_keep,
 )
-from solvers.routing.descent import warm_up as descent_warm_up
-from solvers.routing.env import (
+from solvers.routing.classical.descent import warm_up as descent_warm_up
+from solvers.routing.classical.exact import exact_solution
+from solvers.routing.classical.exact import warm_up as exact_warm_up
+from solvers.routing.classical.localsearch import two_opt
+from solvers.routing.neural.checkpoints import CheckpointCache, missing_checkpoint
+from solvers.routing.neural.env import (
     DecodeStoppedError,
     augment,
     cvrp_routes,
@@ -63,21 +66,12 @@ from solvers.routing.env import (
     rollout_cvrp,
     rollout_tsp,
 )
-from solvers.routing.exact import exact_solution
-from solvers.routing.exact import warm_up as exact_warm_up
-from solvers.routing.localsearch import two_opt
-from solvers.routing.problem import (
-    CVRPInstance,
-    CVRPTWInstance,
-    Instance,
-    Solution,
-    TSPInstance,
-    build_solution,
-)
-from solvers.routing.reconstruct import path_lengths, reconstruct_routes, reconstruct_tour
+from solvers.routing.neural.reconstruct import path_lengths, reconstruct_routes, reconstruct_tour
+from solvers.routing.problem import CVRPInstance, CVRPTWInstance, Instance, TSPInstance
+from solvers.routing.solution import Solution, build_solution
 from solvers.tuning import torch_threads
+from solvers.weights import WEIGHTS_DIR
 
-WEIGHTS_DIR = Path(__file__).resolve().parents[2] / "weights"
 #: Intra-op threads for torch. One per solve: the service runs solves and jobs side by side,
 #: and OpenMP threads fighting for cores made a pass 20× slower on the 2-core machine.
 TORCH_THREADS = torch_threads()
@@ -103,7 +97,7 @@ MAX_ROUND_SECONDS = 1.0
 #: 1.089 % for the search with sampling at 4 s (1.094 % from one view alone).
 MAX_VIEWS = 8
 #: Share of the time limit kept for the model's reconstruction of its best solution
-#: (solvers.routing.reconstruct: stretches of a tour, groups of routes) after the passes.
+#: (solvers.routing.neural.reconstruct: stretches of a tour, groups of routes) after the passes.
 #: 32 TSP100 at 1 s: 0.3 -> 7.8777, 0.15 -> 7.8786, 0 (rounds only in the time the passes
 #: leave) -> 7.8980; 24 others: 0.3 and 0.5 alike (7.908), 0.7 starves the passes (8.059).
 #: 24 CVRP100 at 1 s: 0.5 -> 16.5788 against 0.3 -> 16.6018 (better on 16, worse on 3) and
@@ -184,7 +178,7 @@ class ReLDSolver:
             # strategy it is ReLD's: greedy multi-start (distinct forced first customers) over
             # the symmetries, then sampling, then reconstruction. (Imported here: polynet
             # builds on this module.)
-            from solvers.routing.polynet import _search as tw_search
+            from solvers.routing.neural.polynet import _search as tw_search
 
             return tw_search(model, instance, budget, clock, progress, device, None,
                              trajectories=min(MAX_STARTS, instance.n - 1), solver=self.name)
@@ -360,7 +354,7 @@ def cancelled_start(instance: Instance, order: np.ndarray,
     excess = 0
     if isinstance(instance, CVRPInstance):
         if isinstance(instance, CVRPTWInstance):
-            from solvers.routing.timewindows import time_window_routes
+            from solvers.routing.classical.timewindows import time_window_routes
 
             routes = time_window_routes(instance)
         else:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from solvers.routing.descent import (
+from solvers.routing.classical.descent import (
     _KICK_PASSES,
     _copy_dirty,
     _cross_tails,

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from models.reld import DecoderCache
-from solvers.routing.env import (
+from solvers.routing.neural.env import (
     _EPS_DIST,
     Decode,
     DecodeStoppedError,

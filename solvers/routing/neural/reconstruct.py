@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from solvers.base import Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.routing.check import check_cvrptw
-from solvers.routing.env import (
+from solvers.routing.neural.env import (
     augment,
     cvrp_routes,
     mask_capacity,
@@ -53,7 +53,7 @@ from solvers.routing.env import (
     rollout_cvrp,
     rollout_path,
 )
-from solvers.routing.env_tw import TWBatch, rollout_cvrptw
+from solvers.routing.neural.env_tw import TWBatch, rollout_cvrptw
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance
 
 #: Stretch lengths drawn per round (nodes, end nodes included).

@@ -24,9 +24,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
-from app.jobs.store import FAILED, QUEUED, RUNNING, JobRecord, JobStore
-from app.jobs.worker import JobSpec, execute, record_outcome, run_stored_job
 from app.settings import ray_host_port
+from jobs.store import FAILED, QUEUED, RUNNING, JobRecord, JobStore
+from jobs.worker import JobSpec, execute, record_outcome, run_stored_job
 
 logger = logging.getLogger("cosolve.jobs")
 

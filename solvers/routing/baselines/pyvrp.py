@@ -16,25 +16,24 @@ from typing import Any
 
 import numpy as np
 
-from solvers.base import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
-from solvers.routing.construct import nearest_neighbour_routes, nearest_neighbour_tour
-from solvers.routing.problem import (
-    CVRPInstance,
-    CVRPTWInstance,
-    Instance,
-    Solution,
-    TSPInstance,
-    build_solution,
-    coordinate_distance,
-    integer_scale,
-)
-from solvers.routing.timewindows import (
+from solvers.routing.classical.construct import nearest_neighbour_routes, nearest_neighbour_tour
+from solvers.routing.classical.timewindows import (
     check_integer_reachable,
     integer_times,
     time_scale,
     time_window_routes,
 )
+from solvers.routing.problem import (
+    CVRPInstance,
+    CVRPTWInstance,
+    Instance,
+    TSPInstance,
+    coordinate_distance,
+    integer_scale,
+)
+from solvers.routing.solution import Solution, build_solution
 
 #: CVRPTW with float times needs a second N² matrix (durations), hence its lower cap.
 MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 5_000}

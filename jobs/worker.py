@@ -15,9 +15,11 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from solvers.base import Budget, ProgressEvent, warm_up
+from solvers.catalog import warm_up
+from solvers.contract import Budget, ProgressEvent
 from solvers.errors import CosolveError, NoSolutionError
-from solvers.routing.io import parse_instance_bytes, solution_to_dict
+from solvers.routing.io.documents import solution_to_dict
+from solvers.routing.io.formats import parse_instance_bytes
 from solvers.routing.problem import CVRPInstance
 from solvers.routing.solve import solve
 
@@ -167,7 +169,7 @@ def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,
 def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
                    device: str = "cpu") -> str:
     """Entry point of a local worker process: run one job of the store at ``root``."""
-    from app.jobs.store import JobStore
+    from jobs.store import JobStore
 
     store = JobStore(root)
     job = store.get(job_id)
