@@ -16,6 +16,8 @@ RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY cli ./cli
+COPY cosolve ./cosolve
+COPY jobs ./jobs
 COPY solvers ./solvers
 COPY models ./models
 COPY training ./training
