@@ -16,7 +16,7 @@ from fastapi import FastAPI
 
 from app.main import create_app
 from app.settings import Settings
-from solvers import contract as base
+from solvers import catalog, contract
 from solvers.routing.classical.construct import NearestNeighbourSolver
 from tests.api.helpers import assert_problem
 
@@ -28,16 +28,16 @@ SQUARE = [[0, 0], [0, 1], [1, 1], [1, 0]]
 SMALL_CVRP = {"coords": SQUARE, "demands": [0, 1, 1, 1], "capacity": 3}
 
 
-def _register(monkeypatch: pytest.MonkeyPatch, spec: base.SolverSpec) -> str:
-    base.all_specs()  # load the built-in entries first, so ours is not registered twice
-    monkeypatch.setitem(base._REGISTRY, spec.name, spec)
+def _register(monkeypatch: pytest.MonkeyPatch, spec: contract.SolverSpec) -> str:
+    catalog.all_specs()  # load the built-in entries first, so ours is not registered twice
+    monkeypatch.setitem(catalog._REGISTRY, spec.name, spec)
     return spec.name
 
 
 @pytest.fixture
 def tsp_only_solver(monkeypatch: pytest.MonkeyPatch) -> str:
     """No built-in solver is TSP-only; this entry is the nearest-neighbour solver, TSP only."""
-    return _register(monkeypatch, base.SolverSpec(
+    return _register(monkeypatch, contract.SolverSpec(
         name="tsp_only_nearest_neighbor", family="routing", problems=("tsp",),
         description="nearest neighbour, TSP only", factory=NearestNeighbourSolver))
 
@@ -45,7 +45,7 @@ def tsp_only_solver(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def unavailable_solver(monkeypatch: pytest.MonkeyPatch) -> str:
     """A registered solver that reports it cannot run here, as a neural one without weights."""
-    return _register(monkeypatch, base.SolverSpec(
+    return _register(monkeypatch, contract.SolverSpec(
         name="needs_missing_weights", family="routing", problems=("tsp", "cvrp"),
         description="stands for a neural solver whose checkpoint is absent",
         factory=NearestNeighbourSolver, needs_weights=True, kind="neural",
@@ -162,7 +162,7 @@ def test_a_problem_without_its_checkpoint_is_refused_when_submitted(
         client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """QA walk-through: with weights/reld_tsp.pt gone, reld stayed 'available', a TSP job
     was accepted (202) and then failed. Availability is now also per problem."""
-    name = _register(monkeypatch, base.SolverSpec(
+    name = _register(monkeypatch, contract.SolverSpec(
         name="tsp_weights_missing", family="routing", problems=("tsp", "cvrp"),
         description="stands for a neural solver whose TSP checkpoint is absent",
         factory=NearestNeighbourSolver, needs_weights=True, kind="neural",

@@ -459,11 +459,11 @@ def test_a_comparison_of_unavailable_solvers_only_is_refused(
     """As routing's: every solver unable to run here (a missing dependency) refuses the
     comparison (503 over HTTP, as a solve of one), rather than a result whose rows all
     failed; beside an available solver it is a row with its reason."""
-    from solvers import contract as base
+    from solvers import catalog
 
     spec = replace(get_spec("ortools_mcf"), name="needs_missing_dependency",
                    availability=lambda: "a library it needs is not installed")
-    monkeypatch.setitem(base._REGISTRY, spec.name, spec)
+    monkeypatch.setitem(catalog._REGISTRY, spec.name, spec)
     net = network_from_dict(HAND_CHECKED["node_capacity"][0])
     alone = compare(net, [spec.name], Budget(time_limit=1.0))
     assert isinstance(alone.refusal, SolverUnavailableError)
