@@ -427,7 +427,7 @@ def test_ortools_dropping_every_customer_is_no_solution():
 def test_the_neural_fleet_error_names_solvers_that_take_time_windows():
     """reld's and polynet's 422 for a plan over the fleet pointed CVRPTW users to ils, which
     does not solve CVRPTW (seen in a benchmark's traceback)."""
-    from solvers.routing.neural.reld import over_fleet_error
+    from solvers.routing.classical.fleet import over_fleet_error
 
     r101 = load_instance(R101)
     routes = time_window_routes(r101)  # 21 routes for a fleet of 20

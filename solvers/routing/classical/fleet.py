@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import itertools
 import time
+from typing import Any
 
 import numpy as np
 
+from solvers.errors import NoSolutionError
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance
 
 #: Nearest neighbours per customer that say which routes it belongs near.
@@ -189,3 +191,28 @@ def _pack(instance: CVRPInstance, routes: list[list[int]], max_routes: int, dead
         return None
     return [_order(instance, np.flatnonzero(bin_of == b).tolist()) for b in range(k)
             if (bin_of == b).any()]
+
+
+def over_fleet_error(solver: str, instance: CVRPInstance, routes: list[list[int]],
+                     stats: dict[str, Any]) -> NoSolutionError:
+    """The 422 for a neural plan still over ``max_vehicles`` after route elimination: every
+    plan it decoded broke the cap, and the elimination (``stats["fleet_repair"]``) did not
+    get there in its share of the time."""
+    repair = stats.get("fleet_repair") or {}
+    used = sum(1 for r in routes if r)
+    # the elimination's plan, still over the cap, is not the one returned: the message
+    # speaks of "the best one" so the two counts do not read as a contradiction
+    how = ""
+    if "routes_before" in repair:
+        before, after = repair["routes_before"], repair["routes_after"]
+        # "only from 26 down to 26" would read oddly when it removed none
+        how = (f", and route elimination got the best one only from {before} down to {after} "
+               f"routes in {repair['seconds']:.1f} s" if after < before else
+               f", and route elimination removed none of its {before} routes in "
+               f"{repair['seconds']:.1f} s")
+    return NoSolutionError(
+        f"{solver} found no plan within the fleet (max_vehicles is {instance.max_vehicles}): "
+        f"every plan it decoded broke the cap (its best used {used} vehicles){how}. A longer "
+        "time limit may get there, or try "
+        + ("pyvrp or ortools" if isinstance(instance, CVRPTWInstance)
+           else "ils, pyvrp or ortools"), field="max_vehicles", more_time_helps=False)

@@ -36,7 +36,7 @@ import torch
 from models.polynet import PolyNetConfig, PolyNetModel
 from models.reld import ReLDConfig, ReLDModel
 from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
-from solvers.errors import InstanceError, NoSolutionError
+from solvers.errors import InstanceError
 from solvers.routing.classical.construct import (
     nearest_neighbour_routes,
     nearest_neighbour_tour,
@@ -53,6 +53,7 @@ from solvers.routing.classical.descent import (
 from solvers.routing.classical.descent import warm_up as descent_warm_up
 from solvers.routing.classical.exact import exact_solution
 from solvers.routing.classical.exact import warm_up as exact_warm_up
+from solvers.routing.classical.fleet import over_fleet_error
 from solvers.routing.classical.localsearch import two_opt
 from solvers.routing.neural.checkpoints import CheckpointCache, missing_checkpoint
 from solvers.routing.neural.env import (
@@ -232,31 +233,6 @@ class ReLDSolver:
                              stats=stats)
         progress(ProgressEvent(self.name, clock.elapsed, stats["passes"], sol.cost, "done"))
         return sol
-
-
-def over_fleet_error(solver: str, instance: CVRPInstance, routes: list[list[int]],
-                     stats: dict[str, Any]) -> NoSolutionError:
-    """The 422 for a neural plan still over ``max_vehicles`` after route elimination: every
-    plan it decoded broke the cap, and the elimination (``stats["fleet_repair"]``) did not
-    get there in its share of the time."""
-    repair = stats.get("fleet_repair") or {}
-    used = sum(1 for r in routes if r)
-    # (QA: "ended with 27 vehicles ... brought its best plan from 27 to 26 routes" read as a
-    # contradiction; the elimination's plan, still over the cap, is not the one returned)
-    how = ""
-    if "routes_before" in repair:
-        before, after = repair["routes_before"], repair["routes_after"]
-        # (QA: "only from 26 down to 26 routes" when it removed none)
-        how = (f", and route elimination got the best one only from {before} down to {after} "
-               f"routes in {repair['seconds']:.1f} s" if after < before else
-               f", and route elimination removed none of its {before} routes in "
-               f"{repair['seconds']:.1f} s")
-    return NoSolutionError(
-        f"{solver} found no plan within the fleet (max_vehicles is {instance.max_vehicles}): "
-        f"every plan it decoded broke the cap (its best used {used} vehicles){how}. A longer "
-        "time limit may get there, or try "
-        + ("pyvrp or ortools" if isinstance(instance, CVRPTWInstance)
-           else "ils, pyvrp or ortools"), field="max_vehicles", more_time_helps=False)
 
 
 def decode_steps(instance: Instance) -> float:
