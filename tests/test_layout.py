@@ -1,42 +1,248 @@
-"""The import rules of ../shared/DESIGN.md: app -> solvers -> models, training -> solvers,
-models; models import only torch (and the standard library); solvers never import app or
-training. Checked on the source text (every ``import``/``from`` line, nested ones included) so
-a lazy import inside a function cannot slip through."""
+"""The house rules of ../shared/DESIGN.md, checked on the source text so that a lazy import or
+a long function cannot slip through: imports run one way (app, cli, cosolve -> jobs ->
+solvers -> models; training and benchmarks -> solvers, models), no import cycle among the
+project's modules, a project import inside a function only for a heavy optional dependency,
+no file over 800 lines outside tests/, no function over 120 lines, no history in comments,
+a short README and one current table per benchmark."""
 
 from __future__ import annotations
 
 import ast
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
-FORBIDDEN = {
-    "models": {"app", "solvers", "training", "cli", "benchmarks"},
-    "solvers": {"app", "training", "cli", "benchmarks"},
-    "app": {"training", "benchmarks"},
-    "training": {"app", "cli", "benchmarks"},
+ROOMS = ("app", "cli", "cosolve", "jobs", "solvers", "models", "training", "benchmarks")
+PROJECT = set(ROOMS) | {"tests", "examples"}
+#: What each room may import of the others (its own room always).
+ALLOWED = {
+    "models": set(),
+    "solvers": {"models"},
+    "jobs": {"solvers", "models"},
+    "app": {"jobs", "solvers", "models"},
+    "cli": {"jobs", "solvers", "models", "cosolve"},
+    "cosolve": {"jobs", "solvers", "models"},
+    "training": {"solvers", "models"},
+    "benchmarks": {"solvers", "models"},
 }
+#: Imports that make a module heavy to load: only these justify importing a project module
+#: inside a function (so `cosolve solvers` and the app start without loading them).
+HEAVY = {"torch", "ray", "ortools", "pyvrp", "uvicorn", "matplotlib"}
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 120
+HISTORY = re.compile(r"QA (perf )?sweep|\bstop \d+\b|\bvar/s\d+|\bsession \d+\b", re.I)
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    out: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.lineno, node.module))
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    #: (line, target module, inside a function)
+    imports: list[tuple[int, str, bool]] = field(default_factory=list)
+    external: set[str] = field(default_factory=set)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, Module]:
+    found = {}
+    for room in ROOMS:
+        for path in sorted((REPO / room).rglob("*.py")):
+            name = _module_name(path)
+            found[name] = Module(name, path, ast.parse(path.read_text(), filename=str(path)))
+    for mod in found.values():
+        _collect_imports(mod, found)
+    return found
+
+
+def _resolve(name: str, known: dict[str, Module]) -> str | None:
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _collect_imports(mod: Module, known: dict[str, Module]) -> None:
+    is_package = mod.path.name == "__init__.py"
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            names: list[str] = []
+            if isinstance(child, ast.Import):
+                names = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    package = mod.name if is_package else mod.name.rpartition(".")[0]
+                    for _ in range(child.level - 1):
+                        package = package.rpartition(".")[0]
+                    base = f"{package}.{base}".strip(".")
+                names = [f"{base}.{a.name}" for a in child.names] + [base]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in PROJECT:
+                    if not in_function:
+                        mod.external.add(top)
+                    continue
+                target = _resolve(name, known)
+                entry = (child.lineno, target, in_function)
+                if target is not None and target != mod.name and entry not in mod.imports:
+                    mod.imports.append(entry)
+            visit(child, nested)
+
+    visit(mod.tree, False)
+
+
+def _edges(mod: Module) -> set[str]:
+    """What importing ``mod`` may import: each target and the packages above it, except the
+    packages ``mod`` itself lives in (Python has those loaded already)."""
+    own = {mod.name.rsplit(".", k)[0] for k in range(1, mod.name.count(".") + 1)}
+    out = set()
+    for _, target, _ in mod.imports:
+        parts = target.split(".")
+        for k in range(1, len(parts) + 1):
+            name = ".".join(parts[:k])
+            if name in modules() and name not in own and name != mod.name:
+                out.add(name)
     return out
 
 
-@pytest.mark.parametrize("room", sorted(FORBIDDEN))
-def test_imports_run_one_way(room: str) -> None:
-    bad = [f"{path.relative_to(REPO)}:{line} imports {name}"
-           for path in sorted((REPO / room).rglob("*.py"))
-           for line, name in _imports(path)
-           if name.split(".")[0] in FORBIDDEN[room]]
+def test_imports_run_one_way() -> None:
+    bad = [f"{mod.path.relative_to(REPO)}:{line} imports {target}"
+           for mod in modules().values()
+           for line, target, _ in mod.imports
+           if (room := mod.name.split(".")[0]) != (other := target.split(".")[0])
+           and other not in ALLOWED[room]]
     assert not bad, "\n".join(bad)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return cycles
+
+
+def test_no_import_cycle() -> None:
+    cycles = _cycles({name: _edges(mod) for name, mod in modules().items()})
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+@cache
+def _heavy(name: str) -> bool:
+    """Whether importing ``name`` loads a heavy library (through its top-level imports)."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        mod = modules()[todo.pop()]
+        if mod.external & HEAVY:
+            return True
+        seen.add(mod.name)
+        todo += [t for _, t, lazy in mod.imports if not lazy and t not in seen]
+    return False
+
+
+def test_project_imports_inside_functions_only_for_heavy_modules() -> None:
+    bad = [f"{mod.path.relative_to(REPO)}:{line} imports {target} inside a function"
+           for mod in modules().values()
+           for line, target, lazy in mod.imports
+           if lazy and not _heavy(target)]
+    assert not bad, "\n".join(bad)
+
+
+def _source_files() -> list[Path]:
+    return [mod.path for mod in modules().values()] + sorted((REPO / "examples").rglob("*.py"))
+
+
+def test_no_file_over_the_limit() -> None:
+    long = [f"{path.relative_to(REPO)}: {n} lines" for path in _source_files()
+            if (n := len(path.read_text().splitlines())) > MAX_FILE_LINES]
+    assert not long, "\n".join(long)
+
+
+def test_no_function_over_the_limit() -> None:
+    long = [f"{mod.path.relative_to(REPO)}:{node.lineno} {node.name}: "
+            f"{node.end_lineno - node.lineno + 1} lines"
+            for mod in modules().values()
+            for node in ast.walk(mod.tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, "\n".join(long)
+
+
+def test_comments_carry_no_history() -> None:
+    """Which sweep found what and when belongs in commit messages; comments say why."""
+    paths = [*_source_files(), *sorted((REPO / "tests").rglob("*.py")),
+             *sorted((REPO / "docs").rglob("*.md")), REPO / "README.md"]
+    hits = [f"{path.relative_to(REPO)}:{i}: {line.strip()[:90]}"
+            for path in paths if path != Path(__file__)
+            for i, line in enumerate(path.read_text().splitlines(), 1)
+            if HISTORY.search(line)]
+    assert not hits, "\n".join(hits[:40]) + (f"\n... {len(hits)} in all" if len(hits) > 40
+                                             else "")
+
+
+def test_readme_is_short_and_starts_with_the_two_commands() -> None:
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    assert "make serve" in text and "make test" in text
+
+
+def test_benchmark_results_are_one_table_per_script() -> None:
+    results = [p for p in (REPO / "benchmarks" / "results").iterdir() if p.is_file()]
+    assert len(results) <= 20, sorted(p.name for p in results)
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """The graph code sees a cycle closed by a lazy import, and relative imports."""
+    a = Module("solvers.a", tmp_path / "a.py", ast.parse("from . import b\n"))
+    b = Module("solvers.b", tmp_path / "b.py", ast.parse("def f():\n    import solvers.a\n"))
+    known = {"solvers": Module("solvers", tmp_path / "__init__.py", ast.parse("")),
+             "solvers.a": a, "solvers.b": b}
+    for mod in (a, b):
+        _collect_imports(mod, known)
+    assert a.imports == [(1, "solvers.b", False), (1, "solvers", False)]
+    assert b.imports == [(2, "solvers.a", True)]
+    graph = {"solvers.a": {"solvers.b"}, "solvers.b": {"solvers.a"}, "solvers.c": {"solvers.a"}}
+    assert _cycles(graph) == [["solvers.a", "solvers.b"]]
+    assert _cycles({"x": {"y"}, "y": set()}) == []
 
 
 def test_the_image_ships_what_make_serve_runs() -> None:
@@ -44,7 +250,6 @@ def test_the_image_ships_what_make_serve_runs() -> None:
     on its text: every package pyproject installs is copied, and the weights; torch is pinned
     as pyproject and the Makefile pin it (any other request pulls a CUDA build); the Python is
     the one pyproject requires; the command's module exists."""
-    import re
     import tomllib
 
     docker = (REPO / "Dockerfile").read_text()
@@ -53,6 +258,7 @@ def test_the_image_ships_what_make_serve_runs() -> None:
     packages = {name.rstrip("*") for name in project["tool"]["setuptools"]["packages"]["find"]
                 ["include"]}
     assert packages | {"weights"} <= copied, (packages | {"weights"}) - copied
+    assert set(ROOMS) - {"benchmarks"} <= packages, set(ROOMS) - packages
     torch_pin = next(d for d in project["project"]["dependencies"] if d.startswith("torch"))
     assert f"pip install --index-url https://download.pytorch.org/whl/cpu {torch_pin}\n" in docker
     assert torch_pin in (REPO / "Makefile").read_text()
