@@ -626,7 +626,7 @@ def serve(
     import uvicorn
     from pydantic import ValidationError
 
-    from app.settings import Settings, settings_problem
+    from jobs.settings import Settings, settings_problem
 
     # The COSOLVE_* settings are checked before uvicorn starts: a bad value (or a GPU that is
     # not there) is one line naming the variable, not a traceback from the app's start-up.

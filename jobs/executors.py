@@ -24,7 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
-from app.settings import ray_host_port
+from jobs.settings import ray_host_port
 from jobs.store import FAILED, QUEUED, RUNNING, JobRecord, JobStore
 from jobs.worker import JobSpec, execute, record_outcome, run_stored_job
 

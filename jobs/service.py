@@ -9,8 +9,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from app.settings import Settings
 from jobs.executors import Executor, make_executor
+from jobs.settings import Settings
 from jobs.store import JobRecord, JobStore, StorageError, lock_data_dir
 from solvers.device import torch_device_name
 

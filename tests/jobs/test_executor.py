@@ -8,8 +8,8 @@ import signal
 import time
 from pathlib import Path
 
-from app.settings import Settings
 from jobs.service import JobService
+from jobs.settings import Settings
 from jobs.store import CANCELLED, FAILED, QUEUED, RUNNING, SUCCEEDED, JobRecord, JobStore
 from tests.conftest import DATA
 

@@ -182,8 +182,8 @@ def test_one_server_per_data_directory(tmp_path: Path) -> None:
     first stops. A file, an unwritable folder or a damaged database is refused up front."""
     import os
 
-    from app.settings import Settings
     from jobs.service import JobService
+    from jobs.settings import Settings
     from jobs.store import DataDirError, check_data_dir
 
     first = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
@@ -247,8 +247,8 @@ def test_a_batch_whose_jobs_expired_is_a_404_at_once(tmp_path: Path) -> None:
     its rejected files only (QA sweep, with a TTL under a minute)."""
     from app.errors import ApiError
     from app.routers.jobs import batch_status
-    from app.settings import Settings
     from jobs.service import JobService
+    from jobs.settings import Settings
 
     service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
     store = service.store
@@ -333,8 +333,8 @@ def test_a_batchs_status_names_its_seed(tmp_path: Path) -> None:
     """QA sweep: a batch's status gave its solver and time limit but not the seed its files
     were solved with, so its results could not be reproduced from the answer alone."""
     from app.routers.jobs import batch_status
-    from app.settings import Settings
     from jobs.service import JobService
+    from jobs.settings import Settings
 
     service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=1))
     batch_id = service.store.create_batch("nearest_neighbor", 1.0, 1, [])
@@ -348,8 +348,8 @@ def test_a_batch_is_accepted_whole_or_not_at_all(tmp_path: Path) -> None:
     """The queue check and the creation of a batch's jobs hold one lock: a batch that does
     not fit creates nothing (a race with single jobs once left a batch the client never got,
     with some of its jobs running)."""
-    from app.settings import Settings
     from jobs.service import JobService, QueueFullError
+    from jobs.settings import Settings
 
     class Parked:  # keeps every job queued
         def submit(self, job: object) -> None: ...
@@ -420,8 +420,8 @@ def test_a_batch_whose_storage_fails_part_way_keeps_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """QA sweep: the 507 said "nothing was kept" while the batch row and the jobs stored
     before the failure stayed queued (counted against the queue, run after a restart)."""
-    from app.settings import Settings
     from jobs.service import JobService
+    from jobs.settings import Settings
     from jobs.store import StorageError
 
     class Parked:
