@@ -60,7 +60,8 @@ from solvers.flow.io import (
     write_solution_file,
 )
 from solvers.flow.options import FlowOptions
-from solvers.flow.problem import Certificate, FlowNetwork, FlowSolution, check_flow
+from solvers.flow.problem import FlowNetwork
+from solvers.flow.solution import Certificate, FlowSolution, check_flow
 from solvers.flow.solve import PROBLEM, compare, solve
 from solvers.routing.io.formats import read_file_bytes
 

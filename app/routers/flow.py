@@ -59,7 +59,8 @@ from solvers.device import torch_device_name
 from solvers.errors import CosolveError, InstanceError, InstanceTooLargeError
 from solvers.flow.io import network_from_dict, parse_network_bytes
 from solvers.flow.options import FlowOptions
-from solvers.flow.problem import Certificate, FlowNetwork
+from solvers.flow.problem import FlowNetwork
+from solvers.flow.solution import Certificate
 from solvers.flow.solve import PROBLEM, compare, solve
 
 router = APIRouter(prefix="/flow", tags=["flow"])

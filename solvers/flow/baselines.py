@@ -40,15 +40,14 @@ from solvers.flow.dual import (
     check_bounded,
     optimal_potentials,
 )
-from solvers.flow.problem import (
+from solvers.flow.problem import CoreNetwork, FlowNetwork
+from solvers.flow.repair import solve_min_cost_flow
+from solvers.flow.solution import (
     Certificate,
-    CoreNetwork,
-    FlowNetwork,
     FlowSolution,
     build_flow_solution,
     infeasible_solution,
 )
-from solvers.flow.repair import solve_min_cost_flow
 
 #: Round cap of the optimality proof that follows each baseline (each round is O(arcs)).
 CERTIFY_ROUNDS = 2000

@@ -9,9 +9,80 @@ carry. That set is the explanation we return; it costs one OR-Tools max flow.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 
-from solvers.flow.problem import BlockingCut, CoreNetwork, FlowNetwork
+from solvers.flow.problem import CoreNetwork, FlowNetwork
+
+
+@dataclass
+class BlockingCut:
+    """Why no feasible flow exists: a node set whose net supply exceeds what can leave it.
+
+    ``nodes`` (user ids) hold ``net_supply`` more units than they consume, but the arcs leaving
+    the set (``arcs``, user arc indices) and the node capacities inside it (``node_capacities``,
+    user ids) let at most ``capacity`` units out (the arcs' capacities as sent). With lower
+    bounds, ``net_supply`` includes the flow that the arcs entering the set (``lower_arcs``)
+    force into it, ``forced`` units, so the nodes' own supplies sum to ``net_supply − forced``.
+    A node with a capacity can be cut through: ``inflow_nodes`` have only their inflow side
+    in the set (their demand lies past their capacity, outside), ``outflow_nodes`` only their
+    outflow side (their supply lies before their capacity, outside); neither counts in
+    ``net_supply``.
+    """
+
+    nodes: list[int]
+    net_supply: int
+    capacity: int
+    arcs: list[int]
+    node_capacities: list[int]
+    forced: int = 0
+    lower_arcs: list[int] = field(default_factory=list)
+    inflow_nodes: list[int] = field(default_factory=list)
+    outflow_nodes: list[int] = field(default_factory=list)
+
+    @property
+    def message(self) -> str:
+        shown = ", ".join(str(v) for v in self.nodes[:10])
+        more = f" and {len(self.nodes) - 10} more" if len(self.nodes) > 10 else ""
+        sides = []
+        for ids, side, what, where in ((self.inflow_nodes, "inflow", "demand", "past"),
+                                       (self.outflow_nodes, "outflow", "supply", "before")):
+            if ids:
+                one = len(ids) == 1
+                its = "its" if one else "their"
+                listed = ", ".join(map(str, ids[:10])) + (" …" if len(ids) > 10 else "")
+                sides.append(f"the {side} side of node{'' if one else 's'} {listed} ({its} "
+                             f"{what} {'lies' if one else 'lie'} {where} {its} node capacity, "
+                             "outside the set)")
+        subject = f"nodes {{{shown}{more}}}" + "".join(f" and {s}" for s in sides)
+        ways = [f"{len(self.arcs)} arc{'s' if len(self.arcs) != 1 else ''}"]
+        if self.node_capacities:
+            caps = ", ".join(map(str, self.node_capacities[:10]))
+            ways.append(f"the node capacit{'ies' if len(self.node_capacities) > 1 else 'y'} "
+                        f"of node{'s' if len(self.node_capacities) > 1 else ''} {caps}")
+        forced = ""
+        if self.lower_arcs:
+            # the supply a client can check against the network it sent (QA sweep: a net
+            # supply of 1 for nodes whose supplies sum to -3, with 4 units forced in)
+            arcs = ", ".join(map(str, self.lower_arcs[:10]))
+            extra = len(self.lower_arcs) - 10
+            more_arcs = f" and {extra} more" if extra > 0 else ""
+            forced = (f" (their supplies sum to {self.net_supply - self.forced}; the lower "
+                      f"bounds of arc{'s' if len(self.lower_arcs) > 1 else ''} {arcs}{more_arcs} "
+                      f"force {self.forced} more in)")
+        units = "unit" if abs(self.net_supply) == 1 else "units"
+        return (f"no feasible flow: {subject} have a net supply of "
+                f"{self.net_supply} {units}{forced}, but at most {self.capacity} can leave them "
+                f"(through {' and '.join(ways)})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": self.nodes, "net_supply": self.net_supply, "capacity": self.capacity,
+                "arcs": self.arcs, "node_capacities": self.node_capacities,
+                "forced": self.forced, "lower_arcs": self.lower_arcs,
+                "inflow_nodes": self.inflow_nodes, "outflow_nodes": self.outflow_nodes,
+                "message": self.message}
 
 
 def max_flow_value(core: CoreNetwork) -> tuple[int, np.ndarray]:

@@ -21,7 +21,8 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from solvers.errors import InstanceError
-from solvers.flow.problem import Certificate, CoreNetwork, exact_dot
+from solvers.flow.problem import CoreNetwork, exact_dot
+from solvers.flow.solution import Certificate
 
 
 @dataclass

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import InstanceError, InstanceTooLargeError, UnsupportedFormatError
-from solvers.flow.problem import FlowNetwork, FlowSolution
+from solvers.flow.problem import FlowNetwork
+from solvers.flow.solution import FlowSolution
 from solvers.routing.io.documents import load_json
 from solvers.routing.io.formats import DEFAULT_MAX_TEXT_BYTES, decode_bytes, read_file_bytes
 

@@ -24,16 +24,16 @@ from solvers.flow.bounded import DeadlinePassedError, stop_at
 from solvers.flow.bounded import warm_up as bounded_warm_up
 from solvers.flow.cut import blocking_cut
 from solvers.flow.options import FlowOptions
-from solvers.flow.problem import (
+from solvers.flow.problem import FlowNetwork
+from solvers.flow.repair import bounded_sinkhorn_certificate, finish, repair
+from solvers.flow.sinkhorn import oft_sinkhorn
+from solvers.flow.solution import (
     Certificate,
-    FlowNetwork,
     FlowSolution,
     InfeasibleNetworkError,
     build_flow_solution,
     infeasible_solution,
 )
-from solvers.flow.repair import bounded_sinkhorn_certificate, finish, repair
-from solvers.flow.sinkhorn import oft_sinkhorn
 
 #: Share of the time limit the entropic iterations may use; the rest is for repair/finish.
 SINKHORN_SHARE = 0.8

@@ -1,4 +1,4 @@
-"""Min-cost flow networks: validation, the solver-facing core network and the flow checker.
+"""Min-cost flow networks: validation and the solver-facing core network.
 
 A ``FlowNetwork`` is what the user gave: node ids with integer supplies (positive = supply,
 negative = demand), arcs with integer costs, optional capacities and lower bounds, and optional
@@ -8,20 +8,21 @@ the CLI and the file readers reject the same networks with the same words.
 Solvers never see node capacities or lower bounds: ``CoreNetwork`` removes them with the two
 textbook transformations (node splitting, then shifting lower bounds into the supplies) and
 gives every arc a finite capacity, so OR-Tools, networkx and the entropic solver all solve the
-same plain problem ``min c·x  s.t.  out − in = b,  0 ≤ x ≤ u``. ``check_flow`` checks a flow
-against the *original* network with exact integer arithmetic, independently of that transform.
+same plain problem ``min c·x  s.t.  out − in = b,  0 ≤ x ≤ u``. ``solution.check_flow`` checks
+a flow against the *original* network with exact integer arithmetic, independently of that
+transform.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from solvers.errors import InstanceError, NoSolutionError
+from solvers.errors import InstanceError
 
 #: Largest |cost| accepted: OR-Tools' cost scaling multiplies costs by about the node count.
 MAX_ABS_COST = 10**9
@@ -446,246 +447,3 @@ class CoreNetwork:
     def cost(self, core_flow: np.ndarray) -> int:
         """Exact cost of a core flow in the user's terms (lower-bound flow included)."""
         return exact_dot(self.costs, np.asarray(core_flow, dtype=np.int64)) + self.cost_offset
-
-
-# -- checking a flow ---------------------------------------------------------------------------
-def check_flow(net: FlowNetwork, flow: Any) -> tuple[int | None, list[str]]:
-    """Independently check a flow on the user's network: (exact cost, violations).
-
-    Integer flows only; balance at every node, lower ≤ flow ≤ capacity on every arc, node
-    throughput ≤ node capacity, and the cost recomputed from the arcs. The cost is ``None``
-    when the flow is not even an integer vector of the right length.
-    """
-    arr = np.asarray(flow)
-    if arr.shape != (net.m,):
-        return None, [f"flow has shape {arr.shape}, expected one value per arc ({net.m})"]
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            k = int(np.argmax(~np.isfinite(arr) | (arr != np.round(arr))))
-            return None, [f"arcs[{k}]: flow {arr[k]!r} is not an integer"]
-    elif arr.dtype.kind not in "iu":
-        return None, [f"flow values must be integers, got dtype {arr.dtype}"]
-    x = arr.astype(np.int64)
-    violations: list[str] = []
-    limit = 5
-
-    def add(items: np.ndarray, text: Callable[[int], str], what: str) -> None:
-        for k in items[:limit]:
-            violations.append(text(int(k)))
-        if len(items) > limit:
-            violations.append(f"… and {len(items) - limit} more {what}")
-
-    add(np.flatnonzero(x < net.lower),
-        lambda k: f"arcs[{k}] ({int(net.node_ids[net.tails[k]])}→"
-        f"{int(net.node_ids[net.heads[k]])}): flow {int(x[k])} below its lower bound "
-        f"{int(net.lower[k])}", "arcs below their lower bound")
-    add(np.flatnonzero(net.capacitated & (x > net.capacities)),
-        lambda k: f"arcs[{k}] ({int(net.node_ids[net.tails[k]])}→"
-        f"{int(net.node_ids[net.heads[k]])}): flow {int(x[k])} above its capacity "
-        f"{int(net.capacities[k])}", "arcs above capacity")
-    out = np.zeros(net.n, dtype=np.int64)
-    inn = np.zeros(net.n, dtype=np.int64)
-    np.add.at(out, net.tails, x)
-    np.add.at(inn, net.heads, x)
-    bal = out - inn
-    add(np.flatnonzero(bal != net.supplies),
-        lambda i: f"node {int(net.node_ids[i])}: out − in = {int(bal[i])}, but its supply is "
-        f"{int(net.supplies[i])}", "unbalanced nodes")
-    through = np.maximum(inn + np.maximum(net.supplies, 0), out + np.maximum(-net.supplies, 0))
-    add(np.flatnonzero(net.node_capacitated & (through > net.node_capacities)),
-        lambda i: f"node {int(net.node_ids[i])}: throughput {int(through[i])} above its node "
-        f"capacity {int(net.node_capacities[i])}", "nodes above capacity")
-    return exact_dot(net.costs, x), violations
-
-
-# -- results -----------------------------------------------------------------------------------
-@dataclass
-class Certificate:
-    """A lower bound on the optimal cost from node potentials, and the gap it certifies.
-
-    ``dual_bound`` is the LP dual value ``Σ b_i π_i − Σ_e u_e·max(0, π_i − π_j − c_e)`` (plus
-    the lower-bound offset) at integer potentials that satisfy every uncapacitated arc; it is a
-    valid lower bound whatever the potentials, so ``gap = cost − dual_bound`` bounds how far the
-    flow can be from optimal. ``gap == 0`` proves optimality.
-    """
-
-    dual_bound: int
-    gap: int
-    source: str
-
-    @property
-    def optimal(self) -> bool:
-        return self.gap == 0
-
-    @property
-    def cost(self) -> int:
-        return self.dual_bound + self.gap
-
-    @property
-    def relative_gap(self) -> float:
-        """``gap / max(|cost|, |dual_bound|)``, in [0, 2]: dividing by the bound alone gave
-        meaningless billions while the bound was still 0. It is 1 or more exactly when the bound
-        proves nothing relative to the cost yet (bound ≤ 0 ≤ cost)."""
-        if self.gap == 0:
-            return 0.0
-        return self.gap / max(abs(self.cost), abs(self.dual_bound))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"dual_bound": self.dual_bound, "gap": self.gap,
-                "relative_gap": self.relative_gap, "optimal": self.optimal,
-                "source": self.source}
-
-
-@dataclass
-class BlockingCut:
-    """Why no feasible flow exists: a node set whose net supply exceeds what can leave it.
-
-    ``nodes`` (user ids) hold ``net_supply`` more units than they consume, but the arcs leaving
-    the set (``arcs``, user arc indices) and the node capacities inside it (``node_capacities``,
-    user ids) let at most ``capacity`` units out (the arcs' capacities as sent). With lower
-    bounds, ``net_supply`` includes the flow that the arcs entering the set (``lower_arcs``)
-    force into it, ``forced`` units, so the nodes' own supplies sum to ``net_supply − forced``.
-    A node with a capacity can be cut through: ``inflow_nodes`` have only their inflow side
-    in the set (their demand lies past their capacity, outside), ``outflow_nodes`` only their
-    outflow side (their supply lies before their capacity, outside); neither counts in
-    ``net_supply``.
-    """
-
-    nodes: list[int]
-    net_supply: int
-    capacity: int
-    arcs: list[int]
-    node_capacities: list[int]
-    forced: int = 0
-    lower_arcs: list[int] = field(default_factory=list)
-    inflow_nodes: list[int] = field(default_factory=list)
-    outflow_nodes: list[int] = field(default_factory=list)
-
-    @property
-    def message(self) -> str:
-        shown = ", ".join(str(v) for v in self.nodes[:10])
-        more = f" and {len(self.nodes) - 10} more" if len(self.nodes) > 10 else ""
-        sides = []
-        for ids, side, what, where in ((self.inflow_nodes, "inflow", "demand", "past"),
-                                       (self.outflow_nodes, "outflow", "supply", "before")):
-            if ids:
-                one = len(ids) == 1
-                its = "its" if one else "their"
-                listed = ", ".join(map(str, ids[:10])) + (" …" if len(ids) > 10 else "")
-                sides.append(f"the {side} side of node{'' if one else 's'} {listed} ({its} "
-                             f"{what} {'lies' if one else 'lie'} {where} {its} node capacity, "
-                             "outside the set)")
-        subject = f"nodes {{{shown}{more}}}" + "".join(f" and {s}" for s in sides)
-        ways = [f"{len(self.arcs)} arc{'s' if len(self.arcs) != 1 else ''}"]
-        if self.node_capacities:
-            caps = ", ".join(map(str, self.node_capacities[:10]))
-            ways.append(f"the node capacit{'ies' if len(self.node_capacities) > 1 else 'y'} "
-                        f"of node{'s' if len(self.node_capacities) > 1 else ''} {caps}")
-        forced = ""
-        if self.lower_arcs:
-            # the supply a client can check against the network it sent (QA sweep: a net
-            # supply of 1 for nodes whose supplies sum to -3, with 4 units forced in)
-            arcs = ", ".join(map(str, self.lower_arcs[:10]))
-            extra = len(self.lower_arcs) - 10
-            more_arcs = f" and {extra} more" if extra > 0 else ""
-            forced = (f" (their supplies sum to {self.net_supply - self.forced}; the lower "
-                      f"bounds of arc{'s' if len(self.lower_arcs) > 1 else ''} {arcs}{more_arcs} "
-                      f"force {self.forced} more in)")
-        units = "unit" if abs(self.net_supply) == 1 else "units"
-        return (f"no feasible flow: {subject} have a net supply of "
-                f"{self.net_supply} {units}{forced}, but at most {self.capacity} can leave them "
-                f"(through {' and '.join(ways)})")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"nodes": self.nodes, "net_supply": self.net_supply, "capacity": self.capacity,
-                "arcs": self.arcs, "node_capacities": self.node_capacities,
-                "forced": self.forced, "lower_arcs": self.lower_arcs,
-                "inflow_nodes": self.inflow_nodes, "outflow_nodes": self.outflow_nodes,
-                "message": self.message}
-
-
-STATUSES = ("optimal", "feasible", "infeasible")
-
-
-@dataclass
-class FlowSolution:
-    """A solver's answer, with the cost recomputed and the flow checked by ``check_flow``.
-
-    ``status`` is ``optimal`` (proven: a zero-gap certificate; the flow solvers never pass
-    ``proven_optimal``, as an exact solver's word whose proof did not finish is no proof),
-    ``feasible`` (a checked flow, gap bounded by ``certificate``, or unproven when it is None)
-    or ``infeasible`` (no flow exists; ``cut`` says why).
-    """
-
-    network_name: str
-    solver: str
-    status: str
-    flow: np.ndarray | None
-    cost: int | None
-    feasible: bool
-    violations: list[str]
-    wall_time: float
-    stats: dict[str, Any] = field(default_factory=dict)
-    certificate: Certificate | None = None
-    cut: BlockingCut | None = None
-
-
-def build_flow_solution(
-    net: FlowNetwork,
-    flow: np.ndarray,
-    *,
-    solver: str,
-    wall_time: float,
-    proven_optimal: bool,
-    stats: dict[str, Any] | None = None,
-    certificate: Certificate | None = None,
-) -> FlowSolution:
-    """Wrap a solver's flow: recompute its cost and run the independent checker. A flow that
-    fails it is never returned (it came back as status "feasible" with ``feasible: false``, a
-    contradiction a client reading the status would miss): ``NoSolutionError`` naming the
-    solver and what the checker found."""
-    cost, violations = check_flow(net, flow)
-    if cost is None or violations:
-        shown = "; ".join(violations[:3]) or "no cost"
-        raise NoSolutionError(f"{solver}'s flow failed the independent check ({shown}"
-                              f"{'; …' if len(violations) > 3 else ''}), so it is not "
-                              "returned. Try another solver.", field="solver",
-                              more_time_helps=False)
-    feasible = True
-    if certificate is not None and certificate.cost != cost:
-        # the gap is to the cost the checker recomputed, not the solver's own figure: a
-        # solver whose cost drifted from its flow must not be called optimal on its word
-        certificate = Certificate(dual_bound=certificate.dual_bound,
-                                  gap=cost - certificate.dual_bound, source=certificate.source)
-    optimal = feasible and (proven_optimal or (certificate is not None and certificate.optimal))
-    return FlowSolution(
-        network_name=net.name, solver=solver,
-        status="optimal" if optimal else "feasible",
-        flow=np.asarray(flow, dtype=np.int64), cost=cost, feasible=feasible,
-        violations=violations, wall_time=wall_time, stats=dict(stats or {}),
-        certificate=certificate,
-    )
-
-
-def infeasible_solution(net: FlowNetwork, *, solver: str, wall_time: float,
-                        stats: dict[str, Any] | None = None,
-                        cut: BlockingCut | None = None) -> FlowSolution:
-    """The answer for a network without a feasible flow, with its blocking cut (computed here
-    unless the caller already has it). A solver's "infeasible" is never taken on its word:
-    when the independent max flow finds no cut (a feasible flow exists), ``NoSolutionError``."""
-    if cut is None:
-        from solvers.flow.cut import blocking_cut
-
-        cut = blocking_cut(net)
-    if cut is None:
-        raise NoSolutionError(f"{solver} answered that the network has no feasible flow, but "
-                              "an independent max flow carries every supply, so one exists; "
-                              "its answer is not returned. Try another solver.",
-                              field="solver", more_time_helps=False)
-    return FlowSolution(network_name=net.name, solver=solver, status="infeasible", flow=None,
-                        cost=None, feasible=False, violations=[], wall_time=wall_time,
-                        stats=dict(stats or {}), cut=cut)
-
-
-class InfeasibleNetworkError(Exception):
-    """Raised inside a solver when it finds no feasible flow (turned into an answer by solve)."""

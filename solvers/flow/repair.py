@@ -39,12 +39,8 @@ from solvers.flow.dual import (
     lower_potentials,
     residual_edges,
 )
-from solvers.flow.problem import (
-    Certificate,
-    CoreNetwork,
-    InfeasibleNetworkError,
-    node_balance,
-)
+from solvers.flow.problem import CoreNetwork, node_balance
+from solvers.flow.solution import Certificate, InfeasibleNetworkError
 
 #: Reduced-cost threshold of the first candidate set, in units of the final ε (cost units).
 CANDIDATE_EPS = 8.0

@@ -18,7 +18,8 @@ from solvers.errors import (
 )
 from solvers.flow.dual import UnboundedCostError
 from solvers.flow.options import FlowOptions
-from solvers.flow.problem import FlowNetwork, FlowSolution
+from solvers.flow.problem import FlowNetwork
+from solvers.flow.solution import FlowSolution
 
 PROBLEM = "mincostflow"
 #: The solvers a comparison runs when none are named.

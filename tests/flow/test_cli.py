@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from solvers.flow.io import load_network, parse_dimacs_solution
-from solvers.flow.problem import Certificate, check_flow
+from solvers.flow.solution import Certificate, check_flow
 from tests.flow.conftest import HAND_CHECKED, NETGEN_OPTIMA, netgen_path
 
 runner = CliRunner()

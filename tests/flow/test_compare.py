@@ -11,7 +11,7 @@ from solvers.device import device_problem
 from solvers.errors import InstanceError
 from solvers.flow import solve as flow_solve
 from solvers.flow.io import network_from_dict
-from solvers.flow.problem import Certificate, FlowSolution
+from solvers.flow.solution import Certificate, FlowSolution
 from solvers.flow.solve import compare
 from tests.flow.conftest import HAND_CHECKED
 

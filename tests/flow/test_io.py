@@ -17,7 +17,7 @@ from solvers.flow.io import (
     parse_network_bytes,
     solution_dimacs_text,
 )
-from solvers.flow.problem import build_flow_solution, check_flow
+from solvers.flow.solution import build_flow_solution, check_flow
 from tests.flow.conftest import HAND_CHECKED, netgen_path
 
 TINY = """c a tiny network

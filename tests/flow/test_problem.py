@@ -10,7 +10,7 @@ import pytest
 from solvers.errors import InstanceError
 from solvers.flow.dual import dual_bound, label_correct
 from solvers.flow.io import network_from_dict, network_to_dict
-from solvers.flow.problem import check_flow
+from solvers.flow.solution import check_flow
 from tests.flow.conftest import HAND_CHECKED
 
 

@@ -16,8 +16,9 @@ from solvers.flow.dual import dual_bound
 from solvers.flow.generate import netgen_style
 from solvers.flow.io import load_network, network_from_dict, network_to_dict
 from solvers.flow.options import FlowOptions, SinkhornSettings
-from solvers.flow.problem import FlowNetwork, check_flow
+from solvers.flow.problem import FlowNetwork
 from solvers.flow.sinkhorn import oft_sinkhorn
+from solvers.flow.solution import check_flow
 from solvers.flow.solve import compare, solve
 from tests.flow.conftest import HAND_CHECKED, NETGEN_OPTIMA, netgen_path
 
@@ -136,7 +137,7 @@ def test_a_flow_that_fails_the_independent_check_is_never_returned() -> None:
     """A solver's flow breaking balance or a capacity came back as status "feasible" with
     feasible: false; now it is withheld, naming the solver and what the checker found."""
     from solvers.errors import NoSolutionError
-    from solvers.flow.problem import build_flow_solution
+    from solvers.flow.solution import build_flow_solution
 
     net = network_from_dict({"nodes": [1, 2], "supplies": [3, -3], "arcs": [
         {"tail": 1, "head": 2, "cost": 1, "capacity": 5}]})
@@ -152,7 +153,7 @@ def test_a_flow_that_fails_the_independent_check_is_never_returned() -> None:
 def test_a_certificate_is_measured_against_the_recomputed_cost() -> None:
     """The certificate's gap came from the solver's own cost: one that disagreed with its
     flow could make a flow 'optimal'. The gap is to the cost the checker recomputes."""
-    from solvers.flow.problem import Certificate, build_flow_solution
+    from solvers.flow.solution import Certificate, build_flow_solution
 
     net = network_from_dict({"nodes": [1, 2, 3], "supplies": [3, 0, -3], "arcs": [
         {"tail": 1, "head": 3, "cost": 5, "capacity": 5},
