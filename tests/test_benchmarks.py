@@ -1,4 +1,4 @@
-"""The benchmark scripts' option checks and where they write (QA sweep): a bad option is a
+"""The benchmark scripts' option checks and where they write: a bad option is a
 one-line error (exit 2) before anything runs, and a run writes only where --out says."""
 
 from __future__ import annotations

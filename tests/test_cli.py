@@ -112,7 +112,7 @@ def test_solve_tsp_nearest_neighbor_writes_a_tour(tmp_path: Path) -> None:
 
 def test_solve_json_keeps_the_solution_when_out_cannot_be_written(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """QA sweep: under --json a write failure after the solve printed no document, so a
+    """Regression: under --json a write failure after the solve printed no document, so a
     script lost the solution of a long run along with the file."""
     import cli.main
 
@@ -239,7 +239,7 @@ def test_compare_draws_each_solution_into_the_svg_folder(tmp_path: Path) -> None
         text = path.read_text()
         assert text.startswith("<svg") and text.rstrip().endswith("</svg>")
         assert text.count("<polyline") >= 25  # X-n101-k25 needs at least 25 vehicles
-        # each row carries its plan, so it can be checked (QA sweep: only the cost was there)
+        # each row carries its plan, so it can be checked (before: only the cost was there)
         from solvers.routing.io.formats import load_instance
 
         inst = load_instance(DATA / "X-n101-k25.vrp")
@@ -380,7 +380,7 @@ def test_non_positive_time_limit_is_refused() -> None:
 
 
 def test_a_time_limit_above_thirty_days_is_refused() -> None:
-    """QA sweep: 1e30 s reached OR-Tools, whose duration overflowed ('failed unexpectedly',
+    """Regression: 1e30 s reached OR-Tools, whose duration overflowed ('failed unexpectedly',
     exit 1); every command now names the option, before anything runs."""
     for command in (["solve", str(DATA / "eil51.tsp"), "--solver", "ortools"],
                     ["compare", str(DATA / "eil51.tsp"), "--solvers", "ortools"]):
@@ -529,7 +529,7 @@ def test_first_ctrl_c_cancels_the_solve_and_a_second_stops_at_once() -> None:
 
 
 def test_ctrl_c_stops_an_ortools_solve_and_keeps_its_best_solution() -> None:
-    """OR-Tools searches in C++, where a KeyboardInterrupt never reached it (QA sweep: a 60 s
+    """OR-Tools searches in C++, where a KeyboardInterrupt never reached it (before: a 60 s
     solve ran on after Ctrl-C); the first Ctrl-C now cancels its search like an API job's."""
     import signal
     import time
@@ -614,7 +614,7 @@ def test_a_solver_failure_under_json_is_a_json_document() -> None:
 
 
 def test_bad_input_under_json_is_a_json_document_too() -> None:
-    """QA sweep: a solver that does not solve the problem, a missing file or a bad time limit
+    """Regression: a solver that does not solve the problem, a missing file or a bad time limit
     under ``--json`` printed nothing on stdout (only a failure during the solve did)."""
     cases = [
         ("solve", str(DATA / "solomon" / "R101.100.20.vrptw"), "--solver", "ils",
@@ -633,7 +633,7 @@ def test_bad_input_under_json_is_a_json_document_too() -> None:
     plain = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nosuch")
     _assert_user_error(plain)
     assert plain.stdout == ""  # without --json, stdout stays empty as before
-    # the solvers of the instance's problem, not the flow solvers too (QA sweep)
+    # the solvers of the instance's problem, not the flow solvers too
     assert "the tsp solvers: ortools" in plain.stderr and "ortools_mcf" not in plain.stderr
 
 
@@ -659,9 +659,9 @@ def test_routing_commands_check_the_torch_device_first(command: str) -> None:
     ({"COSOLVE_DEVICE": "gpu"}, ["COSOLVE_DEVICE: unknown device 'gpu'"]),
     ({"COSOLVE_MAX_TIME_LIMIT": "-1"}, ["COSOLVE_MAX_TIME_LIMIT: ", "greater than 0"]),
     ({"COSOLVE_DEFAULT_TIME_LIMIT": "999"}, ["settings: default_time_limit (999 s) is above"]),
-    # a file for the data folder (QA sweep: a traceback after the warm-up)
+    # a file for the data folder (before: a traceback after the warm-up)
     ({"COSOLVE_DATA_DIR": str(DATA / "eil51.tsp")}, ["COSOLVE_DATA_DIR: ", "is a file"]),
-    # Ray (QA sweep: an address with the local executor was ignored; a mistyped one was a
+    # Ray (before: an address with the local executor was ignored; a mistyped one was a
     # traceback after the warm-up; one with no cluster hung in Ray's connect for minutes)
     ({"COSOLVE_RAY_ADDRESS": "ray://head:10001"},
      ["COSOLVE_RAY_ADDRESS is set but COSOLVE_EXECUTOR is local"]),
@@ -683,7 +683,7 @@ def test_serve_checks_its_settings_before_starting(env: dict[str, str],
 
 def test_uvicorn_run_directly_names_a_bad_setting_in_one_line() -> None:
     """`uvicorn app.main:app` with a bad variable: one line naming it and exit 2, not
-    pydantic's traceback (QA sweep)."""
+    pydantic's traceback."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
     env["COSOLVE_MAX_TIME_LIMIT"] = "-1"
     proc = subprocess.run([sys.executable, "-m", "uvicorn", "app.main:app", "--port", "8798"],
@@ -697,7 +697,7 @@ def test_uvicorn_run_directly_names_a_bad_setting_in_one_line() -> None:
 def test_a_fleet_proven_impossible_is_the_inputs_fault(tmp_path: Path) -> None:
     """Five customers of 4 on vehicles of 10 with max_vehicles 2: the demand fits two
     vehicles, no partition does. The exact search proves it, so the CLI exits 2 (bad input)
-    as the API answers 422, not 1 ("solver failed", QA sweep)."""
+    as the API answers 422, not 1 ("solver failed")."""
     path = tmp_path / "inf.json"
     path.write_text(json.dumps({"problem": "cvrp", "coords": [[0, 0], [1, 0], [0, 1], [1, 1],
                                                              [2, 2], [3, 3]],
@@ -714,7 +714,7 @@ def test_a_fleet_proven_impossible_is_the_inputs_fault(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("env", "words"), [
     ({"COSOLVE_TORCH_THREADS": "abc"}, ["COSOLVE_TORCH_THREADS: must be an integer from 1"]),
     ({"COSOLVE_TORCH_THREADS": "0"}, ["COSOLVE_TORCH_THREADS", "got '0'"]),
-    # QA sweep: '²' is a digit to str.isdigit, and 10^20 overflowed inside torch
+    # Regression: '²' is a digit to str.isdigit, and 10^20 overflowed inside torch
     ({"COSOLVE_TORCH_THREADS": "²"}, ["COSOLVE_TORCH_THREADS", "got '²'"]),
     ({"COSOLVE_TORCH_THREADS": "9" * 20}, ["COSOLVE_TORCH_THREADS", "to 4096"]),
     ({"COSOLVE_SIL_PRECISION": "fp64"}, ["COSOLVE_SIL_PRECISION: must be auto, fp32 or bf16"]),
@@ -722,7 +722,7 @@ def test_a_fleet_proven_impossible_is_the_inputs_fault(tmp_path: Path) -> None:
 ])
 def test_the_solvers_own_variables_are_checked_by_every_command(
         env: dict[str, str], words: list[str]) -> None:
-    """QA sweep: COSOLVE_TORCH_THREADS=abc was a traceback in `solve` and `serve`, and a
+    """Regression: COSOLVE_TORCH_THREADS=abc was a traceback in `solve` and `serve`, and a
     misspelt SIL precision fell back to fp32 silently."""
     result = runner.invoke(app, ["solve", str(DATA / "eil51.tsp"), "--solver",
                                  "nearest_neighbor"], env=env)
@@ -733,7 +733,7 @@ def test_the_solvers_own_variables_are_checked_by_every_command(
 
 def test_compare_every_solver_refuses_exits_2_with_the_reasons_in_the_json(
         tmp_path: Path) -> None:
-    """QA sweep: every row refused (0.2 s for 1,000 nodes) exited 1, a solver failure, and
+    """Regression: every row refused (0.2 s for 1,000 nodes) exited 1, a solver failure, and
     the --json document had no error; now exit 2 as `solve` gives, the reasons in both."""
     coords = [[(i * 7919) % 1000, (i * 104729) % 997] for i in range(1000)]
     path = tmp_path / "tsp1000.json"
@@ -753,7 +753,7 @@ def test_compare_every_solver_refuses_exits_2_with_the_reasons_in_the_json(
 
 
 def test_out_that_is_the_input_file_is_refused(tmp_path: Path) -> None:
-    """QA sweep: `solve self.json --out self.json` replaced the instance with its solution
+    """Regression: `solve self.json --out self.json` replaced the instance with its solution
     (and `flow solve` did the same with a network)."""
     inst = tmp_path / "self.json"
     inst.write_text(json.dumps({"problem": "tsp", "coords": [[0, 0], [1, 0], [0, 1], [1, 1]]}))
@@ -771,7 +771,7 @@ def test_out_that_is_the_input_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_flow_json_prints_a_document_when_the_solver_step_refuses(tmp_path: Path) -> None:
-    """QA sweep: under --json a refusal from the solver step itself (here an unbounded
+    """Regression: under --json a refusal from the solver step itself (here an unbounded
     cost: a negative cycle of uncapacitated arcs) left stdout empty."""
     net = tmp_path / "negcyc.json"
     net.write_text(json.dumps({"nodes": [1, 2, 3], "supplies": [0, 0, 0], "arcs": [
@@ -786,7 +786,7 @@ def test_flow_json_prints_a_document_when_the_solver_step_refuses(tmp_path: Path
 
 def test_ctrl_c_in_flow_and_schedule_commands_says_so_under_json(tmp_path: Path,
                                                                  monkeypatch) -> None:
-    """QA sweep: Ctrl-C during `flow solve`, `flow compare` or `schedule simulate` exited 130
+    """Regression: Ctrl-C during `flow solve`, `flow compare` or `schedule simulate` exited 130
     with nothing on stderr and, under --json, no document."""
     import cli.flow
     import cli.schedule
@@ -809,7 +809,7 @@ def test_ctrl_c_in_flow_and_schedule_commands_says_so_under_json(tmp_path: Path,
 
 
 def test_solve_out_a_folder_is_named_a_folder(tmp_path: Path) -> None:
-    """QA sweep: ``solve --out <folder>`` said "unknown solution extension '(none)'"."""
+    """Regression: ``solve --out <folder>`` said "unknown solution extension '(none)'"."""
     result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
                   "--out", str(tmp_path))
     _assert_user_error(result)
@@ -818,7 +818,7 @@ def test_solve_out_a_folder_is_named_a_folder(tmp_path: Path) -> None:
 
 def test_a_result_file_that_cannot_be_written_keeps_the_printed_result(tmp_path: Path,
                                                                        monkeypatch) -> None:
-    """QA sweep: without --json, a solution file that could not be written after the solve
+    """Regression: without --json, a solution file that could not be written after the solve
     (a full disk, /proc) left stdout empty, the solve lost; the summary is printed first.
     And `flow solve --json` now carries the request's time_limit, seed and tolerance."""
     import cli.main

@@ -377,7 +377,7 @@ def test_a_matrix_for_a_solver_that_reads_coordinates_is_rejected_up_front(
 
 
 def test_a_batch_the_solver_can_take_no_file_of_is_a_user_error(tmp_path: Path) -> None:
-    """Found by a QA sweep: every file rejected (here: ils, TSP and CVRP only, on a CVRPTW
+    """Regression: every file rejected (here: ils, TSP and CVRP only, on a CVRPTW
     file) exited 1, a solver failure; nothing ran, so it is the input's fault (2), as the
     API's 422."""
     folder = tmp_path / "in"
@@ -517,7 +517,7 @@ def test_bad_options_name_the_option(tmp_path: Path) -> None:
 
 
 def test_the_device_is_checked_and_reaches_the_jobs(tmp_path: Path) -> None:
-    """QA sweep: batch ignored COSOLVE_DEVICE (a misspelt one too) and had no --device."""
+    """Regression: batch ignored COSOLVE_DEVICE (a misspelt one too) and had no --device."""
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)
     out = str(tmp_path / "out")
     bad = runner.invoke(app, ["batch", str(folder), "--solver", "reld", "--out", out],
@@ -531,7 +531,7 @@ def test_the_device_is_checked_and_reaches_the_jobs(tmp_path: Path) -> None:
 
 
 def test_a_dangling_link_or_a_fifo_is_listed_as_rejected(tmp_path: Path) -> None:
-    """QA sweep: an instance-named dangling link or FIFO vanished from the summary (neither a
+    """Regression: an instance-named dangling link or FIFO vanished from the summary (neither a
     row nor counted); it is a rejected row now, and the FIFO is never opened (it would block)."""
     import os
 
@@ -547,7 +547,7 @@ def test_a_dangling_link_or_a_fifo_is_listed_as_rejected(tmp_path: Path) -> None
 
 
 def test_refusals_before_the_run_print_a_json_document(tmp_path: Path) -> None:
-    """QA sweep: under ``--json`` every refusal before the run (a bad option, folder or
+    """Regression: under ``--json`` every refusal before the run (a bad option, folder or
     --out) printed nothing on stdout; it prints the batch's fields, no rows and the error."""
     folder = _instances(tmp_path / "in", names=("eil51.tsp",), junk=False)
     empty = tmp_path / "empty"
@@ -581,7 +581,7 @@ def test_refusals_before_the_run_print_a_json_document(tmp_path: Path) -> None:
 
 
 def test_solver_of_another_family_is_refused_on_solver(tmp_path: Path) -> None:
-    """QA sweep: an unknown solver listed the min-cost flow solvers, and a flow solver was
+    """Regression: an unknown solver listed the min-cost flow solvers, and a flow solver was
     taken and then every file rejected one by one; both now fail at once on --solver."""
     folder = _instances(tmp_path / "in", names=("eil51.tsp",), junk=False)
     unknown = _run(str(folder), "--solver", "nope", "--out", str(tmp_path / "o1"))

@@ -165,7 +165,7 @@ def test_the_descent_costs_edges_as_the_instance_does(convention: str) -> None:
 
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
 def test_a_tight_cvrp_fleet_is_kept(solver: str) -> None:
-    """Found by a QA sweep: reld and polynet ignored max_vehicles on a plain CVRP (6 routes
+    """Regression: reld and polynet ignored max_vehicles on a plain CVRP (6 routes
     for a fleet of 5 here, where OR-Tools and PyVRP find 5; 27 for 26 on X-n101-k25). The
     route elimination that mends CVRPTW fleets now mends CVRP ones."""
     c = np.random.default_rng(21).random((11, 2))

@@ -1,5 +1,5 @@
 """Tiny instances are solved exactly: the subset DP against brute force over every order,
-and the search solvers that used to miss a 5-node optimum (QA sweep)."""
+and the search solvers that used to miss a 5-node optimum."""
 
 from __future__ import annotations
 
@@ -88,9 +88,9 @@ def test_only_tiny_tsp_and_cvrp_instances_are_solved_this_way() -> None:
 
 @pytest.mark.parametrize("solver", ["ils", "sil", "reld", "polynet"])
 def test_search_solvers_return_the_optimum_of_the_readme_instances(solver: str) -> None:
-    """QA sweep: ils gave 16 on the README's 5-node TSP (optimum 14) after its whole second,
+    """Regression: ils gave 16 on the README's 5-node TSP (optimum 14) after its whole second,
     and ils and sil 9.657 on its 5-node CVRP (optimum 9.071); reld and polynet sampled their
-    way to a few percent above the optimum of 10-12-customer CVRPs (stop 38)."""
+    way to a few percent above the optimum of 10-12-customer CVRPs."""
     tsp = TSPInstance(coords=[[0, 0], [3, 0], [3, 4], [0, 4], [1, 2]], distance="EUC_2D")
     sol = solve(tsp, solver, Budget(time_limit=1.0, seed=0))
     assert sol.cost == 14 and "proven optimal" in sol.stats["exact"] and sol.wall_time < 0.5
@@ -110,7 +110,7 @@ def test_search_solvers_return_the_optimum_of_the_readme_instances(solver: str) 
 def test_an_exact_answer_on_a_matrix_carries_no_geometry_warning() -> None:
     """The DP optimizes the instance's own distances: a MAN_2D file read as a matrix, far
     from the coordinates' straight lines, is solved to its optimum without the warning the
-    coordinate-reading solvers get (QA sweep)."""
+    coordinate-reading solvers get."""
     from solvers.routing.io.formats import parse_instance_bytes
 
     text = ("NAME : m\nTYPE : TSP\nDIMENSION : 5\nEDGE_WEIGHT_TYPE : MAN_2D\n"

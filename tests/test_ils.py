@@ -189,7 +189,7 @@ def test_annealed_kicks_return_the_shortest_tour_they_met() -> None:
 
 
 def test_warm_up_compiles_the_cvrp_start_before_any_clock() -> None:
-    """QA sweep: the giant-tour split kernel compiled inside the first ils CVRP solve (1.2 s
+    """Regression: the giant-tour split kernel compiled inside the first ils CVRP solve (1.2 s
     for a 0.3 s limit on a fresh install); the warm-up compiles it now."""
     import subprocess
     import sys
@@ -203,7 +203,7 @@ def test_warm_up_compiles_the_cvrp_start_before_any_clock() -> None:
 
 
 def test_a_cancel_stops_the_tsp_kicks_within_a_chunk() -> None:
-    """QA sweep: ils read its cancel flag only between 1 s slices of kicks, so a TSP solve ran
+    """Regression: ils read its cancel flag only between 1 s slices of kicks, so a TSP solve ran
     on about a second after its client left; the kicks hear it within a chunk now."""
     import threading
     import time
@@ -239,7 +239,7 @@ def _exact_fill(seed: int, vehicles: int) -> CVRPInstance:
 
 
 def test_a_fleet_with_no_room_to_spare_is_met_by_bin_packing() -> None:
-    """A cap that leaves no room (QA sweep: X-n101-k25 capped at 25, 3 units spare, refused
+    """A cap that leaves no room (before: X-n101-k25 capped at 25, 3 units spare, refused
     by ils while PyVRP met it): route elimination stalls a route above it (9 of 8 here), and
     the repair packs the customers into the cap's routes instead."""
     from solvers.routing.solve import solve
@@ -264,7 +264,7 @@ def test_a_fleet_with_no_room_to_spare_is_searched_with_overloads_allowed() -> N
     assert check_solution(inst, sol.routes) == [] and sol.feasible
     assert len([r for r in sol.routes if r]) <= 25
     # between the two: 35.7k+ without the overloading kicks, 31.9k with them at 3 s here.
-    # At 3 s a loaded CI machine reached only 35,187 (stop 43's CI; the same figure here with
+    # At 3 s a loaded CI machine reached only 35,187 (in CI; the same figure here with
     # the test pinned to a core shared with a busy loop); at 5 s, so pinned, seeds 0-3 end at
     # 32.2k-33.6k
     assert sol.cost < 35_000

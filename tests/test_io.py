@@ -54,7 +54,7 @@ def test_explicit_full_matrix_and_lower_row():
 
 
 def test_a_ragged_or_short_explicit_matrix_is_named_in_plain_words():
-    """QA sweep: a FULL_MATRIX row short of its values surfaced numpy's 'inhomogeneous
+    """Regression: a FULL_MATRIX row short of its values surfaced numpy's 'inhomogeneous
     shape' message, and a short LOWER_ROW section said the file 'lists' nodes. The values
     are a stream now: what is wrong is their count, said with the count expected."""
     ragged = (
@@ -78,7 +78,7 @@ def test_a_ragged_or_short_explicit_matrix_is_named_in_plain_words():
     assert exc.value.field == "EDGE_WEIGHT_SECTION" and "'x' is not a number" in str(exc.value)
     # a stray word opening a line, or the first value, is named too, not taken for the end
     # of the section; "1_000" is no TSPLIB number (float() reads it); a colon after the
-    # keyword is no value (QA sweep)
+    # keyword is no value
     for bad, word in (("1\nabc 3 4 5 6\n", "'abc'"), ("abc\n2 3 4 5 6\n", "'abc'"),
                       ("1 1_000 3 4 5 6\n", "'1_000'")):
         with pytest.raises(InstanceError) as exc:
@@ -354,7 +354,7 @@ def test_vehicles_must_be_a_whole_number(vehicles, expected):
      "NODE_COORD_SECTION\n1 0 0\n2 1 1\n3 2 0\nEOF\n", "SCALE"),
 ])
 def test_malformed_headers_and_rows_name_their_field(text: str, field: str) -> None:
-    """QA sweep: these named `file` (with int() or numpy messages) or the coordinates."""
+    """Regression: these named `file` (with int() or numpy messages) or the coordinates."""
     with pytest.raises(InstanceError) as exc:
         parse_instance_bytes(text.encode(), "x.vrptw" if "CVRPTW" in text else "x.tsp")
     assert exc.value.field == field
@@ -366,7 +366,7 @@ def test_a_depot_demand_is_reported_as_such_before_the_capacity() -> None:
 
 
 def test_a_json_file_keeps_the_api_name_cap() -> None:
-    """QA sweep: a body's name is capped at 256 characters, an uploaded .json's was not."""
+    """Regression: a body's name is capped at 256 characters, an uploaded .json's was not."""
     text = json.dumps({"name": "x" * 1000, "coords": [[0, 0], [1, 1], [2, 0]]}).encode()
     with pytest.raises(InstanceError) as exc:
         parse_instance_bytes(text, "a.json")
@@ -375,7 +375,7 @@ def test_a_json_file_keeps_the_api_name_cap() -> None:
 
 def test_a_byte_order_mark_is_not_part_of_the_first_word() -> None:
     """Windows editors start UTF-8 files with a BOM; the parsers read it as part of NAME (and
-    the flow reader refused a DIMACS file: unknown line type '\\ufeff'; QA sweep)."""
+    the flow reader refused a DIMACS file: unknown line type '\\ufeff')."""
     text = HEADER + "EDGE_WEIGHT_TYPE : EUC_2D\n" + COORDS
     inst = parse_instance_bytes(b"\xef\xbb\xbf" + text.encode(), "tiny.tsp")
     assert inst.n == 4 and inst.name == "tiny"
@@ -390,7 +390,7 @@ def test_a_byte_order_mark_is_not_part_of_the_first_word() -> None:
 ])
 def test_a_word_in_a_numeric_section_is_named_with_its_line(row: str, section: str,
                                                              token: str) -> None:
-    """QA sweep: "2 4x9 49" was refused as "coords: must be a list of [x, y] number pairs",
+    """Regression: "2 4x9 49" was refused as "coords: must be a list of [x, y] number pairs",
     with no row or line."""
     kind = "CVRP\nCAPACITY : 5" if "DEMAND" in row else "TSP"
     text = (f"NAME : t\nTYPE : {kind}\nDIMENSION : 3\nEDGE_WEIGHT_TYPE : EUC_2D\n{row}"
@@ -402,7 +402,7 @@ def test_a_word_in_a_numeric_section_is_named_with_its_line(row: str, section: s
 
 
 def test_a_utf16_file_is_read(data_dir) -> None:
-    """QA sweep: a UTF-16 file (Windows' "Unicode" text) was read as latin-1 and refused
+    """Regression: a UTF-16 file (Windows' "Unicode" text) was read as latin-1 and refused
     with "no EDGE_WEIGHT_TYPE line"."""
     text = (data_dir / "eil51.tsp").read_text()
     for encoding in ("utf-16", "utf-16-be"):
@@ -459,7 +459,7 @@ EOF
 
 
 def test_a_section_name_with_a_colon_still_has_its_node_ids_checked() -> None:
-    """QA sweep: vrplib reads ``NODE_COORD_SECTION:``, our id check did not know it, and the
+    """Regression: vrplib reads ``NODE_COORD_SECTION:``, our id check did not know it, and the
     shuffled rows were taken by position: demands on the wrong nodes, a wrong optimum."""
     with pytest.raises(InstanceError) as info:
         parse_instance_bytes(SHUFFLED_WITH_COLONS.encode(), "shufc.vrp")
@@ -467,7 +467,7 @@ def test_a_section_name_with_a_colon_still_has_its_node_ids_checked() -> None:
 
 
 def test_eof_and_section_inside_a_name_or_comment_do_not_cut_the_file() -> None:
-    """QA sweep: vrplib ends a file at any line containing "EOF" (a COMMENT "GEOFF") and
+    """Regression: vrplib ends a file at any line containing "EOF" (a COMMENT "GEOFF") and
     this CVRP was solved as a TSP; lowercase section names and ``eof`` were misread."""
     inst = parse_instance_bytes(GEOFF_CVRP.encode(), "g.vrp")
     assert isinstance(inst, CVRPInstance) and inst.name == "PROFEOF"
@@ -479,7 +479,7 @@ def test_eof_and_section_inside_a_name_or_comment_do_not_cut_the_file() -> None:
 
 
 def test_errors_about_a_file_name_its_sections_and_node_ids() -> None:
-    """QA sweep: a file's non-zero depot demand read ``demands[0]`` and a bad window
+    """Regression: a file's non-zero depot demand read ``demands[0]`` and a bad window
     ``time_windows[2]`` (0-based JSON fields) unless the file had a SCALE."""
     text = SHUFFLED_WITH_COLONS.replace("3 100 0\n2 3 4", "2 3 4\n3 100 0").replace(
         "1 0\n2 5", "1 2\n2 5")
@@ -493,7 +493,7 @@ def _five_node_tsp() -> TSPInstance:
 
 
 def test_write_solution_file_refuses_what_the_file_cannot_hold(tmp_path):
-    """QA sweep: an 8-node tour was written against a 5-node instance, a TSP as .sol with
+    """Regression: an 8-node tour was written against a 5-node instance, a TSP as .sol with
     node 0 read as the depot, a NaN cost as bare NaN (invalid JSON) and `Cost: nan`, and an
     unknown extension raised a bare ValueError."""
     from solvers.routing.io.solutions import write_solution_file
@@ -534,7 +534,7 @@ def test_solution_to_dict_names_a_route_outside_the_ids():
 
 
 def test_load_instance_names_a_missing_file_or_a_folder_and_parse_takes_text(tmp_path):
-    """QA sweep: bare FileNotFoundError/IsADirectoryError; text raised AttributeError."""
+    """Regression: bare FileNotFoundError/IsADirectoryError; text raised AttributeError."""
     from solvers.routing.io.documents import instance_to_dict
     from solvers.routing.io.formats import load_instance, parse_instance_bytes
 

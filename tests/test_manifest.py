@@ -61,7 +61,7 @@ def test_a_second_training_run_on_the_same_checkpoint_is_refused(tmp_path) -> No
 def test_every_training_cli_refuses_a_seed_out_of_range(
         module: str, seed: str, capsys: pytest.CaptureFixture[str]) -> None:
     """A negative --seed was numpy's ValueError traceback once training had started, and 2**64
-    was taken (QA sweep): a usage error (exit 2) naming --seed, before any work."""
+    was taken: a usage error (exit 2) naming --seed, before any work."""
     import importlib
 
     args = {"training.instances": ["tsp", "--out", "unused.pkl"],

@@ -166,7 +166,7 @@ def test_with_fleet_sets_a_checked_cap_on_a_copy() -> None:
 
 def test_customers_above_half_a_vehicle_need_a_vehicle_each() -> None:
     """Demands 4, 4, 4 in vehicles of 6: the demand bound allows two vehicles, but no two
-    of these customers fit together, so a cap of two is refused at once (QA sweep: it ran
+    of these customers fit together, so a cap of two is refused at once (before: it ran
     every solver to a 422 after its time limit). Demand exactly half the capacity pairs."""
     coords = [[0, 0], [1, 0], [0, 1], [1, 1]]
     with pytest.raises(InstanceError) as err:
@@ -177,7 +177,7 @@ def test_customers_above_half_a_vehicle_need_a_vehicle_each() -> None:
 
 
 def test_an_instance_owns_its_arrays():
-    """QA sweep: an instance shared the caller's float64 arrays, so a later change bypassed
+    """Regression: an instance shared the caller's float64 arrays, so a later change bypassed
     validation (and staled cached neighbour lists)."""
     from solvers.routing.problem import CVRPTWInstance
 
@@ -200,7 +200,7 @@ def test_an_instance_owns_its_arrays():
 
 
 def test_odd_inputs_are_refused_by_field():
-    """QA sweep: node_ids=5 raised a bare TypeError, complex coordinates lost their imaginary
+    """Regression: node_ids=5 raised a bare TypeError, complex coordinates lost their imaginary
     parts silently, max_vehicles=10**30 was accepted."""
     xy = np.random.default_rng(0).random((5, 2))
     with pytest.raises(InstanceError, match=r"^ids: must be a list of 5 integers"):

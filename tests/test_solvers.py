@@ -177,7 +177,7 @@ def test_cancel_returns_best_so_far_early(solver, x101):
 def test_a_large_sil_solve_reports_through_its_rounds_and_stops_on_a_cancel(problem: str,
                                                                             solver: str):
     """20K nodes: a reconstruction round takes seconds (half a minute at 100K), so a cancel
-    waited for the round's end and no progress came meanwhile (QA sweep: a 100K-node job
+    waited for the round's end and no progress came meanwhile (before: a 100K-node job
     took 17-22 s to stop, 30-50 s without a report). The round now hears the cancel and
     beats every couple of seconds."""
     rng = np.random.default_rng(0)
@@ -251,7 +251,7 @@ def test_a_gap_that_overflows_is_unknown_not_infinite():
     assert gap_percent(110.0, 100.0) == pytest.approx(10.0)
     assert gap_percent(426.0, 1e-320) is None  # the CLI printed an infinite gap
     assert gap_percent(426.0, 0.0) is None and gap_percent(float("inf"), 1.0) is None
-    # QA sweep: both null in a compare, though each is a plain number
+    # Regression: both null in a compare, though each is a plain number
     assert gap_percent(0.0, 0.0) == 0.0  # every point identical: the best row's gap
     assert gap_percent(5.0, 1e308) == pytest.approx(-100.0)  # 100·(cost − ref) overflowed
 
@@ -387,7 +387,7 @@ def test_a_coordinate_solver_warns_when_the_matrix_is_another_geometry():
 
 @pytest.mark.parametrize("solver", ["ortools", "pyvrp", "nearest_neighbor", "ils", "reld"])
 def test_no_routing_solver_takes_a_time_limit_below_a_tenth_of_a_second(solver: str) -> None:
-    """QA sweep: ortools asked for 0.001 s on X-n101-k25 ran 0.11 s (its search floor alone
+    """Regression: ortools asked for 0.001 s on X-n101-k25 ran 0.11 s (its search floor alone
     is 0.05 s) and reported success; below 0.1 s the 10% every solver keeps to is not kept,
     so the limit is refused with the figure needed, and 0.1 s is kept."""
     import time
@@ -409,7 +409,7 @@ def test_no_routing_solver_takes_a_time_limit_below_a_tenth_of_a_second(solver: 
 
 
 def test_ortools_refuses_a_time_limit_its_first_solution_cannot_keep() -> None:
-    """QA sweep: a 2,000-node TSP asked for 0.1 s ran 0.95 s and then found nothing (the
+    """Regression: a 2,000-node TSP asked for 0.1 s ran 0.95 s and then found nothing (the
     dense model and the first solution cannot be interrupted); it is now refused at once."""
     from solvers.catalog import get_solver
     from solvers.errors import BudgetTooSmallError
@@ -424,7 +424,7 @@ def test_ortools_refuses_a_time_limit_its_first_solution_cannot_keep() -> None:
 
 def test_ortools_asks_for_its_model_building_time_on_large_instances() -> None:
     """Above 3,000 nodes the model over a distance callback takes a time linear in N that
-    nothing interrupts (QA sweep: a 100K TSP at 5 s failed after 10.8 s with "rejected the
+    nothing interrupts (before: a 100K TSP at 5 s failed after 10.8 s with "rejected the
     nearest-neighbour start", a 100K CVRP at 10 s ran 15.4 s): refused at once with the
     figure, and a build that still eats the whole limit says so."""
     from solvers.catalog import get_solver
@@ -446,7 +446,7 @@ def test_ortools_asks_for_its_model_building_time_on_large_instances() -> None:
 
 
 def test_solve_warms_a_solver_up_once_before_its_first_clock() -> None:
-    """QA sweep: the library's first ils call at 0.3 s took 4.4 s (numba compiling inside
+    """Regression: the library's first ils call at 0.3 s took 4.4 s (numba compiling inside
     the time limit); the server and the CLI warmed up, ``solve`` did not."""
     from solvers.catalog import register, unregister
     from solvers.contract import SolverSpec
@@ -478,7 +478,7 @@ def test_solve_warms_a_solver_up_once_before_its_first_clock() -> None:
 @pytest.mark.parametrize(("solver", "module"), [
     ("ortools", "ortools.constraint_solver.pywrapcp"), ("pyvrp", "pyvrp")])
 def test_warm_up_imports_a_classical_solver_before_any_clock(solver: str, module: str) -> None:
-    """QA sweep: OR-Tools imported its routing library inside the first solve's clock, so in
+    """Regression: OR-Tools imported its routing library inside the first solve's clock, so in
     the CLI's compare at 0.5 s it searched 0.22 s while the warmed solvers searched ~0.5 s."""
     import subprocess
     import sys
@@ -495,7 +495,7 @@ def test_warm_up_imports_a_classical_solver_before_any_clock(solver: str, module
 def test_a_coordinate_solver_runs_its_tour_the_cheaper_way_round_an_asymmetric_matrix(
         solver: str) -> None:
     """The back direction costs 2.5 times the forward one: the geometry cannot tell them
-    apart, so a coordinate solver's tour came back either way (QA sweep: ils 872, ortools
+    apart, so a coordinate solver's tour came back either way (before: ils 872, ortools
     575). The cheaper direction is returned now, costed and checked as any tour."""
     rng = np.random.default_rng(7)
     xy = rng.uniform(0, 100, (25, 2))
@@ -571,7 +571,7 @@ def test_the_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch) 
     ({"device": None}, "device"),
 ])
 def test_budget_refuses_a_bad_field_by_name(kwargs, field):
-    """QA sweep: bare ValueError/TypeError without a field, or accepted (True, seed -1)."""
+    """Regression: bare ValueError/TypeError without a field, or accepted (True, seed -1)."""
     from solvers.errors import BudgetError
 
     with pytest.raises(BudgetError) as exc:
@@ -591,7 +591,7 @@ def test_budget_takes_numpy_numbers_and_the_seed_bounds():
     ("sil", "x101"), ("sil_ls", "x101"),
 ])
 def test_an_infinite_time_limit_runs_until_cancelled(name, fixture, request):
-    """QA sweep: Budget(time_limit=inf) crashed ortools, sil and sil_ls with OverflowError
+    """Regression: Budget(time_limit=inf) crashed ortools, sil and sil_ls with OverflowError
     (an int conversion); it is clamped to 30 days, so the solve runs until its cancel."""
     import math
 
@@ -619,7 +619,7 @@ def c101():
 
 @pytest.mark.parametrize("fixture", ["eil51", "x101", "c101"])
 def test_ortools_cancelled_before_its_first_solution_returns_a_greedy_plan(fixture, request):
-    """QA sweep: cancelled in advance, ortools said ROUTING_FAIL "more time is unlikely to
+    """Regression: cancelled in advance, ortools said ROUTING_FAIL "more time is unlikely to
     help; try pyvrp" while every other solver returned a plan."""
     inst = request.getfixturevalue(fixture)
     cancel = threading.Event()
@@ -642,7 +642,7 @@ def test_ortools_cancelled_with_a_greedy_plan_over_the_fleet_says_cancelled(x101
 
 
 def test_ortools_propagates_an_exception_raised_in_the_progress_callback(x101):
-    """QA sweep: raised inside OR-Tools' C++ solution callback, it was swallowed and the
+    """Regression: raised inside OR-Tools' C++ solution callback, it was swallowed and the
     search ran on to its time limit; other solvers propagate it."""
     class StopError(Exception):
         pass
@@ -657,7 +657,7 @@ def test_ortools_propagates_an_exception_raised_in_the_progress_callback(x101):
 
 
 def test_compare_refuses_only_unknown_names_and_takes_one_name_as_a_list(eil51):
-    """QA sweep: unknown names gave refusal None (so a 200 of failed rows); a single name
+    """Regression: unknown names gave refusal None (so a 200 of failed rows); a single name
     was iterated as its characters."""
     result = compare(eil51, ["nope", "nada"], Budget(time_limit=0.5))
     assert result.best_solver is None

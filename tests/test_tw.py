@@ -272,7 +272,7 @@ def test_scale_with_att_is_refused():
      "node 2: window [967.0, 912.0]: earliest is after latest"),
 ])
 def test_a_scaled_files_errors_quote_the_values_written(edit, field, words):
-    """QA sweep: with SCALE 10, SERVICE_TIME -5 was reported as "service_times[1]: service
+    """Regression: with SCALE 10, SERVICE_TIME -5 was reported as "service_times[1]: service
     time -50", and a window as its tenfold under the JSON field's 0-based index."""
     text = (SOLOMON / "C101.100.10.vrptw").read_text()
     assert edit[0] in text
@@ -282,7 +282,7 @@ def test_a_scaled_files_errors_quote_the_values_written(edit, field, words):
 
 
 def test_times_far_from_zero_keep_a_tight_tolerance() -> None:
-    """QA sweep: the float tolerance was 1e-9 of the horizon's end, so with Unix-second times
+    """Regression: the float tolerance was 1e-9 of the horizon's end, so with Unix-second times
     (1.7e9) a customer 1.6 s late was accepted and plans through it called feasible."""
     t0 = 1.7e9
     with pytest.raises(InstanceError) as exc:
@@ -299,7 +299,7 @@ def test_times_far_from_zero_keep_a_tight_tolerance() -> None:
 
 
 def test_integer_time_solvers_take_decimal_windows_and_refuse_overflow() -> None:
-    """QA sweep: 2.03 × 1000 is 2029.9999999999998 in floats, so pyvrp and ortools refused the
+    """Regression: 2.03 × 1000 is 2029.9999999999998 in floats, so pyvrp and ortools refused the
     window [2.03, 2.03] as holding "no whole step of 0.001"; and windows of 1e12 on a map 0.01
     wide overflowed int64 and blamed the depot's window for holding no step."""
     from solvers.contract import Budget
@@ -319,7 +319,7 @@ def test_integer_time_solvers_take_decimal_windows_and_refuse_overflow() -> None
 
 
 def test_integer_time_solvers_keep_whole_windows_whole_on_float_distances() -> None:
-    """QA sweep: on float distances the times were scaled by the distance scale, 10^6/3 here,
+    """Regression: on float distances the times were scaled by the distance scale, 10^6/3 here,
     so the zero-width window [1, 1] held no whole step and ortools and pyvrp refused a plan
     every other solver found. Whole-number times now take a whole-number scale."""
     from solvers.contract import Budget

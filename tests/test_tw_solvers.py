@@ -91,7 +91,7 @@ def test_greedy_construction_respects_windows():
     with pytest.raises(NoSolutionError) as err:
         solve(r101, "nearest_neighbor", Budget(time_limit=1))
     assert err.value.field == "max_vehicles" and "used 21 vehicles" in str(err.value)
-    # it names solvers that keep a fleet with time windows (QA sweep: it suggested ils)
+    # it names solvers that keep a fleet with time windows (before: it suggested ils)
     assert "pyvrp, ortools, reld and polynet" in str(err.value)
     assert "ils" not in str(err.value)
     routes = time_window_routes(r101)
@@ -311,7 +311,7 @@ def test_the_final_cvrptw_plan_is_polished_within_the_time_limit():
 
 
 def test_polynet_mends_r101s_fleet_and_keeps_time_to_reconstruct():
-    # PolyNet's own routes for R101 end one over the 20 vehicles (stop 20's benchmark: over
+    # PolyNet's own routes for R101 end one over the 20 vehicles (the benchmark: over
     # the cap at 5 s); the repair runs before reconstruction, so the solve is feasible
     sol = solve(load_instance(R101), "polynet", Budget(time_limit=3.0, seed=0))
     assert sol.feasible and sum(1 for r in sol.routes if r) <= 20
@@ -459,7 +459,7 @@ def test_the_best_plans_of_distinct_strategies_are_each_rebuilt(solver):
 
 
 def test_pyvrp_reports_no_best_cost_while_it_has_no_feasible_plan() -> None:
-    """QA sweep: a failed job's progress said best_cost 9.2e18, PyVRP's cost of an infeasible
+    """Regression: a failed job's progress said best_cost 9.2e18, PyVRP's cost of an infeasible
     solution passed on as if it were one."""
     inst = CVRPTWInstance(coords=[[0, 0], [10, 0], [0, 10], [20, 0]], distance="EUC_2D",
                           demands=[0, 3, 3, 3], capacity=9, max_vehicles=1,

@@ -33,7 +33,7 @@ def test_every_shipped_checkpoint_is_listed() -> None:
 
 
 def test_every_trainer_finds_the_gap_its_shipped_checkpoint_must_beat() -> None:
-    """QA sweep: `training.sit --fresh` and a fresh clone's `training.goodrl` replaced the
+    """Regression: `training.sit --fresh` and a fresh clone's `training.goodrl` replaced the
     shipped weights with worse ones (their own first validation was "the best"). The bar is
     the recorded validation on the same set: each trainer must find it in MANIFEST.json."""
     from training import goodrl, sit
@@ -47,7 +47,7 @@ def test_every_trainer_finds_the_gap_its_shipped_checkpoint_must_beat() -> None:
 
 def test_a_relative_out_naming_a_shipped_checkpoint_gets_its_rules(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """QA sweep: `--out weights/reld_tsp.pt` (relative) was not recognised as the shipped
+    """Regression: `--out weights/reld_tsp.pt` (relative) was not recognised as the shipped
     file, so a short validation replaced it and MANIFEST.json went stale."""
     from training import reld
 

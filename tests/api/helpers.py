@@ -22,7 +22,7 @@ def assert_problem(
     assert body["status"] == status
     assert body["instance"] == response.request.url.path
     assert body["title"] and body["detail"]
-    # every key is in the documented error body (QA sweep: extras were sent undocumented)
+    # every key is in the documented error body (before: extras were sent undocumented)
     from app.errors import ProblemDetails
 
     assert set(body) <= set(ProblemDetails.model_fields), set(body) - set(

@@ -104,7 +104,7 @@ def test_explicit_settings_win_over_the_environment() -> None:
 def test_inconsistent_settings_fail_at_start() -> None:
     with pytest.raises(ValueError, match="default_time_limit"):
         Settings(max_time_limit=5, default_time_limit=10)
-    # jobs take the same default (QA sweep: every job without a time_limit was refused)
+    # jobs take the same default (before: every job without a time_limit was refused)
     with pytest.raises(ValueError, match="max_job_time_limit"):
         Settings(max_job_time_limit=5)
 
@@ -117,7 +117,7 @@ def test_inconsistent_settings_fail_at_start() -> None:
     ("data_dir", ""),  # the job store in the working directory
 ])
 def test_settings_out_of_their_range_fail_at_start(field: str, value: object) -> None:
-    """QA sweep (configuration): these values were accepted and failed later, or quietly."""
+    """Configuration: these values were accepted and failed later, or quietly."""
     with pytest.raises(ValueError, match=field):
         Settings(**{field: value})
 
@@ -203,7 +203,7 @@ def test_our_info_lines_reach_stderr_under_a_bare_uvicorn(monkeypatch, capsys) -
 
 
 def test_too_many_batch_parts_is_the_413_of_a_batch_too_large(tmp_path: Path) -> None:
-    """QA sweep: more 'files' parts than COSOLVE_MAX_BATCH_FILES was a 422 (the README says
+    """Regression: more 'files' parts than COSOLVE_MAX_BATCH_FILES was a 422 (the README says
     413, and an archive with too many members is one)."""
     app = create_app(Settings(data_dir=tmp_path, max_batch_files=2))
     with TestClient(app) as client:
@@ -214,7 +214,7 @@ def test_too_many_batch_parts_is_the_413_of_a_batch_too_large(tmp_path: Path) ->
 
 
 def test_a_too_long_request_advises_a_job_only_where_jobs_may_run_that_long() -> None:
-    """QA sweep: with jobs capped below requests, the 422 advised a job 'up to 1 s' for a
+    """Regression: with jobs capped below requests, the 422 advised a job 'up to 1 s' for a
     3 s request."""
     from app.errors import ApiError
     from app.intake import request_time_limit

@@ -87,7 +87,7 @@ def test_compare_svg_for_matrix_only_instance(api: httpx.Client) -> None:
 def test_a_fleet_no_plan_meets_is_a_422_as_from_a_solve(api: httpx.Client) -> None:
     """Customers of 5, 5 and 2 with capacity 6 need three vehicles; with two, ils's DP proves no
     plan exists. The comparison answered 200 with every row failed while a solve answers 422
-    and `cosolve compare` exits 2 (stop 38's notes); now a 422 on the field the cap came from,
+    and `cosolve compare` exits 2; now a 422 on the field the cap came from,
     and a row that is merely unsolved by the others keeps the 200."""
     instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1]], "demands": [0, 5, 5, 2],
                 "capacity": 6, "max_vehicles": 2}
@@ -105,7 +105,7 @@ def test_a_fleet_no_plan_meets_is_a_422_as_from_a_solve(api: httpx.Client) -> No
 
 
 def test_rows_carry_the_plan_and_stats_so_a_cost_can_be_checked(api: httpx.Client) -> None:
-    """QA sweep: a compare row had only the cost (the CLI's rows had routes and stats); now
+    """Regression: a compare row had only the cost (the CLI's rows had routes and stats); now
     the routes recompute to the row's cost and OR-Tools' settings are in its stats."""
     coords = [[0, 0], [4, 0], [4, 3], [0, 3], [2, 5], [2, -2]]
     body = api.post("/v1/routing/cvrp/compare", json={
@@ -125,7 +125,7 @@ def test_rows_carry_the_plan_and_stats_so_a_cost_can_be_checked(api: httpx.Clien
 
 def test_a_compare_every_solver_refuses_is_a_422_naming_each_reason(
         api: httpx.Client) -> None:
-    """QA sweep: 1,000 nodes at 0.2 s, too short for OR-Tools and PyVRP alike, answered 200
+    """Regression: 1,000 nodes at 0.2 s, too short for OR-Tools and PyVRP alike, answered 200
     with every row failed (and `cosolve compare` exited 1, a solver failure); a solve says
     422 on time_limit. Now the comparison does too, with each solver's reason."""
     coords = [[(i * 7919) % 1000, (i * 104729) % 997] for i in range(1000)]

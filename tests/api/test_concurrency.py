@@ -22,7 +22,7 @@ class _Request:
 
 
 def test_a_stop_cancels_the_solve_and_answers_503() -> None:
-    """QA sweep: a SIGINT during a 20 s solve gave the client a bare 500 after the 5 s grace
+    """Regression: a SIGINT during a 20 s solve gave the client a bare 500 after the 5 s grace
     and the process solved on, for nobody, for 20 s. The stop now sets the solve's cancel
     flag at once, and the answer is a 503 to send again."""
     request = _Request()
@@ -64,7 +64,7 @@ def test_a_cancelled_request_task_leaves_no_solver_running() -> None:
 
 
 def test_solves_run_on_threads_of_their_own_not_the_probes() -> None:
-    """QA sweep: solves, /healthz and /readyz shared anyio's 40 default threads, so 40 long
+    """Regression: solves, /healthz and /readyz shared anyio's 40 default threads, so 40 long
     solves made a liveness probe wait for one to end. Solving work now borrows from the
     server's own limiter and leaves the default one (the probes') untouched."""
     import anyio

@@ -131,7 +131,7 @@ def test_numbers_that_would_overflow_the_solvers(api: httpx.Client) -> None:
     assert_problem(_cvrp(api, capacity=10**12), 422, field="instance.capacity")
     huge_file = b"TYPE: TSP\nEDGE_WEIGHT_TYPE: EUC_2D\nNODE_COORD_SECTION\n1 0 0\n2 1e300 1\n3 1 1"
     response = _upload(api, "/v1/routing/tsp/solve", "huge.tsp", huge_file)
-    # named in the file's terms: its section and 1-based node id (QA sweep)
+    # named in the file's terms: its section and 1-based node id
     assert_problem(response, 422, field="file.NODE_COORD_SECTION")
     assert "node 2" in response.json()["detail"]
 
@@ -188,7 +188,7 @@ def test_json_that_is_not_an_object(api: httpx.Client) -> None:
 
 
 def test_a_job_body_that_is_not_an_object(api: httpx.Client) -> None:
-    """QA sweep: ``null`` or ``[]`` posted to /v1/jobs answered "'problem' must be ...", where
+    """Regression: ``null`` or ``[]`` posted to /v1/jobs answered "'problem' must be ...", where
     every other JSON endpoint says the body should be an object."""
     for raw in (b"null", b"[]", b"3"):
         body = assert_problem(api.post("/v1/jobs", content=raw,
@@ -219,7 +219,7 @@ def test_duplicate_solvers_in_a_comparison(api: httpx.Client) -> None:
 
 
 def test_a_comparison_past_every_solvers_size_limit_names_solvers(api: httpx.Client) -> None:
-    """QA sweep: a comparison whose every solver refused the instance's size answered 413 on
+    """Regression: a comparison whose every solver refused the instance's size answered 413 on
     ``solver``, a field only a solve has; it names ``solvers``."""
     n = 2_100  # past reld's and polynet's 2,000 nodes for a CVRPTW
     instance = {"coords": [[(i * 7919) % 1000, (i * 104729) % 997] for i in range(n)],
@@ -257,7 +257,7 @@ def test_unsupported_edge_weight_type(api: httpx.Client) -> None:
 
 
 def test_a_matrix_only_file_for_a_coordinate_solver_names_the_file(api: httpx.Client) -> None:
-    """QA sweep: an EXPLICIT upload to ils answered ``instance.coords`` (no instance was sent)."""
+    """Regression: an EXPLICIT upload to ils answered ``instance.coords`` (no instance was sent)."""
     text = (b"NAME : m\nTYPE : TSP\nDIMENSION : 4\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
             b"EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n0 1 2 3\n1 0 4 5\n"
             b"2 4 0 6\n3 5 6 0\nEOF\n")
@@ -268,7 +268,7 @@ def test_a_matrix_only_file_for_a_coordinate_solver_names_the_file(api: httpx.Cl
 
 
 def test_a_comparison_of_a_matrix_only_file_names_the_file(api: httpx.Client) -> None:
-    """QA sweep: as for a solve (above), a comparison whose every solver needs coordinates
+    """Regression: as for a solve (above), a comparison whose every solver needs coordinates
     answered ``instance.coords`` for an uploaded file."""
     text = (b"NAME : m\nTYPE : TSP\nDIMENSION : 4\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
             b"EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n0 1 2 3\n1 0 4 5\n"
@@ -476,7 +476,7 @@ def test_a_fleet_ils_cannot_meet_is_a_422_naming_max_vehicles(api: httpx.Client)
 
 
 def test_a_solvers_own_size_limit_names_the_solver_field() -> None:
-    """QA sweep: the 413 of a solver's node limit named no field ("every error names the
+    """Regression: the 413 of a solver's node limit named no field ("every error names the
     field at fault"); the request's fix is another solver, so it names ``solver``."""
     from app.errors import domain_problem
     from solvers.catalog import get_solver

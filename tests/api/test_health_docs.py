@@ -86,7 +86,7 @@ def test_openapi_says_what_the_server_does(api: httpx.Client) -> None:
     assert "404" in paths["/v1/batches"]["post"]["responses"]
     for path in ("/v1/scheduling/sessions", "/v1/scheduling/sessions/{session_id}/events"):
         assert "413" in paths[path]["post"]["responses"]
-    # QA sweep (OpenAPI contract): a full disk's 507, a damaged store's 500, the event stream
+    # OpenAPI contract: a full disk's 507, a damaged store's 500, the event stream
     # as the only answer of /events, a typed job solution, no 422 where only a path id is read
     for path in ("/v1/jobs", "/v1/batches"):
         assert "507" in paths[path]["post"]["responses"]
@@ -120,7 +120,7 @@ def test_list_solvers_by_problem(api: httpx.Client) -> None:
 
 
 def test_every_request_example_in_the_document_succeeds(api: httpx.Client) -> None:
-    """QA sweep: the document had no request examples, so /docs' "Try it out" sent schema
+    """Regression: the document had no request examples, so /docs' "Try it out" sent schema
     samples (solver "string", max_solutions for ortools) and every POST but one failed. Each
     example is posted as it is now, and must succeed."""
     spec = api.get("/openapi.json").json()

@@ -252,7 +252,7 @@ def test_tsp_file_named_only_with_dots_runs_to_the_end(api: httpx.Client) -> Non
 ])
 def test_true_and_false_are_not_numbers(api: httpx.Client, path: str, body: dict[str, Any],
                                         field: str) -> None:
-    """QA sweep: "time_limit": true ran for 1 s, and [true, false] was a point."""
+    """Regression: "time_limit": true ran for 1 s, and [true, false] was a point."""
     assert_problem(api.post(path, json=body), 422, field=field)
 
 
@@ -269,7 +269,7 @@ def test_true_and_false_are_not_numbers(api: httpx.Client, path: str, body: dict
 ])
 def test_numbers_written_as_text_in_instance_data_are_refused(
         api: httpx.Client, url: str, body: dict[str, Any], field: str) -> None:
-    """Found by a QA sweep: a JSON body's "1" was read as 1 where the same data as a .json
+    """Regression: a JSON body's "1" was read as 1 where the same data as a .json
     upload or to the CLI was refused. Data are numbers now everywhere."""
     body = assert_problem(api.post(url, json={**body, "time_limit": 1}), 422, field=field)
     assert "not text" in body["detail"]
@@ -282,7 +282,7 @@ def test_numbers_written_as_text_in_instance_data_are_refused(
     ("/v1/scheduling/simulate", {"workflows_count": "3", "policies": ["heft"]},
      "workflows_count"),
     ("/v1/scheduling/sessions", {"seed": "1"}, "seed"),
-    # a job's JSON too (QA sweep: a 202 for the options /solve refused)
+    # a job's JSON too (before: a 202 for the options /solve refused)
     ("/v1/jobs", {"problem": "tsp", "instance": {"coords": SQUARE}, "seed": "3"}, "seed"),
     ("/v1/jobs", {"problem": "tsp", "instance": {"coords": SQUARE}, "time_limit": "0.5"},
      "time_limit"),
@@ -310,7 +310,7 @@ def test_json_options_take_the_types_the_schema_gives(api: httpx.Client, url: st
 ])
 def test_nan_and_infinity_options_are_named_as_such(api: httpx.Client, path: str, content: str,
                                                      field: str) -> None:
-    """QA sweep: a NaN time_limit was refused as "should be greater than 0" (pydantic checks
+    """Regression: a NaN time_limit was refused as "should be greater than 0" (pydantic checks
     the bound before allow_inf_nan)."""
     body = assert_problem(api.post(path, content=content,
                                    headers={"content-type": "application/json"}), 422,
@@ -327,7 +327,7 @@ def test_a_form_time_limit_of_nan_is_named_as_such(api: httpx.Client) -> None:
 
 
 def test_a_tar_batch_lists_its_links_and_special_files_as_rejected(api: httpx.Client) -> None:
-    """A tar's symlink and FIFO were dropped without a word (QA sweep); nothing is read
+    """A tar's symlink and FIFO were dropped without a word; nothing is read
     through them, and the batch says they were left out."""
     import tarfile
 
@@ -354,7 +354,7 @@ def test_a_tar_batch_lists_its_links_and_special_files_as_rejected(api: httpx.Cl
 
 
 def test_a_zip_batch_lists_its_links_as_rejected(api: httpx.Client) -> None:
-    """A zip's symlink was read as a file, its target path parsed as an instance (QA sweep);
+    """A zip's symlink was read as a file, its target path parsed as an instance;
     it is left out like a tar's, and a zip without Unix modes is read as before."""
     import zipfile
 
@@ -383,7 +383,7 @@ def _zip(members: dict[str, bytes]) -> bytes:
 
 
 def test_a_batchs_archives_share_one_decompression_budget(strict_api: httpx.Client) -> None:
-    """QA sweep: the limit on decompressed text was per archive, so two archives of 300 MiB
+    """Regression: the limit on decompressed text was per archive, so two archives of 300 MiB
     members were both read into memory. One budget for the whole request now (1 MiB on the
     strict server): the member past it is listed as not read, the others go on."""
     pad = b" " * 700_000  # compresses to about a kilobyte
@@ -402,7 +402,7 @@ def test_a_batchs_archives_share_one_decompression_budget(strict_api: httpx.Clie
 
 
 def test_a_batch_counts_archive_members_before_reading_them(strict_api: httpx.Client) -> None:
-    """QA sweep: 200,000 empty members were all read (9.6 s, +130 MB) before a 422; the
+    """Regression: 200,000 empty members were all read (9.6 s, +130 MB) before a 422; the
     count is checked first now, and it is a 413 like the batch larger than the queue."""
     body = assert_problem(strict_api.post(
         "/v1/batches", files=[("files", ("many.zip", _zip({f"f{i}.tsp": b"" for i in
@@ -413,7 +413,7 @@ def test_a_batch_counts_archive_members_before_reading_them(strict_api: httpx.Cl
 
 def test_a_batch_lists_hidden_members_and_an_unreadable_archive_as_rejected(
         api: httpx.Client) -> None:
-    """QA sweep: hidden members and __MACOSX forks vanished from the batch (not counted, not
+    """Regression: hidden members and __MACOSX forks vanished from the batch (not counted, not
     listed), and one corrupt archive made the whole request a 422."""
     eil51 = (DATA / "eil51.tsp").read_bytes()
     files = [("files", ("a.zip", _zip({"top/eil51.tsp": eil51, "top/.hidden.tsp": eil51,
@@ -432,7 +432,7 @@ def test_a_batch_lists_hidden_members_and_an_unreadable_archive_as_rejected(
 
 
 def test_two_files_whose_results_share_a_name_are_told_apart(api: httpx.Client) -> None:
-    """QA sweep: tiny8.vrp and tiny8.vrp.gz were both accepted and both downloads were named
+    """Regression: tiny8.vrp and tiny8.vrp.gz were both accepted and both downloads were named
     tiny8.sol (the CLI's batch refuses the second); a.b.tsp's download was named a.tour."""
     import gzip
 
@@ -450,7 +450,7 @@ def test_two_files_whose_results_share_a_name_are_told_apart(api: httpx.Client) 
 
 
 def test_the_batch_table_escapes_a_bar_in_a_file_name() -> None:
-    """QA sweep: a member named pipe|name.txt gave its markdown row an extra cell."""
+    """Regression: a member named pipe|name.txt gave its markdown row an extra cell."""
     from app.schemas.jobs import BatchStatus, BatchSummary
 
     status = BatchStatus(

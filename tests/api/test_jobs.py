@@ -87,7 +87,7 @@ def test_json_job_streams_progress_and_serves_the_solution(api: httpx.Client) ->
                                 "x.json")
     checked = build_solution(inst, solution["routes"], solver="check", wall_time=0)
     assert checked.feasible and checked.cost == pytest.approx(final["cost"])
-    # the documented shape (QA sweep: it had an empty schema), every field of it
+    # the documented shape (before: it had an empty schema), every field of it
     from app.schemas.jobs import JobSolution
 
     assert set(solution) <= set(JobSolution.model_fields)
@@ -147,7 +147,7 @@ def test_a_file_job_takes_a_fleet_cap(api: httpx.Client) -> None:
     path = DATA / "X-n101-k25.vrp"
     response = _submit_file(api, path, solver="ils", time_limit=2, max_vehicles=26)
     assert response.status_code == 202, response.text
-    assert response.json()["max_vehicles"] == 26  # echoed (QA sweep: only the name told)
+    assert response.json()["max_vehicles"] == 26  # echoed (before: only the name told)
     job = _wait(api, response.json()["id"], ("succeeded",), timeout=60)
     assert job["filename"] == "X-n101-k25.vrp.json" and job["feasible"]
     assert job["max_vehicles"] == 26
@@ -339,7 +339,7 @@ def test_oversized_upload_and_full_queue(strict_api: httpx.Client) -> None:
     body = assert_problem(second, 429)
     assert second.headers["retry-after"] and body["limit"] == 1
     # a batch larger than the whole queue would never fit: a 413 on files, not a 429 to
-    # retry forever (QA sweep)
+    # retry forever
     files = [("files", (name, (DATA / name).read_bytes())) for name in ("eil51.tsp",
                                                                          "berlin52.tsp")]
     body = assert_problem(strict_api.post("/v1/batches", files=files,
@@ -458,7 +458,7 @@ def test_a_batch_row_with_dropped_customers_says_so_and_stays_out_of_the_total(
         api: httpx.Client) -> None:
     """OR-Tools under a fleet of 12 on R101 (20 in the file) drops customers: its plan is
     infeasible. The batch listed it as a plain success with its cost in total_cost, where
-    `cosolve batch` says 'infeasible: ...' and leaves it out (QA sweep)."""
+    `cosolve batch` says 'infeasible: ...' and leaves it out."""
     solomon = DATA / "solomon"
     files = [("files", (name, (solomon / name).read_bytes()))
              for name in ("R101.100.20.vrptw", "C201.100.3.vrptw")]
@@ -472,7 +472,7 @@ def test_a_batch_row_with_dropped_customers_says_so_and_stays_out_of_the_total(
     assert r101["error"].startswith("infeasible: ") and "never visited" in r101["error"]
     assert c201["feasible"] is True and c201["error"] is None
     assert batch["summary"]["total_cost"] == c201["cost"]
-    # a solved count beside succeeded (QA sweep: "2 succeeded" for one usable plan), and
+    # a solved count beside succeeded (before: "2 succeeded" for one usable plan), and
     # the solver's own time (it counted parsing and warm-up: 1.89 s for a 0.5 s solve)
     assert batch["summary"]["solved"] == 1 and batch["summary"]["succeeded"] == 2
     assert all(0 < r["wall_time"] <= 1.2 for r in batch["results"]), batch["results"]
@@ -486,7 +486,7 @@ def test_batch_options_wrong_for_every_file_name_their_field(api: httpx.Client) 
     files = [("files", ("eil51.tsp", (DATA / "eil51.tsp").read_bytes()))]
     body = assert_problem(api.post("/v1/batches", files=files, data={"solver": "lkh9"}), 404,
                           field="solver")
-    # the routing solvers (QA sweep: the min-cost-flow solvers were listed too)
+    # the routing solvers (before: the min-cost-flow solvers were listed too)
     assert "ortools" in body["detail"] and "ortools_mcf" not in body["detail"]
     body = assert_problem(api.post("/v1/batches", files=files, data={"solver": "ortools_mcf"}),
                           422, field="solver")
@@ -589,7 +589,7 @@ def test_ray_executor_runs_the_same_job() -> None:
 
 
 def test_solution_files_for_any_name_and_any_ids(api: httpx.Client) -> None:
-    """QA sweep: a non-Latin-1 upload name made the solution download a 500 (the header),
+    """Regression: a non-Latin-1 upload name made the solution download a 500 (the header),
     and a JSON instance's own ids (here -1, TSPLIB's end marker) went into TOUR_SECTION."""
     from solvers.routing.io.solutions import read_tour
 
@@ -613,7 +613,7 @@ def test_solution_files_for_any_name_and_any_ids(api: httpx.Client) -> None:
 
 
 def test_a_batch_file_part_must_be_named_files(api: httpx.Client) -> None:
-    """QA sweep: /v1/batches took file parts under any name; solve and jobs refuse them."""
+    """Regression: /v1/batches took file parts under any name; solve and jobs refuse them."""
     text = (DATA / "eil51.tsp").read_bytes()
     response = api.post("/v1/batches", files={"other": ("eil51.tsp", text)},
                         data={"solver": "nearest_neighbor", "time_limit": "0.2"})
@@ -622,7 +622,7 @@ def test_a_batch_file_part_must_be_named_files(api: httpx.Client) -> None:
 
 def test_a_batch_is_cancelled_as_a_whole(api: httpx.Client) -> None:
     """DELETE /v1/batches/{id}: queued jobs stop at once, the running one keeps its best so
-    far (QA sweep: a batch could only be stopped one job at a time)."""
+    far (before: a batch could only be stopped one job at a time)."""
     files = [("files", (name, (DATA / "eil51.tsp").read_bytes()))
              for name in ("a.tsp", "b.tsp", "c.tsp")]
     response = api.post("/v1/batches", files=files,
@@ -735,7 +735,7 @@ def test_a_known_solution_that_serves_no_file_is_rejected_with_the_reason(
 def test_a_bare_uvicorn_stops_at_once_while_a_client_follows_a_job(tmp_path: Path) -> None:
     """uvicorn waits for open responses before it stops, and an events stream stays open
     until its job ends: a bare `uvicorn app.main:app` (no --timeout-graceful-shutdown) took
-    21 s to stop for a 25 s job (QA sweep). The stream now ends with a `shutdown` event."""
+    21 s to stop for a 25 s job. The stream now ends with a `shutdown` event."""
     import signal
     import subprocess
     import sys
@@ -787,7 +787,7 @@ class _RefusingRay:
 
 def test_a_ray_cluster_that_cannot_be_used_stops_the_start_naming_the_address() -> None:
     """Ray's own connect to an address with no cluster waited minutes, and a ray:// address
-    without Ray Client was a traceback (QA sweep): the executor probes the address first
+    without Ray Client was a traceback: the executor probes the address first
     and names it in either refusal."""
     from jobs.executors import _connect_ray
 

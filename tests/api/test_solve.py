@@ -153,7 +153,7 @@ def test_a_bad_fleet_form_field_is_a_422_naming_it(api: httpx.Client, data_dir: 
 def test_a_plan_over_the_fleet_cap_is_a_422_naming_it(api: httpx.Client, solver: str) -> None:
     """Five customers of demand 3, vehicles of capacity 8: the demand bound says two
     vehicles, but a vehicle takes at most two customers. Every solver but ortools answers
-    422 no-solution on max_vehicles (QA sweep: reld, polynet and nearest_neighbor answered
+    422 no-solution on max_vehicles (before: reld, polynet and nearest_neighbor answered
     200 with three routes and feasible false)."""
     instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1], [2, 0], [2, 1]],
                 "demands": [0, 3, 3, 3, 3, 3], "capacity": 8, "max_vehicles": 2}
@@ -161,7 +161,7 @@ def test_a_plan_over_the_fleet_cap_is_a_422_naming_it(api: httpx.Client, solver:
                         json={"instance": instance, "solver": solver, "time_limit": 1})
     assert response.status_code == 422, response.text
     body = response.json()
-    # the field where this request put the cap (QA sweep: a JSON body was told `max_vehicles`)
+    # the field where this request put the cap (before: a JSON body was told `max_vehicles`)
     assert body["field"] == "instance.max_vehicles", body
     assert "max_vehicles is 2" in body["detail"], body
 

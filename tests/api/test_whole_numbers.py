@@ -46,7 +46,7 @@ def test_a_whole_float_is_an_integer_in_bodies_as_in_files(api: httpx.Client) ->
 def test_files_and_bodies_read_an_instances_numbers_alike(api: httpx.Client,
                                                           change: dict, field: str | None
                                                           ) -> None:
-    """QA sweep: a .json file (and the CLI) took "3" and true as demands where a body
+    """Regression: a .json file (and the CLI) took "3" and true as demands where a body
     refused them, and refused depot 1.0, max_vehicles 2.0 and ids 1.0 where a body took
     them. Both now answer alike."""
     instance = {"coords": [[0, 0], [1, 0], [0, 1], [1, 1]], "demands": [0, 3, 3, 3],

@@ -92,7 +92,7 @@ def test_compare_runs_all_three_by_default(api: httpx.Client) -> None:
     assert [r["solver"] for r in body["rows"]] == ["ortools_mcf", "networkx_simplex",
                                                    "oft_sinkhorn"]
     assert body["agree"] is True and body["best_cost"] == -8
-    # a form's blank solvers field is the default too (QA sweep: 422 "at least 1 item")
+    # a form's blank solvers field is the default too (before: 422 "at least 1 item")
     import json
 
     upload = {"file": ("net.json", json.dumps(_network("negative_cycle")).encode())}
@@ -200,7 +200,7 @@ def test_strict_limits(strict_api: httpx.Client) -> None:
         "network": _network("two_paths"), "time_limit": 4}), 422, field="solvers")
     assert "at most" in body["detail"]
     # two solvers × 4 s past the 5 s a request may run: the CLI it points to is the comparing
-    # one (QA sweep: it said cosolve flow solve)
+    # one (before: it said cosolve flow solve)
     body = assert_problem(strict_api.post(COMPARE, json={
         "network": _network("two_paths"), "time_limit": 4,
         "solvers": ["ortools_mcf", "networkx_simplex"]}), 422, field="time_limit")
@@ -208,7 +208,7 @@ def test_strict_limits(strict_api: httpx.Client) -> None:
 
 
 def test_too_many_arcs_are_refused_before_they_are_read(strict_api: httpx.Client) -> None:
-    """Found by a QA sweep: only nodes were capped, and a 58 KB gzipped DIMACS file of a
+    """Regression: only nodes were capped, and a 58 KB gzipped DIMACS file of a
     million arcs took 270 MB and 3 s to read (the decompression cap allows 44 million). The
     'p' line's count, the arc lines as they come, and a JSON network's list are checked."""
     limit = int(STRICT_LIMITS["COSOLVE_MAX_SYNC_ARCS"])
@@ -226,7 +226,7 @@ def test_too_many_arcs_are_refused_before_they_are_read(strict_api: httpx.Client
 
 def test_a_json_body_with_too_many_arcs_is_refused_before_its_arcs_are_validated(
         strict_api: httpx.Client) -> None:
-    """QA sweep: a JSON body's 413 came after pydantic had built and checked every arc (1M + 1
+    """Regression: a JSON body's 413 came after pydantic had built and checked every arc (1M + 1
     arcs: 6.6 s), while the README promises it "before the arcs are read", as for DIMACS. An
     arc pydantic would refuse past the limit shows the arcs are not validated; the cheaper
     checks of the options still come first."""
@@ -291,7 +291,7 @@ def test_compare_of_an_unbounded_network_is_422(api: httpx.Client) -> None:
 
 
 def test_networkx_refuses_a_time_limit_it_cannot_keep(api: httpx.Client) -> None:
-    """QA sweep: networkx_simplex cannot stop early, and a 0.3 s request on 5,000 nodes and
+    """Regression: networkx_simplex cannot stop early, and a 0.3 s request on 5,000 nodes and
     200,000 arcs answered after 46 s. A limit below its estimate is now a 422 at once."""
     from solvers.flow.generate import netgen_style
     from solvers.flow.io import network_to_dict
@@ -307,7 +307,7 @@ def test_networkx_refuses_a_time_limit_it_cannot_keep(api: httpx.Client) -> None
 
 
 def test_a_compare_every_solver_refuses_is_a_422_naming_each_reason(api: httpx.Client) -> None:
-    """QA sweep: 40,000 arcs at 0.2 s, below what networkx_simplex (2.4 s) and oft_sinkhorn
+    """Regression: 40,000 arcs at 0.2 s, below what networkx_simplex (2.4 s) and oft_sinkhorn
     (0.4 s) need, answered 200 with every row failed, while a solve of either, and routing's
     compare in the same case, answer 422 on time_limit. Now the same status and shape, every
     solver's reason in the detail and the longest time limit they need."""
@@ -324,7 +324,7 @@ def test_a_compare_every_solver_refuses_is_a_422_naming_each_reason(api: httpx.C
 
 
 def test_a_fault_the_solver_finds_in_an_upload_names_the_file(api: httpx.Client) -> None:
-    """QA sweep: an uploaded .json network with a negative cycle answered ``network.arcs``, a
+    """Regression: an uploaded .json network with a negative cycle answered ``network.arcs``, a
     field the request did not have; the errors found while reading a file name ``file``."""
     network = {"nodes": 2, "supplies": [0, 0], "arcs": [
         {"tail": 1, "head": 2, "cost": -1}, {"tail": 2, "head": 1, "cost": 0}]}

@@ -1,5 +1,5 @@
 """Exact min-cost-flow calls that cannot be interrupted are held to their time limit: they run
-in a child process that is stopped at the deadline (QA sweep: negative costs on long paths
+in a child process that is stopped at the deadline (before: negative costs on long paths
 took OR-Tools 8-27 s and networkx 17.6 s at time limits of 1-2 s)."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_an_exact_step_that_overruns_is_stopped_at_the_time_limit(solver: str) -
     """The estimates (OR-Tools 3 µs an arc, the repair 6 µs) accept 1 s for this network; the
     solve took 8.2 s (ortools_mcf) and 8.7 s (oft_sinkhorn's repair) before. The whole call
     answers by the stop (1.4 s): checking that the cost is bounded came before the clock and
-    took 1.3 s more (QA sweep: 2.9 s in all)."""
+    took 1.3 s more (before: 2.9 s in all)."""
     warm_up(solver)
     started = time.perf_counter()
     with pytest.raises(NoSolutionError, match="when its time limit of 1 s ran out") as exc:

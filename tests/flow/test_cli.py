@@ -84,7 +84,7 @@ def test_check_reads_the_json_that_solve_writes(tmp_path: Path) -> None:
 
 
 def test_check_names_a_cost_it_cannot_check_and_parallel_arcs(tmp_path: Path) -> None:
-    """Found by a QA sweep: a stated cost of 3.5 or "abc" was dropped and the check passed;
+    """Regression: a stated cost of 3.5 or "abc" was dropped and the check passed;
     and a DIMACS solution on parallel arcs was checked as if spread cheapest first, refusing
     a feasible flow on the dearer arc without saying why. A BOM no longer breaks a file."""
     network = tmp_path / "net.json"
@@ -118,7 +118,7 @@ def test_compare_agrees(tmp_path: Path) -> None:
     assert body["agree"] is True and body["best_cost"] == 16
     assert {r["solver"] for r in body["rows"]} == {"ortools_mcf", "networkx_simplex",
                                                    "oft_sinkhorn"}
-    # the API's fields (QA sweep: seed, violations and infeasibility were missing)
+    # the API's fields (before: seed, violations and infeasibility were missing)
     from app.schemas.flow import FlowCompareResponse, FlowCompareRow
 
     assert set(FlowCompareResponse.model_fields) - {"nodes", "arcs"} <= set(body)
@@ -129,7 +129,7 @@ def test_compare_agrees(tmp_path: Path) -> None:
 
 def test_infeasible_network_exits_2_with_the_cut(tmp_path: Path) -> None:
     """No flow exists, proven by the cut: the input's fault, exit 2, as a fleet cap no routing
-    plan meets (QA sweep: it was 1, a solver failure)."""
+    plan meets (before: it was 1, a solver failure)."""
     network = tmp_path / "bad.min"
     network.write_text("p min 2 1\nn 1 5\nn 2 -5\na 1 2 0 3 1\n")
     compared = _run("compare", str(network))
@@ -163,7 +163,7 @@ def test_input_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_a_shifted_arc_line_exits_2_naming_it(tmp_path: Path) -> None:
-    """QA sweep repro: a 4-field arc line before a 6-field one solved to 'optimal', cost 50,
+    """Regression: a 4-field arc line before a 6-field one solved to 'optimal', cost 50,
     with arc 1→2 read at cost 9 from line 5."""
     silent = tmp_path / "silent.min"
     silent.write_text("p min 3 2\nn 1 5\nn 3 -5\na 1 2 0 5\na 9 2 3 0 10 1\n")
@@ -264,7 +264,7 @@ def test_readme_flow_examples_name_files_that_exist() -> None:
 
 def test_readme_flow_timing_snippet_runs(capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's networkx-versus-OR-Tools measurement (QA sweep: the ratio it states was
+    """The README's networkx-versus-OR-Tools measurement (before: the ratio it states was
     re-measured with it) runs as written from the repository root and finds networkx slower;
     the ratio itself depends on the machine, so only its sign is checked."""
     root = Path(__file__).resolve().parents[2]
@@ -295,7 +295,7 @@ def test_check_refuses_binary_and_out_of_range_solutions(tmp_path: Path) -> None
 
 
 def test_a_time_limit_a_solver_cannot_keep_exits_2(tmp_path: Path) -> None:
-    """QA sweep: ortools_mcf's refusal of a too-short limit exited 1 as a solver failure;
+    """Regression: ortools_mcf's refusal of a too-short limit exited 1 as a solver failure;
     it is bad input (the HTTP API's 422 on time_limit), and the advice no longer sends the
     user to oft_sinkhorn, which refused the same limit and pointed back."""
     from solvers.flow.generate import netgen_style
@@ -337,7 +337,7 @@ def test_solve_json_keeps_the_flow_when_out_cannot_be_written(
 
 
 def test_unknown_solver_lists_the_flow_solvers() -> None:
-    """QA sweep: ``flow solve --solver nope`` listed the routing solvers."""
+    """Regression: ``flow solve --solver nope`` listed the routing solvers."""
     result = _run("solve", str(netgen_path("netgen_8_08a")), "--solver", "nope")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --solver: unknown solver 'nope'; the min-cost "
@@ -346,7 +346,7 @@ def test_unknown_solver_lists_the_flow_solvers() -> None:
 
 
 def test_solve_out_a_folder_is_named_a_folder(tmp_path: Path) -> None:
-    """QA sweep: ``--out <folder>`` said "unknown solution extension '(none)'"."""
+    """Regression: ``--out <folder>`` said "unknown solution extension '(none)'"."""
     result = _run("solve", str(netgen_path("netgen_8_08a")), "--solver", "ortools_mcf",
                   "--out", str(tmp_path))
     assert result.exit_code == 2

@@ -50,7 +50,7 @@ def test_integer_too_long_in_an_upload_names_its_place(api: httpx.Client) -> Non
                                               ([1, None], "network.nodes[1]")])
 def test_a_bad_node_list_names_its_place_not_a_union_branch(api: httpx.Client, nodes: object,
                                                             field: str) -> None:
-    """Found by a QA sweep: ``nodes`` is a list or a count, and pydantic's labels of those
+    """Regression: ``nodes`` is a list or a count, and pydantic's labels of those
     union branches (with a function's memory address in them) ended up in the field."""
     body = assert_problem(api.post(SOLVE, json={"network": {
         "nodes": nodes, "supplies": [1, -1], "arcs": []}}), 422, field=field)

@@ -73,7 +73,7 @@ def test_dimacs_lower_bounds_are_read() -> None:
     ("p min 2 1\nn 1 1\nn 1 1\n", "line 3", "already has a supply"),
     ("c nothing\n", "file", "no 'p min"),
     ("p min 2 1\nx 1\n", "line 2", "unknown line type"),
-    # past int64 was numpy's OverflowError (a traceback from the CLI; QA sweep)
+    # past int64 was numpy's OverflowError (a traceback from the CLI)
     ("p min 2 1\nn 1 99999999999999999999\nn 2 -5\na 1 2 0 10 3\n", "line 2",
      "SUPPLY 99999999999999999999 is out of range"),
     ("p min 2 1\nn 1 5\nn 2 -5\na 1 2 0 99999999999999999999 3\n", "line 4",
@@ -88,7 +88,7 @@ def test_dimacs_errors_name_the_line(text: str, field: str, words: str) -> None:
 
 @pytest.mark.parametrize(("arcs", "line", "got"), [
     # 4 + 6 fields: the right total, so the whole-file reshape shifted the columns silently
-    # (QA sweep: exit 0, arc 1→2 read with cost 9, taken from line 5)
+    # (before: exit 0, arc 1→2 read with cost 9, taken from line 5)
     (["a 1 2 0 5", "a 9 2 3 0 10 1"], 4, 4),
     (["a 1 2 0 5 1 9", "a 2 3 0 10"], 4, 6),
     # the bad line after clean ones, and a count that is off in total too
@@ -114,7 +114,7 @@ def test_the_fast_arc_reader_counts_fields_as_split_does() -> None:
 
 
 def test_dimacs_takes_a_whole_number_written_as_a_decimal_as_json_does() -> None:
-    """QA sweep: a JSON network took "capacity": 10.0 and DIMACS refused 10.0 ("CAP must be
+    """Regression: a JSON network took "capacity": 10.0 and DIMACS refused 10.0 ("CAP must be
     an integer"); both read it as 10 now, exactly (no float rounding), and 10.5 stays an
     error naming the line."""
     text = ("p min 4.0 5\nn 1 4.0\nn 4 -4\na 1 2 0 3.0 1\na 2 4 0 1e1 1\n"

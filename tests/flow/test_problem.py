@@ -39,7 +39,7 @@ def test_unbalanced_supplies_name_the_sums() -> None:
     (lambda o: o["arcs"][0].update(head=7), "arcs[0].head", "unknown node id 7"),
     (lambda o: o["arcs"][0].update(cost=1.5), "arcs[0].cost", "must be an integer"),
     (lambda o: o["arcs"][0].update(capacity="5"), "arcs[0].capacity", "must be an integer"),
-    # text among numbers names the text, not the first number (QA sweep: "got '1'")
+    # text among numbers names the text, not the first number (before: "got '1'")
     (lambda o: o["arcs"][2].update(cost="x"), "arcs[2].cost", "got 'x'"),
     (lambda o: o.update(supplies=[2, 0, "-2"]), "supplies[2]", "got '-2'"),
     (lambda o: o["arcs"][0].update(cost=True), "arcs[0].cost", "must be an integer"),
@@ -58,7 +58,7 @@ def test_unbalanced_supplies_name_the_sums() -> None:
     (lambda o: o["arcs"][1].update(cost=2**64 - 1), "arcs[1].cost", "larger in magnitude"),
     (lambda o: o["arcs"][0].update(cost=-1e300), "arcs[0].cost", "larger in magnitude"),
     (lambda o: o.update(supplies=[-(2**63), 0, 2**63 - 1]), "supplies[0]", "larger in magnitude"),
-    # beside a null the values are read one by one: quoted short all the same (QA sweep: a
+    # beside a null the values are read one by one: quoted short all the same (before: a
     # 300-digit integer for 1e300)
     (lambda o: o.update(node_capacities=[1e300, None, None]), "node_capacities[0]",
      "capacity 1e+300 is larger"),
@@ -149,7 +149,7 @@ def test_label_correcting_finds_shortest_paths_and_negative_cycles() -> None:
 
 
 def test_the_uncapacitated_bound_is_summed_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Found by a QA sweep: numpy's int64 sum wrapped (9.3M arcs of capacity 10¹²), the bound
+    """Regression: numpy's int64 sum wrapped (9.3M arcs of capacity 10¹²), the bound
     came out negative, slipped past the overflow guard and a feasible network was reported
     infeasible. The sum is exact now, and a bound past the safe limit is refused (shown with
     the limit lowered, which 9.3M arcs would take to reach)."""

@@ -100,7 +100,7 @@ def test_netgen_files_give_their_known_optima_with_every_solver(name: str) -> No
     # The issue's target: the entropic flow's cost, before any repair, within 1 % of optimal.
     assert abs(stats["entropic_gap_percent"]) < 1.0, stats
     assert stats["marginal_error"] < 1e-3
-    # ε in cost units in the schedule and the stages alike (QA sweep: two scales)
+    # ε in cost units in the schedule and the stages alike (before: two scales)
     assert [st["eps"] for st in stats["stages"]] == pytest.approx(stats["eps_schedule"])
 
 
@@ -183,7 +183,7 @@ def test_a_certificate_is_measured_against_the_recomputed_cost() -> None:
 ])
 def test_a_cut_says_what_the_lower_bounds_force_across_it(
         network: dict, nodes: list[int], own: int, forced: int) -> None:
-    """QA sweep: the message gave the set's net supply with the lower bounds' flow folded in,
+    """Regression: the message gave the set's net supply with the lower bounds' flow folded in,
     a number the client could not find in the network it sent."""
     net = network_from_dict(network)
     cut = solve(net, "ortools_mcf", Budget(time_limit=5)).cut
@@ -214,7 +214,7 @@ def test_random_infeasible_cuts_are_real_proofs() -> None:
 
 
 def test_cuts_through_capacitated_nodes_add_up_as_sent() -> None:
-    """QA sweep: nodes {1, 2} "had a net supply of 3" while their supplies are 3 and -3: node
+    """Regression: nodes {1, 2} "had a net supply of 3" while their supplies are 3 and -3: node
     2's demand lies past its own capacity, outside the cut. The listed nodes' supplies (plus
     what lower bounds force in) are net_supply, and the arcs and node capacities named carry
     exactly ``capacity`` as sent, on random infeasible networks with node capacities and
@@ -252,7 +252,7 @@ def test_cuts_through_capacitated_nodes_add_up_as_sent() -> None:
                  + sum(caps[v - 1] for v in cut.node_capacities))
         assert named == cut.capacity < cut.net_supply
         assert cut.forced == int(net.lower[cut.lower_arcs].sum())
-        # the lower bounds named enter the set (QA sweep: a leaving arc's counted net of its
+        # the lower bounds named enter the set (before: a leaving arc's counted net of its
         # lower bound, so the capacities named did not add up)
         in_set = set(cut.nodes) | set(cut.inflow_nodes)
         for k in cut.lower_arcs:
@@ -280,7 +280,7 @@ def test_unbounded_cost_is_refused() -> None:
 
 @pytest.mark.parametrize("solver", ["ortools_mcf", "networkx_simplex", "oft_sinkhorn"])
 def test_an_infeasible_network_with_a_negative_free_cycle_is_infeasible(solver: str) -> None:
-    """Found by a QA sweep: no path from 1 to 2, and a free negative cycle 3-4 elsewhere. No
+    """Regression: no path from 1 to 2, and a free negative cycle 3-4 elsewhere. No
     flow exists, so "unbounded" was false: the answer is infeasible, with its cut."""
     net = network_from_dict({"nodes": [1, 2, 3, 4], "supplies": [1, -1, 0, 0], "arcs": [
         {"tail": 3, "head": 4, "cost": -1}, {"tail": 4, "head": 3, "cost": -1}]})
@@ -290,7 +290,7 @@ def test_an_infeasible_network_with_a_negative_free_cycle_is_infeasible(solver: 
 
 
 def test_oft_sinkhorn_keeps_its_time_limit_or_refuses_it() -> None:
-    """Found by a QA sweep: the repair after the entropic iterations cannot be interrupted
+    """Regression: the repair after the entropic iterations cannot be interrupted
     and had no time kept for it (0.1 s on 40,000 arcs ran 0.25-0.30 s), nor had the finish's
     label-correcting rounds (1 s on 100,000 arcs ran 2.2 s)."""
     from solvers.errors import BudgetTooSmallError
@@ -305,7 +305,7 @@ def test_oft_sinkhorn_keeps_its_time_limit_or_refuses_it() -> None:
 
 
 def test_ortools_refuses_a_time_limit_it_cannot_keep() -> None:
-    """QA sweep: OR-Tools' min-cost flow cannot stop early either, and a 1M-arc network asked
+    """Regression: OR-Tools' min-cost flow cannot stop early either, and a 1M-arc network asked
     for 0.05 s answered 200 after 2.4 s with nothing said. Its estimate is 3 µs an arc (none
     below 0.5 s), so small networks are never refused."""
     from solvers.errors import BudgetTooSmallError
@@ -440,7 +440,7 @@ def test_the_gpu_benchmark_runs_the_batched_benchmarks_settings() -> None:
 
 
 def test_odd_sinkhorn_settings_are_refused_or_honoured() -> None:
-    """QA sweep: check_every=0 divided by zero, an empty batch was an IndexError, 'auto' a
+    """Regression: check_every=0 divided by zero, an empty batch was an IndexError, 'auto' a
     torch error, and a stage shorter than check_every never looked at its deadline."""
     import time
 

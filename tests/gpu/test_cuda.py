@@ -86,7 +86,7 @@ def test_sampled_tsp_rollouts_of_a_training_batch_stay_finite() -> None:
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
 def test_warm_up_puts_the_checkpoints_on_the_device(solver: str) -> None:
     """The service's start copies the checkpoints to COSOLVE_DEVICE, so the first request
-    does not pay for it (stop 38's notes); the cached model is then on the device."""
+    does not pay for it; the cached model is then on the device."""
     from solvers.catalog import get_solver
 
     impl = get_solver(solver)

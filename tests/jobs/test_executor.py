@@ -106,7 +106,7 @@ def test_a_cancel_asked_before_a_stop_is_not_run_again(tmp_path: Path) -> None:
 
 def test_a_worker_death_does_not_fail_the_jobs_beside_it(tmp_path: Path) -> None:
     """A pool whose worker dies stops all its workers: the job of the dead worker fails, the
-    one solving beside it goes back to the queue under a new attempt and finishes (QA sweep:
+    one solving beside it goes back to the queue under a new attempt and finishes (before:
     it ended failed with 'the worker process died' as well)."""
     service = JobService(Settings(data_dir=tmp_path, max_concurrent_jobs=2))
     service.start()
@@ -133,7 +133,7 @@ def test_a_worker_death_does_not_fail_the_jobs_beside_it(tmp_path: Path) -> None
 
 def test_a_failure_the_store_refuses_is_written_once_it_takes_it(tmp_path: Path,
                                                                   monkeypatch) -> None:
-    """QA sweep: with the disk full, the worker could not record its outcome, nor the server
+    """Regression: with the disk full, the worker could not record its outcome, nor the server
     the failure, and the job stayed running (uncancellable) until a restart. The failure is
     written again every few seconds until the store takes it, and says why."""
     import sqlite3
@@ -170,7 +170,7 @@ def test_a_failure_the_store_refuses_is_written_once_it_takes_it(tmp_path: Path,
 
 def test_a_worker_hands_back_the_memory_its_job_freed(tmp_path: Path, monkeypatch) -> None:
     """Workers live on between jobs, and glibc kept a job's freed heap: after one 100K-node
-    OR-Tools job an idle worker held 3.8-4.7 GB (QA sweep). Each job ends with the trim, and
+    OR-Tools job an idle worker held 3.8-4.7 GB. Each job ends with the trim, and
     the trim gives back freed pages (a fragmented 300 MB, in a fresh interpreter)."""
     import subprocess
     import sys

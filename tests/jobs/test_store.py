@@ -148,14 +148,14 @@ def test_requeue_bumps_the_attempt_and_fences_off_the_old_worker(tmp_path: Path)
     requeued = JobStore(tmp_path).requeue_interrupted()
     assert [j.id for j in requeued] == [job.id] and requeued[0].attempt == 1
     assert requeued[0].state == QUEUED
-    # it waits again, so it has not started (QA sweep: the old attempt's started_at stayed)
+    # it waits again, so it has not started (before: the old attempt's started_at stayed)
     assert requeued[0].started_at is None and requeued[0].worker_pid is None
     # The orphaned attempt-0 worker can no longer write.
     store.report_progress(job.id, 0, 2.0, 9, 400.0, "stale")
     assert not store.finish(job.id, 0, state=SUCCEEDED, cost=1.0, feasible=True)
     # nor did its progress survive the requeue: the new attempt starts from nothing
     assert store.get(job.id).best_cost is None
-    # nor is its solution file ever served (QA sweep: a cancelled job served a stale
+    # nor is its solution file ever served (before: a cancelled job served a stale
     # attempt's solution, written before the row refused it)
     store.write_solution(job.id, 0, {"cost": 1.0, "stale": True})
     assert store.read_solution(job.id) is None
@@ -164,7 +164,7 @@ def test_requeue_bumps_the_attempt_and_fences_off_the_old_worker(tmp_path: Path)
 
 
 def test_a_damaged_solution_file_is_said_to_be_damaged(tmp_path: Path) -> None:
-    """QA sweep: a truncated solution file was a bare 500."""
+    """Regression: a truncated solution file was a bare 500."""
     from jobs.store import StoredSolutionError
 
     store = JobStore(tmp_path)
@@ -177,7 +177,7 @@ def test_a_damaged_solution_file_is_said_to_be_damaged(tmp_path: Path) -> None:
 
 
 def test_one_server_per_data_directory(tmp_path: Path) -> None:
-    """QA sweep: a second server on the same folder re-queued the first one's running job and
+    """Regression: a second server on the same folder re-queued the first one's running job and
     solved it too. It is refused with the holder's pid; the folder is free again once the
     first stops. A file, an unwritable folder or a damaged database is refused up front."""
     import os
@@ -225,7 +225,7 @@ def test_a_batch_expires_with_its_last_job(tmp_path: Path) -> None:
 
 def test_a_batch_keeps_its_results_until_its_last_job_expires(tmp_path: Path) -> None:
     """Its first job's own expiry passes while the second still runs: nothing goes until
-    the TTL after the last one finished, then all of them (QA sweep: results vanished one by
+    the TTL after the last one finished, then all of them (before: results vanished one by
     one from a running batch)."""
     store = JobStore(tmp_path)
     batch_id = store.create_batch("nearest_neighbor", 1.0, 2, [])
@@ -244,7 +244,7 @@ def test_a_batch_keeps_its_results_until_its_last_job_expires(tmp_path: Path) ->
 
 def test_a_batch_whose_jobs_expired_is_a_404_at_once(tmp_path: Path) -> None:
     """The row goes a minute after creation at the earliest; until then it answered 200 with
-    its rejected files only (QA sweep, with a TTL under a minute)."""
+    its rejected files only (with a TTL under a minute)."""
     from app.errors import ApiError
     from app.routers.jobs import batch_status
     from jobs.service import JobService
@@ -330,7 +330,7 @@ def test_execute_turns_failures_into_outcomes() -> None:
 
 
 def test_a_batchs_status_names_its_seed(tmp_path: Path) -> None:
-    """QA sweep: a batch's status gave its solver and time limit but not the seed its files
+    """Regression: a batch's status gave its solver and time limit but not the seed its files
     were solved with, so its results could not be reproduced from the answer alone."""
     from app.routers.jobs import batch_status
     from jobs.service import JobService
@@ -374,7 +374,7 @@ def test_a_batch_is_accepted_whole_or_not_at_all(tmp_path: Path) -> None:
 
 
 def test_a_missing_input_file_is_said_to_be_missing(tmp_path: Path) -> None:
-    """QA sweep: a deleted input read as "the worker process died (FileNotFoundError …)"."""
+    """Regression: a deleted input read as "the worker process died (FileNotFoundError …)"."""
     from jobs.store import FAILED
 
     store = JobStore(tmp_path)
@@ -386,7 +386,7 @@ def test_a_missing_input_file_is_said_to_be_missing(tmp_path: Path) -> None:
 
 def test_a_submission_the_disk_refuses_leaves_nothing_behind(tmp_path: Path,
                                                              monkeypatch) -> None:
-    """QA sweep: with the disk full a submission was a bare 500 and its folder stayed, with no
+    """Regression: with the disk full a submission was a bare 500 and its folder stayed, with no
     row, so the expiry loop never removed it. It is a StorageError and nothing is left."""
     import errno
     import os
@@ -405,7 +405,7 @@ def test_a_submission_the_disk_refuses_leaves_nothing_behind(tmp_path: Path,
 
 
 def test_a_failure_says_how_long_its_job_ran(tmp_path: Path) -> None:
-    """QA sweep: a job that failed after 2 s showed progress.elapsed 0.0."""
+    """Regression: a job that failed after 2 s showed progress.elapsed 0.0."""
     from jobs.store import FAILED
 
     store = JobStore(tmp_path)
@@ -418,7 +418,7 @@ def test_a_failure_says_how_long_its_job_ran(tmp_path: Path) -> None:
 
 def test_a_batch_whose_storage_fails_part_way_keeps_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """QA sweep: the 507 said "nothing was kept" while the batch row and the jobs stored
+    """Regression: the 507 said "nothing was kept" while the batch row and the jobs stored
     before the failure stayed queued (counted against the queue, run after a restart)."""
     from jobs.service import JobService
     from jobs.settings import Settings

@@ -561,7 +561,7 @@ def test_single_flag_trains_the_reld_cvrptw_model_and_refuses_other_uses(tmp_pat
 def test_solution_budget_decodes_the_same_solutions_on_a_slower_machine(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A seed and a budget in solutions reached before the time limit give the same answer
-    however fast the machine runs: the sampling rounds are not sized by the clock (QA sweep:
+    however fast the machine runs: the sampling rounds are not sized by the clock (before:
     kroA100 at 1,600 solutions, seed 0, read 21,629 and 21,529 in one process)."""
     import time
 

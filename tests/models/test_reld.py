@@ -206,7 +206,7 @@ def test_shipped_tsp_weights_beat_nearest_neighbour_on_tsp50() -> None:
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
 def test_a_neural_tsp_tour_is_reported_from_node_zero(solver: str) -> None:
     """The winning decoding starts at its forced first node; the tour is reported from node 0
-    like every other solver's (QA sweep: reld's began at node 3 here)."""
+    like every other solver's (before: reld's began at node 3 here)."""
     inst = TSPInstance(coords=np.random.default_rng(1).random((30, 2)) * 100)
     sol = solve(inst, solver, Budget(time_limit=0.5, seed=0))
     assert sol.routes[0][0] == 0 and sorted(sol.routes[0]) == list(range(30))
@@ -438,7 +438,7 @@ def test_a_missing_checkpoint_makes_only_its_problem_unavailable(tmp_path, monke
 
 
 def test_a_rollout_stops_when_its_stop_says_so_and_decodes_alike_otherwise() -> None:
-    """QA sweep: a cancel is heard inside a greedy pass, not only between passes."""
+    """Regression: a cancel is heard inside a greedy pass, not only between passes."""
     from solvers.routing.neural.env import DecodeStoppedError
 
     torch.manual_seed(0)
@@ -468,7 +468,7 @@ def test_a_rollout_stops_when_its_stop_says_so_and_decodes_alike_otherwise() -> 
 @pytest.mark.parametrize("problem", ["cvrp", "cvrptw"])
 def test_a_cancel_ends_the_first_greedy_pass_with_a_constructed_plan(solver: str,
                                                                      problem: str) -> None:
-    """QA sweep: cancelled in advance, a 200-node CVRP at 30 s ran its whole first pass (2.5 s,
+    """Regression: cancelled in advance, a 200-node CVRP at 30 s ran its whole first pass (2.5 s,
     22.6 s at 1,000 nodes); now the pass stops at once and a greedy construction is the plan."""
     import threading
 

@@ -263,7 +263,7 @@ def test_two_opt_terminates_on_duplicate_points() -> None:
 
 
 def test_a_shifted_instance_is_solved_as_well_as_the_original() -> None:
-    """QA sweep: the coordinates were cast to float32 before being moved to the origin, so
+    """Regression: the coordinates were cast to float32 before being moved to the origin, so
     points 1e9 out and 1 apart collapsed: sil's tour came out 148 % longer (TSP) and 32 %
     (CVRP) for the same instance shifted by 1e9. The two 1 s runs may get different numbers
     of rounds on a slow machine (4 against 1 at half this machine's speed: 4.4 % apart), so

@@ -54,7 +54,7 @@ def test_simulate_generator_and_stale_baseline(api: httpx.Client) -> None:
     assert rows["heft"]["mean_flowtime"] < rows["eft_stale"]["mean_flowtime"]
     assert rows["eft_stale"]["gap_to_best"] > 10 and out["best_policy"] == "heft"
     assert out["rates"] == [5.4, 9.0] and rows["heft"]["decisions"] > 5000
-    # per-assignment latency, documented and now filled (QA sweep: always null over HTTP)
+    # per-assignment latency, documented and now filled (before: always null over HTTP)
     for row in rows.values():
         assert 0 < row["latency_p50_ms"] <= row["latency_p95_ms"] < 50, row
 
@@ -98,7 +98,7 @@ def test_bad_options(api: httpx.Client) -> None:
     assert_problem(api.post(SIMULATE, json={"pool": "9x9"}), 422, "pool")
     assert_problem(api.post(SIMULATE, json={"policies": ["heft", "magic"]}), 404,
                    "policies[1]")
-    # a repeated policy is refused as a repeated solver is (QA sweep: one row came back)
+    # a repeated policy is refused as a repeated solver is (before: one row came back)
     body = assert_problem(api.post(SIMULATE, json={"policies": ["heft", "eft", "heft"]}), 422,
                           "policies[2]")
     assert "policies[0] and policies[2]" in body["detail"]
@@ -126,7 +126,7 @@ def test_bad_options(api: httpx.Client) -> None:
 
 
 def test_a_file_of_another_kind_is_an_unsupported_format(api: httpx.Client) -> None:
-    """QA sweep: a .min or .tsp file uploaded to simulate was ``invalid-instance`` ("file
+    """Regression: a .min or .tsp file uploaded to simulate was ``invalid-instance`` ("file
     (a.min): file: unknown workflow extension"), where routing and flow uploads answer a file
     they do not read with ``unsupported-format``; a malformed workflow stays invalid."""
     for name in ("net.min", "eil51.tsp"):
@@ -230,7 +230,7 @@ def test_a_finish_reported_out_of_fifo_order_leaves_the_running_task_alone(
 
 def test_an_overdue_vm_keeps_the_tasks_queued_behind_its_running_one(
         api: httpx.Client) -> None:
-    """Found by a QA sweep: three tasks queued on one VM, none reported finished when a new
+    """Regression: three tasks queued on one VM, none reported finished when a new
     workflow arrives after all three were projected to end. The session used to move the
     VM's free time to now and forget the two waiting tasks, so the new task was projected to
     start before them (and the policy saw a busy VM as free)."""
@@ -332,7 +332,7 @@ def test_session_with_the_slack_rule(api: httpx.Client) -> None:
 
 
 def test_work_a_request_cannot_finish_is_refused_up_front(api: httpx.Client) -> None:
-    """QA sweep: three 2,000-task arrivals under goodrl held a session for 60 s, and a
+    """Regression: three 2,000-task arrivals under goodrl held a session for 60 s, and a
     630-task DAG with 198,000 edges passed simulate's estimate (which counted no edges) and
     ran for minutes. Both are now 413s naming the field, before any work."""
     sid = api.post(SESSIONS, json={"policy": "goodrl"}).json()["id"]
@@ -412,7 +412,7 @@ def _session(api: httpx.Client, pool: str, policy: str) -> str:
 
 
 def test_a_sessions_same_instant_finishes_are_decided_together(api: httpx.Client) -> None:
-    """QA sweep: finishing t0 and t1 at the same time in one request gave HEFT another plan
+    """Regression: finishing t0 and t1 at the same time in one request gave HEFT another plan
     depending on their order (4.5 s of flowtime one way, 4.0 the other and in simulate)."""
     workflow = {"tasks": [{"id": "t0", "runtime": 4}, {"id": "t1", "runtime": 2},
                           {"id": "t2", "runtime": 1, "parents": ["t1"]},
@@ -446,7 +446,7 @@ def test_a_sessions_same_instant_finishes_are_decided_together(api: httpx.Client
 def test_finishes_that_release_too_much_work_are_refused_before_anything_runs(
         api: httpx.Client) -> None:
     """Arrivals were sized against the 30 s a session request may take, finishes not: two
-    roots releasing 2,000 tasks each kept goodrl busy for 36 s (QA sweep)."""
+    roots releasing 2,000 tasks each kept goodrl busy for 36 s."""
     fan = {"tasks": [{"id": "r", "runtime": 1}] + [
         {"id": f"c{i}", "runtime": 1, "parents": ["r"]} for i in range(1999)]}
     url = _session(api, "6x4", "goodrl")
@@ -487,7 +487,7 @@ def test_a_session_takes_dax_and_wfcommons_documents(api: httpx.Client) -> None:
     state = {w["id"]: w for w in api.get(url).json()["workflows"]}
     assert state["m"]["tasks"] == 25 and state["w"]["tasks"] == 2
     # the text as sent: a byte-order mark is skipped, an encoding declaration does not
-    # garble non-ASCII ids (QA sweep: a BOM read as JSON, and "é" came back as "Ã©")
+    # garble non-ASCII ids (before: a BOM read as JSON, and "é" came back as "Ã©")
     latin = ("\ufeff<?xml version='1.0' encoding='ISO-8859-1'?>"
              "<adag><job id='é' runtime='1'/></adag>")
     r = api.post(f"{url}/events", json={"events": [
@@ -505,7 +505,7 @@ def test_a_session_takes_dax_and_wfcommons_documents(api: httpx.Client) -> None:
             ({"document": "[1, 2]"}, "events[0].document"),
             ({"shape": "montage", "format": "dax"}, "events[0].format"),
             # tasks and seed size a generated workflow: beside a document or a workflow they
-            # were silently ignored (QA sweep)
+            # were silently ignored
             ({"document": dax, "tasks": 50}, "events[0].tasks"),
             ({"workflow": wfcommons_compact, "seed": 3}, "events[0].seed")):
         body = {"events": [{"type": "workflow_arrived", "time": 1, **event}]}
@@ -517,7 +517,7 @@ def test_a_session_takes_dax_and_wfcommons_documents(api: httpx.Client) -> None:
 
 
 def test_a_delete_waits_for_the_events_request_in_flight(api: httpx.Client) -> None:
-    """QA sweep: a DELETE during a long events request ended the session at once, and the
+    """Regression: a DELETE during a long events request ended the session at once, and the
     request then answered 200 with assignments of a session that no longer existed. Now the
     request in flight answers first, the DELETE after it, and the session is gone."""
     import threading
@@ -568,7 +568,7 @@ def test_too_many_sessions_says_when_one_frees(api: httpx.Client) -> None:
 
 
 def test_more_rates_than_workflows_is_a_422_naming_rates(api: httpx.Client) -> None:
-    """QA sweep: five rates over two workflows answered 200, echoing all five rates while
+    """Regression: five rates over two workflows answered 200, echoing all five rates while
     the stream's segments used rates 1 and 3 only."""
     body = {"rates": [1, 2, 3, 4, 5], "workflows_count": 2, "policies": ["heft"]}
     problem = assert_problem(api.post(SIMULATE, json=body), 422, "rates")
@@ -584,7 +584,7 @@ def test_more_rates_than_workflows_is_a_422_naming_rates(api: httpx.Client) -> N
 
 
 def test_the_gantt_chart_names_tasks_by_their_ids(api: httpx.Client) -> None:
-    """QA sweep: the chart's tooltips said "workflow 0 task 0" (the internal index) while the
+    """Regression: the chart's tooltips said "workflow 0 task 0" (the internal index) while the
     schedule table, sessions and the CLI name tasks by id; ids are XML-escaped."""
     odd = {"tasks": [{"id": "stage<1>&\"x\"", "runtime": 1},
                      {"id": "last", "runtime": 1, "parents": ["stage<1>&\"x\""]}]}
@@ -599,7 +599,7 @@ def test_the_gantt_chart_names_tasks_by_their_ids(api: httpx.Client) -> None:
 
 def test_an_arrival_whose_finish_could_never_be_reported_is_refused(
         api: httpx.Client) -> None:
-    """QA sweep: on a 0.01-vCPU pool a task of 1e9 s was assigned to finish at 1.6e12 s, but
+    """Regression: on a 0.01-vCPU pool a task of 1e9 s was assigned to finish at 1.6e12 s, but
     a finish can be reported up to 1e12 s only, so it was always refused. Such an arrival is
     a 422 naming it, and nothing changes; one that fits can be finished at its projection."""
     url = _session(api, "0.01", "heft")

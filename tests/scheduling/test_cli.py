@@ -65,7 +65,7 @@ def test_folder_generated_and_gantt(tmp_path: Path) -> None:
     assert len(schedule["tasks"]) == rows["heft"]["decisions"]
     svg = (tmp_path / "gantt_heft.svg").read_text()
     assert svg.startswith("<svg") and "<rect" in svg
-    # tooltips name tasks by id, as the schedule does (QA sweep: the internal index)
+    # tooltips name tasks by id, as the schedule does (before: the internal index)
     first = {t["task"] for t in schedule["tasks"] if t["workflow"] == 0}
     assert all(f"<title>workflow 0 task {tid}: " in svg for tid in first)
     assert "task 0:" not in svg
@@ -131,9 +131,9 @@ def test_rates_keep_their_order_and_repeats(tmp_path: Path) -> None:
     a_file.write_text("")
     named = _run("simulate", "--workflows-count", "3", "--policies", "heft",
                  "--gantt", str(a_file))
-    # a file given for the folder is named as such, not "does not exist" (QA sweep)
+    # a file given for the folder is named as such, not "does not exist"
     assert named.exit_code == 2 and "is a file; give a folder" in named.stderr
-    # a new folder in an existing one is made (QA sweep: it was refused), a deeper one not
+    # a new folder in an existing one is made (before: it was refused), a deeper one not
     made = _run("simulate", "--workflows-count", "3", "--policies", "heft",
                 "--schedule", str(tmp_path / "new"))
     assert made.exit_code == 0, made.stderr
@@ -144,7 +144,7 @@ def test_rates_keep_their_order_and_repeats(tmp_path: Path) -> None:
 
 
 def test_a_chart_or_schedule_that_cannot_be_written_keeps_the_result(tmp_path: Path) -> None:
-    """QA sweep: under --json an unwritable --gantt or --schedule file printed no document
+    """Regression: under --json an unwritable --gantt or --schedule file printed no document
     (only the error on stderr); it now prints the results with the error, as `solve --out`
     does, and without --json the table comes before the error."""
     for option, name in (("--gantt", "gantt_heft.svg"), ("--schedule", "schedule_heft.json")):
@@ -162,7 +162,7 @@ def test_a_chart_or_schedule_that_cannot_be_written_keeps_the_result(tmp_path: P
 
 
 def test_generated_shapes_give_the_apis_numbers_for_the_same_seed(api: httpx.Client) -> None:
-    """Found by a QA sweep: --seed also seeded the generated templates' runtime noise, so the
+    """Regression: --seed also seeded the generated templates' runtime noise, so the
     CLI and POST /v1/scheduling/simulate disagreed at any seed but 0. The templates now have
     their own --template-seed (the API's generator.seed), 0 by default in both."""
     cli = json.loads(_run("simulate", "--workflows-count", "30", "--policies", "heft",
@@ -176,7 +176,7 @@ def test_generated_shapes_give_the_apis_numbers_for_the_same_seed(api: httpx.Cli
 
 
 def test_generated_workflows_echo_their_seed(api: httpx.Client) -> None:
-    """QA sweep: an answer on generated workflows named the stream's seed but not the
+    """Regression: an answer on generated workflows named the stream's seed but not the
     generator's (their runtimes), so it could not be reproduced from the answer alone. Both
     now echo the generator's settings, and sending them back gives the same numbers."""
     cli = json.loads(_run("simulate", "--workflows-count", "20", "--policies", "heft",
@@ -201,7 +201,7 @@ def test_generated_workflows_echo_their_seed(api: httpx.Client) -> None:
 
 
 def test_a_sessions_state_names_its_seed(api: httpx.Client) -> None:
-    """QA sweep: a session's seed decides the random policy's choices and ties, yet its state
+    """Regression: a session's seed decides the random policy's choices and ties, yet its state
     (HTTP and CLI) did not say which seed it ran under."""
     r = api.post("/v1/scheduling/sessions", json={"pool": "1x2", "policy": "random", "seed": 5})
     assert r.status_code == 201 and r.json()["seed"] == 5
@@ -254,7 +254,7 @@ def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client,
     assert answers[2] == over_http[2]
     assert answers[3]["now"] == 3.0 and answers[3]["policy"] == "heft_slack"
     # bad lines: not JSON, an unknown event type, an unreadable file; and what ended the
-    # whole session before (QA sweep): a corrupt .gz, nesting too deep, 5,000 digits
+    # whole session before: a corrupt .gz, nesting too deep, 5,000 digits
     corrupt = bytearray(gzip.compress((WORKFLOWS / "Montage_25.xml").read_bytes()))
     corrupt[20:60] = b"\xff" * 40
     broken = tmp_path / "corrupt.xml.gz"
@@ -283,7 +283,7 @@ def test_session_on_stdin_answers_as_the_http_session(api: httpx.Client,
 
 
 def test_a_local_file_takes_no_tasks_and_fails_in_its_turn() -> None:
-    """QA sweep: tasks, seed and format beside a local file were ignored (as beside a
+    """Regression: tasks, seed and format beside a local file were ignored (as beside a
     document over HTTP), and an unreadable file later in a batch applied none of the events
     before it; now it is refused in its turn, after them, as HTTP refuses a bad document."""
     montage = str(WORKFLOWS / "Montage_25.xml")
@@ -311,7 +311,7 @@ def test_bad_input_under_json_prints_a_document() -> None:
 
 
 def test_more_rates_than_workflows_is_refused_naming_the_option() -> None:
-    """The twin of the API's 422 on `rates` (QA sweep: five rates over two workflows ran
+    """The twin of the API's 422 on `rates` (before: five rates over two workflows ran
     rates 1 and 3 only)."""
     result = _run("simulate", "--workflows-count", "2", "--policies", "heft", "--rate",
                   "1,2,3,4,5", "--json")
@@ -321,7 +321,7 @@ def test_more_rates_than_workflows_is_refused_naming_the_option() -> None:
 
 
 def test_an_unknown_key_beside_events_is_refused_as_over_http(api: httpx.Client) -> None:
-    """QA sweep: the CLI session dropped unknown keys of the {"events": [...]} wrapper and
+    """Regression: the CLI session dropped unknown keys of the {"events": [...]} wrapper and
     applied the events, while POST .../events refuses extra fields with a 422."""
     line = {"events": [{"type": "workflow_arrived", "time": 0, "workflow_id": "w",
                         "shape": "montage"}], "typo": 1}
@@ -337,7 +337,7 @@ def test_an_unknown_key_beside_events_is_refused_as_over_http(api: httpx.Client)
 
 
 def test_tasks_help_gives_the_cli_range_and_the_apis() -> None:
-    """QA sweep: --tasks takes 10 to 5,000 while the API's generator.tasks takes 10 to 2,000,
+    """Regression: --tasks takes 10 to 5,000 while the API's generator.tasks takes 10 to 2,000,
     and --help said neither."""
     result = _run("simulate", "--help")
     text = " ".join(result.stdout.split())
@@ -345,7 +345,7 @@ def test_tasks_help_gives_the_cli_range_and_the_apis() -> None:
 
 
 def test_a_line_that_is_not_utf8_is_one_refused_line(tmp_path: Path) -> None:
-    """QA sweep: an --events file with bytes that are not UTF-8 ended the session with a
+    """Regression: an --events file with bytes that are not UTF-8 ended the session with a
     UnicodeDecodeError traceback; now that line is answered with an error and the next
     lines still run (as on stdin), exit 2."""
     events = tmp_path / "events.jsonl"

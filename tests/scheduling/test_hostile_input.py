@@ -158,7 +158,7 @@ def test_an_unexpected_parser_error_is_still_a_422_on_file(
 
 
 def test_idle_sessions_expire_on_any_access_and_any_request_keeps_one_alive() -> None:
-    """QA sweep: expiry ran only when a session was created, and GET did not count as
+    """Regression: expiry ran only when a session was created, and GET did not count as
     activity, so an expired session kept answering and polling could not keep one alive."""
     import time
 

@@ -1,5 +1,5 @@
 """A Gantt chart alone keeps only the workflows it draws: every policy's whole record stayed in
-memory until the last policy had run (QA perf sweep: gantt=true on 20,000 workflows × 10
+memory until the last policy had run (before: gantt=true on 20,000 workflows × 10
 policies held 1 GB more than the same request without it)."""
 
 from __future__ import annotations

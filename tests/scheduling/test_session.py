@@ -1,5 +1,5 @@
 """Online sessions in process: a replay of simulate's stream, and the memory a long session
-keeps (QA sweep: finished workflows were kept forever and a session could hold 2M tasks)."""
+keeps (before: finished workflows were kept forever and a session could hold 2M tasks)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def _pair(session: Session, t: float, wid: str | None = None) -> str:
 
 
 def test_finished_workflows_leave_memory_and_the_state_lists_the_latest() -> None:
-    """QA sweep: 5,000 finished one-task workflows made a 452 KB state and +15 MB RSS."""
+    """Regression: 5,000 finished one-task workflows made a 452 KB state and +15 MB RSS."""
     listed = session_module.MAX_FINISHED_LISTED
     session = Session(parse_pool("1x1"), HEURISTICS["heft"]())
     ids = [_pair(session, float(t)) for t in range(listed + 50)]
@@ -91,7 +91,7 @@ def _arrival(t: float, wid: str, tasks: int) -> dict[str, Any]:
 
 
 def test_unfinished_tasks_are_capped_per_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    """QA sweep: 1,000 unfinished workflows of 2,000 tasks (about 1 GB) fitted the caps. A
+    """Regression: 1,000 unfinished workflows of 2,000 tasks (about 1 GB) fitted the caps. A
     request that would pass MAX_LIVE_TASKS at any point is a 413 naming `events` before any
     event is applied; finishes before an arrival in the same request make room."""
     monkeypatch.setattr(session_module, "MAX_LIVE_TASKS", 10)
@@ -122,7 +122,7 @@ def test_unfinished_tasks_are_capped_per_session(monkeypatch: pytest.MonkeyPatch
 
 
 def test_every_projected_finish_stays_reportable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """QA sweep: a task projected to finish after 1e12 s (the latest time an event may
+    """Regression: a task projected to finish after 1e12 s (the latest time an event may
     report) was accepted, and its finish then always refused. Arrivals that could lead there
     are refused (field ``workflow``) whatever VM the policy picks; the accepted ones, their
     finishes reported as projected, never get a projection past the limit."""

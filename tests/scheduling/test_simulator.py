@@ -149,7 +149,7 @@ def test_size_factor_is_goodrls() -> None:
 
 def test_a_deadline_stops_a_burst_of_slow_decisions() -> None:
     """The deadline was read once per 1,024 events; a burst of ready tasks is decided within
-    one event, and a GOODRL decision on a dense DAG takes a good part of a second (QA sweep:
+    one event, and a GOODRL decision on a dense DAG takes a good part of a second (before:
     a request ran 5 minutes past its client). It is now read every 16 decisions too."""
     import time
 
@@ -168,7 +168,7 @@ def test_a_deadline_stops_a_burst_of_slow_decisions() -> None:
 
 def test_a_sessions_automatic_workflow_ids_take_the_first_free_number() -> None:
     """Its schema says wf1, wf2, ...: after client-named workflows the first automatic id
-    was wf<count + 1> while wf1 was free (QA sweep)."""
+    was wf<count + 1> while wf1 was free."""
     from solvers.scheduling.session import Session
     from solvers.scheduling.simulator import parse_pool
 
@@ -178,13 +178,13 @@ def test_a_sessions_automatic_workflow_ids_take_the_first_free_number() -> None:
         session.workflow_arrived(chain, 0.0, name)
     got = [session.workflow_arrived(chain, 0.0)[0] for _ in range(3)]
     assert got == ["wf1", "wf3", "wf4"]
-    # an id a later event of the same request names is skipped too (QA sweep)
+    # an id a later event of the same request names is skipped too
     assert session.workflow_arrived(chain, 0.0, avoid={"wf5", "wf6"})[0] == "wf7"
     assert session.workflow_arrived(chain, 0.0, "wf5")[0] == "wf5"
 
 
 def test_every_rate_gets_a_segment_or_the_stream_is_refused() -> None:
-    """QA sweep: arange(count) * len(rates) // count skipped rates when there were more rates
+    """Regression: arange(count) * len(rates) // count skipped rates when there were more rates
     than workflows; now each rate needs at least one workflow."""
     with pytest.raises(InstanceError) as info:
         Arrivals(2, (1.0, 2.0, 3.0, 4.0, 5.0))

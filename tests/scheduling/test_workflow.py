@@ -37,7 +37,7 @@ def test_heft_paper_dag_derived_quantities() -> None:
     wf = load_workflow(WORKFLOWS / "HEFT_paper.xml")
     # critical path T1 → T2 (or T4) → T9 → T10: 14 + 13 + 18 + 21 = 66 runtime seconds
     assert wf.critical_path() == pytest.approx(66 * SIZE_FACTOR)
-    # described in the runtimes' own seconds, beside total_runtime (QA sweep: 16× apart)
+    # described in the runtimes' own seconds, beside total_runtime (before: 16× apart)
     assert wf.describe()["critical_path"] == pytest.approx(66)
     assert wf.roots == (0,)
     assert wf.children[0] == (1, 2, 3, 4, 5)
@@ -84,7 +84,7 @@ def test_dax_errors() -> None:
     assert info.value.field == "tasks[0].parents"
     with pytest.raises(InstanceError, match="unknown workflow extension"):
         parse_workflow_bytes(b"", "x.txt")
-    # ids are capped as inline JSON tasks are (a QA sweep found file ids of any length)
+    # ids are capped as inline JSON tasks are (file ids of any length were taken before)
     long = b'<adag><job id="' + b"A" * 201 + b'" runtime="1"/></adag>'
     with pytest.raises(InstanceError, match="at most 200 characters") as info:
         parse_workflow_bytes(long, "x.xml")
@@ -106,7 +106,7 @@ def test_wfcommons_json_both_schemas_and_gzip() -> None:
         assert wf.runtimes.tolist() == [2.5, 1.0]
     assert workflow_from_dict(workflow_from_dict(DIAMOND).to_dict()).parents == \
         workflow_from_dict(DIAMOND).parents
-    # 1.4 with both a name and an id: the parents are named by task name (QA sweep)
+    # 1.4 with both a name and an id: the parents are named by task name
     named = {"name": "w", "workflow": {"tasks": [
         {"name": "fastqSplit_00000001", "id": "00000001", "runtime": 2, "parents": []},
         {"name": "filterContams_00000002", "id": "00000002", "runtime": 1,
