@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -23,6 +22,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from jobs.validation import field_problems
 from solvers.errors import (
     BudgetTooSmallError,
     CheckFailedError,
@@ -39,9 +39,6 @@ from solvers.errors import (
 PROBLEM_JSON = "application/problem+json"
 #: Problem types are URNs: stable identifiers clients can switch on, never dereferenced.
 TYPE_PREFIX = "urn:cosolve:problem:"
-#: How many validation problems are spelled out in ``detail`` and listed in ``errors``.
-_DETAIL_ERRORS = 3
-_LISTED_ERRORS = 20
 
 logger = logging.getLogger("cosolve.api")
 
@@ -65,8 +62,8 @@ class ProblemDetails(BaseModel):
     errors: list[FieldProblem] | None = Field(
         default=None, description="Every invalid field (validation errors only)."
     )
-    # the extras some kinds carry (QA sweep: they were sent but not documented, so a typed
-    # client could not reach a session's assignments in its 422)
+    # the extras some kinds carry, documented so that a typed client reaches them (a
+    # session's assignments in its 422)
     nodes: int | None = Field(default=None, description="413: the instance's node count.")
     arcs: int | None = Field(default=None, description="413: the network's arc count.")
     tasks: int | None = Field(default=None, description="413: the workflows' task count.")
@@ -173,69 +170,13 @@ def problem_response(request: Request, error: ApiError) -> JSONResponse:
 
 
 # -- translating errors ------------------------------------------------------------------
-_LOCATION_ROOTS = {"body", "query", "path", "header", "cookie"}
-
-
-#: Tags of the request schemas' discriminated unions (e.g. a session event's ``type``):
-#: pydantic puts the matched tag into an error's ``loc``, which is not a field of the body.
-UNION_TAGS: set[str] = set()
-
-
-#: Characters no field name has but pydantic's labels of union branches do.
-_UNION_BRANCH = re.compile(r"[\[\]()<>, ]")
-
-
-def field_from_loc(loc: Iterable[int | str], prefix: str | None = None) -> str | None:
-    """A pydantic ``loc`` as a readable path: ('body', 'instance', 'demands', 3) becomes
-    ``instance.demands[3]``. FastAPI's location root (body, query, ...) and the tag of a
-    discriminated union (``events[0].task_finished.time`` is ``events[0].time``) are dropped."""
-    parts = list(loc)
-    if parts and parts[0] in _LOCATION_ROOTS:
-        parts = parts[1:]
-    text = prefix or ""
-    for i, part in enumerate(parts):
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part in UNION_TAGS and i > 0 and isinstance(parts[i - 1], int):
-            continue
-        elif _UNION_BRANCH.search(part):
-            # a plain union's branch label (``list[function-after[...]]``, with a function's
-            # address in it): not a field, and different on every run
-            continue
-        else:
-            text += f".{part}" if text else str(part)
-    return text or None
-
-
-def _error_field(error: Mapping[str, Any], prefix: str | None) -> str:
-    field = field_from_loc(error.get("loc", ()), prefix) or prefix or "body"
-    if error.get("type") in ("union_tag_invalid", "union_tag_not_found"):
-        # the item's tag is what is wrong (or missing): name it
-        field += "." + str(error.get("ctx", {}).get("discriminator", "type")).strip("'")
-    return field
-
-
-def _message(error: Mapping[str, Any]) -> str:
-    if error.get("type") == "extra_forbidden":
-        return "unknown field; the accepted fields are listed in the schema at /docs"
-    return str(error.get("msg", "invalid value"))
-
-
 def validation_problem(errors: Sequence[Mapping[str, Any]], prefix: str | None = None) -> ApiError:
-    """A 422 listing the pydantic errors; ``field`` is the first one's path.
-
-    A body with a wrong type in every one of 100K coordinates would otherwise answer with
-    100K entries, so only the first ``_LISTED_ERRORS`` are listed and the rest counted.
-    """
-    problems = [
-        FieldProblem(field=_error_field(e, prefix), message=_message(e))
-        for e in errors[:_LISTED_ERRORS]
-    ] or [FieldProblem(field=prefix or "body", message="invalid request")]
-    shown = "; ".join(f"{p.field}: {p.message}" for p in problems[:_DETAIL_ERRORS])
-    more = len(errors) - min(len(errors), _DETAIL_ERRORS)
-    detail = shown + (f" (and {more} more)" if more > 0 else "")
+    """A 422 listing the pydantic errors (at most ``LISTED_ERRORS``, the rest counted);
+    ``field`` is the first one's path."""
+    problems, detail = field_problems(errors, prefix)
+    listed = [FieldProblem(field=field, message=message) for field, message in problems]
     return ApiError(422, detail, kind="invalid-request", title="Invalid request",
-                    field=problems[0].field, errors=problems)
+                    field=listed[0].field, errors=listed)
 
 
 def invalid_request(detail: str, field: str) -> ApiError:

@@ -34,6 +34,8 @@ from cli.common import (
     jsonable,
     stdout_console,
 )
+from jobs.scheduling import SessionEvents, WorkflowArrived
+from jobs.validation import InvalidFieldsError, parse_strict
 from solvers.contract import MAX_SEED
 from solvers.errors import (
     CheckFailedError,
@@ -348,10 +350,6 @@ def _raise(exc: Exception) -> Workflow:
 def _session_line(session: Session, obj: Any) -> dict[str, Any]:
     """One input line's answer: the assignments, or the problem (with the answers of the
     events before a refused one, which stay applied), as the HTTP session answers."""
-    from app.errors import ApiError
-    from app.intake import validate_json
-    from app.schemas.scheduling import EventsRequest, WorkflowArrived
-
     if not isinstance(obj, dict):
         return {"error": {"field": "line", "detail": "expected a JSON object: an event, "
                           "{\"events\": [...]} or {\"type\": \"state\"}"}}
@@ -375,8 +373,8 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
                                                                 **ev.arrival_sources())
 
     try:
-        body = validate_json(EventsRequest, json.dumps(wrapper).encode())
-    except ApiError as exc:
+        body = parse_strict(SessionEvents, json.dumps(wrapper).encode())
+    except InvalidFieldsError as exc:
         return {"error": {"field": exc.field, "detail": exc.detail}}
     batch = [Arrived(ev.time, source(i, ev), ev.workflow_id)
              if isinstance(ev, WorkflowArrived) else Finished(ev.time, ev.workflow_id, ev.task_id)

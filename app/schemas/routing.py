@@ -15,6 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from app.schemas import examples
+from jobs.validation import DataNumber, reject_bool_number
 from solvers.contract import MAX_SEED
 
 Distance = Literal["exact", "EUC_2D", "CEIL_2D", "FLOOR_2D", "ATT", "EXPLICIT"]
@@ -27,23 +28,6 @@ def _reject_bool(value: Any) -> Any:
     return value
 
 
-def _reject_bool_number(value: Any) -> Any:
-    # JSON true/false would otherwise pass as 1.0/0.0 ("time_limit": true ran for 1 s)
-    if isinstance(value, bool):
-        raise PydanticCustomError("float_type", "Input should be a number, not true or false")
-    return value
-
-
-def _reject_text_number(value: Any) -> Any:
-    # instance data is numbers: "1" in a JSON body was read as 1 where the same instance as a
-    # .json upload or to the CLI was refused (a QA sweep found the two disagreeing)
-    if type(value) is float or type(value) is int:  # the common case: once per number of data
-        return value
-    if isinstance(value, str):
-        raise PydanticCustomError("float_type", "Input should be a number, not text")
-    return _reject_bool_number(value)
-
-
 def _reject_text_int(value: Any) -> Any:
     if type(value) is int:  # the common case first: called once per integer of the data
         return value
@@ -51,8 +35,8 @@ def _reject_text_int(value: Any) -> Any:
         raise PydanticCustomError("int_type", "Input should be an integer, not text")
     if isinstance(value, float) and value.is_integer():
         # a whole float (2.0, as numpy and many JSON writers print integers) is the integer,
-        # as JSON Schema's "integer" and the file readers take it (QA sweep: a demand of 1.0
-        # was refused in a body and read from the same instance uploaded as a .json file)
+        # as JSON Schema's "integer" and the file readers take it, so a body and the same
+        # instance uploaded as a .json file agree
         return int(value)
     return _reject_bool(value)
 
@@ -68,16 +52,13 @@ def _finite_option(value: Any) -> Any:
             return value  # pydantic's own float parsing error
     if isinstance(number, float) and not math.isfinite(number):
         raise PydanticCustomError("finite_number", "Input should be a finite number")
-    return _reject_bool_number(value)
+    return reject_bool_number(value)
 
 
 #: A JSON number (an integer or a float), never true or false, and finite; options only (a
 #: multipart form sends its fields as text, so "0.5" is read as 0.5 there; JSON bodies are
 #: validated strictly, ``app.intake.validate_json``, so a JSON "0.5" is refused).
 Number = Annotated[float, BeforeValidator(_finite_option)]
-
-#: A number of an instance's or a network's data: never text, true or false.
-DataNumber = Annotated[float, BeforeValidator(_reject_text_number)]
 
 #: An integer of an instance's or a network's data, never text, true or false, that fits
 #: numpy's int64, so the domain's arrays cannot overflow.

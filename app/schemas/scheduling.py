@@ -8,22 +8,25 @@ workflows with the same words.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.errors import UNION_TAGS
 from app.schemas import examples
-from app.schemas.routing import MAX_SEED, DataNumber, Number
-from solvers.scheduling.session import MAX_EVENT_TIME
+from app.schemas.routing import MAX_SEED, Number
+
+# the models the HTTP session shares with the CLI, part of this resource's schemas too
+from jobs.scheduling import MAX_EVENTS as MAX_EVENTS
+from jobs.scheduling import MAX_TEMPLATE_TASKS, SessionEvents, WorkflowIn
+from jobs.scheduling import TaskFinished as TaskFinished
+from jobs.scheduling import TaskIn as TaskIn
+from jobs.scheduling import WorkflowArrived as WorkflowArrived
 
 #: Caps that keep every request small and finite (413/422 above them).
 MAX_TEMPLATES = 32
-MAX_TEMPLATE_TASKS = 2_000
 MAX_WORKFLOWS_COUNT = 20_000
 MAX_POLICIES = 12
 MAX_RATES = 10
-MAX_EVENTS = 1_000
 DEFAULT_SIM_POLICIES = ["heft_slack", "heft", "eft", "peft", "est", "eft_stale"]
 
 
@@ -31,22 +34,6 @@ class _Strict(BaseModel):
     """Unknown fields are errors, so a typo ("workflow_count") is reported, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
-
-
-class TaskIn(_Strict):
-    """One task: an id, its reference runtime in seconds, and the ids of its parents."""
-
-    id: str = Field(min_length=1, max_length=200)
-    runtime: DataNumber = Field(description="Seconds on the reference machine (≥ 0); the work is "
-                           "runtime × 16 vCPU-seconds, as in GOODRL.")
-    parents: list[str] = Field(default_factory=list, max_length=MAX_TEMPLATE_TASKS)
-
-
-class WorkflowIn(_Strict):
-    """A workflow DAG (the compact form of WfCommons JSON)."""
-
-    name: str | None = Field(default=None, max_length=200)
-    tasks: list[TaskIn] = Field(min_length=1, max_length=MAX_TEMPLATE_TASKS)
 
 
 class GeneratorIn(_Strict):
@@ -101,7 +88,7 @@ class SimulateUpload(_Strict):
     """multipart/form-data: one or more ``file`` parts (DAX .xml/.dax or WfCommons .json,
     optionally .gz) plus the options as form fields (rates and policies comma-separated)."""
 
-    # the bounds SimulateOptions enforces on the form's values (QA sweep: undocumented here)
+    # the bounds SimulateOptions enforces on the form's values, documented here too
     file: list[bytes] = Field(min_length=1, max_length=MAX_TEMPLATES)
     pool: str = Field(default="6x4", max_length=5000)
     rates: str = Field(default="5.4", description="e.g. '5.4' or '5.4,9'.")
@@ -214,58 +201,8 @@ class SessionCreate(_Strict):
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
 
 
-class WorkflowArrived(_Strict):
-    """A workflow arrived at ``time`` (seconds on the caller's clock, never decreasing)."""
-
-    type: Literal["workflow_arrived"]
-    time: DataNumber = Field(ge=0, le=MAX_EVENT_TIME, allow_inf_nan=False)
-    workflow_id: str | None = Field(default=None, min_length=1, max_length=200,
-                                    description="Your id for it; default wf1, wf2, …")
-    workflow: WorkflowIn | None = None
-    document: str | None = Field(
-        default=None, min_length=1,
-        description="Instead of workflow: a workflow file's whole text, a Pegasus DAX (XML) "
-        "or a WfCommons JSON document, as `simulate` takes them as files.")
-    format: Literal["dax", "wfcommons"] | None = Field(
-        default=None, description="The document's format; by default told from its first "
-        "character (`<` is DAX).")
-    shape: Literal["montage", "cybershake", "inspiral", "sipht"] | None = Field(
-        default=None, description="Instead of workflow: a generated workflow of this shape.")
-    tasks: int = Field(default=30, ge=10, le=MAX_TEMPLATE_TASKS,
-                       description="With shape: the generated workflow's size.")
-    seed: int = Field(default=0, ge=0, le=MAX_SEED,
-                      description="With shape: the seed of the generated workflow.")
-
-    def arrival_sources(self) -> dict[str, Any]:
-        """``arrival_workflow``'s arguments; tasks and seed only where the event gave them
-        (beside a workflow or a document they are refused, not ignored)."""
-        given = self.model_fields_set
-        return {"workflow": None if self.workflow is None
-                else self.workflow.model_dump(exclude_none=True),
-                "document": self.document, "fmt": self.format, "shape": self.shape,
-                "tasks": self.tasks if "tasks" in given else None,
-                "seed": self.seed if "seed" in given else None,
-                "name": self.workflow_id or "workflow"}
-
-
-class TaskFinished(_Strict):
-    """A task finished at ``time``."""
-
-    type: Literal["task_finished"]
-    time: DataNumber = Field(ge=0, le=MAX_EVENT_TIME, allow_inf_nan=False)
-    workflow_id: str = Field(min_length=1, max_length=200)
-    task_id: str = Field(min_length=1, max_length=200)
-
-
-UNION_TAGS.update(("workflow_arrived", "task_finished"))
-
-
-class EventsRequest(_Strict):
+class EventsRequest(SessionEvents):
     model_config = ConfigDict(json_schema_extra=examples.EVENTS)
-    # tagged by `type`, so a bad event's error names its own field (`events[0].time`), not
-    # both union branches
-    events: list[Annotated[WorkflowArrived | TaskFinished, Field(discriminator="type")]] = Field(
-        min_length=1, max_length=MAX_EVENTS)
 
 
 class AssignmentOut(BaseModel):
