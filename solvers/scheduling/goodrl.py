@@ -18,8 +18,8 @@ import torch
 from models.goodrl import GoodRL
 from solvers.errors import SolverUnavailableError
 from solvers.scheduling.features import collate, observe
+from solvers.scheduling.goodrl_card import GOODRL_DESCRIPTION
 from solvers.scheduling.heuristics import HEFT
-from solvers.scheduling.registry import GOODRL_DESCRIPTION
 from solvers.scheduling.simulator import ClusterState, Run
 from solvers.tuning import torch_threads
 from solvers.weights import WEIGHTS_DIR

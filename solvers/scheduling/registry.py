@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from solvers.errors import CheckFailedError, SolverUnavailableError, UnknownSolverError
 from solvers.scheduling.check import ScheduleCheck, check_result, expected_stream
+from solvers.scheduling.goodrl_card import GOODRL_DESCRIPTION
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS, STALE_HEURISTICS
 from solvers.scheduling.simulator import Arrivals, Policy, SimResult, VMPool, simulate
 from solvers.scheduling.workflow import Workflow
@@ -35,10 +36,6 @@ for _name in (*CORRECT_HEURISTICS, *STALE_HEURISTICS):
     _cls = HEURISTICS[_name]
     POLICIES[_name] = PolicySpec(_name, "heuristic" if _name in CORRECT_HEURISTICS
                                  else "heuristic-stale", _cls.description, _cls)
-GOODRL_DESCRIPTION = ("GOODRL (ICLR 2025): graph-attention actor over task-specific graphs, "
-                      "trained by imitation of heft_slack (the shipped weights; offline and "
-                      "online PPO are in training.goodrl but found nothing better, see "
-                      "MANIFEST.json).")
 
 
 def _goodrl_policy() -> Policy:
