@@ -109,11 +109,62 @@ def check_schedule(templates: Sequence[Workflow], vcpus: Sequence[float],
     problems: list[str] = []
     speeds = np.asarray(vcpus, dtype=np.float64)
     m = len(speeds)
-    ns = np.array([w.n for w in templates], dtype=np.int64)
     W = _as_table(workflows, 4) if len(workflows) else np.zeros((0, 4))
     T = _as_table(tasks, 6) if len(tasks) else np.zeros((0, 6))
+    rec = _check_workflows(templates, W, stream, problems)
+    T, g, vm = _check_task_rows(rec, T, m, problems)
+    ready = np.full(rec.total, math.nan)
+    start = np.full(rec.total, math.nan)
+    finish = np.full(rec.total, math.nan)
+    ready[g], start[g], finish[g] = T[:, 3], T[:, 4], T[:, 5]
+    duration = _check_durations(rec, T, g, speeds[vm], problems)
+    due = _check_precedence(rec, ready, start, finish, problems)
+    _check_queues(rec, g, vm, T, due, problems)
 
-    # -- the workflows: known templates, each once, and the stream's arrivals ----------------
+    # -- flowtimes, makespan, utilization, recomputed ---------------------------------------
+    last = (np.fmax.reduceat(finish, rec.offset[:-1]) if rec.total else np.zeros(0))
+    wrong_finish = np.flatnonzero(~(np.abs(rec.finish - last) <= _tol(last)))
+    if wrong_finish.size:
+        problems.append(f"{_count(wrong_finish.size, 'workflow')} whose recorded finish is not "
+                        "its last task's: " + _listed(
+                            [f"{rec.uids[w]}: {rec.finish[w]:g} s, not {last[w]:g} s"
+                             for w in wrong_finish[:_MAX_LISTED]], wrong_finish.size))
+    flow = last - rec.arrival
+    mean_flowtime = float(flow.mean()) if len(flow) else math.nan
+    makespan = float(np.nanmax(last)) if len(last) else 0.0
+    busy = float(duration.sum())
+    utilization = busy / (m * makespan) if makespan > 0 else 0.0
+    if reported is not None:
+        _compare(problems, reported, len(rec.uids), mean_flowtime, makespan, utilization)
+    return ScheduleCheck(problems, len(rec.uids), len(T), mean_flowtime, makespan, utilization)
+
+
+@dataclass(frozen=True, eq=False)
+class _Recorded:
+    """The recorded workflows sorted by uid, and a global index for each of their tasks:
+    ``offset[w] + task``."""
+
+    templates: Sequence[Workflow]
+    uids: np.ndarray
+    kinds: np.ndarray
+    arrival: np.ndarray
+    finish: np.ndarray
+    #: tasks per recorded workflow, and where each workflow's tasks start in the global index
+    n_w: np.ndarray
+    offset: np.ndarray
+    total: int
+    wrow_of_g: np.ndarray
+
+    def name(self, g: int) -> str:
+        w = int(self.wrow_of_g[g])
+        task = self.templates[self.kinds[w]].ids[g - self.offset[w]]
+        return f"{task!r} of workflow {self.uids[w]}"
+
+
+def _check_workflows(templates: Sequence[Workflow], W: np.ndarray,
+                     stream: tuple[np.ndarray, np.ndarray] | None,
+                     problems: list[str]) -> _Recorded:
+    """The workflow records: known templates, each workflow once, and the stream's arrivals."""
     w_ok = _integral(W[:, 0], 0, 2**53) & _integral(W[:, 1], 0, len(templates))
     if not w_ok.all():
         bad = np.flatnonzero(~w_ok)
@@ -130,43 +181,50 @@ def check_schedule(templates: Sequence[Workflow], vcpus: Sequence[float],
         problems.append(f"{_count(repeated.size, 'workflow')} recorded more than once: "
                         + _listed([str(u) for u in repeated[:_MAX_LISTED]], repeated.size))
     if stream is not None:
-        times, stream_kinds = stream
-        count = len(times)
-        missing = np.setdiff1d(np.arange(count), uids)
-        if missing.size:
-            problems.append(f"{_count(missing.size, 'workflow')} arrived but not in the schedule "
-                            "(never finished): " + _listed(
-                                [str(u) for u in missing[:_MAX_LISTED]], missing.size))
-        inside = uids < count
-        if not inside.all():
-            extra = uids[~inside]
-            problems.append(f"{_count(extra.size, 'workflow')} in the schedule never arrived: "
-                            + _listed([str(u) for u in extra[:_MAX_LISTED]], extra.size))
-        at = uids[inside]
-        wrong_kind = at[kinds[inside] != stream_kinds[at]]
-        if wrong_kind.size:
-            problems.append(f"{_count(wrong_kind.size, 'workflow')} of another template than "
-                            "the stream's: " + _listed(
-                                [str(u) for u in wrong_kind[:_MAX_LISTED]], wrong_kind.size))
-        off = np.abs(arrival[inside] - times[at]) > _tol(times[at])
-        if off.any():
-            shown = [f"{u} at {a:g} s, not {times[u]:g} s"
-                     for u, a in zip(at[off][:_MAX_LISTED].tolist(),
-                                     arrival[inside][off][:_MAX_LISTED].tolist(), strict=True)]
-            problems.append(f"{_count(int(off.sum()), 'workflow')} recorded with another "
-                            "arrival than the stream's: " + _listed(shown, int(off.sum())))
-
-    # every task of every recorded workflow has a global index: offset[w] + task
+        _check_stream(uids, kinds, arrival, stream, problems)
+    ns = np.array([w.n for w in templates], dtype=np.int64)
     n_w = ns[kinds]
     offset = np.concatenate([[0], np.cumsum(n_w)])
-    total = int(offset[-1])
-    wrow_of_g = np.repeat(np.arange(len(uids)), n_w)
+    return _Recorded(templates=templates, uids=uids, kinds=kinds, arrival=arrival,
+                     finish=w_finish, n_w=n_w, offset=offset, total=int(offset[-1]),
+                     wrow_of_g=np.repeat(np.arange(len(uids)), n_w))
 
-    def name(g: int) -> str:
-        w = int(wrow_of_g[g])
-        return f"{templates[kinds[w]].ids[g - offset[w]]!r} of workflow {uids[w]}"
 
-    # -- the task rows: a known workflow and task, a VM of the pool -------------------------
+def _check_stream(uids: np.ndarray, kinds: np.ndarray, arrival: np.ndarray,
+                  stream: tuple[np.ndarray, np.ndarray], problems: list[str]) -> None:
+    """Every workflow of the stream recorded, none other, each of its template and arrival."""
+    times, stream_kinds = stream
+    count = len(times)
+    missing = np.setdiff1d(np.arange(count), uids)
+    if missing.size:
+        problems.append(f"{_count(missing.size, 'workflow')} arrived but not in the schedule "
+                        "(never finished): " + _listed(
+                            [str(u) for u in missing[:_MAX_LISTED]], missing.size))
+    inside = uids < count
+    if not inside.all():
+        extra = uids[~inside]
+        problems.append(f"{_count(extra.size, 'workflow')} in the schedule never arrived: "
+                        + _listed([str(u) for u in extra[:_MAX_LISTED]], extra.size))
+    at = uids[inside]
+    wrong_kind = at[kinds[inside] != stream_kinds[at]]
+    if wrong_kind.size:
+        problems.append(f"{_count(wrong_kind.size, 'workflow')} of another template than "
+                        "the stream's: " + _listed(
+                            [str(u) for u in wrong_kind[:_MAX_LISTED]], wrong_kind.size))
+    off = np.abs(arrival[inside] - times[at]) > _tol(times[at])
+    if off.any():
+        shown = [f"{u} at {a:g} s, not {times[u]:g} s"
+                 for u, a in zip(at[off][:_MAX_LISTED].tolist(),
+                                 arrival[inside][off][:_MAX_LISTED].tolist(), strict=True)]
+        problems.append(f"{_count(int(off.sum()), 'workflow')} recorded with another "
+                        "arrival than the stream's: " + _listed(shown, int(off.sum())))
+
+
+def _check_task_rows(rec: _Recorded, T: np.ndarray, m: int, problems: list[str]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The task rows: each of a recorded workflow's task, on a VM of the pool, and every task
+    exactly once. (rows that name a task and a VM, their global task index, their VM)."""
+    uids, n_w, offset = rec.uids, rec.n_w, rec.offset
     pos = np.minimum(np.searchsorted(uids, T[:, 0]), max(len(uids) - 1, 0))
     known = (_integral(T[:, 0], 0, 2**53) & (uids[pos] == T[:, 0]) if len(uids)
              else np.zeros(len(T), bool))
@@ -185,45 +243,49 @@ def check_schedule(templates: Sequence[Workflow], vcpus: Sequence[float],
                         + _listed([f"row {i}: vm {T[i, 2]:g}" for i in bad[:_MAX_LISTED]],
                                   bad.size))
     g_known = offset[pos[known]] + T[known, 1].astype(np.int64)
-
-    # -- every task exactly once ------------------------------------------------------------
-    counts = np.bincount(g_known, minlength=total)
+    counts = np.bincount(g_known, minlength=rec.total)
     for what, idx in (("never scheduled", np.flatnonzero(counts == 0)),
                       ("scheduled more than once", np.flatnonzero(counts > 1))):
         if idx.size:
             problems.append(f"{_count(idx.size, 'task')} {what}: "
-                            + _listed([name(int(i)) for i in idx[:_MAX_LISTED]], idx.size))
+                            + _listed([rec.name(int(i)) for i in idx[:_MAX_LISTED]], idx.size))
     good = known & vm_ok
     if not good.all():  # the rest is timed on the rows that name a task and a VM
         T, pos = T[good], pos[good]
     g = offset[pos] + T[:, 1].astype(np.int64)
-    vm = T[:, 2].astype(np.int64)
-    ready = np.full(total, math.nan)
-    start = np.full(total, math.nan)
-    finish = np.full(total, math.nan)
-    ready[g], start[g], finish[g] = T[:, 3], T[:, 4], T[:, 5]
-    arrival_g = np.repeat(arrival, n_w)
+    return T, g, T[:, 2].astype(np.int64)
 
-    # -- durations: runtime × 16 / vCPUs on the task's VM -----------------------------------
-    runtime_g = (np.concatenate([templates[k].runtimes for k in kinds]) if len(kinds)
-                 else np.zeros(0))
-    duration = runtime_g[g] * SIZE_FACTOR / speeds[vm]
+
+def _check_durations(rec: _Recorded, T: np.ndarray, g: np.ndarray, speed: np.ndarray,
+                     problems: list[str]) -> np.ndarray:
+    """Each task's finish − start against runtime × 16 / vCPUs of its VM (``speed`` per row);
+    the durations, per row."""
+    runtime_g = (np.concatenate([rec.templates[k].runtimes for k in rec.kinds])
+                 if len(rec.kinds) else np.zeros(0))
+    duration = runtime_g[g] * SIZE_FACTOR / speed
     took = T[:, 5] - T[:, 4]
     off = ~(np.abs(took - duration) <= _tol(T[:, 5]))
     if off.any():
-        shown = [f"{name(int(j))} took {t:g} s, not {d:g} s" for j, t, d in zip(
+        shown = [f"{rec.name(int(j))} took {t:g} s, not {d:g} s" for j, t, d in zip(
             g[off][:_MAX_LISTED], took[off][:_MAX_LISTED], duration[off][:_MAX_LISTED],
             strict=True)]
         problems.append(f"{_count(int(off.sum()), 'task')} whose finish − start is not runtime "
                         "× 16 / vCPUs of its VM: " + _listed(shown, int(off.sum())))
+    return duration
 
-    # -- no task before its workflow arrives, none before its parents finish ----------------
+
+def _check_precedence(rec: _Recorded, ready: np.ndarray, start: np.ndarray,
+                      finish: np.ndarray, problems: list[str]) -> np.ndarray:
+    """No task before its workflow arrives, none before its parents finish, and each ready
+    time the last parent's finish; the time each task was due (per global task index)."""
+    name = rec.name
+    arrival_g = np.repeat(rec.arrival, rec.n_w)
     early = np.flatnonzero(start < arrival_g - _tol(arrival_g))
     if early.size:
         problems.append(f"{_count(early.size, 'task')} started before its workflow arrived: "
                         + _listed([f"{name(int(j))} at {start[j]:g} s < {arrival_g[j]:g} s"
                                    for j in early[:_MAX_LISTED]], early.size))
-    parent, child = _edges(templates, kinds, offset)
+    parent, child = _edges(rec.templates, rec.kinds, rec.offset)
     before = start[child] < finish[parent] - _tol(finish[parent])
     if before.any():
         idx = np.flatnonzero(before)
@@ -242,8 +304,13 @@ def check_schedule(templates: Sequence[Workflow], vcpus: Sequence[float],
                         "its last parent's finish (its arrival for a root): " + _listed(
                             [f"{name(int(j))} {ready[j]:g} s, not {due[j]:g} s"
                              for j in late_ready[:_MAX_LISTED]], late_ready.size))
+    return due
 
-    # -- each VM: its FIFO queue in decision order, one task at a time, no idle wait --------
+
+def _check_queues(rec: _Recorded, g: np.ndarray, vm: np.ndarray, T: np.ndarray,
+                  due: np.ndarray, problems: list[str]) -> None:
+    """Each VM: its FIFO queue in decision order, one task at a time, no idle wait."""
+    name = rec.name
     by_vm = np.argsort(vm, kind="stable")  # decision order within each VM
     q_g, q_vm, q_start, q_finish = g[by_vm], vm[by_vm], T[by_vm, 4], T[by_vm, 5]
     same = q_vm[1:] == q_vm[:-1]
@@ -263,23 +330,6 @@ def check_schedule(templates: Sequence[Workflow], vcpus: Sequence[float],
                         "allowed (the VM idled while it waited): " + _listed(
                             [f"{name(int(q_g[i]))} at {q_start[i]:g} s, could at "
                              f"{can_start[i]:g} s" for i in idle[:_MAX_LISTED]], idle.size))
-
-    # -- flowtimes, makespan, utilization, recomputed ---------------------------------------
-    last = (np.fmax.reduceat(finish, offset[:-1]) if total else np.zeros(0))
-    wrong_finish = np.flatnonzero(~(np.abs(w_finish - last) <= _tol(last)))
-    if wrong_finish.size:
-        problems.append(f"{_count(wrong_finish.size, 'workflow')} whose recorded finish is not "
-                        "its last task's: " + _listed(
-                            [f"{uids[w]}: {w_finish[w]:g} s, not {last[w]:g} s"
-                             for w in wrong_finish[:_MAX_LISTED]], wrong_finish.size))
-    flow = last - arrival
-    mean_flowtime = float(flow.mean()) if len(flow) else math.nan
-    makespan = float(np.nanmax(last)) if len(last) else 0.0
-    busy = float(duration.sum())
-    utilization = busy / (m * makespan) if makespan > 0 else 0.0
-    if reported is not None:
-        _compare(problems, reported, len(uids), mean_flowtime, makespan, utilization)
-    return ScheduleCheck(problems, len(uids), len(T), mean_flowtime, makespan, utilization)
 
 
 def _edges(templates: Sequence[Workflow], kinds: np.ndarray, offset: np.ndarray
