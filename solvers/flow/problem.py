@@ -260,49 +260,8 @@ class FlowNetwork:
                                 "node to itself moves no flow; remove it")
         c, _ = _as_int_array(costs, "cost", lambda k: attr(k, "cost"), bound=MAX_ABS_COST)
 
-        if capacities is None:
-            cap = np.zeros(m, dtype=np.int64)
-            capped = np.zeros(m, dtype=bool)
-        else:
-            if len(capacities) != m:
-                raise InstanceError("arcs", f"{len(capacities)} capacities for {m} arcs")
-            cap, capped = _as_int_array(capacities, "capacity", lambda k: attr(k, "capacity"),
-                                        allow_none=True)
-            neg = np.flatnonzero(capped & (cap < 0))
-            if len(neg):
-                k = int(neg[0])
-                raise InstanceError(attr(k, "capacity"), f"negative capacity {int(cap[k])}; "
-                                    "capacities are ≥ 0 (leave it out for an uncapacitated arc)")
-        if lower is None:
-            low = np.zeros(m, dtype=np.int64)
-        else:
-            if len(lower) != m:
-                raise InstanceError("arcs", f"{len(lower)} lower bounds for {m} arcs")
-            low, _ = _as_int_array(lower, "lower bound", lambda k: attr(k, "lower"))
-            bad = np.flatnonzero(low < 0)
-            if len(bad):
-                k = int(bad[0])
-                raise InstanceError(attr(k, "lower"), f"negative lower bound {int(low[k])}")
-            over = np.flatnonzero(capped & (low > cap))
-            if len(over):
-                k = int(over[0])
-                raise InstanceError(attr(k, "lower"), f"lower bound {int(low[k])} is above the "
-                                    f"capacity {int(cap[k])}")
-
-        if node_capacities is None:
-            ncap = np.zeros(n, dtype=np.int64)
-            ncapped = np.zeros(n, dtype=bool)
-        else:
-            if len(node_capacities) != n:
-                raise InstanceError("node_capacities", f"{len(node_capacities)} node capacities "
-                                    f"for {n} nodes; give one per node (null = none)")
-            ncap, ncapped = _as_int_array(node_capacities, "node capacity",
-                                          lambda i: f"node_capacities[{i}]", allow_none=True)
-            neg = np.flatnonzero(ncapped & (ncap < 0))
-            if len(neg):
-                i = int(neg[0])
-                raise InstanceError(f"node_capacities[{i}]", f"negative node capacity "
-                                    f"{int(ncap[i])}")
+        cap, capped, low = _arc_bounds(capacities, lower, m, attr)
+        ncap, ncapped = _node_capacities(node_capacities, n)
 
         net = cls(name=name, node_ids=ids, supplies=sup, tails=t, heads=h, costs=c,
                   capacities=np.where(capped, cap, 0), capacitated=capped, lower=low,
@@ -317,6 +276,60 @@ class FlowNetwork:
             cached = CoreNetwork.from_network(self)
             object.__setattr__(self, "_core", cached)
         return cached
+
+
+def _arc_bounds(capacities: Sequence[Any] | np.ndarray | None,
+               lower: Sequence[Any] | np.ndarray | None, m: int,
+               attr: Callable[[int, str], str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(capacities, capacitated mask, lower bounds) of ``m`` arcs: capacities ≥ 0 where given,
+    0 ≤ lower ≤ capacity."""
+    if capacities is None:
+        cap = np.zeros(m, dtype=np.int64)
+        capped = np.zeros(m, dtype=bool)
+    else:
+        if len(capacities) != m:
+            raise InstanceError("arcs", f"{len(capacities)} capacities for {m} arcs")
+        cap, capped = _as_int_array(capacities, "capacity", lambda k: attr(k, "capacity"),
+                                    allow_none=True)
+        neg = np.flatnonzero(capped & (cap < 0))
+        if len(neg):
+            k = int(neg[0])
+            raise InstanceError(attr(k, "capacity"), f"negative capacity {int(cap[k])}; "
+                                "capacities are ≥ 0 (leave it out for an uncapacitated arc)")
+    if lower is None:
+        low = np.zeros(m, dtype=np.int64)
+    else:
+        if len(lower) != m:
+            raise InstanceError("arcs", f"{len(lower)} lower bounds for {m} arcs")
+        low, _ = _as_int_array(lower, "lower bound", lambda k: attr(k, "lower"))
+        bad = np.flatnonzero(low < 0)
+        if len(bad):
+            k = int(bad[0])
+            raise InstanceError(attr(k, "lower"), f"negative lower bound {int(low[k])}")
+        over = np.flatnonzero(capped & (low > cap))
+        if len(over):
+            k = int(over[0])
+            raise InstanceError(attr(k, "lower"), f"lower bound {int(low[k])} is above the "
+                                f"capacity {int(cap[k])}")
+    return cap, capped, low
+
+
+def _node_capacities(node_capacities: Sequence[Any] | np.ndarray | None, n: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(node capacities, capacitated mask) of ``n`` nodes, each ≥ 0 where given."""
+    if node_capacities is None:
+        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    if len(node_capacities) != n:
+        raise InstanceError("node_capacities", f"{len(node_capacities)} node capacities "
+                            f"for {n} nodes; give one per node (null = none)")
+    ncap, ncapped = _as_int_array(node_capacities, "node capacity",
+                                  lambda i: f"node_capacities[{i}]", allow_none=True)
+    neg = np.flatnonzero(ncapped & (ncap < 0))
+    if len(neg):
+        i = int(neg[0])
+        raise InstanceError(f"node_capacities[{i}]", f"negative node capacity "
+                            f"{int(ncap[i])}")
+    return ncap, ncapped
 
 
 def _lookup(sorted_ids: np.ndarray, order: np.ndarray, query: np.ndarray,
