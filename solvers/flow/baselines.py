@@ -63,9 +63,9 @@ def prove_optimal(core: CoreNetwork, flow: np.ndarray, cost: int, deadline: floa
     (still running at ``deadline``), ``cancelled`` or ``refuted`` (a negative residual cycle).
 
     Label-correcting on the flow's residual graph, recomputed through the dual bound, so it
-    does not trust the solver. It stops at ``deadline`` and on a cancel: it ran after the
-    solver's stop (QA sweep: 0.6 s on a 100,000-arc chain at a 30 s limit, 2,000 rounds for
-    nothing, outside ``wall_time``).
+    does not trust the solver. It stops at ``deadline`` and on a cancel, as it runs after the
+    solver's stop and outside ``wall_time`` (0.6 s and 2,000 rounds on a 100,000-arc chain at
+    a 30 s limit).
     """
     res = optimal_potentials(core, flow, max_rounds=CERTIFY_ROUNDS, deadline=deadline,
                              cancelled=cancelled)
@@ -121,7 +121,7 @@ def require_bounded(net: FlowNetwork, solver: str, budget: Budget, started: floa
     the core network caps uncapacitated arcs, so a solver would return a finite "optimum".
 
     Runs on the solver's clock (``started``) and stops with it (``stop_at``): it took 1.3 s
-    before that clock on a 100,000-arc chain (QA sweep). A check stopped unfinished is a
+    before that clock on a 100,000-arc chain. A check stopped unfinished is a
     ``NoSolutionError``, not a flow whose cost nobody checked was bounded. A network with no
     feasible flow passes, as no flow has any cost: the solver answers ``infeasible`` with its
     cut. The verdict is kept on ``net``, so a comparison checks once. A cancel stops it too
@@ -168,7 +168,7 @@ class ORToolsFlowSolver:
         core = net.core()
         needed = ortools_min_time_limit(core.m)
         if budget.time_limit < needed:
-            # QA sweep: a 1M-arc network asked to finish in 0.05 s answered after 2.4 s
+            # it cannot be stopped: a 1M-arc network asked for 0.05 s answered after 2.4 s
             raise BudgetTooSmallError(
                 f"ortools_mcf cannot be interrupted and needs about {needed:g} s for {core.m} "
                 f"arcs; got {budget.time_limit:g} s. Raise the time limit to at least "

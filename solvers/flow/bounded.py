@@ -3,7 +3,7 @@
 OR-Tools' SimpleMinCostFlow and networkx's network simplex run to the end once started. Their
 running time is estimated from the network's size, but the estimates come from NETGEN-style
 networks with positive costs, and negative costs on long paths took them 10-150 times longer
-(QA sweep: a 100,000-arc chain at 1 s answered after 8.2 s; networkx at its minimum of 1.8 s
+(a 100,000-arc chain at 1 s answered after 8.2 s; networkx at its minimum of 1.8 s
 ran 17.6 s; oft_sinkhorn's repair, the same OR-Tools call, 8 s for an estimated 0.6 s).
 
 So the call runs in a child process forked from the caller, and the caller stops waiting at
@@ -32,8 +32,8 @@ from typing import Any
 #: Work (arcs for OR-Tools, nodes × arcs for networkx) below which the call runs in place.
 INLINE_ARCS = 2_000
 INLINE_NODE_ARCS = 200_000
-#: The worst the size estimates were seen to be off (the QA sweep's networks with negative
-#: costs: 10-150×). A call whose estimate times this still fits in the time left runs in
+#: The worst the size estimates were seen to be off (networks with negative costs:
+#: 10-150×). A call whose estimate times this still fits in the time left runs in
 #: place too: a child costs about 10 ms, five times OR-Tools' own time on a 16,000-arc
 #: NETGEN network, and a generous time limit needs no guard.
 PESSIMISM = 150.0

@@ -64,8 +64,8 @@ class BlockingCut:
                         f"of node{'s' if len(self.node_capacities) > 1 else ''} {caps}")
         forced = ""
         if self.lower_arcs:
-            # the supply a client can check against the network it sent (QA sweep: a net
-            # supply of 1 for nodes whose supplies sum to -3, with 4 units forced in)
+            # the supply a client can check against the network it sent: a net supply of 1
+            # for nodes whose supplies sum to -3 says that 4 units are forced in
             arcs = ", ".join(map(str, self.lower_arcs[:10]))
             extra = len(self.lower_arcs) - 10
             more_arcs = f" and {extra} more" if extra > 0 else ""
@@ -121,8 +121,8 @@ def blocking_cut(net: FlowNetwork) -> BlockingCut | None:
     # the in-half, its demand on the out-half. A node whose halves fall on both sides of the cut
     # counts toward the set's net supply with only the half inside, so it is listed with the
     # set's nodes only when that half holds all of its supply or demand; otherwise apart, so
-    # that the listed nodes' supplies add up to net_supply as sent (QA sweep: nodes {1, 2}
-    # "have a net supply of 3" with supplies 3 and -3, node 2's demand past its capacity).
+    # that the listed nodes' supplies add up to net_supply as sent (nodes {1, 2} with supplies
+    # 3 and -3 do not "have a net supply of 3" when node 2's demand lies past its capacity).
     inflow_only: list[int] = []
     outflow_only: list[int] = []
     whole = in_s[:n].copy()
@@ -140,8 +140,8 @@ def blocking_cut(net: FlowNetwork) -> BlockingCut | None:
     capped_nodes = core.split_nodes[split_arcs - core.m_orig]
     # The core network shifts lower bounds out (x = lower + x'): a leaving arc carries
     # capacity − lower and its tail supplies lower less. Both are put back, so that the arcs
-    # named add up to ``capacity`` as sent (QA sweep: an arc of capacity 2 and lower bound 1
-    # counted 1); arcs entering the set force their lower bounds in (``forced``).
+    # named add up to ``capacity`` as sent (an arc of capacity 2 and lower bound 1 counts 2,
+    # not 1); arcs entering the set force their lower bounds in (``forced``).
     user = np.arange(core.m_orig)
     tail_in, head_in = in_s[core.tails[user]], in_s[core.heads[user]]
     lower_arcs = np.flatnonzero(head_in & ~tail_in & (net.lower > 0))

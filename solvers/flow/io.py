@@ -297,21 +297,22 @@ def _int_token(token: str, lineno: int, what: str) -> int:
 
 def _whole_number(token: str, lineno: int, what: str) -> int | None:
     """A whole number written as a decimal ("10.0", "1e3"), read exactly, as a JSON network
-    takes 2.0 (QA sweep: DIMACS refused 10.0); None for anything else (10.5, nan, x)."""
+    takes 2.0, so both formats accept the same numbers; None for anything else (10.5, nan,
+    x)."""
     try:
         value = Decimal(token)
     except InvalidOperation:
         return None
     if not value.is_finite() or value != value.to_integral_value():
         return None
-    if value.copy_abs() >= 2**62:  # QA sweep: before int() expands 1e999999999
+    if value.copy_abs() >= 2**62:  # before int() expands 1e999999999
         raise InstanceError(f"line {lineno}", f"{what} {token} is out of range")
     return int(value)
 
 
 def _bounded_int(token: str, lineno: int, what: str) -> int:
-    """An integer that fits the int64 arithmetic of the solvers (a supply past it crashed the
-    parse with numpy's OverflowError; QA sweep)."""
+    """An integer that fits the int64 arithmetic of the solvers (a supply past it would crash
+    the parse with numpy's OverflowError)."""
     value = _int_token(token, lineno, what)
     if abs(value) >= 2**62:
         raise InstanceError(f"line {lineno}", f"{what} {value} is out of range")
@@ -338,13 +339,13 @@ def _arc_table(rows: list[str], lines: list[int]) -> np.ndarray:
     """The a-lines as an (m, 5) int64 table; fast path for clean files, exact errors otherwise.
 
     The fast path converts all fields at once, so it first checks that every row has exactly
-    five: a 4-field line followed by a 6-field one has the right total and shifted the columns
-    silently (QA sweep: the cost of line 5 became line 4's)."""
+    five: a 4-field line followed by a 6-field one has the right total and would shift the
+    columns silently (line 5's cost read as line 4's)."""
     if not rows:
         return np.zeros((0, 5), dtype=np.int64)
     joined = "\n".join(rows)
     counts = _fields_per_row(joined)
-    if counts is not None and bool((counts == 5).all()):  # QA sweep: per row, not in total
+    if counts is not None and bool((counts == 5).all()):  # per row, not in total
         try:
             return np.array(joined.split(), dtype=np.int64).reshape(-1, 5)
         except (ValueError, OverflowError):

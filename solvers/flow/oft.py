@@ -46,8 +46,8 @@ AFTER_SECONDS_PER_ARC = 6e-6
 
 def min_time_limit(arcs: int) -> float:
     """The shortest time limit ``oft_sinkhorn`` can keep: what follows the iterations, and
-    half as long again for the iterations themselves. None is asked below 0.2 s of need: a
-    QA sweep saw 0.1 s on 40,000 arcs run 0.25-0.30 s, the repair alone taking 0.1 s."""
+    half as long again for the iterations themselves. None is asked below 0.2 s of need: 0.1 s
+    on 40,000 arcs ran 0.25-0.30 s, the repair alone taking 0.1 s."""
     needed = 1.5 * AFTER_SECONDS_PER_ARC * arcs
     return 0.0 if needed < 0.2 else math.ceil(needed * 10) / 10
 
@@ -95,7 +95,7 @@ class OFTSinkhornSolver:
             cancelled=budget.cancelled, progress=report)
         entropic_cost = float(result.primal_cost[0]) + core.cost_offset
         # the iteration runs on costs scaled to at most 1; ε is reported in cost units, in the
-        # schedule and in every stage alike (QA sweep: the stages gave the scaled ε beside it)
+        # schedule and in every stage alike, never the scaled ε beside it
         unscale = float(result.final_eps[0]) / result.eps_schedule[-1]
         stats: dict[str, Any] = {
             "device": budget.device,

@@ -51,7 +51,7 @@ def _is_whole(v: Any) -> bool:
 
 # -- integer arrays with the field at fault named ------------------------------------------------
 def _shown(value: Any) -> str:
-    """A number as an error quotes it: a float as %.6g (1e+300, not its 301 digits, QA sweep),
+    """A number as an error quotes it: a float as %.6g (1e+300, not its 301 digits),
     an integer whole unless it is very long."""
     if isinstance(value, float):
         return f"{value:.6g}"
@@ -79,7 +79,7 @@ def _as_int_array(
             raw = np.asarray(values, dtype=object)
         if raw.dtype.kind in "US" and raw.ndim == 1:
             # numpy made every entry text ('1', '2', 'x'): keep the entries as given, so the
-            # one that is text is named (QA sweep: the first, a number, was blamed)
+            # one that is text is named, not the first entry, a number
             raw = np.empty(len(values), dtype=object)
             for k, v in enumerate(values):
                 raw[k] = v

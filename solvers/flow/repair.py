@@ -92,7 +92,7 @@ def bounded_min_cost_flow(deadline: float | None, cancelled: Callable[[], bool] 
                           costs: np.ndarray, supplies: np.ndarray) -> np.ndarray | None:
     """``solve_min_cost_flow`` stopped at ``deadline`` (``bounded.DeadlinePassedError``):
     the OR-Tools call cannot be interrupted, and the repair's estimate of 2 µs an arc ran 8 s
-    for an estimated 0.6 s on negative costs (QA sweep). No deadline: in place."""
+    for an estimated 0.6 s on negative costs. No deadline: in place."""
     return run_bounded(solve_min_cost_flow, (n, tails, heads, caps, costs, supplies),
                        deadline=math.inf if deadline is None else deadline,
                        cancelled=cancelled,

@@ -360,8 +360,8 @@ def _iterate(cores: Sequence[CoreNetwork], cfg: SinkhornSettings, dev: torch.dev
             a, b, y, y_minus_s, A, P, err = step(a, b, y, y_minus_s, A, eps, k)
             stage_iters += k
             iterations += k
-            # checked every check_every iterations and at the stage's last one (a stage shorter
-            # than check_every was never checked for its deadline or cancel flag, QA sweep)
+            # checked every check_every iterations and at the stage's last one, so a stage
+            # shorter than check_every still hears its deadline and cancel flag
             if stage_iters % cfg.check_every and stage_iters < cfg.max_stage_iterations:
                 continue
             worst = float(err.max())

@@ -48,7 +48,7 @@ def solve(net: FlowNetwork, solver: str, budget: Budget,
 
 #: Solvers warmed up in this process (their first solve would otherwise pay for importing
 #: OR-Tools or networkx and starting the first bounded child inside its time limit: the
-#: CLI's first ortools_mcf row read 0.2 s against 0.012 s, QA sweep).
+#: CLI's first ortools_mcf row read 0.2 s against 0.012 s).
 _WARMED: set[str] = set()
 
 
@@ -80,8 +80,8 @@ class FlowComparison:
 
     @property
     def refusal(self) -> CosolveError | None:
-        """Why the request itself is at fault when every row was refused (CLI sweep: a time
-        limit too short for every solver exited 1, a solver failure); else None."""
+        """Why the request itself is at fault when every row was refused (a time limit too
+        short for every solver is the request's error, not a solver failure); else None."""
         if self.best_solver is not None or not self.rows:
             return None
         if all(r.refusal is not None for r in self.rows):
