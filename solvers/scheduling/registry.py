@@ -76,9 +76,8 @@ def get_policy(name: str) -> Policy:
 #: finish in a request's time. GOODRL on one loaded core of the 2-core machine, 3 generated
 #: workflows: 1.5 ms a decision at 100 tasks, 2.7 ms at 500, 7.7 ms at 2,000; on dense DAGs
 #: (every task a child of all before it) 11 ms at 200 tasks and 19,900 edges, 25 ms at 300
-#: and 44,850, where a 300-task chain takes 1.2 ms (a QA sweep's 630-task DAG with 198,000
-#: edges passed the estimate without the edges and ran for 5 minutes). The heuristics 8 to
-#: 17 µs.
+#: and 44,850, where a 300-task chain takes 1.2 ms (without the edge term a 630-task DAG
+#: with 198,000 edges passed the estimate and ran for 5 minutes). The heuristics 8 to 17 µs.
 SECONDS_PER_DECISION = {"goodrl": (1.2e-3, 3.3e-6, 1e-6)}
 HEURISTIC_SECONDS_PER_DECISION = (2e-5, 1e-8, 1e-8)
 
@@ -134,9 +133,9 @@ def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals
     record is dropped after the check unless ``record`` asked for it.
 
     ``keep_workflows``: with ``record``, keep only the first this many workflows' rows once
-    the check is done (all a Gantt chart draws). Every policy's whole record stayed in memory
-    until the last policy ran (QA perf sweep: gantt=true on 20,000 workflows × 10 policies
-    held 1 GB more than without it)."""
+    the check is done (all a Gantt chart draws), so that every policy's whole record does not
+    stay in memory until the last policy ran (gantt=true on 20,000 workflows × 10 policies
+    would hold 1 GB more than without it)."""
     stream = (expected_stream(len(templates), arrivals.count, arrivals.rates, seed) if check
               else None)
     rows: list[PolicyRun] = []

@@ -21,7 +21,7 @@ def gantt_svg(result: SimResult, pool: VMPool, templates: Sequence[Workflow],
               workflows: int = GANTT_WORKFLOWS, width: int = 900) -> str:
     """Bars of the first ``workflows`` workflows' tasks (the schedule must be recorded). A
     bar's tooltip names the task by its id, as the schedule table, sessions and the CLI do
-    (QA sweep: it showed the internal index); ``templates`` are the simulated ones."""
+    (not by its internal index); ``templates`` are the simulated ones."""
     rows = [r for r in (result.schedule or []) if r[0] < workflows]
     kind = {uid: k for uid, k, _, _ in (result.workflows or [])}
 
@@ -29,7 +29,7 @@ def gantt_svg(result: SimResult, pool: VMPool, templates: Sequence[Workflow],
         k = kind.get(uid)
         return str(task) if k is None else templates[k].ids[task]
 
-    # the title counts the workflows drawn, not the ones asked for (QA: "first 50" of 12)
+    # the title counts the workflows drawn, not the ones asked for (not "first 50" of 12)
     workflows = len({r[0] for r in rows})
     row_h, left, top = 14, 70, 26
     height = top + row_h * pool.size + 24

@@ -30,7 +30,7 @@ from solvers.scheduling.workflow import Workflow
 #: Workflows a session may hold unfinished at once.
 MAX_ACTIVE_WORKFLOWS = 1_000
 #: Unfinished tasks a session may hold at once (about 480 bytes each: 1,000 workflows of
-#: 2,000 tasks would hold about 1 GB, QA sweep).
+#: 2,000 tasks would hold about 1 GB).
 MAX_LIVE_TASKS = 100_000
 #: Finished workflows the state lists (the latest); the older ones count in the statistics.
 MAX_FINISHED_LISTED = 100
@@ -94,8 +94,8 @@ class Session:
     def __init__(self, pool: VMPool, policy: Policy, seed: int = 0) -> None:
         """A finished workflow leaves ``runs`` (the unfinished ones by id): only its summary
         stays, in ``finished`` (the latest MAX_FINISHED_LISTED) and in the count and
-        flowtime sum (QA sweep: every workflow ever seen was kept, so memory and the state's
-        answer grew without bound)."""
+        flowtime sum, so that memory and the state's answer do not grow with every workflow
+        ever seen."""
         self.state = ClusterState(pool, keep_completed=False)
         self.policy = policy
         self.seed = seed  # reported in the snapshot: the random policy and ties depend on it
@@ -122,14 +122,14 @@ class Session:
 
     def _advance(self, t: float, field: str) -> None:
         """Move the clock to ``t``; callers check the whole event first, so that a refused
-        event changes nothing (a refused arrival used to move the clock, and the next
-        correct finish was then refused as being in the past)."""
+        event changes nothing (a refused arrival that moved the clock would have the next
+        correct finish refused as being in the past)."""
         self._check_time(t, field)
         self.state.advance(t)
         # A VM whose queue was projected to be done but is not (no finish reported yet): its
         # first task is overdue and runs on until at least now, and the tasks behind it
-        # (which cannot have started) are projected again from now. Only moving the VM's free
-        # time to now forgot them: a new task was projected to start before them.
+        # (which cannot have started) are projected again from now. Moving only the VM's free
+        # time to now would forget them and project a new task to start before them.
         st = self.state
         for m, queue in enumerate(st.vm_queue):
             if queue and st.vm_free[m] < t:
@@ -139,8 +139,8 @@ class Session:
                  ) -> list[Assignment]:
         """Assign ready tasks in the policy's order (HEFT's upward rank). Events reported
         with ``dispatch=False`` hand theirs here all together per instant, as the simulator
-        decides them (QA sweep: two finishes at the same time were decided one by one, so
-        their order in the request changed HEFT's plan and it disagreed with simulate).
+        decides them (decided one by one, two finishes at the same time would change HEFT's
+        plan with their order in the request, and disagree with simulate).
 
         Each answer is appended to ``out`` once the independent ledger passed it; a policy's
         VM index out of range, or an answer the ledger refuses, is a CheckFailedError (the
@@ -173,7 +173,7 @@ class Session:
         """Apply a batch of events in order: (the arrived workflows' ids, the assignments).
         The tasks an instant's events make ready are decided together, after all of them,
         as the simulator decides them (HEFT orders them by upward rank); an automatic id
-        never takes one a later arrival of the batch names (QA sweep)."""
+        never takes one a later arrival of the batch names."""
         named = {ev.workflow_id for ev in events if isinstance(ev, Arrived) and ev.workflow_id}
         out: list[Assignment] = []
         ids: list[str] = []
@@ -270,7 +270,7 @@ class Session:
             raise InstanceError("workflow", f"the session already holds {MAX_ACTIVE_WORKFLOWS} "
                                 "unfinished workflows; report finished tasks first")
         if self.live_tasks + workflow.n > MAX_LIVE_TASKS:
-            # QA sweep: the workflow cap alone let a session hold 2M tasks (about 1 GB)
+            # the workflow cap alone would let a session hold 2M tasks (about 1 GB)
             raise InstanceError("workflow", f"the session holds {self.live_tasks} unfinished "
                                 f"tasks; this workflow's {workflow.n} would pass the "
                                 f"{MAX_LIVE_TASKS:,} a session may hold: report finished "
@@ -280,8 +280,8 @@ class Session:
             raise InstanceError("workflow_id", f"workflow id {workflow_id!r} is already in use")
         wid = workflow_id
         if wid is None:
-            # the first number not given yet moves up only (QA sweep: after 16 client-named
-            # workflows the first automatic id was wf17 while wf1 was free)
+            # the first number not given yet moves up only, so wf1 is taken while it is free
+            # (not wf17 after 16 client-named workflows)
             k = self._next_auto
             while self._in_use(f"wf{k}") or f"wf{k}" in avoid:  # avoid: a later arrival's
                 k += 1
@@ -343,8 +343,8 @@ class Session:
 
     def _check_reportable(self, workflow: Workflow, time: float) -> None:
         """Refuse an arrival whose tasks could be projected to finish after MAX_EVENT_TIME,
-        the latest finish a caller can report (QA sweep: a 1e9 s task on a 0.01-vCPU pool was
-        assigned to finish at 1.6e12 and its finish was then always refused). The bound holds
+        the latest finish a caller can report (a 1e9 s task on a 0.01-vCPU pool would be
+        assigned to finish at 1.6e12, and its finish then always refused). The bound holds
         whatever the policy does: every VM's queue as it will stand at ``time``, plus all
         work not assigned yet (this workflow's too) on the slowest VM. Assigning a task never
         raises it, so every arrival accepted keeps every projection reportable, unless

@@ -276,8 +276,8 @@ class Arrivals:
                 raise InstanceError(f"rates[{i}]", f"arrival rates must be in [{lo:g}, {hi:g}] "
                                     f"workflows per hour, got {r!r}")
         if len(self.rates) > self.count:
-            # each rate is a segment of at least one workflow (QA sweep: 5 rates over 2
-            # workflows ran rates 1 and 3 only, and the answer echoed all five)
+            # each rate is a segment of at least one workflow (5 rates over 2 workflows would
+            # run rates 1 and 3 only, while the answer echoed all five)
             raise InstanceError("rates", f"{len(self.rates)} rates for {self.count} "
                                 f"workflow{'s' if self.count != 1 else ''}: each rate is a "
                                 "segment of the stream, so give at most one rate per workflow")
@@ -428,8 +428,8 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
             seq += 1
             decisions += 1
             # checked per decision as well: one GOODRL decision on a dense DAG can take
-            # seconds, and a burst of ready tasks is decided within one event (QA sweep: a
-            # request ran 5 minutes past its client's timeout)
+            # seconds, and a burst of ready tasks is decided within one event (checked per
+            # event only, a request ran 5 minutes past its client's timeout)
             if (decisions & 15) == 0 and _stop(deadline, cancel):
                 raise TimeoutError("the simulation ran out of time")
         loops += 1

@@ -117,8 +117,8 @@ class Workflow:
         return (self.sizes + self.tail_path) / mean_speed
 
     def describe(self) -> dict[str, Any]:
-        # both in the file's runtime seconds (a 16-vCPU VM): critical_path was in seconds at
-        # 1 vCPU, 16× total_runtime's unit beside it (QA sweep)
+        # both in the file's runtime seconds (a 16-vCPU VM), so the two compare: not the
+        # critical path at 1 vCPU, 16× total_runtime's unit
         return {"name": self.name, "tasks": self.n, "edges": self.edges,
                 "total_runtime": float(self.runtimes.sum()),
                 "critical_path": self.critical_path(SIZE_FACTOR)}
@@ -344,7 +344,7 @@ def workflow_from_dict(obj: Any, name: str = "workflow") -> Workflow:
             raise InstanceError(f"{where}[{i}].parents", "must be a list of task ids")
         parents.append(ps)
     # WfCommons 1.4 names its tasks' parents by task name where a task has both a name and
-    # an id (QA sweep: "fastqSplit_00000001" was an unknown parent of the task "00000002")
+    # an id ("fastqSplit_00000001" is the parent of the task "00000002")
     by_name = {t["name"]: ident for t, ident in zip(tasks, ids, strict=True)
                if isinstance(t.get("name"), str) and t["name"] != ident}
     if by_name:
@@ -432,8 +432,8 @@ def load_workflows(paths: Iterable[str | Path]) -> list[Workflow]:
 
 
 def _load_named(path: Path) -> Workflow:
-    """``load_workflow``, with the file's name in front of the field of any error (a folder's
-    bad file was reported as just ``tasks[0].runtime``)."""
+    """``load_workflow``, with the file's name in front of the field of any error, so a
+    folder's bad file is named (not just ``tasks[0].runtime``)."""
     try:
         return load_workflow(path)
     except InstanceError as exc:
@@ -584,7 +584,7 @@ def arrival_workflow(*, workflow: dict[str, Any] | None = None, document: str | 
     if shape is None:
         for key, value in (("tasks", tasks), ("seed", seed)):
             if value is not None:
-                # QA sweep: they were ignored beside a document, silently
+                # refused rather than ignored beside a document, silently
                 raise InstanceError(key, f"{key} sizes or seeds a generated workflow (shape); "
                                     f"this event gives its {given[0]}, which {key} would not "
                                     "change")
@@ -596,12 +596,12 @@ def arrival_workflow(*, workflow: dict[str, Any] | None = None, document: str | 
         if workflow is not None:
             return workflow_from_dict(workflow, name=str(workflow.get("name") or name))
         assert document is not None
-        text = document.removeprefix("\ufeff")  # a byte-order mark is not content (QA)
+        text = document.removeprefix("\ufeff")  # a byte-order mark is not content
         if fmt is None:
             fmt = "dax" if text.lstrip().startswith("<") else "wfcommons"
         if fmt == "dax":
             # parsed as the text it is: re-encoded, an encoding declaration (ISO-8859-1)
-            # garbled every non-ASCII id (QA sweep: "é" came back as "Ã©")
+            # would garble every non-ASCII id ("é" back as "Ã©")
             return parse_dax(text, name)
         return workflow_from_dict(load_json(text, "the document"), name)
     except InstanceError as exc:

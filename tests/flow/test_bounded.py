@@ -187,7 +187,7 @@ def long_path(n: int, m: int, seed: int = 0) -> FlowNetwork:
 
 def test_an_unfinished_optimality_proof_does_not_say_optimal() -> None:
     """The proof after an exact solver stops at 2,000 rounds; past them it proves nothing, and
-    the answer said ``optimal`` on the solver's word anyway (QA review: the 100,000-arc
+    the answer said ``optimal`` on the solver's word anyway (the 100,000-arc
     negative chain at 30 s). Now ``feasible``, the solver's word and the proof's end in the
     stats, and the proof's time inside ``wall_time``."""
     net = long_path(2500, 5000)
