@@ -107,7 +107,7 @@ def test_a_passed_deadline_stops_the_descent_but_not_the_polish() -> None:
     """The descent itself stops at its deadline; the solvers' polish still gets
     MIN_POLISH_SECONDS when a reconstruction round overran the time kept for it (a CI run's
     plan came back unpolished)."""
-    from solvers.routing.classical.descent import warm_up
+    from solvers.routing.classical.warmup import warm_up
 
     warm_up()  # as the solvers do at start-up: alone, loading the kernels took the 50 ms
     rng = np.random.default_rng(3)
@@ -149,18 +149,18 @@ def test_permutations_of_a_tiny_instance_reach_the_optimum() -> None:
 def test_the_descent_costs_edges_as_the_instance_does(convention: str) -> None:
     """The numba kernels compute distances on demand; they must be the instance's own, to
     the bit, on every pair (route ends, ids from n up, stand for the depot)."""
-    from solvers.routing.classical.descent import _d, _distance_data
+    from solvers.routing.classical.moves import dist, distance_data
 
     xy = np.random.default_rng(5).random((200, 2)) * 1000
     xy[7] = xy[3]  # a duplicate point: distance 0 under every convention
     inst = CVRPInstance(coords=xy, demands=[0] + [1] * 199, capacity=10, distance=convention)
-    coords, mat, conv, _ = _distance_data(inst)
+    coords, mat, conv, _ = distance_data(inst)
     dense = inst.dense_matrix()
     n = inst.n
-    got = np.array([[_d(a, b, coords, mat, conv, n, 0) for b in range(n)] for a in range(n)])
+    got = np.array([[dist(a, b, coords, mat, conv, n, 0) for b in range(n)] for a in range(n)])
     np.fill_diagonal(dense, 0.0)
     assert np.array_equal(got, dense)
-    assert _d(n + 3, 5, coords, mat, conv, n, 0) == dense[0, 5]
+    assert dist(n + 3, 5, coords, mat, conv, n, 0) == dense[0, 5]
 
 
 @pytest.mark.parametrize("solver", ["reld", "polynet"])
@@ -177,7 +177,7 @@ def test_a_tight_cvrp_fleet_is_kept(solver: str) -> None:
 
 
 def test_route_elimination_works_without_windows() -> None:
-    from solvers.routing.classical.descent import fleet_repair
+    from solvers.routing.classical.fleet import fleet_repair
 
     c = np.random.default_rng(21).random((11, 2))
     inst = CVRPInstance(coords=c, demands=[0, 6, 6, 6, 4, 4, 4, 7, 3, 7, 3], capacity=10,
@@ -194,8 +194,7 @@ def test_a_plain_cvrp_above_the_time_window_limit_is_repaired_too() -> None:
     (``eliminate_capacity_routes``), which has no size limit (the time-window one keeps it):
     2,010 single-customer routes go down to the bin-packing bound of 201 routes, every
     customer once, every load within capacity."""
-    from solvers.routing.classical.descent import fleet_repair
-    from solvers.routing.classical.timewindows import ELIMINATION_MAX_NODES
+    from solvers.routing.classical.fleet import ELIMINATION_MAX_NODES, fleet_repair
 
     n = ELIMINATION_MAX_NODES + 11
     inst = CVRPInstance(coords=np.random.default_rng(3).random((n, 2)),
@@ -210,8 +209,7 @@ def test_a_plain_cvrp_above_the_time_window_limit_is_repaired_too() -> None:
 def test_a_time_window_repair_above_the_elimination_limit_says_it_was_skipped() -> None:
     """Above ELIMINATION_MAX_NODES the time-window repair leaves the plan as it is; its stats
     (which the neural solvers report) say why instead of a zero-second 'elimination'."""
-    from solvers.routing.classical.descent import fleet_repair
-    from solvers.routing.classical.timewindows import ELIMINATION_MAX_NODES
+    from solvers.routing.classical.fleet import ELIMINATION_MAX_NODES, fleet_repair
     from solvers.routing.generate import cvrptw_instance
 
     inst = cvrptw_instance(7, n=ELIMINATION_MAX_NODES + 10)
@@ -230,7 +228,7 @@ def test_a_tight_capacity_fleet_is_met_by_ejecting_small_customers(seed: int) ->
     routes after 1.8 s."""
     from solvers.routing.classical.construct import random_insertion_routes
     from solvers.routing.classical.descent import polish_routes
-    from solvers.routing.classical.timewindows import eliminate_routes
+    from solvers.routing.classical.fleet import eliminate_routes
     from solvers.routing.io.formats import load_instance
 
     inst = load_instance(Path(__file__).parent / "data" / "X-n176-k26.vrp")
@@ -299,7 +297,8 @@ def test_the_polish_runs_on_large_cvrps_without_a_matrix() -> None:
 def test_kicks_keep_every_customer_and_capacity_and_beat_the_descent(seed: int) -> None:
     """cvrp_kicks (ruin and recreate around a customer, descent there, kept only if shorter)
     returns a valid plan no longer than the descent's, within its deadline."""
-    from solvers.routing.classical.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical.kicks import cvrp_kicks
+    from solvers.routing.classical.warmup import warm_up
 
     warm_up()  # numba compiles on first use: not inside the timed part
     rng = np.random.default_rng(seed)
@@ -318,7 +317,8 @@ def test_annealed_kicks_return_the_shortest_plan_they_met() -> None:
     """At a temperature that keeps nearly every kick the plan wanders far above its start;
     cvrp_kicks must still hand back the shortest plan it met, never the last one, and
     report only the shortest lengths."""
-    from solvers.routing.classical.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical.kicks import cvrp_kicks
+    from solvers.routing.classical.warmup import warm_up
 
     warm_up()
     rng = np.random.default_rng(7)
@@ -340,7 +340,7 @@ def test_annealed_kicks_return_the_shortest_plan_they_met() -> None:
 
 
 def test_kick_temperature_cools_geometrically_over_the_whole_run() -> None:
-    from solvers.routing.classical.descent import KICK_TEMPERATURE, kick_temperature
+    from solvers.routing.classical.kicks import KICK_TEMPERATURE, kick_temperature
 
     hot, cold = KICK_TEMPERATURE
     assert kick_temperature(0.0, 1.0) == pytest.approx((hot, cold))
@@ -354,28 +354,28 @@ def test_kicks_relink_and_track_only_the_routes_they_touch(seed: int) -> None:
     """The kick kernel saves only the routes a kick can reach, relinks them on a rejection
     and copies only changed routes into the best plan: its running lengths must equal the
     plans' recomputed lengths, and both plans must hold every customer once."""
-    from solvers.routing.classical import descent
+    from solvers.routing.classical import kicks, moves
 
     rng = np.random.default_rng(seed)
     xy, dem, cap = random_cvrp(rng, 300)
     inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
-    plan = descent._Plan(inst, _random_plan(inst, rng), descent.NEIGHBOURS)
+    plan = moves.Plan(inst, _random_plan(inst, rng), moves.NEIGHBOURS)
     arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
     best = [a.copy() for a in arrays]
     dirty = np.zeros(plan.count, dtype=np.bool_)
-    total = best_total = descent._total(plan.succ, plan.n, plan.count, plan.xy, plan.mat,
+    total = best_total = moves.plan_length(plan.succ, plan.n, plan.count, plan.xy, plan.mat,
                                         plan.conv, plan.depot)
     kept = 0
     for _ in range(20):
         seeds = rng.integers(1, inst.n, 25)
         slack = rng.random(25) * (0.3 * total / inst.n if seed % 2 else 0.0)
-        total, k, best_total, _ = descent._kicks(
+        total, k, best_total, _ = kicks._kicks(
             seeds, rng.random((25, 20)), slack, 20, total, best_total, *arrays, *best, dirty,
             plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv, plan.n,
             plan.depot, plan.count, plan.eps)
         kept += k
         for succ, length in ((plan.succ, total), (best[0], best_total)):
-            assert descent._total(succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
+            assert moves.plan_length(succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
                                   plan.depot) == pytest.approx(length, rel=1e-9)
     assert kept > 0 and best_total <= total + 1e-9
     current = plan.routes()
@@ -409,20 +409,20 @@ def test_penalized_kicks_end_feasible_and_track_only_the_routes_they_touch(seed:
     feasible plans: between calls every route keeps the capacity, every customer is there
     once, and its running lengths equal the plans' recomputed ones; on plans with no room
     at all (where every plain kick fails) it keeps kicks."""
-    from solvers.routing.classical import descent
+    from solvers.routing.classical import kicks, moves
     from solvers.routing.classical.penalized import penalized_kicks
 
     inst, packed = _full_plan(seed, 10)
     rng = np.random.default_rng(seed)
-    plan = descent._Plan(inst, packed, descent.NEIGHBOURS)
+    plan = moves.Plan(inst, packed, moves.NEIGHBOURS)
     arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
     best = [a.copy() for a in arrays]
     dirty = np.zeros(plan.count, dtype=np.bool_)
-    total = best_total = descent._total(plan.succ, plan.n, plan.count, plan.xy, plan.mat,
+    total = best_total = moves.plan_length(plan.succ, plan.n, plan.count, plan.xy, plan.mat,
                                         plan.conv, plan.depot)
     start = total
     kept = feasible = 0
-    size = descent.PENALIZED_RUIN
+    size = kicks.PENALIZED_RUIN
     for _ in range(40):
         seeds = rng.integers(1, inst.n, 25)
         slack = rng.random(25) * (0.3 * total / inst.n if seed % 2 else 0.0)
@@ -434,7 +434,7 @@ def test_penalized_kicks_end_feasible_and_track_only_the_routes_they_touch(seed:
         feasible += fine
         assert int(plan.load.max()) <= inst.capacity
         for succ, length in ((plan.succ, total), (best[0], best_total)):
-            assert descent._total(succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
+            assert moves.plan_length(succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
                                   plan.depot) == pytest.approx(length, rel=1e-9)
         assert _valid(inst, plan.routes())
     kicked = plan.routes()
@@ -445,14 +445,15 @@ def test_penalized_kicks_end_feasible_and_track_only_the_routes_they_touch(seed:
 def test_kicks_with_room_never_turn_penalized(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain CVRPs and ordinary caps keep the plain kicks: the penalized ones start only when
     19 in 20 kicks fail for want of room."""
-    from solvers.routing.classical import penalized
-    from solvers.routing.classical.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical import kicks
+    from solvers.routing.classical.kicks import cvrp_kicks
+    from solvers.routing.classical.warmup import warm_up
 
     def refuse(*_: object) -> None:
         raise AssertionError("penalized kicks on a plan with room")
 
     warm_up()
-    monkeypatch.setattr(penalized, "penalized_kicks", refuse)
+    monkeypatch.setattr(kicks, "penalized_kicks", refuse)
     rng = np.random.default_rng(3)
     xy, dem, cap = random_cvrp(rng, 150)
     inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
@@ -464,7 +465,8 @@ def test_the_first_descent_of_the_kicks_reports_while_it_runs() -> None:
     """ils's kicks start with a descent of the whole plan (about 15 s at 100K nodes) that
     went by without a report; it now tells ``on_slice`` the starting length, with no kick
     kept, every ``slice_seconds``."""
-    from solvers.routing.classical.descent import cvrp_kicks, warm_up
+    from solvers.routing.classical.kicks import cvrp_kicks
+    from solvers.routing.classical.warmup import warm_up
 
     warm_up()
     rng = np.random.default_rng(4)

@@ -15,10 +15,10 @@ from solvers.catalog import specs_for
 from solvers.contract import Budget, ProgressEvent
 from solvers.errors import NoSolutionError, ProblemMismatchError
 from solvers.routing.check import check_solution
-from solvers.routing.classical import descent
+from solvers.routing.classical import descent, fleet
+from solvers.routing.classical.fleet import eliminate_routes
 from solvers.routing.classical.timewindows import (
-    _Schedules,
-    eliminate_routes,
+    Schedules,
     exchange_descent,
     relocate_descent,
     time_window_routes,
@@ -256,7 +256,7 @@ def test_insertion_places_agree_with_the_route_check():
     rng = np.random.default_rng(0)
     for path in (R101, RC101):
         inst = load_instance(path)
-        sched = _Schedules(inst)
+        sched = Schedules(inst)
         routes = time_window_routes(inst)
         for _ in range(40):
             route = routes[int(rng.integers(len(routes)))]
@@ -329,7 +329,7 @@ def test_polynet_keeps_its_time_on_rc101(monkeypatch):
     inst = load_instance(RC101)
     solve(cvrptw_instance(seed=7, n=21), "polynet", Budget(time_limit=0.3))  # warmed up
     with monkeypatch.context() as patched:
-        patched.setattr(descent, "eliminate_routes", lambda _inst, routes, *a, **k: routes)
+        patched.setattr(fleet, "eliminate_routes", lambda _inst, routes, *a, **k: routes)
         t0 = time.perf_counter()
         with pytest.raises(NoSolutionError) as err:  # still over the cap: a 422
             solve(inst, "polynet", Budget(time_limit=5.0, seed=0))

@@ -37,9 +37,9 @@ import numpy as np
 from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
 from solvers.routing.classical.construct import nearest_neighbour_routes, nearest_neighbour_tour
+from solvers.routing.classical.fleet import fleet_for
 from solvers.routing.classical.timewindows import (
     check_integer_reachable,
-    fleet_for,
     integer_times,
     integer_travel,
     time_scale,
@@ -78,7 +78,7 @@ def min_time_limit(problem: str, nodes: int) -> float:
     model over a distance callback, read in from our nearest-neighbour start, takes a time
     linear in N that nothing interrupts (measured, uniform instances: TSP 0.31 / 1.28 /
     3.36 s at 5K / 20K / 50K nodes, CVRP 0.36 / 1.58 / 4.97 s; a 100K CVRP took about 15 s
-    under load): ``BUILD_SECONDS_PER_NODE`` with a margin (QA sweep: a 100K TSP at 5 s failed
+    under load): ``BUILD_SECONDS_PER_NODE`` with a margin (a 100K TSP at 5 s failed
     after 10.8 s, a 100K CVRP at 10 s ran 15.4 s)."""
     if nodes > NATIVE_FIRST_SOLUTION_LIMIT:
         needed = BUILD_SECONDS_PER_NODE["cvrp" if problem == "cvrp" else "tsp"] * nodes
@@ -152,10 +152,10 @@ class _Model:
 class _Progress:
     """At-solution callback: reports improving solutions and honours cancellation.
 
-    It runs inside OR-Tools' C++ search, which swallows a Python exception raised there (QA
-    sweep: a progress callback's error was lost and the solve went on); so an exception is
-    kept in ``error``, the search's stop check ends the search on it, and ``solve`` raises it
-    once the search has returned, as every other solver propagates it."""
+    It runs inside OR-Tools' C++ search, which swallows a Python exception raised there (a
+    progress callback's error was lost and the solve went on); so an exception is kept in
+    ``error``, the search's stop check ends the search on it, and ``solve`` raises it once
+    the search has returned, as every other solver propagates it."""
 
     def __init__(self, model: _Model, clock: Clock, progress: ProgressCallback,
                  name: str) -> None:
@@ -175,7 +175,7 @@ class _Progress:
             return
         try:
             self._report()
-        except BaseException as exc:  # QA sweep: kept, raised after the search (see above)
+        except BaseException as exc:  # kept, raised after the search (see above)
             self.error = exc
 
     def _report(self) -> None:
@@ -217,7 +217,7 @@ class ORToolsSolver:
 
     def warm_up(self) -> None:
         """Import OR-Tools' routing library before a clock starts: imported inside the first
-        solve, it took 0.1–0.3 s of that solve's time limit (QA sweep: in the CLI's compare
+        solve, it took 0.1–0.3 s of that solve's time limit (in the CLI's compare
         at 0.5 s OR-Tools searched 0.22 s while the other solvers, warmed, searched nearly
         all of theirs)."""
         _pywrapcp()
@@ -226,47 +226,19 @@ class ORToolsSolver:
     def solve(
         self, instance: Instance, budget: Budget, progress: ProgressCallback = no_progress
     ) -> Solution:
-        from ortools.constraint_solver import routing_enums_pb2
-
         clock = Clock(budget)
         cvrp = isinstance(instance, CVRPInstance)
-        initial: list[list[int]] | None = None
-        if instance.n > NATIVE_FIRST_SOLUTION_LIMIT:
-            if cvrp:
-                initial = nearest_neighbour_routes(instance)
-            else:
-                assert isinstance(instance, TSPInstance)
-                initial = [nearest_neighbour_tour(instance)]
-                initial = [initial[0][1:]]  # the start node 0 is OR-Tools' depot
+        initial = _initial_routes(instance)
         num_vehicles = self._fleet(instance, initial)
         model = _Model(instance, num_vehicles)
         routing, manager = model.routing, model.manager
         if cvrp:
             assert isinstance(instance, CVRPInstance)
-            demands = instance.demands.tolist()
-            cb = routing.RegisterUnaryTransitCallback(
-                lambda i: demands[manager.IndexToNode(i)]
-            )
-            routing.AddDimensionWithVehicleCapacity(
-                cb, 0, [instance.capacity] * num_vehicles, True, "Capacity"
-            )
+            _add_capacity(model, instance, num_vehicles)
         tw_stats: dict[str, Any] = {}
         if isinstance(instance, CVRPTWInstance):
             tw_stats = self._add_time_windows(model, instance, num_vehicles)
-        params = _pywrapcp().DefaultRoutingSearchParameters()
-        params.first_solution_strategy = (
-            routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
-        )
-        params.local_search_metaheuristic = (
-            routing_enums_pb2.LocalSearchMetaheuristic.GUIDED_LOCAL_SEARCH
-        )
-        if not model.dense:
-            # Lin-Kernighan builds neighbour lists from all N² arcs before the first move
-            # (16M Python callbacks at 4K nodes, measured); at scale it would blow the time
-            # limit several times over, so the callback model runs without it.
-            from ortools.util import optional_boolean_pb2
-
-            params.local_search_operators.use_lin_kernighan = optional_boolean_pb2.BOOL_FALSE
+        params = _search_parameters(model)
         watcher = _Progress(model, clock, progress, self.name)
         routing.AddAtSolutionCallback(watcher)
         # Checked by the search itself between moves, so cancelling works even while
@@ -309,25 +281,14 @@ class ORToolsSolver:
             raise watcher.error
         status_name = _status_name(routing.status())
         if assignment is None and budget.cancelled():
-            # QA sweep: cancelled before the search's first solution (ROUTING_FAIL, which
-            # read as "more time is unlikely to help"); every other solver returns a plan
+            # cancelled before the search's first solution (ROUTING_FAIL, which would read
+            # as "more time is unlikely to help"): every other solver returns a plan
             return self._cancelled_plan(instance, budget, clock, progress, status_name)
         if assignment is None:
-            if status_name == "ROUTING_FAIL":  # the search ended on its own, not on time
-                capped = getattr(instance, "max_vehicles", None) is not None
-                raise NoSolutionError(
-                    f"OR-Tools' search ended without a solution (status {status_name}), so "
-                    "more time is unlikely to help"
-                    + ("; the fleet (max_vehicles) may be too small for these demands"
-                       if capped else "; try pyvrp"),
-                    field="max_vehicles" if capped else "solver", more_time_helps=False)
-            raise NoSolutionError(
-                f"OR-Tools found no solution within {budget.time_limit:g} s "
-                f"(status {status_name}); give it more time"
-            )
+            raise _no_solution(instance, budget, status_name)
         routes = self._extract(routing, manager, assignment, num_vehicles, cvrp)
         if tw_stats and instance.n > 1 and not any(routes) and budget.cancelled():
-            # QA sweep: the same, where the first answer dropped every customer (CVRPTW)
+            # the same, where the first answer dropped every customer (CVRPTW)
             return self._cancelled_plan(instance, budget, clock, progress, status_name)
         if tw_stats and instance.n > 1 and not any(routes):
             # with droppable customers the search's first answer may drop them all (1,000
@@ -454,6 +415,65 @@ class ORToolsSolver:
             if route:
                 routes.append(route)
         return routes if cvrp else [routes[0]]
+
+
+def _initial_routes(instance: Instance) -> list[list[int]] | None:
+    """The nearest-neighbour start above ``NATIVE_FIRST_SOLUTION_LIMIT`` nodes (OR-Tools'
+    own first-solution strategies are quadratic), else None."""
+    if instance.n <= NATIVE_FIRST_SOLUTION_LIMIT:
+        return None
+    if isinstance(instance, CVRPInstance):
+        return nearest_neighbour_routes(instance)
+    assert isinstance(instance, TSPInstance)
+    tour = nearest_neighbour_tour(instance)
+    return [tour[1:]]  # the start node 0 is OR-Tools' depot
+
+
+def _add_capacity(model: _Model, instance: CVRPInstance, num_vehicles: int) -> None:
+    """The capacity dimension: every vehicle carries at most ``instance.capacity``."""
+    routing, manager = model.routing, model.manager
+    demands = instance.demands.tolist()
+    cb = routing.RegisterUnaryTransitCallback(lambda i: demands[manager.IndexToNode(i)])
+    routing.AddDimensionWithVehicleCapacity(
+        cb, 0, [instance.capacity] * num_vehicles, True, "Capacity"
+    )
+
+
+def _search_parameters(model: _Model) -> Any:
+    """Cheapest-arc start and guided local search; no Lin-Kernighan on the callback model."""
+    from ortools.constraint_solver import routing_enums_pb2
+    from ortools.util import optional_boolean_pb2
+
+    params = _pywrapcp().DefaultRoutingSearchParameters()
+    params.first_solution_strategy = (
+        routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
+    )
+    params.local_search_metaheuristic = (
+        routing_enums_pb2.LocalSearchMetaheuristic.GUIDED_LOCAL_SEARCH
+    )
+    if not model.dense:
+        # Lin-Kernighan builds neighbour lists from all N² arcs before the first move
+        # (16M Python callbacks at 4K nodes, measured); at scale it would blow the time
+        # limit several times over, so the callback model runs without it.
+        params.local_search_operators.use_lin_kernighan = optional_boolean_pb2.BOOL_FALSE
+    return params
+
+
+def _no_solution(instance: Instance, budget: Budget, status_name: str) -> NoSolutionError:
+    """Why the search returned no assignment: it ended on its own (ROUTING_FAIL: more time
+    will not help; a fleet cap may be too small), or the time ran out."""
+    if status_name == "ROUTING_FAIL":  # the search ended on its own, not on time
+        capped = getattr(instance, "max_vehicles", None) is not None
+        return NoSolutionError(
+            f"OR-Tools' search ended without a solution (status {status_name}), so "
+            "more time is unlikely to help"
+            + ("; the fleet (max_vehicles) may be too small for these demands"
+               if capped else "; try pyvrp"),
+            field="max_vehicles" if capped else "solver", more_time_helps=False)
+    return NoSolutionError(
+        f"OR-Tools found no solution within {budget.time_limit:g} s "
+        f"(status {status_name}); give it more time"
+    )
 
 
 def _status_name(code: int) -> str:

@@ -1,4 +1,7 @@
-"""Fast construction heuristics that scale to 100K nodes without a distance matrix.
+"""Classical constructions of a first plan from scratch (KD-tree nearest neighbour, random
+insertion, the split of a giant tour into CVRP routes), which scale to 100K nodes without a
+distance matrix; ``neural.reconstruct`` is different: the model re-decodes parts of a plan it
+already has.
 
 Nearest neighbour over a KD-tree that is rebuilt from the unvisited nodes whenever half of it
 has been used, so every query stays cheap: about 2–4 s for 100K nodes on one core. These give
@@ -16,6 +19,7 @@ from scipy.spatial import cKDTree
 
 from solvers.contract import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
+from solvers.routing.classical.timewindows import time_window_routes
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, Instance, TSPInstance
 from solvers.routing.solution import Solution, build_solution
 
@@ -120,8 +124,6 @@ class NearestNeighbourSolver:
         if isinstance(instance, TSPInstance):
             routes = [nearest_neighbour_tour(instance)]
         elif isinstance(instance, CVRPTWInstance):
-            from solvers.routing.classical.timewindows import time_window_routes
-
             routes = time_window_routes(instance)
         else:
             routes = nearest_neighbour_routes(instance)

@@ -1,7 +1,7 @@
 """Exact solutions of tiny TSP and CVRP instances by dynamic programming over subsets.
 
-Local search with pruned neighbour lists can miss the optimum of a 5-node instance (QA sweep:
-``ils`` returned 16 on a 5-node TSP whose optimum is 14, and ``ils``/``sil`` 9.657 on the
+Local search with pruned neighbour lists can miss the optimum of a 5-node instance
+(``ils`` returned 16 on a 5-node TSP whose optimum is 14, and ``ils``/``sil`` 9.657 on the
 README's 5-node CVRP whose optimum is 9.071), and the kicks that would escape need 8 nodes.
 Up to ``TINY_CUSTOMERS`` customers the whole search space fits in milliseconds: Held-Karp
 gives the shortest path from the depot through every subset, and (CVRP) a second DP the

@@ -17,10 +17,11 @@ import numpy as np
 from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
 from solvers.routing.classical.construct import random_insertion_routes, random_insertion_tour
-from solvers.routing.classical.descent import cvrp_kicks, fit_fleet, kick_temperature, polish_routes
-from solvers.routing.classical.descent import warm_up as descent_warm_up
+from solvers.routing.classical.descent import polish_routes
 from solvers.routing.classical.exact import exact_solution
 from solvers.routing.classical.exact import warm_up as exact_warm_up
+from solvers.routing.classical.fleet import fit_fleet
+from solvers.routing.classical.kicks import cvrp_kicks, kick_temperature
 from solvers.routing.classical.localsearch import (
     kick_stats,
     nearest_neighbours,
@@ -28,12 +29,13 @@ from solvers.routing.classical.localsearch import (
     tour_length,
     two_opt,
 )
+from solvers.routing.classical.warmup import warm_up as descent_warm_up
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, Instance, TSPInstance
 from solvers.routing.solution import Solution, build_solution
 
 NEIGHBOURS = 10
 #: The TSP kicks' annealing temperature at the start and at the end of the solve, in units of
-#: the tour's mean edge (cooling geometrically over the time limit). Measured (var/s31, from
+#: the tour's mean edge (cooling geometrically over the time limit). Measured (from
 #: 2-opt + Or-opt on random insertion, 1 s slices) against keeping only shorter tours: pr1002
 #: at 20 s 0.64% -> 0.17% above the optimum, pr2392 1.28% -> 0.29%. (1 to 0.01 gave -0.31% on
 #: uniform 10K at 20 s and was level with 3 to 0.03 on uniform 1K and pr2392, behind it on
@@ -64,8 +66,8 @@ def iterate(xy: np.ndarray, tour: np.ndarray, clock: Clock, seed: int,
         hot, cold = kick_temperature(clock.elapsed / limit, (clock.elapsed + span) / limit,
                                      TOUR_TEMPERATURE)
         heat = (edge * hot, edge * cold)  # (0, 0) without annealing: only shorter tours
-        # a cancel is heard within a chunk, not at the end of the slice (QA sweep: a TSP
-        # solve ran on about a second after its client left)
+        # a cancel is heard within a chunk, not at the end of the slice (a TSP solve
+        # ran on about a second after its client left)
         tour, stats = perturb(xy, tour, span, seed=seed * 7919 + part, neighbours=neighbours,
                               heat=heat, stop=clock.budget.cancelled)
         part += 1
@@ -136,7 +138,7 @@ class ILSSolver:
     def _solve_cvrp(self, instance: CVRPInstance, budget: Budget, clock: Clock,
                     progress: ProgressCallback) -> Solution:
         """Random insertion split optimally into routes (``sil``'s fallback start), 2-opt +
-        Or-opt inside routes, then ``descent.cvrp_kicks`` (the granular descent, then ruin
+        Or-opt inside routes, then ``kicks.cvrp_kicks`` (the granular descent, then ruin
         and recreate, annealed from ``KICK_TEMPERATURE``) until the time limit: the classical
         part of ``sil_ls`` on CVRP."""
         xy = np.ascontiguousarray(instance.coords, dtype=np.float64)

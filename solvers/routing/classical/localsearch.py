@@ -1,4 +1,6 @@
-"""Classical 2-opt + Or-opt for large Euclidean tours: neighbour lists, don't-look bits, numba.
+"""2-opt + Or-opt along one Euclidean tour (a TSP tour, or one CVRP route with its depot), in
+numba with neighbour lists and don't-look bits; ``descent`` is its CVRP counterpart, moving
+customers between routes.
 
 This is not SIL; it is the classical polish that users can switch on beside SIL's neural
 reconstruction, and the benchmarks report the two separately so it is clear which part

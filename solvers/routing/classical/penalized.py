@@ -1,15 +1,15 @@
 """Ruin-and-recreate kicks that may overload routes on the way, for plans whose routes are
 all nearly full (a plain CVRP under a fleet cap with almost no room to spare).
 
-``descent.cvrp_kicks`` keeps every route within the capacity at every step. Under a cap whose
+``kicks.cvrp_kicks`` keeps every route within the capacity at every step. Under a cap whose
 vehicles hold only a few units more than the demand (X-n101-k25 capped at 25: 5,147 of 5,150
 units) almost no removed customer fits anywhere but where it was, so 19 in 20 kicks fail for
 want of room and the plan hardly moves. These kicks relax the capacity inside a kick, as
-PyVRP and HGS do in their search: the removed customers (a few, ``descent.PENALIZED_RUIN``)
+PyVRP and HGS do in their search: the removed customers (a few, ``kicks.PENALIZED_RUIN``)
 go to their cheapest places next to a neighbour, overloading at ``penalty`` per unit of
 excess load; the descent around them weighs length + penalty × excess; what overload is left
 is repaired by relocations and swaps with any route that take excess out (``_repair``, the
-bin-packing step of ``packing`` in miniature); and the kick is kept, by the same annealing
+bin-packing step of ``fleet.pack_routes`` in miniature); and the kick is kept, by the same annealing
 as ``cvrp_kicks``, only if the plan ends feasible. So the plan is always feasible between
 kicks and the shortest one met is the answer. ``cvrp_kicks`` raises the penalty while fewer
 than ``PENALTY_TARGET[0]`` of the kicks end feasible and lowers it above
@@ -19,8 +19,8 @@ Letting the plan itself stay overloaded between kicks (penalized acceptance, the
 plan kept) drifted at once to a short plan with 60 units of excess spread over a dozen
 routes, which no local move could take out; the X-n101-k25 (cap 25) plan never improved.
 
-The kernels mirror ``descent._kicks`` and its moves (the same linked routes and undo
-record); they live here so the kicks of every other plan run the unchanged code.
+The kernels mirror ``kicks._kicks`` and the moves of ``moves`` (the same linked routes and
+undo record); they live apart so the kicks of every other plan run the plain code.
 """
 
 from __future__ import annotations
@@ -28,23 +28,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from solvers.routing.classical.descent import (
-    _KICK_PASSES,
-    _copy_dirty,
-    _cross_tails,
-    _exchange,
-    _insertion,
-    _neighbourhood,
-    _pick_ruin,
-    _refresh,
-    _restore_saved,
-    _route_length,
-    _routes_length,
-    _save_reachable,
-    _save_route,
-    _swap_delta,
-    _two_opt_star_delta,
-    _unlink,
+from solvers.routing.classical.moves import (
+    KICK_PASSES,
+    cross_tails,
+    insertion,
+    neighbourhood,
+    pick_ruin,
+    refresh,
+    route_length,
+    save_reachable,
+    save_route,
+    settle,
+    swap_delta,
+    trade_places,
+    two_opt_star_delta,
+    unlink,
 )
 
 
@@ -59,13 +57,13 @@ def _p_relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np
                 cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
                 penalty: float, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
                 depot: int, count: int, eps: float) -> bool:
-    """``descent._relocate`` with the loads' excess priced at ``penalty`` instead of
+    """``moves.relocate`` with the loads' excess priced at ``penalty`` instead of
     forbidden."""
     a = route_of[c]
     b = route_of[v]
     p = pred[c]
     q = succ[c]
-    removal = _insertion(p, c, q, xy, mat, conv, n, depot)
+    removal = insertion(p, c, q, xy, mat, conv, n, depot)
     if a != b:
         dc = demand[c]
         removal -= penalty * (_excess(load[b] + dc, cap) - _excess(load[b], cap)
@@ -76,13 +74,13 @@ def _p_relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np
     if v != p:
         x = v
         y = succ[v]
-        add = _insertion(x, c, y, xy, mat, conv, n, depot)
+        add = insertion(x, c, y, xy, mat, conv, n, depot)
         if add < best:
             best, bx, by = add, x, y
     x = pred[v]
     if x != c:
         y = v
-        add = _insertion(x, c, y, xy, mat, conv, n, depot)
+        add = insertion(x, c, y, xy, mat, conv, n, depot)
         if add < best:
             best, bx, by = add, x, y
     if bx < 0:
@@ -93,9 +91,9 @@ def _p_relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np
     pred[c] = bx
     succ[c] = by
     pred[by] = c
-    _refresh(a, succ, route_of, cum, load, demand, n, count)
+    refresh(a, succ, route_of, cum, load, demand, n, count)
     if b != a:
-        _refresh(b, succ, route_of, cum, load, demand, n, count)
+        refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
 
 
@@ -104,20 +102,20 @@ def _p_swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.nda
             cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int, penalty: float,
             xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
             eps: float) -> bool:
-    """``descent._swap`` with the loads' excess priced at ``penalty``."""
+    """``moves.swap`` with the loads' excess priced at ``penalty``."""
     a = route_of[c]
     b = route_of[v]
     if a == b:
         return False
     shift = demand[v] - demand[c]
-    delta = (_swap_delta(c, v, succ, pred, xy, mat, conv, n, depot)
+    delta = (swap_delta(c, v, succ, pred, xy, mat, conv, n, depot)
              + penalty * (_excess(load[a] + shift, cap) - _excess(load[a], cap)
                           + _excess(load[b] - shift, cap) - _excess(load[b], cap)))
     if delta >= -eps:
         return False
-    _exchange(c, v, succ, pred)
-    _refresh(a, succ, route_of, cum, load, demand, n, count)
-    _refresh(b, succ, route_of, cum, load, demand, n, count)
+    trade_places(c, v, succ, pred)
+    refresh(a, succ, route_of, cum, load, demand, n, count)
+    refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
 
 
@@ -127,7 +125,7 @@ def _p_two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray,
                     demand: np.ndarray, cap: int, penalty: float, xy: np.ndarray,
                     mat: np.ndarray, conv: int, n: int, depot: int, count: int,
                     eps: float) -> bool:
-    """``descent._two_opt_star`` with the loads' excess priced at ``penalty``."""
+    """``moves.two_opt_star`` with the loads' excess priced at ``penalty``."""
     a = route_of[c]
     b = route_of[v]
     if a == b:
@@ -135,14 +133,14 @@ def _p_two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray,
     vp = pred[v]
     head_a = cum[c]
     head_b = cum[vp]
-    delta = (_two_opt_star_delta(c, v, succ, pred, xy, mat, conv, n, depot)
+    delta = (two_opt_star_delta(c, v, succ, pred, xy, mat, conv, n, depot)
              + penalty * (_excess(head_a + load[b] - head_b, cap) - _excess(load[a], cap)
                           + _excess(head_b + load[a] - head_a, cap) - _excess(load[b], cap)))
     if delta >= -eps:
         return False
-    _cross_tails(c, v, a, b, succ, pred, n, count)
-    _refresh(a, succ, route_of, cum, load, demand, n, count)
-    _refresh(b, succ, route_of, cum, load, demand, n, count)
+    cross_tails(c, v, a, b, succ, pred, n, count)
+    refresh(a, succ, route_of, cum, load, demand, n, count)
+    refresh(b, succ, route_of, cum, load, demand, n, count)
     return True
 
 
@@ -161,8 +159,8 @@ def _p_improve(c: int, spare: np.ndarray, succ: np.ndarray, pred: np.ndarray,
     if e >= 0 and route_of[c] != e:
         a = route_of[c]
         dc = demand[c]
-        gain = (_insertion(pred[c], c, succ[c], xy, mat, conv, n, depot)
-                - _insertion(n + e, c, n + count + e, xy, mat, conv, n, depot)
+        gain = (insertion(pred[c], c, succ[c], xy, mat, conv, n, depot)
+                - insertion(n + e, c, n + count + e, xy, mat, conv, n, depot)
                 - penalty * (_excess(dc, cap) + _excess(load[a] - dc, cap)
                              - _excess(load[a], cap)))
         if gain > eps and not (pred[c] >= n and succ[c] >= n):
@@ -174,8 +172,8 @@ def _p_improve(c: int, spare: np.ndarray, succ: np.ndarray, pred: np.ndarray,
             pred[c] = n + e
             succ[c] = n + count + e
             pred[n + count + e] = c
-            _refresh(a, succ, route_of, cum, load, demand, n, count)
-            _refresh(e, succ, route_of, cum, load, demand, n, count)
+            refresh(a, succ, route_of, cum, load, demand, n, count)
+            refresh(e, succ, route_of, cum, load, demand, n, count)
             spare[0] = -1
             return True
     for t in range(near.shape[1]):
@@ -229,7 +227,7 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
                 p = pred[c]
                 q = succ[c]
                 dc = demand[c]
-                out = _insertion(p, c, q, xy, mat, conv, n, depot)
+                out = insertion(p, c, q, xy, mat, conv, n, depot)
                 for b in range(count):
                     if b == a:
                         continue
@@ -239,7 +237,7 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
                         x = n + b
                         while x < n + count:
                             y = succ[x]
-                            key = _insertion(x, c, y, xy, mat, conv, n, depot) - out + rpen * drop
+                            key = insertion(x, c, y, xy, mat, conv, n, depot) - out + rpen * drop
                             if key < best:
                                 best, kind, bc, bx = key, 0, c, x
                             x = y
@@ -249,7 +247,7 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
                         drop = (_excess(load[a] + shift, cap) - _excess(load[a], cap)
                                 + _excess(load[b] - shift, cap) - _excess(load[b], cap))
                         if drop < 0:
-                            key = (_swap_delta(c, v, succ, pred, xy, mat, conv, n, depot)
+                            key = (swap_delta(c, v, succ, pred, xy, mat, conv, n, depot)
                                    + rpen * drop)
                             if key < best:
                                 best, kind, bc, bv = key, 1, c, v
@@ -260,8 +258,8 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
         a = route_of[bc]
         b = route_of[bx] if kind == 0 else route_of[bv]
         if not saved[b]:
-            _save_route(b, succ, n, saved, saved_routes, seq_start, seq, counts)
-            added += _route_length(b, succ, xy, mat, conv, n, depot, count)
+            save_route(b, succ, n, saved, saved_routes, seq_start, seq, counts)
+            added += route_length(b, succ, xy, mat, conv, n, depot, count)
         c = bc
         p = pred[c]
         q = succ[c]
@@ -274,9 +272,9 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
             succ[c] = y
             pred[y] = c
         else:
-            _exchange(c, bv, succ, pred)
-        _refresh(a, succ, route_of, cum, load, demand, n, count)
-        _refresh(b, succ, route_of, cum, load, demand, n, count)
+            trade_places(c, bv, succ, pred)
+        refresh(a, succ, route_of, cum, load, demand, n, count)
+        refresh(b, succ, route_of, cum, load, demand, n, count)
 
 
 @njit(cache=True)
@@ -293,7 +291,7 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
     places at ``penalty`` per unit of excess load, descend around them at that penalty,
     repair what excess is left at ten times it, and keep the kick when the plan is feasible
     and shorter, or longer by less than the kick's ``slack``; else restore it. The shortest
-    plan met is kept in the ``s_`` arrays (``dirty`` as in ``descent._kicks``). Returns the
+    plan met is kept in the ``s_`` arrays (``dirty`` as in ``kicks._kicks``). Returns the
     plan's length, the kicks kept, the shortest length, and the kicks that ended feasible."""
     kept = 0
     feasible = 0
@@ -308,10 +306,10 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
     counts = np.zeros(2, dtype=np.int64)
     spare = np.full(1, -1, dtype=np.int64)
     for s in range(seeds.shape[0]):
-        m = _pick_ruin(seeds[s], ruin, removed, near, route_of, depot)
-        a = _neighbourhood(removed, m, near, listed, around)
+        m = pick_ruin(seeds[s], ruin, removed, near, route_of, depot)
+        a = neighbourhood(removed, m, near, listed, around)
         # save every route a move of this kick can reach, before anything moves
-        before = _save_reachable(around, a, saved, saved_routes, seq_start, seq, counts, succ,
+        before = save_reachable(around, a, saved, saved_routes, seq_start, seq, counts, succ,
                                  route_of, near, xy, mat, conv, n, depot, count)
         # an empty route, saved, for a customer that is better alone than overloading
         spare[0] = -1
@@ -319,55 +317,16 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
             if succ[n + r] >= n:
                 spare[0] = r
                 if not saved[r]:
-                    _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
+                    save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
                 break
         for i in range(m):
-            _unlink(removed[i], succ, pred, route_of, load, demand)
+            unlink(removed[i], succ, pred, route_of, load, demand)
         for i in range(counts[0]):
-            _refresh(saved_routes[i], succ, route_of, cum, load, demand, n, count)
+            refresh(saved_routes[i], succ, route_of, cum, load, demand, n, count)
         order = np.argsort(keys[s, :m], kind="mergesort")
-        for i in range(m):
-            c = removed[order[i]]
-            dc = demand[c]
-            best = np.inf
-            bx = -1
-            by = -1
-            for t in range(k):
-                v = near[c, t]
-                if v == depot or route_of[v] < 0:
-                    continue
-                r = route_of[v]
-                extra = penalty * (_excess(load[r] + dc, cap) - _excess(load[r], cap))
-                for side in range(2):
-                    x = v if side == 0 else pred[v]
-                    y = succ[v] if side == 0 else v
-                    add = _insertion(x, c, y, xy, mat, conv, n, depot) + extra
-                    if add < best:
-                        best, bx, by = add, x, y
-            e = spare[0]
-            if e >= 0:
-                add = (_insertion(n + e, c, n + count + e, xy, mat, conv, n, depot)
-                       + penalty * _excess(dc, cap))
-                if add < best:
-                    best, bx, by = add, n + e, n + count + e
-                    spare[0] = -1
-            if bx < 0:  # every neighbour was removed too: the cheapest route start
-                for r in range(count):
-                    x = n + r
-                    y = succ[x]
-                    add = (_insertion(x, c, y, xy, mat, conv, n, depot)
-                           + penalty * (_excess(load[r] + dc, cap) - _excess(load[r], cap)))
-                    if add < best:
-                        best, bx, by = add, x, y
-            r = route_of[bx]
-            if not saved[r]:
-                _save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
-                before += _route_length(r, succ, xy, mat, conv, n, depot, count)
-            succ[bx] = c
-            pred[c] = bx
-            succ[c] = by
-            pred[by] = c
-            _refresh(r, succ, route_of, cum, load, demand, n, count)
+        before = _p_recreate(removed, order, m, before, penalty, spare, saved, saved_routes,
+                             seq_start, seq, counts, succ, pred, route_of, cum, load, demand,
+                             cap, near, xy, mat, conv, n, depot, count)
         weight = penalty
         for attempt in range(2):
             if attempt == 1:
@@ -380,7 +339,7 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
                                   depot, count)
                 if _routes_excess(saved_routes, counts[0], load, cap) > 0:
                     break
-            for _ in range(_KICK_PASSES):
+            for _ in range(KICK_PASSES):
                 moved = False
                 for i in range(a):
                     if _p_improve(around[i], spare, succ, pred, route_of, cum, load, demand,
@@ -388,25 +347,71 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
                         moved = True
                 if not moved:
                     break
-        ns = counts[0]
-        keep = False
-        if _routes_excess(saved_routes, ns, load, cap) == 0:
+        ok = _routes_excess(saved_routes, counts[0], load, cap) == 0
+        if ok:
             feasible += 1
-            new_length = length - before + _routes_length(saved_routes, ns, succ, xy, mat,
-                                                          conv, n, depot, count)
-            if new_length < length - eps or (slack[s] > 0 and new_length < length + slack[s]):
-                keep = True
-                length = new_length
-                kept += 1
-                for i in range(ns):
-                    dirty[saved_routes[i]] = True
-                if length < best_length - eps:
-                    best_length = length
-                    _copy_dirty(dirty, succ, pred, route_of, cum, load, s_succ, s_pred,
-                                s_route_of, s_cum, s_load, n, count)
-        if not keep:
-            _restore_saved(ns, saved_routes, seq_start, seq, succ, pred, route_of, cum, load,
-                           demand, n, count)
-        for i in range(ns):
-            saved[saved_routes[i]] = False
+        length, best_length, keep = settle(ok, slack[s], length, best_length, before, counts,
+                                           saved, saved_routes, seq_start, seq, dirty, succ,
+                                           pred, route_of, cum, load, s_succ, s_pred,
+                                           s_route_of, s_cum, s_load, demand, xy, mat, conv,
+                                           n, depot, count, eps)
+        if keep:
+            kept += 1
     return length, kept, best_length, feasible
+
+
+@njit(cache=True)
+def _p_recreate(removed: np.ndarray, order: np.ndarray, m: int, before: float, penalty: float,
+                spare: np.ndarray, saved: np.ndarray, saved_routes: np.ndarray,
+                seq_start: np.ndarray, seq: np.ndarray, counts: np.ndarray, succ: np.ndarray,
+                pred: np.ndarray, route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
+                demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,
+                mat: np.ndarray, conv: int, n: int, depot: int, count: int) -> float:
+    """The ``m`` removed customers back, in ``order``, each at its cheapest place next to a
+    neighbour at ``penalty`` per unit of excess load, or alone in the empty route
+    ``spare[0]``; a route a customer goes to that was not saved is saved first and its
+    length added to ``before``, which is returned."""
+    k = near.shape[1]
+    for i in range(m):
+        c = removed[order[i]]
+        dc = demand[c]
+        best = np.inf
+        bx = -1
+        by = -1
+        for t in range(k):
+            v = near[c, t]
+            if v == depot or route_of[v] < 0:
+                continue
+            r = route_of[v]
+            extra = penalty * (_excess(load[r] + dc, cap) - _excess(load[r], cap))
+            for side in range(2):
+                x = v if side == 0 else pred[v]
+                y = succ[v] if side == 0 else v
+                add = insertion(x, c, y, xy, mat, conv, n, depot) + extra
+                if add < best:
+                    best, bx, by = add, x, y
+        e = spare[0]
+        if e >= 0:
+            add = (insertion(n + e, c, n + count + e, xy, mat, conv, n, depot)
+                   + penalty * _excess(dc, cap))
+            if add < best:
+                best, bx, by = add, n + e, n + count + e
+                spare[0] = -1
+        if bx < 0:  # every neighbour was removed too: the cheapest route start
+            for r in range(count):
+                x = n + r
+                y = succ[x]
+                add = (insertion(x, c, y, xy, mat, conv, n, depot)
+                       + penalty * (_excess(load[r] + dc, cap) - _excess(load[r], cap)))
+                if add < best:
+                    best, bx, by = add, x, y
+        r = route_of[bx]
+        if not saved[r]:
+            save_route(r, succ, n, saved, saved_routes, seq_start, seq, counts)
+            before += route_length(r, succ, xy, mat, conv, n, depot, count)
+        succ[bx] = c
+        pred[c] = bx
+        succ[c] = by
+        pred[by] = c
+        refresh(r, succ, route_of, cum, load, demand, n, count)
+    return before

@@ -1,5 +1,6 @@
 """Time-window helpers shared by the CVRPTW solvers: integer times for integer-only solvers,
-and a time-oriented nearest-neighbour construction.
+a time-oriented nearest-neighbour construction, and the descents that keep windows
+(``relocate_descent``, ``exchange_descent``; the fleet steps are in ``fleet``).
 
 Integer solvers (OR-Tools, PyVRP) see times scaled to integers. When the instance's times are
 already integers (Solomon files, FLOOR_2D/EUC_2D with integer windows) nothing is rounded.
@@ -35,8 +36,8 @@ def time_scale(instance: CVRPTWInstance, distance_scale: float) -> float:
     whole = (np.all(instance.time_windows == np.round(instance.time_windows))
              and np.all(instance.service_times == np.round(instance.service_times)))
     if whole and scale >= 1.0:
-        # whole-number times stay whole (QA sweep: at 10^6/3 a window [1, 1] on float
-        # distances held no whole step, and ortools and pyvrp refused it)
+        # whole-number times stay whole (at a scale of 10^6/3 a window [1, 1]
+        # on float distances held no whole step, and ortools and pyvrp refused it)
         return float(math.floor(scale))
     return scale
 
@@ -56,14 +57,14 @@ class IntegerTimes:
 
 
 #: Largest scaled time the integer solvers are given: their schedules add times in int64,
-#: and a float cast above this is not exact (QA sweep: windows of 1e12 on a 0.01-wide map
+#: and a float cast above this is not exact (windows of 1e12 on a 0.01-wide map
 #: overflowed and were reported as "holding no whole step").
 MAX_INTEGER_TIME = 2.0**53
 
 
 def _snapped(scaled: np.ndarray) -> np.ndarray:
     """Scaled times that float error left a hair off a whole step put back on it, so that
-    ceil/floor do not move them a step (QA sweep: 2.03 × 1000 = 2029.9999999999998, so a
+    ceil/floor do not move them a step (2.03 × 1000 = 2029.9999999999998, so a
     window [2.03, 2.03] held "no whole step of 0.001")."""
     near = np.round(scaled)
     close = np.abs(scaled - near) <= 1e-9 * np.maximum(1.0, np.abs(near))
@@ -186,15 +187,6 @@ def time_window_routes(instance: CVRPTWInstance) -> list[list[int]]:
     return routes
 
 
-def fleet_for(instance: CVRPTWInstance, constructed: int) -> int:
-    """Vehicles to offer a solver: the instance's cap when it has one, else enough for the
-    greedy construction (windows, not capacity, usually decide how many routes are needed)."""
-    if instance.max_vehicles is not None:
-        return instance.fleet_cap()
-    v = max(constructed, math.ceil(1.1 * instance.min_vehicles()) + 1)
-    return min(v, instance.fleet_cap())
-
-
 def _route_ok(route: list[int], d: np.ndarray, depot: int, start: float, end: float,
               earliest: list[float], latest: list[float], service: list[float],
               tol: float) -> bool:
@@ -209,22 +201,7 @@ def _route_ok(route: list[int], d: np.ndarray, depot: int, start: float, end: fl
     return t + d[prev, depot] <= end + tol
 
 
-#: Random feasible relocations of customers between routes after every ejection: they shake
-#: the routes so that the pool's customers meet new gaps. Solomon RC101 from its greedy 18
-#: routes to its fleet of 15 (3 s, seeds 0-3): reached on 2 of 4 without them, on 4 of 4
-#: with 5 or 20 (20: 0.1-1.5 s). They also make the routes longer, so the first attempt runs
-#: without them (with a shorter pop limit) and only the attempts after a failed one shake.
-PERTURB_MOVES = 20
-#: Customers one attempt may take from the pool (per customer of the instance) before the
-#: route it empties is given back and another one is tried: first without shaking, then with.
-ATTEMPT_POPS = (2, 20)
-#: Route elimination works on a dense distance matrix in Python; above this size it leaves
-#: the routes as they are (callers say so). A plain CVRP above it goes to
-#: ``descent.eliminate_capacity_routes`` (numba, granular) instead.
-ELIMINATION_MAX_NODES = 2_000
-
-
-class _Schedules:
+class Schedules:
     """Feasible insertion places in one route in O(1) each: the begin times along the route
     and, backwards, the latest begin at each stop that keeps every later window and the
     return by the horizon (the checker's rules, ``_route_ok``). A plain CVRP has no windows:
@@ -282,135 +259,8 @@ class _Schedules:
         return out
 
 
-def _ejection_weight(instance: CVRPInstance) -> np.ndarray:
-    """What a customer's ejection counter is multiplied by when the pool picks whom to take
-    out, once an attempt has failed: its demand on a plain CVRP, 1 with time windows (where
-    windows, not loads, decide who fits). Measured (var/s32, X-n176-k26 capped at 26 routes,
-    from ``ils``'s split starts of 33-36 routes, 1.8 s, 12 seeds): the cap was reached on 4
-    seeds unweighed, on 10 weighed by demand (8 by demand squared, 7 by its square root).
-    Weighed from the first attempt, X-n289-k60 capped at 61 got there faster (0.03-0.06 s
-    against 0.11-0.16 s) but from worse plans: ``ils`` at 10 s ended 0.42% longer (5 of 6
-    seeds); weighed only after a failure, 0.09% (level) and still 10 of 12 on X-n176-k26."""
-    if isinstance(instance, CVRPTWInstance):
-        return np.ones(instance.n)
-    return np.maximum(np.asarray(instance.demands, dtype=np.float64), 1.0)
-
-
-def eliminate_routes(instance: CVRPInstance, routes: list[list[int]], max_routes: int,
-                     deadline: float, seed: int = 0) -> list[list[int]]:
-    """Fleet repair: while there are more routes than ``max_routes``, empty one route into an
-    ejection pool and put its customers back into the others, after Nagata and Bräysy's
-    route minimization (2009), simplified to one ejection: a customer goes to its cheapest
-    place that keeps capacity and windows; if it has none, it takes the place of the
-    customer of another route that has been put back least often so far (a counter per
-    customer, raised every time it finds no place, steers the pool away from hard
-    customers), and that one goes to the pool; after each ejection a few random feasible
-    relocations shake the routes. An attempt that cannot empty the pool gives its route back
-    and another (random) route is tried. Stops at ``deadline`` (``time.perf_counter()``) and
-    returns the routes repaired as far as it got; every route it returns keeps its windows.
-
-    Neural constructions on tight windows (Solomon R1, RC1) often end a route or two over the
-    cap, and reconstruction keeps the route count; this is the classical step that mends it.
-    Solomon RC101 from its greedy 18 routes to its 15 vehicles in 0.04-1.2 s over 8 seeds
-    (the former one-ejection repair without a pool stopped at 16 in 3 s).
-
-    On a plain CVRP, where capacity is the only thing in the way, once an attempt has failed
-    a customer's counter is weighed by its demand, so the pool prefers to take out small
-    customers, which fit in more places (``_ejection_weight``)."""
-    routes = [list(r) for r in routes if r]
-    if len(routes) <= max_routes or instance.n > ELIMINATION_MAX_NODES:
-        return routes
-    sched = _Schedules(instance)
-    demands = sched.demands
-    rng = np.random.default_rng(seed)
-    put_back = np.ones(instance.n)  # Nagata's penalty counters
-    weighed = _ejection_weight(instance)
-    weight = np.ones(instance.n)  # until an attempt fails (see _ejection_weight)
-
-    def cheapest(c: int, others: list[list[int]], loads: list[int],
-                 skip: int = -1) -> tuple[float, int, int] | None:
-        """(added distance, route, position) of c's cheapest feasible place, if any."""
-        best: tuple[float, int, int] | None = None
-        for k, r in enumerate(others):
-            if k == skip:
-                continue
-            for add, p in sched.insertions(c, r, loads[k]):
-                if best is None or add < best[0]:
-                    best = (add, k, p)
-        return best
-
-    def eject(c: int, others: list[list[int]], loads: list[int]) -> int | None:
-        """c takes the place of the customer with the lowest counter whose removal lets c in
-        (cheapest place among ties); the ejected customer, or None when there is none."""
-        best: tuple[float, float, int, int, int] | None = None
-        for k, r in enumerate(others):
-            room = sched.capacity - loads[k] - demands[c]  # e must free at least -room
-            for i, e in enumerate(r):
-                key = float(put_back[e] * weight[e])
-                if (best is not None and key > best[0]) or demands[e] < -room:
-                    continue
-                rest = r[:i] + r[i + 1:]
-                for add, p in sched.insertions(c, rest, loads[k] - demands[e]):
-                    if best is None or (key, add) < best[:2]:
-                        best = (key, add, k, i, p)
-        if best is None:
-            return None
-        _, _, k, i, p = best
-        e = others[k].pop(i)
-        others[k].insert(p, c)
-        loads[k] += demands[c] - demands[e]
-        return e
-
-    def shake(others: list[list[int]], loads: list[int]) -> None:
-        for _ in range(PERTURB_MOVES):
-            a, b = (int(x) for x in rng.integers(len(others), size=2))
-            if a == b or not others[a]:
-                continue
-            i = int(rng.integers(len(others[a])))
-            c = others[a][i]
-            places = sched.insertions(c, others[b], loads[b])
-            if places:
-                p = places[int(rng.integers(len(places)))][1]
-                others[a].pop(i)
-                loads[a] -= demands[c]
-                others[b].insert(p, c)
-                loads[b] += demands[c]
-
-    shaking = False
-    while len(routes) > max_routes and time.perf_counter() < deadline:
-        victim = int(rng.integers(len(routes)))
-        others = [list(r) for k, r in enumerate(routes) if k != victim]
-        loads = [sum(demands[v] for v in r) for r in others]
-        pool = list(routes[victim])
-        pops = 0
-        most = ATTEMPT_POPS[shaking] * instance.n
-        while pool and pops < most and time.perf_counter() < deadline:
-            c = pool.pop()
-            pops += 1
-            place = cheapest(c, others, loads)
-            if place is not None:
-                _, k, p = place
-                others[k].insert(p, c)
-                loads[k] += demands[c]
-                continue
-            put_back[c] += 1
-            ejected = eject(c, others, loads)
-            if ejected is None:
-                pool.insert(0, c)  # no place even with an ejection: later, after shaking
-            else:
-                pool.append(ejected)
-            if shaking:
-                shake(others, loads)
-        if not pool and all(sched.ok(r) for r in others):
-            routes = [r for r in others if r]
-        else:
-            shaking = True
-            weight = weighed
-    return routes
-
-
 def relocate_descent(instance: CVRPInstance, routes: list[list[int]],
-                     deadline: float, sched: _Schedules | None = None) -> list[list[int]]:
+                     deadline: float, sched: Schedules | None = None) -> list[list[int]]:
     """Move single customers to cheaper places that keep capacity and windows (in any route,
     their own included) until no move saves distance or the deadline passes.
 
@@ -419,7 +269,7 @@ def relocate_descent(instance: CVRPInstance, routes: list[list[int]],
     the descent takes them out before the reconstruction gets the routes. It never adds a
     route, and a route it empties is dropped. ``sched``: the instance's schedules when the
     caller has them (built once: a dense matrix as lists)."""
-    sched = sched if sched is not None else _Schedules(instance)
+    sched = sched if sched is not None else Schedules(instance)
     d, depot, demands = sched.d, sched.depot, sched.demands
     routes = [list(r) for r in routes if r]
     loads = [sum(demands[v] for v in r) for r in routes]
@@ -475,11 +325,11 @@ def exchange_descent(instance: CVRPInstance, routes: list[list[int]],
 
     The neural CVRPTW plans keep costs that only such moves remove: on 16 generated
     CVRPTW100 after 4 s of polynet or reld (their relocation polish done), a prototype of
-    these moves took 0.65% more off in about 0.1 s of Python (var/s34/tw_ls.py)."""
+    these moves took 0.65% more off in about 0.1 s of Python."""
     routes = [list(r) for r in routes if r]
     if time.perf_counter() >= deadline:
         return routes
-    sched = _Schedules(instance)
+    sched = Schedules(instance)
     d, depot, demands, capacity = sched.d, sched.depot, sched.demands, sched.capacity
     n = instance.n
     symmetric = bool(np.allclose(sched.matrix, sched.matrix.T))
@@ -527,7 +377,7 @@ MAX_WINDOW_CHECKS = 64
 
 
 def _take_first_feasible(candidates: list[tuple[float, Any]],
-                         build: Any, sched: _Schedules) -> Any:
+                         build: Any, sched: Schedules) -> Any:
     """The cheapest of the ``MAX_WINDOW_CHECKS`` cheapest candidate moves whose new routes
     all keep their windows, or None."""
     candidates.sort(key=lambda c: c[0])
@@ -539,7 +389,7 @@ def _take_first_feasible(candidates: list[tuple[float, Any]],
 
 
 def _exchange_tails(routes: list[list[int]], a: int, b: int, d: Any, depot: int,
-                    demands: list[int], capacity: int, sched: _Schedules, eps: float) -> bool:
+                    demands: list[int], capacity: int, sched: Schedules, eps: float) -> bool:
     """The best 2-opt* between routes a and b: a's head with b's tail and b's head with a's."""
     ra, rb = routes[a], routes[b]
     pa = [depot, *ra]  # pa[i]: the stop before cut i (cut i keeps ra[:i])
@@ -572,7 +422,7 @@ def _exchange_tails(routes: list[list[int]], a: int, b: int, d: Any, depot: int,
 
 
 def _swap_one(routes: list[list[int]], a: int, b: int, d: Any, depot: int,
-              demands: list[int], capacity: int, sched: _Schedules, eps: float) -> bool:
+              demands: list[int], capacity: int, sched: Schedules, eps: float) -> bool:
     """The best exchange of one customer of route a with one of route b."""
     ra, rb = routes[a], routes[b]
     load_a = sum(demands[v] for v in ra)
@@ -600,7 +450,7 @@ def _swap_one(routes: list[list[int]], a: int, b: int, d: Any, depot: int,
     return True
 
 
-def _reverse_stretches(route: list[int], d: Any, depot: int, sched: _Schedules, eps: float,
+def _reverse_stretches(route: list[int], d: Any, depot: int, sched: Schedules, eps: float,
                        deadline: float) -> bool:
     """Reversals of a stretch route[i:j] that save distance and keep the windows (symmetric
     distances: the stretch's own length does not change), best first, until none is left."""

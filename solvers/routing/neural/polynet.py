@@ -39,12 +39,11 @@ from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.routing.classical.descent import (
     POLISH_SHARE,
     POLISH_SHARE_TW,
-    REPAIR_SHARE,
-    fleet_repair,
     polish,
     polish_tour,
     tour_polish_keep,
 )
+from solvers.routing.classical.fleet import REPAIR_SHARE, fleet_repair
 from solvers.routing.neural.checkpoints import missing_checkpoint
 from solvers.routing.neural.env import (
     Decode,

@@ -44,17 +44,15 @@ from solvers.routing.classical.construct import (
 )
 from solvers.routing.classical.descent import (
     POLISH_SHARE,
-    REPAIR_SHARE,
-    fleet_repair,
     polish,
     polish_tour,
     tour_polish_keep,
 )
-from solvers.routing.classical.descent import warm_up as descent_warm_up
 from solvers.routing.classical.exact import exact_solution
 from solvers.routing.classical.exact import warm_up as exact_warm_up
-from solvers.routing.classical.fleet import over_fleet_error
+from solvers.routing.classical.fleet import REPAIR_SHARE, fleet_repair, over_fleet_error
 from solvers.routing.classical.localsearch import two_opt
+from solvers.routing.classical.warmup import warm_up as descent_warm_up
 from solvers.routing.neural.checkpoints import CheckpointCache, missing_checkpoint
 from solvers.routing.neural.env import (
     DecodeStoppedError,

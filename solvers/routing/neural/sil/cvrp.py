@@ -31,13 +31,9 @@ import torch
 
 from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.routing.classical.construct import split_giant_tour
-from solvers.routing.classical.descent import (
-    cvrp_descent,
-    cvrp_kicks,
-    fit_fleet,
-    kick_temperature,
-    polish_routes,
-)
+from solvers.routing.classical.descent import cvrp_descent, polish_routes
+from solvers.routing.classical.fleet import fit_fleet
+from solvers.routing.classical.kicks import cvrp_kicks, kick_temperature
 from solvers.routing.neural.sil.model import (
     RoundHeartbeat,
     model_coords,

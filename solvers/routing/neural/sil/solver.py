@@ -32,7 +32,6 @@ from models.sil import SILModel
 from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import InstanceError
 from solvers.routing.classical.construct import random_insertion_tour
-from solvers.routing.classical.descent import warm_up as descent_warm_up
 from solvers.routing.classical.exact import exact_solution
 from solvers.routing.classical.exact import warm_up as exact_warm_up
 from solvers.routing.classical.ils import iterate
@@ -43,6 +42,7 @@ from solvers.routing.classical.localsearch import (
     tour_length,
     two_opt,
 )
+from solvers.routing.classical.warmup import warm_up as descent_warm_up
 from solvers.routing.neural.checkpoints import CheckpointCache
 from solvers.routing.neural.sil.cvrp import solve_cvrp
 from solvers.routing.neural.sil.model import (
