@@ -1,12 +1,18 @@
-"""What every benchmark script shares: its header command, option checks, where it may write
-and the solver warm-up before the first timed solve (QA sweep: the scripts had each grown
-their own, and each missed a different one)."""
+"""What every benchmark script shares: the header of its results (machine, date, commit,
+command), option checks, where it may write, the headline rows the leaderboard reads, and the
+solver warm-up before the first timed solve. Written once so that no script misses one."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.metadata
+import json
 import math
+import os
+import platform
 import shlex
+import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -14,6 +20,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
+#: Inputs a script computes once and reuses (reference solutions, generated instances):
+#: git-ignored, so a results folder holds only the current tables.
+CACHE = REPO / "benchmarks" / "cache"
 DATA = REPO.parent / "shared" / "data"
 #: The header clause of a script that warms its solvers up before timing them.
 WARMED = "each solver warmed up (imports, weights, compiled kernels) before its first timed solve"
@@ -25,15 +34,15 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
 
 
 def parser_for(prog: str, doc: str | None) -> argparse.ArgumentParser:
-    """A parser whose description is the whole module docstring (QA sweep: a docstring's
-    first line alone cut sentences in half) and whose --help shows every default."""
+    """A parser whose description is the whole module docstring (its first line alone would
+    cut sentences in half) and whose --help shows every default."""
     return argparse.ArgumentParser(prog=f"python -m {prog}", description=doc,
                                    formatter_class=HelpFormatter)
 
 
 def command(module: str, argv: Sequence[str] | None) -> str:
-    """The command line of this run, quoted so that it parses when copied: ``' '.join``
-    dropped empty arguments such as ``--more-limits ''`` (QA sweep)."""
+    """The command line of this run, quoted so that it parses when copied, empty arguments
+    such as ``--more-limits ''`` included."""
     given = list(sys.argv[1:] if argv is None else argv)
     return shlex.join(["python", "-m", module, *given])
 
@@ -56,20 +65,20 @@ def _parse(parser: argparse.ArgumentParser, option: str, text: str, kind: type,
 def numbers(parser: argparse.ArgumentParser, option: str, text: str, positive: bool = True,
             allow_empty: bool = False) -> list[float]:
     """A comma-separated list of numbers, or parser.error (exit 2) naming the option instead
-    of a ValueError traceback (QA sweep: ``--limits abc``, ``--limits 0``)."""
+    of a ValueError traceback (``--limits abc``, ``--limits 0``)."""
     return _parse(parser, option, text, float, positive, allow_empty)
 
 
 def integers(parser: argparse.ArgumentParser, option: str, text: str, positive: bool = False,
              allow_empty: bool = False) -> list[int]:
-    """As ``numbers``, whole numbers (QA sweep: ``--seeds abc``, ``--sizes abc``)."""
+    """As ``numbers``, whole numbers (``--seeds abc``, ``--sizes abc``)."""
     return _parse(parser, option, text, int, positive, allow_empty)
 
 
 def check_solvers(parser: argparse.ArgumentParser, names: Iterable[str],
                   option: str = "--solvers", problem: str | None = None) -> None:
-    """Refuse an unknown solver, or one that does not solve ``problem``, before anything runs
-    (QA sweep: ``--solvers bogus`` gave a traceback, or a table of error rows and exit 0)."""
+    """Refuse an unknown solver, or one that does not solve ``problem``, before anything runs,
+    rather than a traceback or a table of error rows and exit 0."""
     from solvers.catalog import get_spec
     from solvers.errors import UnknownSolverError
 
@@ -84,7 +93,7 @@ def check_solvers(parser: argparse.ArgumentParser, names: Iterable[str],
 
 def check_out(parser: argparse.ArgumentParser, out: Path) -> None:
     """Create --out's folder before the run, so a long run cannot end in a crash on writing
-    its results (QA sweep: reld lost a whole run to a missing folder)."""
+    its results."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -94,24 +103,112 @@ def check_out(parser: argparse.ArgumentParser, out: Path) -> None:
 
 
 def check_data(parser: argparse.ArgumentParser, data: Path, pattern: str, what: str) -> None:
-    """A requested set with no instance files is an error (exit 2), not an empty table
-    (QA sweep: missing ../shared/data gave empty tables, nan means and exit 0)."""
+    """A requested set with no instance files is an error (exit 2), not an empty table with
+    nan means and exit 0."""
     if not any(data.glob(pattern)):
         parser.error(f"--data: no {what} ({pattern}) under {data}")
 
 
 def writes_results(out: Path) -> bool:
     """Whether this run publishes into benchmarks/results: only such a run may add to the
-    committed reference caches there (QA sweep: a ``--count 2 --out /tmp/..`` run added
-    fresh, noisy PyVRP references to them)."""
+    reference caches, so that a quick ``--count 2 --out /tmp/..`` run cannot store fresh,
+    noisy PyVRP references that later published tables would read."""
     return out.resolve().is_relative_to(RESULTS.resolve())
 
 
 def warm_up(names: Iterable[str]) -> None:
     """Each solver's imports, weights and compiled kernels loaded before the first timed
-    solve (QA sweep: on a fresh checkout the first ils/reld wall included up to a minute of
-    numba compiling)."""
+    solve: on a fresh checkout the first ils/reld wall would include up to a minute of numba
+    compiling."""
     from solvers.catalog import warm_up as warm_one
 
     for name in dict.fromkeys(names):
         warm_one(name)
+
+
+def machine_info(packages: tuple[str, ...] = ("ortools", "pyvrp", "numpy", "vrplib",
+                                               "cosolve")) -> dict[str, Any]:
+    """What the figures were measured on, with the load at the start (the cores may be
+    shared, and wall-clock-limited searches then see less CPU)."""
+    ram_gib = None
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram_gib = round(int(line.split()[1]) / 1024**2, 1)
+    versions = {}
+    for package in packages:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "ram_gib": ram_gib,
+            "python": platform.python_version(),
+            "os": f"{platform.system()} {platform.release()}",
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+            "versions": versions}
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str:
+    """The commit the code ran at, ``-dirty`` when the working tree had changes."""
+    try:
+        done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
+                              cwd=REPO, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+def relative(path: Path | str) -> str:
+    """A path as the header shows it: relative to the repository, never this machine's."""
+    return os.path.relpath(Path(path).resolve(), REPO)
+
+
+def provenance(module: str, argv: Sequence[str] | None, started: str | None = None
+               ) -> dict[str, Any]:
+    """The header every results file carries: the exact command, the date, the commit and
+    the machine (CPU model, cores)."""
+    from datetime import UTC, datetime
+
+    return {"command": command(module, argv),
+            "date": started or datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": git_commit(), "machine": {"cpu": cpu_model(), "cores": os.cpu_count()}}
+
+
+def header_lines(prov: dict[str, Any] | list[dict[str, Any]]) -> list[str]:
+    """The markdown lines of a header; a table assembled from several runs (one per section)
+    names each."""
+    lines = []
+    for p in prov if isinstance(prov, list) else [prov]:
+        what = f" ({p['section']})" if p.get("section") else ""
+        m = p["machine"]
+        lines += [f"- Command{what}: `{p['command']}`",
+                  f"- Date: {p['date']}; commit `{p['commit']}`; machine {m['cpu']}, "
+                  f"{m['cores']} cores"]
+    return lines
+
+
+def headline(family: str, set_name: str, solver: str, budget: str, gap: float | None,
+             instances: int, reference: str) -> dict[str, Any]:
+    """One leaderboard row: the mean gap (%) of ``solver`` on a set at a fixed budget."""
+    return {"family": family, "set": set_name, "solver": solver, "budget": budget,
+            "gap_percent": None if gap is None else round(float(gap), 3),
+            "instances": instances, "reference": reference}
+
+
+def write_table(out: Path, lines: list[str], data: dict[str, Any],
+                prov: dict[str, Any] | list[dict[str, Any]],
+                rows: list[dict[str, Any]]) -> None:
+    """The table to ``out`` and its data beside it as .json, each with the header; the JSON
+    also holds the headline rows that benchmarks.leaderboard gathers."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines).rstrip("\n") + "\n")
+    payload = {"provenance": prov, "headline": rows, **data}
+    out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str) + "\n")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,14 @@ from benchmarks.common import (
     check_data,
     check_out,
     check_solvers,
-    command,
+    header_lines,
+    headline,
+    machine_info,
     parser_for,
+    provenance,
     warm_up,
+    write_table,
 )
-from benchmarks.routing import machine_info
 from solvers.contract import Budget
 from solvers.errors import CosolveError
 from solvers.routing.generate import cvrptw_instance
@@ -86,6 +88,24 @@ def _cell(row: dict[str, Any], reference: float | None) -> tuple[str, str, float
     return cost, ("–" if gap is None else f"{gap:.2f}"), gap
 
 
+def headline_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Mean gap per set and solver over the feasible runs (Solomon: to LKH-3's tours;
+    generated: to the best feasible row of each instance)."""
+    rows = []
+    for set_name, label, reference in (("solomon", "Solomon 100", "LKH-3"),
+                                       ("generated", "generated CVRPTW100",
+                                        "best of this run")):
+        mine = [r for r in data["records"] if r["set"] == set_name]
+        for solver in dict.fromkeys(r["solver"] for r in mine):
+            ok = [r for r in mine if r["solver"] == solver and r.get("feasible")
+                  and r.get("cost") is not None]
+            gaps = [100 * (r["cost"] - r["reference"]) / r["reference"] for r in ok]
+            rows.append(headline("CVRPTW", label, solver, f"{data['time_limit']:g} s",
+                                 float(np.mean(gaps)) if gaps else None, len(gaps),
+                                 reference))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = parser_for("benchmarks.cvrptw", __doc__)
     parser.add_argument("--time-limit", type=float, default=10.0,
@@ -113,13 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     check_data(parser, args.data, "solomon/*.tour", "Solomon tours")
     check_out(parser, args.out)
     warm_up(solvers)
-    started = datetime.now(UTC).isoformat(timespec="seconds")
+    prov = provenance("benchmarks.cvrptw", argv)
     info = machine_info()
-    lines = ["# CVRPTW benchmark", "",
-             f"- Command: `{command('benchmarks.cvrptw', argv)}`",
-             f"- Started: {started} (UTC)",
-             f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB, CPU "
-             f"only; load average at start {info['load_average_at_start']}",
+    lines = ["# CVRPTW benchmark", "", *header_lines(prov),
+             f"- Machine: {info['ram_gib']} GiB, CPU only; load average at start "
+             f"{info['load_average_at_start']}",
              f"- Versions: {json.dumps(info['versions'])}",
              f"- Settings: {args.time_limit:g} s per solver and instance, solver seed "
              f"{args.seed}, solvers one after another, {WARMED}; OR-Tools = "
@@ -178,11 +196,9 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {inst.name} | {' | '.join(cells)} |")
         lines.append("| mean gap (feasible runs) | " + " | ".join(
             f"| {np.mean(g):.2f} ({len(g)})" if g else "| –" for g in rgaps.values()) + " |")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    args.out.with_suffix(".json").write_text(json.dumps(
-        {"started": started, "machine": info, "time_limit": args.time_limit,
-         "seed": args.seed, "records": records}, indent=1))
+    data = {"machine": info, "time_limit": args.time_limit, "seed": args.seed,
+            "records": records}
+    write_table(args.out, lines, data, prov, headline_rows(data))
     print("\n".join(lines))
     return 0
 

@@ -26,13 +26,16 @@ from benchmarks.common import (
     WARMED,
     check_out,
     check_solvers,
-    command,
+    header_lines,
+    headline,
     integers,
+    machine_info,
     numbers,
     parser_for,
+    provenance,
     warm_up,
+    write_table,
 )
-from benchmarks.routing import machine_info
 from solvers.contract import Budget
 from solvers.errors import CosolveError
 from solvers.routing.check import check_solution
@@ -67,6 +70,21 @@ def run(inst: CVRPInstance, solver: str, limit: float, seed: int) -> dict[str, A
     violations = check_solution(inst, routes)
     return {"cost": inst.cost(routes), "routes": len(routes), "feasible": not violations,
             "wall_s": round(time.perf_counter() - t0, 2)}
+
+
+def headline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean gap to the best-known cost per solver and time limit over every instance and
+    seed, feasible runs only."""
+    out = []
+    for limit in dict.fromkeys(r["limit"] for r in rows):
+        for solver in dict.fromkeys(r["solver"] for r in rows):
+            ok = [r for r in rows if r["limit"] == limit and r["solver"] == solver
+                  and "cost" in r and r["feasible"]]
+            gaps = [100 * (r["cost"] / r["bks"] - 1) for r in ok]
+            out.append(headline("CVRP", "CVRPLIB X, fleet capped", solver, f"{limit:g} s",
+                                sum(gaps) / len(gaps) if gaps else None, len(gaps),
+                                "best-known"))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--instances: no {', '.join(missing)} in {folder}")
     check_out(parser, args.out)
     warm_up(solvers)
-    started = datetime.now(UTC)
+    prov = provenance("benchmarks.fleet", argv)
     rows = []
     for name in names:
         inst, fleet, bks = capped(folder, name, args.fewer)
@@ -119,9 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# CVRP with a tight fleet",
         "",
-        f"- Command: `{command('benchmarks.fleet', argv)}`",
-        f"- Started: {started:%Y-%m-%d %H:%M} UTC; finished: {datetime.now(UTC):%H:%M} UTC",
-        f"- Machine: {json.dumps(machine_info())}; COSOLVE_TORCH_THREADS="
+        *header_lines(prov),
+        f"- Finished: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; machine "
+        f"{json.dumps(machine_info())}; COSOLVE_TORCH_THREADS="
         f"{os.environ.get('COSOLVE_TORCH_THREADS', '1')}",
         "- Instances: CVRPLIB X with `max_vehicles` = the best-known plan's route count"
         + (f" less {args.fewer} (the best-known plan does not fit)" if args.fewer else "")
@@ -149,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if errs:
         lines += ["", "Errors:", ""] + [f"- {r['instance']} {r['solver']} {r['limit']:g} s "
                                         f"seed {r['seed']}: {r['error']}" for r in errs]
-    args.out.write_text("\n".join(lines) + "\n")
-    args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    write_table(args.out, lines, {"rows": rows}, prov, headline_rows(rows))
     print("\n".join(lines))
     return 0
 

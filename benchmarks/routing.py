@@ -23,11 +23,8 @@ import importlib.metadata
 import json
 import math
 import multiprocessing
-import os
-import platform
 import re
 import resource
-import shlex
 import signal
 import statistics
 import sys
@@ -42,7 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import check_out, warm_up
+from benchmarks.common import (
+    check_out,
+    header_lines,
+    headline,
+    machine_info,
+    provenance,
+    relative,
+    warm_up,
+)
 from solvers.catalog import get_spec
 from solvers.contract import Budget, SolverSpec
 from solvers.errors import CosolveError, UnknownSolverError
@@ -359,38 +364,7 @@ def check_reference(inst: BenchInstance, instance: Instance) -> str | None:
     return None
 
 
-# -- machine and report ------------------------------------------------------------------
-def machine_info(packages: tuple[str, ...] = ("ortools", "pyvrp", "numpy", "vrplib",
-                                               "cosolve")) -> dict[str, Any]:
-    """What the figures were measured on, for the report header (every benchmark's)."""
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    ram_gib = None
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                ram_gib = round(int(line.split()[1]) / 1024**2, 1)
-    versions = {}
-    for package in packages:
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = "not installed"
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "ram_gib": ram_gib,
-        "python": platform.python_version(),
-        "os": f"{platform.system()} {platform.release()}",
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        "versions": versions,
-    }
-
-
+# -- report ------------------------------------------------------------------------------
 def summarize(records: list[RunRecord]) -> list[dict[str, Any]]:
     """Per set and solver: runs, feasible runs, mean gap and mean wall time."""
     groups: dict[tuple[str, str], list[RunRecord]] = {}
@@ -442,9 +416,8 @@ def render_markdown(meta: dict[str, Any], records: list[RunRecord], planned: int
     if done < planned:
         lines += [f"**Partial results: {done} of {planned} rows so far.**", ""]
     lines += [
-        f"- Command: `{meta['command']}`",
-        f"- Started: {meta['started']} (UTC); finished: {meta.get('finished') or 'not yet'}",
-        f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, {m['os']}; "
+        *header_lines(meta["provenance"]),
+        f"- Finished: {meta.get('finished') or 'not yet'}; {m['ram_gib']} GiB RAM, {m['os']}; "
         f"load average at start {', '.join(map(str, m['load_average_at_start']))}",
         f"- Software: Python {m['python']}, OR-Tools {v['ortools']}, PyVRP {v['pyvrp']}, "
         f"numpy {v['numpy']}, vrplib {v['vrplib']}, cosolve {v['cosolve']}",
@@ -497,12 +470,37 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+FAMILY = {"tsplib": "TSP", "cvrplib-X": "CVRP", "cvrplib-XXL": "CVRP"}
+REFERENCE = {"proven optimum (TSPLIB)": "proven optimum", "best-known (CVRPLIB)": "best-known",
+             "best of this run": "best of this run"}
+
+
+def headline_rows(meta: dict[str, Any], summary: list[dict[str, Any]],
+                  runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean gap per set and solver at the run's time limit (sets with a fixed reference, and
+    the uniform sets against the best of the run)."""
+    source = {r["set"]: r.get("reference_source", "") for r in runs}
+    rows = []
+    for s in summary:
+        family = FAMILY.get(s["set"], "TSP" if "-tsp-" in s["set"] else "CVRP")
+        if s.get("mean_gap_percent") is None:
+            continue
+        rows.append(headline(family, s["set"], s["solver"],
+                             f"{meta['settings']['time_limit']:g} s", s["mean_gap_percent"],
+                             s["with_gap"], REFERENCE.get(source.get(s["set"], ""), "")))
+    return rows
+
+
 def write_results(out: Path, meta: dict[str, Any], records: list[RunRecord],
                   planned: int) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(out, render_markdown(meta, records, planned))
     done = [r for r in records if r.status != "pending"]
-    payload = {"meta": meta, "summary": summarize(done), "runs": [asdict(r) for r in done]}
+    runs = [asdict(r) for r in done]
+    summary = summarize(done)
+    payload = {"provenance": meta["provenance"],
+               "headline": headline_rows(meta, summary, runs),
+               "meta": meta, "summary": summary, "runs": runs}
     _write_atomic(out.with_suffix(".json"), json.dumps(_jsonable(payload), indent=1))
 
 
@@ -664,11 +662,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{why or ''}")
         return 0
 
-    given = list(sys.argv[1:] if argv is None else argv)
-    command = shlex.join(["python", "-m", "benchmarks.routing", *given])
     meta: dict[str, Any] = {
-        "command": command,
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "provenance": provenance("benchmarks.routing", argv),
         "finished": None,
         "machine": machine_info(),
         "settings": {
@@ -682,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                         else "2 instances for n <= 100, 1 above"),
             "solvers": args.solvers,
             "max_n": args.max_n,
-            "data": str(args.data),
+            "data": relative(args.data),
             "uniform_cvrp_capacity": UNIFORM_CVRP_CAPACITY,
             "hard_cap": f"{HARD_CAP_FACTOR:g} × time limit + {HARD_CAP_SLACK_S:g} s",
         },

@@ -42,11 +42,21 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import DATA, RESULTS, check_out, check_solvers, parser_for
-from benchmarks.routing import machine_info, read_tsplib_optima
+from benchmarks.common import (
+    CACHE,
+    DATA,
+    RESULTS,
+    check_out,
+    check_solvers,
+    header_lines,
+    machine_info,
+    parser_for,
+    provenance,
+)
+from benchmarks.routing import read_tsplib_optima
 
 REPO = Path(__file__).resolve().parents[1]
-WORK = REPO / "var" / "bench"
+WORK = CACHE / "sil"  # the generated instance files
 SEED = 20261130
 SCALE = 1_000_000  # uniform instances are written as integers in [0, 1e6]² with EUC_2D
 TSPLIB_FILES = ("pr1002.tsp", "pr2392.tsp", "usa13509.tsp.gz")
@@ -249,6 +259,10 @@ def render(data: dict[str, Any]) -> str:
     for key, meta in sorted(data.get("meta", {}).items()):
         out.append(f"- `{key}`: {meta}")
     out.append("")
+    runs_of = data.get("provenance", {})
+    for key in sorted(runs_of):
+        out += header_lines(runs_of[key])
+    out.append("")
     sets: dict[str, list[dict[str, Any]]] = {}
     for r in runs:
         sets.setdefault(r["set"], []).append(r)
@@ -408,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
                     first: bool = data is None) -> None:
                 if first:
                     data.setdefault("meta", {})[meta_key] = meta
+                    data.setdefault("provenance", {})[meta_key] = {
+                        **provenance("benchmarks.sil", argv), "section": meta_key}
                 for r in rows:
                     data["runs"] = [x for x in data["runs"] if not (
                         x.get("file") == r.get("file") and x["solver"] == r["solver"]

@@ -81,35 +81,42 @@ def test_fleet_refuses_bad_options_and_writes_to_out(
     out = tmp_path / "new" / "fleet.md"
     assert fleet.main([*base, "--limits", "1", "--out", str(out)]) == 0
     assert "| X-a (3) | 1 | nearest_neighbor | 1.00 |" in out.read_text()
-    assert json.loads(out.with_suffix(".json").read_text())[0]["cost"] == 101.0
+    assert json.loads(out.with_suffix(".json").read_text())["rows"][0]["cost"] == 101.0
 
 
 def _no_solve(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("a cached reference was computed again")
 
 
-def test_reld_references_reuse_the_published_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first N of count128 serve a --count N run: no PyVRP run, no cache written."""
-    from benchmarks import reld
+def test_neural_references_reuse_the_cached_set(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first N of count128 serve a --count N run: no PyVRP run, no cache written. The
+    cache is git-ignored, so it is seeded here with the references of the published table."""
+    from benchmarks import neural
 
-    before = {p: (RESULTS / f"reld_reference_{p}.json").read_text() for p in ("tsp", "cvrp")}
-    monkeypatch.setattr(reld, "solve", _no_solve)
+    published = json.loads((RESULTS / "neural.json").read_text())["references"]
+    monkeypatch.setattr(neural, "CACHE", tmp_path)
     for problem in ("tsp", "cvrp"):
-        full = json.loads(before[problem])[f"seed{reld.SEED}-n100-count128-pyvrp"
-                                           f"{reld.REFERENCE_LIMIT[problem]}"]
-        small = reld.uniform(problem, 100, 2, reld.SEED)
-        big = reld.uniform(problem, 100, 3, reld.SEED)
+        key = f"seed{neural.SEED}-n100-count128-pyvrp{neural.REFERENCE_LIMIT[problem]}"
+        (tmp_path / f"reference_{problem}.json").write_text(
+            json.dumps({key: published[problem]}))
+    before = {p: (tmp_path / f"reference_{p}.json").read_text() for p in ("tsp", "cvrp")}
+    monkeypatch.setattr(neural, "solve", _no_solve)
+    for problem in ("tsp", "cvrp"):
+        full = published[problem]
+        small = neural.uniform(problem, 100, 2, neural.SEED)
+        big = neural.uniform(problem, 100, 3, neural.SEED)
         assert all((a.coords == b.coords).all() for a, b in zip(small, big, strict=False))
-        assert reld.references(problem, small, reld.SEED, write=True) == full[:2]
-    assert before == {p: (RESULTS / f"reld_reference_{p}.json").read_text()
+        assert neural.references(problem, small, neural.SEED, write=True) == full[:2]
+    assert before == {p: (tmp_path / f"reference_{p}.json").read_text()
                       for p in ("tsp", "cvrp")}
 
 
 def test_references_are_stored_only_by_runs_into_results(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run whose --out is outside benchmarks/results computes what is missing but leaves
-    the committed caches alone."""
-    from benchmarks import common, polynet, reld
+    the caches alone."""
+    from benchmarks import common, neural
 
     class Sol:
         cost, feasible = 7.0, True
@@ -117,45 +124,32 @@ def test_references_are_stored_only_by_runs_into_results(
     monkeypatch.setattr(common, "RESULTS", tmp_path)
     assert common.writes_results(tmp_path / "x" / "a.md")
     assert not common.writes_results(RESULTS / "a.md")
-    for module in (reld, polynet):
-        monkeypatch.setattr(module, "RESULTS", tmp_path)
-        monkeypatch.setattr(module, "solve", lambda *a, **k: Sol())
-    insts = reld.uniform("tsp", 100, 200, reld.SEED)  # no cached key holds 200
-    assert reld.references("tsp", insts[:130], reld.SEED, write=False) == [7.0] * 130
-    assert not (tmp_path / "reld_reference_tsp.json").exists()
-    assert reld.references("tsp", insts[:130], reld.SEED, write=True) == [7.0] * 130
-    assert reld.cached_references("tsp", 100, 129, reld.SEED) == [7.0] * 129
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(neural, "CACHE", cache)
+    monkeypatch.setattr(neural, "solve", lambda *a, **k: Sol())
+    insts = neural.uniform("tsp", 100, 200, neural.SEED)  # no cached key holds 200
+    assert neural.references("tsp", insts[:130], neural.SEED, write=False) == [7.0] * 130
+    assert not (cache / "reference_tsp.json").exists()
+    assert neural.references("tsp", insts[:130], neural.SEED, write=True) == [7.0] * 130
+    assert neural.cached_references("tsp", 100, 129, neural.SEED) == [7.0] * 129
     from solvers.routing.generate import cvrptw_instance
 
     tw = [cvrptw_instance(1, n=11)]
-    assert polynet.tw_references(tw, write=False) == [7.0]
-    assert not (tmp_path / "polynet_reference_cvrptw.json").exists()
+    assert neural.tw_references(tw, write=False) == [7.0]
+    assert not (cache / "reference_cvrptw.json").exists()
 
 
-@pytest.mark.parametrize("module", ["polynet", "polynet_vs_reld", "polish"])
-def test_neural_benchmarks_refuse_bad_options(module: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_neural_benchmark_refuses_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     """--count outside 2..128 and --limits abc / 0 are one-line errors, not runs labelled
     ×-1 or tracebacks."""
-    import importlib
+    from benchmarks.neural import main
 
-    main = importlib.import_module(f"benchmarks.{module}").main
     assert "--count" in _exit_code(main, ["--count", "-1"], capsys)
     assert "--count" in _exit_code(main, ["--count", "200"], capsys)
-    limits = "--more-limits" if module == "polynet" else "--limits"
-    assert limits in _exit_code(main, [limits, "abc"], capsys)
-    if module == "polynet_vs_reld":
-        assert "--limits" in _exit_code(main, ["--limits", "0"], capsys)
-        assert "--opponent" in _exit_code(main, ["--opponent", "bogus"], capsys)
-
-
-def test_reld_refuses_a_data_folder_without_set_x(tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import reld
-
-    out = tmp_path / "r.md"
-    assert "Set X" in _exit_code(reld.main, ["--data", str(tmp_path), "--out", str(out)], capsys)
-    assert not out.exists()
+    assert "--limits" in _exit_code(main, ["--limits", "abc"], capsys)
+    assert "--limits" in _exit_code(main, ["--limits", "0"], capsys)
+    assert "--solvers" in _exit_code(main, ["--solvers", "bogus"], capsys)
+    assert "--solvers" in _exit_code(main, ["--polish", "--solvers", "ortools"], capsys)
 
 
 def test_routing_out_names_and_empty_sets(tmp_path: Path,
@@ -216,7 +210,7 @@ def test_flow_reference_names_only_the_exact_solvers_that_ran() -> None:
     assert rows[0].optimum_source == "OR-Tools (certified)"
 
 
-@pytest.mark.parametrize("module", ["scheduling", "scheduling_headroom", "slack_knobs"])
+@pytest.mark.parametrize("module", ["scheduling"])
 def test_scheduling_benchmarks_refuse_bad_options(module: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     import importlib
@@ -226,32 +220,18 @@ def test_scheduling_benchmarks_refuse_bad_options(module: str,
     assert "--workflows" in _exit_code(main, ["--workflows", "0"], capsys)
 
 
-def test_regap_refuses_files_it_cannot_read(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """A missing file, a .md and a file without TSP/CVRP records: one line, exit 2, and no
-    bare table header on stdout."""
-    from benchmarks import regap
-
-    (tmp_path / "r.md").write_text("# a report\n")
-    (tmp_path / "tw.json").write_text(json.dumps({"records": {"cvrptw": {"polynet": []}}}))
-    for name, message in (("none.json", "no file"), ("r.md", "not a results JSON"),
-                          ("tw.json", "no TSP/CVRP records in")):
-        assert message in _exit_code(regap.main, [str(tmp_path / name)], capsys)
-        assert "| file |" not in capsys.readouterr().out
-
-
 def test_header_commands_keep_empty_arguments() -> None:
     """' '.join dropped an empty argument, so the header command did not parse when copied."""
     import shlex
 
     from benchmarks.common import command
 
-    line = command("benchmarks.reld", ["--more-limits", "", "--scaling", ""])
-    assert shlex.split(line)[3:] == ["--more-limits", "", "--scaling", ""]
+    line = command("benchmarks.neural", ["--limits", "", "--problems", ""])
+    assert shlex.split(line)[3:] == ["--limits", "", "--problems", ""]
 
 
-SCRIPTS = ["sil", "fleet", "reld", "polynet", "polynet_vs_reld", "polish", "cvrptw", "flow",
-           "flow_gpu", "scheduling", "scheduling_headroom", "slack_knobs", "jobs", "regap"]
+SCRIPTS = ["sil", "fleet", "neural", "cvrptw", "flow", "flow_gpu", "scheduling",
+           "jobs", "leaderboard"]
 
 
 @pytest.mark.parametrize("module", SCRIPTS)
@@ -268,4 +248,24 @@ def test_help_shows_the_whole_description_and_the_defaults(
     text = " ".join(capsys.readouterr().out.split())
     first_paragraph = " ".join(script.__doc__.split("\n\n")[0].split())
     assert first_paragraph in text
-    assert module == "regap" or module == "flow_gpu" or "(default:" in text
+    assert module == "flow_gpu" or "(default:" in text
+
+
+def test_leaderboard_is_generated_from_the_committed_results() -> None:
+    """Every results JSON carries its header and headline rows, results/ holds at most 20
+    files, and the README's leaderboard is what the committed results give (no solving)."""
+    from benchmarks import leaderboard
+
+    assert len(list(RESULTS.iterdir())) <= 20
+    for path in RESULTS.glob("*.json"):
+        data = json.loads(path.read_text())
+        provs = data["provenance"]
+        if isinstance(provs, dict):  # one run, or sil's runs by section
+            provs = [provs] if "command" in provs else list(provs.values())
+        for prov in provs:
+            assert {"command", "date", "commit", "machine"} <= set(prov), path.name
+            assert "/work/" not in prov["command"], path.name
+    found = leaderboard.rows()
+    assert {r["family"] for r in found} == set(leaderboard.FAMILIES)
+    assert all((RESULTS / r["file"]).is_file() for r in found)
+    assert leaderboard.update() == leaderboard.README.read_text()

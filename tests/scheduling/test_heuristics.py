@@ -166,7 +166,7 @@ def test_no_policy_beats_the_critical_path_bound(tmp_path) -> None:
     """benchmarks/scheduling_headroom.py's lower bound holds for every workflow of a loaded
     stream under every correct rule, HEFT meets it for a workflow alone that is no wider than
     the fastest VMs, and the report is written."""
-    from benchmarks.scheduling_headroom import critical_path_seconds, main
+    from benchmarks.scheduling import critical_path_seconds, main
     from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS
     from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
     from training.goodrl import classic_templates
