@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint bench clean
+.PHONY: serve test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.routing
+	$(BIN)/python -m benchmarks.leaderboard
+	$(BIN)/python -m benchmarks.routing --sets uniform --sizes 100 --instances-per-size 1 --time-limit 1 --out /tmp/cosolve-bench/routing.md
+	$(BIN)/python -m benchmarks.scheduling --workflows 20 --seeds 5000 --out /tmp/cosolve-bench/scheduling.md
+
+# the docs site, built strictly (a broken link or a page left out of the nav fails) into site/
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
