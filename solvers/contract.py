@@ -24,7 +24,7 @@ from solvers.errors import (
 MAX_SEED = 2**31 - 1
 #: The longest time limit a solver is given: 30 days, the CLI's and the settings' bound. A
 #: longer one, ``math.inf`` included ("run until cancelled"), is clamped to it: OR-Tools and
-#: SIL convert the limit to an integer, and inf crashed them with OverflowError (QA sweep).
+#: SIL convert the limit to an integer, and inf crashed them with OverflowError.
 MAX_TIME_LIMIT = 30 * 24 * 3600.0
 
 
@@ -53,7 +53,8 @@ class Budget:
     max_solutions: int | None = None
 
     def __post_init__(self) -> None:
-        # QA sweep: bare ValueError/TypeError without a field, bools and strings accepted
+        # each field checked here with its name: a bare ValueError/TypeError would name none,
+        # and bools and strings would pass as numbers
         limit = self.time_limit
         if not isinstance(limit, numbers.Real) or isinstance(limit, bool):
             raise BudgetError("time_limit", "must be a number of seconds, got "
@@ -155,7 +156,7 @@ class Solver(Protocol):
 #: The shortest time limit a routing solver accepts. Below it the start-up alone overran the
 #: limit by far more than the 10% every solver keeps to: X-n101-k25 asked for 0.02 s took
 #: 0.05 s with ortools (its search floor), 0.11 s with reld, 0.03 s with pyvrp; asked for
-#: 0.1 s, every solver ended within 0.11 s (QA sweep: ortools at 0.001 s ran 0.11 s).
+#: 0.1 s, every solver ended within 0.11 s (ortools at 0.001 s ran 0.11 s).
 MIN_ROUTING_TIME_LIMIT = 0.1
 
 

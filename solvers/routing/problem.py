@@ -249,7 +249,7 @@ class CVRPInstance(RoutingInstance):
         if max_vehicles < 1:
             raise InstanceError("max_vehicles", f"must be at least 1, got {max_vehicles}")
         if max_vehicles > MAX_CAPACITY:
-            # QA sweep: 10**30 was accepted; solvers take the fleet as a C int
+            # solvers take the fleet as a C int, so a count such as 10**30 is refused here
             raise InstanceError("max_vehicles", f"must be at most {MAX_CAPACITY} (a fleet "
                                 f"above the {self.n - 1} customers changes nothing), got "
                                 f"{max_vehicles}")
@@ -260,7 +260,7 @@ class CVRPInstance(RoutingInstance):
                 f"total demand {int(self.demands.sum())} needs at least {need} vehicles of "
                 f"capacity {self.capacity}, but max_vehicles is {max_vehicles}",
             )
-        # no two customers above half the capacity share a vehicle (QA sweep: demands 4, 4, 4
+        # no two customers above half the capacity share a vehicle (demands 4, 4, 4
         # in vehicles of 6 with two vehicles passed the bound above and ran to a 422)
         large = int(np.count_nonzero(2 * self.demands > self.capacity))
         if large > max_vehicles:
@@ -380,7 +380,7 @@ class CVRPTWInstance(CVRPInstance):
         """Slack allowed when comparing times: none for integer data; for float data 1e-9 of
         the horizon's length, so summation order cannot make a schedule late, plus 1e-12 of
         the times' magnitude for their own rounding. (It was 1e-9 of the horizon's end: with
-        times in Unix seconds, 1.7e9, a plan 1.6 s late passed — QA sweep.)"""
+        times in Unix seconds, 1.7e9, a plan 1.6 s late passed.)"""
         if self.integral_times:
             return 0.0
         start, end = (float(t) for t in self.horizon)
@@ -513,9 +513,9 @@ def validate_service_times(service: Any, n: int, depot: int) -> np.ndarray:
 
 
 def _owned(arr: np.ndarray, source: Any = None) -> np.ndarray:
-    """A validated array as the instance's own C-contiguous copy. QA sweep: an instance
-    shared the caller's float64 array (np.shares_memory was True), so a later change by the
-    caller bypassed validation and left cached neighbour lists stale. It is copied when it
+    """A validated array as the instance's own C-contiguous copy: an instance that
+    shared the caller's float64 array would let a later change by the caller bypass
+    validation and leave cached neighbour lists stale. It is copied when it
     may be the caller's memory (``source`` itself, or a view of another buffer); an array
     numpy just built from a list or by a conversion is kept as is (no second copy of a large
     matrix). Not made read-only: the numba kernels take these arrays as they are, and a
@@ -528,7 +528,7 @@ def _owned(arr: np.ndarray, source: Any = None) -> np.ndarray:
 
 def _floats(values: Any, field: str, message: str) -> np.ndarray:
     """``values`` as a float64 array (``message`` when they are not numbers); complex numbers
-    are refused, not cut to their real parts (QA sweep: numpy dropped the imaginary part
+    are refused, not cut to their real parts (numpy dropped the imaginary part
     silently)."""
     try:
         arr = np.asarray(values)
@@ -543,7 +543,7 @@ def _floats(values: Any, field: str, message: str) -> np.ndarray:
 
 def _whole(value: Any) -> Any:
     """A whole float (2.0) as the integer it is, as the API's JSON bodies take it (a file's
-    ``"depot": 1.0`` was refused where the body took it, QA sweep); anything else unchanged,
+    ``"depot": 1.0`` was refused where the body took it); anything else unchanged,
     for the caller's own check."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -553,7 +553,7 @@ def _whole(value: Any) -> Any:
 def _numbers(values: Any, field: str, what: str) -> None:
     """Refuse text ("3") and true/false among an instance's numbers, as the API's JSON bodies
     refuse them: numpy reads "3" as 3.0 and true as 1.0, so a JSON file or the CLI took what
-    a body refused (QA sweep). One level of lists is scanned whole (demands, service times,
+    a body refused. One level of lists is scanned whole (demands, service times,
     ids); deeper ones (coordinates, matrices: millions of entries) by their numpy type."""
     if not isinstance(values, (list, tuple)):
         return
@@ -623,7 +623,7 @@ def _validate_ids(node_ids: Any, n: int) -> np.ndarray | None:
     if node_ids is None:
         return None
     if isinstance(node_ids, (str, bytes, dict)) or not hasattr(node_ids, "__iter__"):
-        # QA sweep: node_ids=5 raised a bare TypeError from list(5)
+        # a scalar (node_ids=5) is refused with its field, not a bare TypeError from list(5)
         raise InstanceError("ids", f"must be a list of {n} integers, got "
                             f"{type(node_ids).__name__} {node_ids!r:.60}")
     ids = list(node_ids)

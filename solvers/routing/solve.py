@@ -47,7 +47,7 @@ def solve(
     _warm(solver, impl)
     solution = impl.solve(instance, budget, progress)
     # an exact answer (a tiny instance's DP) used the instance's own distances, not the
-    # coordinates' geometry (QA sweep: a proven optimum carried the warning)
+    # coordinates' geometry (a proven optimum carried the warning)
     if get_spec(solver).needs_coordinates and "exact" not in solution.stats:
         mismatch = instance.coordinates_mismatch()
         if mismatch is not None and mismatch > MISMATCH_WARNING:
@@ -66,7 +66,7 @@ def solve(
 def _cheaper_direction(instance: TSPInstance, solution: Solution) -> Solution:
     """A tour from the coordinates' geometry, run the other way when an asymmetric matrix
     makes that cheaper: the geometry cannot tell the directions apart, the matrix can, and
-    reversing costs nothing (QA sweep: 872 against 575 on a 25-node matrix with the back
+    reversing costs nothing (872 against 575 on a 25-node matrix with the back
     direction 2.5 times the forward one)."""
     if not solution.feasible or len(solution.routes[0]) < 3:
         return solution
@@ -88,7 +88,7 @@ _WARM_LOCK = threading.Lock()
 def _warm(name: str, impl: Any) -> None:
     """``solvers.catalog.warm_up`` once per solver and process before its first solve, so a
     library user's first call searches for its whole time limit as the server's and the
-    CLI's do (QA sweep: a first ``ils`` call at 0.3 s took 4.4 s, numba compiling inside the
+    CLI's do (a first ``ils`` call at 0.3 s took 4.4 s, numba compiling inside the
     clock). The warm-up itself comes on top of that first call, outside the solver's clock
     (seconds; up to a minute of numba compiling in a fresh checkout); call
     ``solvers.catalog.warm_up(name)`` beforehand to keep it out of a timed call."""
@@ -124,7 +124,7 @@ def gap_percent(cost: float, reference: float | None) -> float | None:
 
 
 #: Errors that keep a solver from running this request (see ``ComparisonRow.refusal``); an
-#: unknown solver name too (QA sweep: compare with only unknown names had no refusal), and a
+#: unknown solver name too (compare with only unknown names had no refusal), and a
 #: solver that cannot run here (missing weights: a comparison of only such solvers answered
 #: 200 with every row failed, where a solve of one answers 503).
 REFUSALS = (BudgetTooSmallError, InstanceTooLargeError, ProblemMismatchError, InstanceError,
@@ -143,7 +143,7 @@ class ComparisonRow:
     #: the error behind ``error`` when it is the request's fault rather than the solver's (a
     #: time limit below what the solver needs at this size, an instance above its limit, a
     #: proof that no plan exists); when every row has one, the comparison as a whole is
-    #: refused as bad input (QA sweep: all rows refused a 0.2 s limit and the API said 200)
+    #: refused as bad input (all rows refused a 0.2 s limit and the API said 200)
     refusal: CosolveError | None = None
     #: seconds this row took, also when it failed (a failure may use its whole budget)
     elapsed: float | None = None
@@ -209,7 +209,7 @@ def compare(
     ``progress`` (called on the caller's thread) ends that row as failed.
     """
     if isinstance(solvers, str):
-        # QA sweep: compare(inst, "ils", ...) ran the solvers "i", "l" and "s"
+        # one name is one solver: compare(inst, "ils", ...) must not run "i", "l" and "s"
         solvers = [solvers]
     rows: list[ComparisonRow] = []
     for name in solvers:

@@ -62,7 +62,7 @@ class _StopAndReport:
         now = self.clock.elapsed
         if now - self._last >= 0.25:
             self._last = now
-            # PyVRP reports int64's maximum while it has no feasible solution (QA sweep: a
+            # PyVRP reports int64's maximum while it has no feasible solution (a
             # failed job's best cost read 9.2e18)
             found = math.isfinite(best_cost) and best_cost < NO_SOLUTION_COST
             cost = best_cost / self.scale if found else None
@@ -139,7 +139,7 @@ class PyVRPSolver:
                                budget: Budget, clock: Clock,
                                progress: ProgressCallback) -> Solution:
         """A TSP on its distinct points, each point's nodes then visited one after another:
-        the same length, as they lie at distance 0 from each other (QA sweep: PyVRP stalled
+        the same length, as they lie at distance 0 from each other (PyVRP stalled
         among zero-length ties, 200 nodes on 10 points 14 % above ``ils``)."""
         if len(groups) < 3:  # one or two places: every order of them is as short
             tour = [v for group in groups for v in group]

@@ -192,7 +192,7 @@ def _fmt_cost(cost: float) -> str:
 
 def check_solution_nodes(solution: Solution, instance: Instance) -> None:
     """Refuse a solution that is not one of ``instance`` (another problem, or a node index
-    outside 0..n−1), with an InstanceError naming ``routes[i]`` (QA sweep: an 8-node tour was
+    outside 0..n−1), with an InstanceError naming ``routes[i]`` (an 8-node tour was
     written against a 5-node instance; an index past the ids raised a bare IndexError)."""
     if solution.problem != instance.problem:
         raise InstanceError("solution", f"a {solution.problem.upper()} solution is not one of "
@@ -207,7 +207,7 @@ def check_solution_nodes(solution: Solution, instance: Instance) -> None:
 
 def _finite_json(obj: Any) -> Any:
     """``obj`` with NaN and infinities as None (JSON has no NaN: ``json.dumps`` wrote a bare
-    NaN, which no JSON reader takes, QA sweep) and numpy scalars as Python numbers."""
+    NaN, which no JSON reader takes) and numpy scalars as Python numbers."""
     if isinstance(obj, dict):
         return {k: _finite_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -101,7 +101,7 @@ def instance_format(filename: str) -> str:
         return "tsplib"
     if ext == ".json":
         return "json"
-    # a flow network sent to routing names where it goes (QA sweep: the hint was missing)
+    # a flow network sent to routing names where it goes
     other = ("; a DIMACS min-cost-flow network goes to `cosolve flow solve` or "
              "POST /v1/flow/min-cost" if ext in (".min", ".dimacs", ".inp", ".net") else "")
     raise UnsupportedFormatError(
@@ -125,13 +125,13 @@ def read_file_bytes(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -
 
 
 class InstanceFileNotFoundError(InstanceError, FileNotFoundError):
-    """``load_instance`` on a path where nothing is: an InstanceError naming the path (QA
-    sweep: a bare FileNotFoundError), still a FileNotFoundError for callers that catch it."""
+    """``load_instance`` on a path where nothing is: an InstanceError naming the path (not
+    a bare FileNotFoundError), still a FileNotFoundError for callers that catch it."""
 
 
 class InstanceIsADirectoryError(InstanceError, IsADirectoryError):
-    """``load_instance`` on a folder: an InstanceError naming the path (QA sweep: a bare
-    IsADirectoryError), still an IsADirectoryError for callers that catch it."""
+    """``load_instance`` on a folder: an InstanceError naming the path (not a
+    bare IsADirectoryError), still an IsADirectoryError for callers that catch it."""
 
 
 def load_instance(path: str | Path, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> Instance:
@@ -157,7 +157,7 @@ def parse_instance_bytes(
     (plain or gzipped), or its text (encoded as UTF-8). Raises InstanceError naming the
     field at fault, UnsupportedFormatError for an extension or feature not read."""
     if isinstance(data, str):
-        # QA sweep: text raised AttributeError deep in the gzip check
+        # the gzip check reads bytes: text would fail there with an AttributeError
         data = data.encode("utf-8")
     elif isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
@@ -177,7 +177,7 @@ def parse_instance_bytes(
 def _normalized(text: str) -> tuple[str, str | None]:
     """The text as vrplib reads it reliably, and the file's NAME. vrplib ends a file at any
     line that *contains* "EOF" and starts a section at any line containing "_SECTION", and
-    knows section names in capitals only (QA sweep: a COMMENT "GEOFF" cut a CVRP file short
+    knows section names in capitals only (a COMMENT "GEOFF" cut a CVRP file short
     and it was solved as a TSP; ``NODE_COORD_SECTION:`` escaped the node-id check and
     demands went to the wrong nodes). So: the text stops at its ``EOF`` line, NAME and
     COMMENT lines are blanked (the name is handed back), and section names are written in
@@ -281,7 +281,7 @@ def _check_node_ids(text: str) -> None:
                 section, f"line {lineno}: node id {node} where {expected} was expected (the "
                 "rows must list the ids 1..DIMENSION once each, in order)")
         for token in tokens[1:]:
-            # (QA sweep: "2 4x9 49" was only "coords: must be a list of number pairs")
+            # ("2 4x9 49" was only "coords: must be a list of number pairs")
             if not _is_number(token):
                 raise InstanceError(section, f"line {lineno}: {token!r} is not a number "
                                     f"(node {node})")
@@ -434,7 +434,7 @@ FILE_SECTIONS = {"coords": "NODE_COORD_SECTION", "demands": "DEMAND_SECTION",
 
 def _in_file_terms(exc: InstanceError) -> InstanceError:
     """An instance's complaint about ``demands[0]`` as the file's ``DEMAND_SECTION: node 1``
-    (QA sweep: errors about a file named 0-based JSON fields, off by one from its ids)."""
+    (errors about a file named 0-based JSON fields, off by one from its ids)."""
     section = FILE_SECTIONS.get(exc.field.partition("[")[0])
     if section is None or type(exc) is not InstanceError:  # not a subclass (format errors)
         return exc
@@ -617,7 +617,7 @@ def _time_window_instance(data: dict[str, Any], common: dict[str, Any],
 def _check_unscaled(data: dict[str, Any], windows: np.ndarray, service: np.ndarray | None,
                     n: int | None) -> None:
     """The windows and service times as the file writes them, before SCALE multiplies them:
-    an error quotes the value written, under the file's own field (QA sweep: SERVICE_TIME
+    an error quotes the value written, under the file's own field (SERVICE_TIME
     -5 with SCALE 10 read "service_times[1]: service time -50 must not be negative")."""
     nodes = len(windows) if n is None else n
     try:

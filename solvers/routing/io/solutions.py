@@ -92,11 +92,11 @@ def write_solution_file(path: str | Path, solution: Solution, instance: Instance
     path = Path(path)
     ext = path.suffix.lower()
     if ext not in (".json", ".tour", ".sol"):
-        # QA sweep: a bare ValueError, not a CosolveError
+        # a CosolveError with its field, not a bare ValueError
         raise UnsupportedFormatError("path", f"cannot write a solution as {path.name!r} "
                                      f"(extension {ext or '(none)'!r}): use .tour, .sol or "
                                      ".json")
-    # QA sweep: guards on what the file would hold
+    # the file must hold a plan of this instance, checked before anything is written
     check_solution_nodes(solution, instance)
     if ext == ".tour" and solution.problem != "tsp":
         raise InstanceError("path", f"{path.name}: .tour files hold TSP tours; write a "
