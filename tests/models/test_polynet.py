@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -157,10 +158,12 @@ def test_a_sampling_round_takes_the_time_left(monkeypatch) -> None:
     fixed cost per decoding step, so fewer, larger rounds decode more solutions in the limit.
     (The passes alone: with half of the time kept for reconstruction, a loaded CI machine left
     room for a round of 242 after a first pass of 1,024.)"""
+    from solvers.catalog import get_solver
     from solvers.routing.generate import cvrptw_instance
-    from solvers.routing.neural.reld import RECONSTRUCT_SHARE, SAMPLE_CAP
 
-    monkeypatch.setitem(RECONSTRUCT_SHARE, "cvrptw", 0.0)
+    solver = get_solver("polynet")
+    monkeypatch.setattr(solver, "params", replace(solver.params, cvrptw_reconstruct_share=0.0))
+    SAMPLE_CAP = solver.params.sample_cap
 
     sol = solve(cvrptw_instance(6, n=31), "polynet", Budget(time_limit=3.0, seed=0))
     stats = sol.stats

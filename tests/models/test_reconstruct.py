@@ -19,7 +19,8 @@ from solvers.routing.neural.reconstruct import (
     reconstruct_tour,
     route_groups,
 )
-from solvers.routing.neural.reld import TORCH_THREADS, read_checkpoint, weights_path
+from solvers.routing.neural.reld import read_checkpoint, weights_path
+from solvers.routing.neural.search import TORCH_THREADS
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
 from tests.conftest import DATA

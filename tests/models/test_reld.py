@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,12 @@ import torch
 from models.reld import ReLDConfig, ReLDModel
 from solvers.contract import Budget
 from solvers.routing.check import check_cvrp
+from solvers.routing.neural.budget import (
+    decode_steps,
+    fit_trajectories,
+    pass_seconds,
+    plan_passes,
+)
 from solvers.routing.neural.env import (
     cvrp_routes,
     replay_cvrp,
@@ -21,11 +28,7 @@ from solvers.routing.neural.env import (
     sequence_log_prob,
 )
 from solvers.routing.neural.reld import (
-    SAMPLE_CAP,
-    decode_steps,
-    fit_trajectories,
-    pass_seconds,
-    plan_passes,
+    ReLDParams,
     rotated_view,
     spread_starts,
     view_angles,
@@ -232,7 +235,9 @@ def test_large_tsp_starts_from_insertion_and_keeps_the_time_limit(solver: str) -
     whole budget), and below it when one trajectory would not fit the time for construction:
     either way the model's reconstruction improves an insertion tour and the limit holds."""
     from solvers.routing.classical.construct import random_insertion_tour
-    from solvers.routing.neural.reld import INSERTION_NODES
+    from solvers.routing.neural.search import SearchParams
+
+    INSERTION_NODES = SearchParams().insertion_nodes
 
     cases = [(INSERTION_NODES, 1.5, "nodes"), (3000, 3.0, "nodes"),
              (INSERTION_NODES - 1, 0.5, "predicted")]
@@ -319,7 +324,8 @@ def test_cvrp_multi_start_first_rank_continues_the_ranking() -> None:
 
 
 def test_reld_tsp_uses_more_greedy_starts_when_time_allows(monkeypatch) -> None:
-    import solvers.routing.neural.reld as reld
+    import solvers.routing.neural.search as search
+    from solvers.catalog import get_solver
     from solvers.routing.neural.reconstruct import path_lengths
 
     def unchanged(model, coords, tour, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -328,8 +334,9 @@ def test_reld_tsp_uses_more_greedy_starts_when_time_allows(monkeypatch) -> None:
 
     # the passes alone: no time kept for reconstruction, and no reconstruction in the time
     # they leave (a CI run's short solve came out ahead through its leftover rounds)
-    monkeypatch.setitem(reld.RECONSTRUCT_SHARE, "tsp", 0.0)
-    monkeypatch.setattr(reld, "reconstruct_tour", unchanged)
+    solver = get_solver("reld")
+    monkeypatch.setattr(solver, "params", replace(solver.params, tsp_reconstruct_share=0.0))
+    monkeypatch.setattr(search, "reconstruct_tour", unchanged)
     inst = TSPInstance(coords=np.random.default_rng(3).random((100, 2)))
     short = solve(inst, "reld", Budget(time_limit=0.5))
     long = solve(inst, "reld", Budget(time_limit=4.0))
@@ -361,7 +368,8 @@ def test_view_angles_are_spread_and_rotated_views_keep_tour_lengths() -> None:
 
 
 def test_reld_sampling_rounds_take_the_time_left(monkeypatch) -> None:
-    import solvers.routing.neural.reld as reld
+    import solvers.routing.neural.search as search
+    from solvers.catalog import get_solver
     from solvers.routing.neural.reconstruct import path_lengths
 
     def unchanged(model, coords, tour, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -370,15 +378,16 @@ def test_reld_sampling_rounds_take_the_time_left(monkeypatch) -> None:
 
     # the passes alone: no time kept for reconstruction, and no reconstruction in the time
     # they leave (a CI run's short solve came out ahead through its leftover rounds)
-    monkeypatch.setitem(reld.RECONSTRUCT_SHARE, "tsp", 0.0)
-    monkeypatch.setattr(reld, "reconstruct_tour", unchanged)
+    solver = get_solver("reld")
+    monkeypatch.setattr(solver, "params", replace(solver.params, tsp_reconstruct_share=0.0))
+    monkeypatch.setattr(search, "reconstruct_tour", unchanged)
     inst = TSPInstance(coords=np.random.default_rng(4).random((30, 2)))
     sol = solve(inst, "reld", Budget(time_limit=2.0))
     stats = sol.stats
     assert stats["starts"] == 30 and stats["sampling_passes"] >= 1
     first_pass = stats["symmetries_per_pass"] * 30
     assert stats["largest_sampling_round"] > first_pass
-    assert stats["largest_sampling_round"] <= SAMPLE_CAP * first_pass
+    assert stats["largest_sampling_round"] <= ReLDParams().sample_cap * first_pass
     assert sol.wall_time < 2.2
 
 
