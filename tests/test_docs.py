@@ -50,3 +50,19 @@ def test_readme_is_short_and_its_links_resolve() -> None:
             continue
         path = target.split("#", 1)[0]
         assert (REPO / path).exists(), f"README links to {target}, which does not exist"
+
+
+def test_readme_python_example_runs(tmp_path: Path) -> None:
+    """The README's Python lines are what a newcomer pastes first: they run as written, from
+    the repository root, and print a checked cost and one row per compared solver."""
+    code = re.search(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    assert code is not None
+    script = tmp_path / "readme_example.py"
+    script.write_text(code.group(1))
+    proc = subprocess.run([sys.executable, str(script)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    cost, feasible, routes = lines[0].split()
+    assert float(cost) >= 27591 and feasible == "True" and int(routes) >= 26, lines
+    assert lines[1].startswith("ortools ") and lines[2].startswith("pyvrp "), lines

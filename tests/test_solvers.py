@@ -536,21 +536,21 @@ def test_pyvrp_solves_a_tsp_on_its_distinct_points() -> None:
 
 
 def test_the_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch) -> None:
-    """The README's Python section is code a user copies: it runs, from a folder holding the
+    """The routing page's Python section is code a user copies: it runs, from a folder holding the
     checkout's tests/data, and writes its solution file."""
     import contextlib
     import io
     import re
 
     repo = Path(__file__).resolve().parent.parent
-    text = (repo / "README.md").read_text()
-    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    text = (repo / "docs" / "routing.md").read_text()
+    section = text.split("\n## From Python\n", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     (tmp_path / "tests").symlink_to(repo / "tests")
     monkeypatch.chdir(tmp_path)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md#python", "exec"), {})
+        exec(compile(code, "docs/routing.md#from-python", "exec"), {})
     lines = out.getvalue().splitlines()
     cost, feasible, routes = lines[0].split()
     assert float(cost) >= 27591 and feasible == "True" and int(routes) >= 26, lines

@@ -252,10 +252,9 @@ def test_solve_out_says_where_it_wrote(tmp_path: Path) -> None:
 
 
 def test_readme_flow_examples_name_files_that_exist() -> None:
-    """The README's examples run from the repository root, so their files must be there."""
+    """The flow page's examples run from the repository root, so their files must be there."""
     root = Path(__file__).resolve().parents[2]
-    text = (root / "README.md").read_text()
-    section = text.split("## Min-cost flow", 1)[1].split("\n## ", 1)[0]
+    section = (root / "docs" / "flow.md").read_text()
     paths = re.findall(r"(?:cosolve flow \w+ |file=@)(\S+\.min\.gz)", section)
     assert len(paths) >= 5
     for path in paths:
@@ -264,16 +263,15 @@ def test_readme_flow_examples_name_files_that_exist() -> None:
 
 def test_readme_flow_timing_snippet_runs(capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's networkx-versus-OR-Tools measurement (before: the ratio it states was
+    """The flow page's networkx-versus-OR-Tools measurement (before: the ratio it states was
     re-measured with it) runs as written from the repository root and finds networkx slower;
     the ratio itself depends on the machine, so only its sign is checked."""
     root = Path(__file__).resolve().parents[2]
-    section = (root / "README.md").read_text().split("## Min-cost flow", 1)[1].split("\n## ",
-                                                                                     1)[0]
+    section = (root / "docs" / "flow.md").read_text()
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None
     monkeypatch.chdir(root)
-    exec(compile(match.group(1), "README.md#min-cost-flow", "exec"), {})
+    exec(compile(match.group(1), "docs/flow.md", "exec"), {})
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["netgen_8_08a", "netgen_8_10a"], lines
     for line in lines:
