@@ -77,7 +77,7 @@ def run(inst: CVRPTWInstance, solver: str, time_limit: float, seed: int) -> dict
 
 
 def _cell(row: dict[str, Any], reference: float | None) -> tuple[str, str, float | None]:
-    """The cost and gap cells, and the unrounded gap for the means (QA sweep: the means
+    """The cost and gap cells, and the unrounded gap for the means (before: the means
     were taken over the 2-decimal strings)."""
     if row.get("cost") is None:
         return "error", "–", None
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "cvrptw.md",
                         help="markdown report; the records go beside it as .json")
     args = parser.parse_args(argv)
-    # QA sweep: --time-limit -1 was a traceback, --solvers bogus a table of error cells with
+    # Regression: --time-limit -1 was a traceback, --solvers bogus a table of error cells with
     # exit 0, a missing --data an empty Solomon table with exit 0
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:

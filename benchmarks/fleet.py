@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "fleet.md",
                         help="markdown table; the rows go beside it as .json")
     args = parser.parse_args(argv)
-    # QA sweep: bad options and missing files were tracebacks; now one line, exit 2, and
+    # Regression: bad options and missing files were tracebacks; now one line, exit 2, and
     # before anything runs
     names = [x.strip() for x in args.instances.split(",") if x.strip()]
     solvers = [x.strip() for x in args.solvers.split(",") if x.strip()]

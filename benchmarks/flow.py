@@ -131,7 +131,7 @@ def run_network(set_name: str, net: FlowNetwork, optimum: int | None, source: st
         exact = {r.cost for r in agreed}
         if len(exact) == 1:
             ref = exact.pop()
-            # QA sweep: the label named networkx when only OR-Tools had run
+            # Regression: the label named networkx when only OR-Tools had run
             source = " = ".join(EXACT_NAMES.get(r.solver, r.solver) for r in agreed)
             for r in rows:
                 r.optimum, r.optimum_source = ref, f"{source} (certified)"
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help="markdown report; the rows go beside it as .json")
     args = parser.parse_args(argv)
-    # QA sweep: --solvers bogus and --sizes abc were tracebacks, a missing --out folder a
+    # Regression: --solvers bogus and --sizes abc were tracebacks, a missing --out folder a
     # crash after the first network
     sizes = integers(parser, "--sizes", args.sizes, positive=True, allow_empty=True)
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]

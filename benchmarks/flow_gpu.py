@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="markdown report; the summary goes beside it as .json")
     args = parser.parse_args(argv)
     args.command = command("benchmarks.flow_gpu", argv)
-    # QA sweep: bad options were tracebacks, and a missing --out folder crashed the report
+    # Regression: bad options were tracebacks, and a missing --out folder crashed the report
     # at its very end
     if args.half == "device":
         args.batches = integers(dev, "--batches", args.batches, positive=True)

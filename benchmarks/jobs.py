@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.n < 3 or args.repeats < 1 or args.small_jobs < 1:
         parser.error("--n: at least 3; --repeats, --small-jobs: at least 1")
-    check_out(parser, args.out)  # QA sweep: a missing folder lost the run at its end
+    check_out(parser, args.out)  # Regression: a missing folder lost the run at its end
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     throughput: dict[int, float] = {}

@@ -573,14 +573,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--seed: must be a non-negative integer")
     if {"tsplib", "cvrplib"} & set(args.sets) and not args.data.is_dir():
         parser.error(f"--data: {args.data} is not a folder")
-    # QA sweep: a data folder without the set's files gave '0 instances', an empty table and
+    # Regression: a data folder without the set's files gave '0 instances', an empty table and
     # exit 0
     for name, patterns in (("tsplib", ("tsplib/*.tsp", "tsplib/*.tsp.gz")),
                            ("cvrplib", ("cvrplib/X/*.vrp", "cvrplib/XXL/*.vrp.gz"))):
         if name in args.sets and not any(any(args.data.glob(p)) for p in patterns):
             parser.error(f"--data: set {name} has no instances ({', '.join(patterns)}) under "
                          f"{args.data}")
-    # QA sweep: --out x.json wrote the table there, then overwrote it with the JSON
+    # Regression: --out x.json wrote the table there, then overwrote it with the JSON
     if args.out.suffix == ".json":
         args.out = args.out.with_suffix(".md")
     if not args.dry_run:
@@ -621,7 +621,7 @@ def estimate_seconds(instances: list[BenchInstance], specs: list[SolverSpec],
 
 def _preload_solver_libraries(solvers: Sequence[str]) -> None:
     """Import the solver packages and warm every solver up once in the driver so forked
-    children do not pay for it inside their clock (QA sweep: on a fresh checkout the first ils
+    children do not pay for it inside their clock (before: on a fresh checkout the first ils
     run took 41 s at a 1 s limit, numba compiling in the child)."""
     for module in ("ortools.constraint_solver.pywrapcp", "pyvrp", "scipy.spatial"):
         with contextlib.suppress(ImportError):

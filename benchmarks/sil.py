@@ -347,7 +347,7 @@ def curve_svg(runs: list[dict[str, Any]], title: str) -> str:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """The options, checked before anything runs or is written (QA sweep: a typo in
+    """The options, checked before anything runs or is written (before: a typo in
     --solvers added an error row to the committed results, and a missing data folder
     crashed after the header line had been written)."""
     parser = parser_for("benchmarks.sil", __doc__)
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
     meta_key = f"{args.section} @ {args.time_limit:g}s"
     # Nothing is written until a run has succeeded: the meta line and any failed rows before
-    # it wait here (QA sweep: a run that crashed or only failed rewrote the results).
+    # it wait here (before: a run that crashed or only failed rewrote the results).
     pending: list[dict[str, Any]] = []
     data: dict[str, Any] | None = None
     for set_name, path, ref in section_runs(args):
