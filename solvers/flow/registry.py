@@ -48,7 +48,7 @@ SPECS.append(
         description=(
             "networkx network_simplex (pure Python, exact): an independent oracle, 4–30× "
             "slower than OR-Tools on NETGEN networks, growing with their size (25–35× for the "
-            "solves alone), more on random ones with negative costs (README, Min-cost flow). "
+            "solves alone), more on random ones with negative costs (docs/flow.md). "
             "Cannot be interrupted, hence the size cap, and a time limit below "
             "3e-8·nodes·arcs s is refused."
         ),

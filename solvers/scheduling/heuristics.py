@@ -19,7 +19,7 @@ published "HEFT" is 20–43 % worse than a correct earliest-finish-time rule by 
   wider than the fastest VMs), so what is left to gain comes from workflows competing for the
   fast VMs; this rule takes part of it (about 0.4–1.3 % below HEFT on held-out streams,
   benchmarks/results/scheduling.md; 19–48 % of HEFT's excess over the bound,
-  benchmarks/results/scheduling_headroom.md).
+  its lower-bound section).
 * ``round_robin``, ``random``.
 
 Ties go to a seeded random choice among the tied VMs, as in the original code.

@@ -163,7 +163,7 @@ def test_slack_rule_beats_heft_when_workflows_compete(classic: list[Workflow]) -
 
 
 def test_no_policy_beats_the_critical_path_bound(tmp_path) -> None:
-    """benchmarks/scheduling_headroom.py's lower bound holds for every workflow of a loaded
+    """The lower bound of benchmarks/scheduling.py holds for every workflow of a loaded
     stream under every correct rule, HEFT meets it for a workflow alone that is no wider than
     the fastest VMs, and the report is written."""
     from benchmarks.scheduling import critical_path_seconds, main
