@@ -27,6 +27,8 @@ def _pyvrp_solver() -> _pyvrp.PyVRPSolver:
     return _pyvrp.PyVRPSolver()
 
 
+# The factories below import their solver modules when a solver is built: those modules
+# load numba kernels, and the neural ones torch, which listing the solvers must not wait for.
 def _nn_solver():  # type: ignore[no-untyped-def]
     from solvers.routing.classical.construct import NearestNeighbourSolver
 

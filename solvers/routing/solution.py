@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from solvers.routing.check import check_solution
 from solvers.routing.problem import Instance, RoutingInstance
 
 
@@ -45,8 +46,6 @@ def build_solution(
     stats: dict[str, Any] | None = None,
 ) -> Solution:
     """Wrap a solver's routes: recompute the cost and run the independent checker."""
-    from solvers.routing.check import check_solution
-
     routes = [[int(v) for v in r] for r in routes]
     violations = check_solution(instance, routes)
     try:

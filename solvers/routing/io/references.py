@@ -7,6 +7,7 @@ import zlib
 from pathlib import Path
 
 from solvers.errors import InstanceError
+from solvers.routing.check import check_solution
 from solvers.routing.io.formats import DEFAULT_MAX_TEXT_BYTES, _strip_gz, decode_bytes
 from solvers.routing.io.solutions import sol_from_text, tour_from_text, vrp_tour_routes
 from solvers.routing.problem import (
@@ -81,8 +82,6 @@ def reference_cost_bytes(data: bytes, filename: str, instance: Instance,
                          max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> float:
     """``reference_cost`` on a file's bytes (plain or gzipped), named ``filename``: a known
     solution uploaded beside its instance is checked without being written anywhere."""
-    from solvers.routing.check import check_solution
-
     name = _strip_gz(filename)[0].lower()
     try:
         if name.endswith(".tour"):
