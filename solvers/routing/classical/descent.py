@@ -13,7 +13,8 @@ a customer that belongs to a neighbouring group's route, or a route tail that sh
 swapped with another's, is left alone; one pass of the three CVRP moves takes those detours
 out in milliseconds. Every CVRP move keeps capacities and orientation (no route is reversed),
 so asymmetric distances are handled exactly; the descent never adds a route and drops a
-route it empties. ``python -m benchmarks.polish`` measures what each descent earns.
+route it empties. ``python -m benchmarks.neural --polish`` measures what each
+descent earns.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def polish(instance: CVRPInstance, routes: list[list[int]], deadline: float) -> 
     may then hold a move or two more).
 
     The models' plans keep detours that these moves remove in milliseconds
-    (``benchmarks.polish``, 64 instances at 1 s: CVRP100 -0.31% (polynet) and -0.37% (reld)
+    (``benchmarks.neural --polish``, 64 instances at 1 s: CVRP100 -0.31% (polynet) and -0.37% (reld)
     in at most 17 ms, CVRPTW100 -1.12% and -1.14% in at most 42 ms with relocations alone;
     Solomon R201 -5.8%)."""
     t0 = time.perf_counter()

@@ -75,8 +75,8 @@ def decode_bytes(data: bytes, filename: str, max_bytes: int = DEFAULT_MAX_TEXT_B
             raise InstanceError("file", f"{filename} decompresses to more than {max_bytes} bytes")
         data = raw
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        # UTF-16 with its byte order mark, as Windows editors save "Unicode" text (QA sweep:
-        # read as latin-1, "no EDGE_WEIGHT_TYPE line")
+        # UTF-16 with its byte order mark, as Windows editors save "Unicode" text (read as
+        # latin-1 it would fail with "no EDGE_WEIGHT_TYPE line")
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError:
