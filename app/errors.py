@@ -28,12 +28,7 @@ from solvers.errors import (
     CheckFailedError,
     CosolveError,
     InstanceError,
-    InstanceTooLargeError,
     NoSolutionError,
-    ProblemMismatchError,
-    SolverUnavailableError,
-    UnknownSolverError,
-    UnsupportedFormatError,
 )
 
 PROBLEM_JSON = "application/problem+json"
@@ -223,14 +218,8 @@ def instance_problem(error: InstanceError, source: str) -> ApiError:
         field = source + error.field
     else:
         field = f"{source}.{error.field}"
-    unsupported = isinstance(error, UnsupportedFormatError)
-    return ApiError(
-        422,
-        f"{field}: {error.message}",
-        kind="unsupported-format" if unsupported else "invalid-instance",
-        title="Unsupported instance format" if unsupported else "Invalid instance",
-        field=field,
-    )
+    return ApiError(error.status, f"{field}: {error.message}", kind=error.kind,
+                    title=error.title, field=field)
 
 
 def refused_comparison(refusals: Sequence[CosolveError], detail: str, source: str) -> ApiError:
@@ -261,45 +250,31 @@ def check_failed(detail: str, violations: list[str],
                     extra={**(extra or {}), "violations": violations})
 
 
+#: What the HTTP answer adds to a domain error's own words: where to look next.
+_ADVICE = {
+    "unknown-solver": ". GET /v1/solvers lists them.",
+    "solver-unavailable": ". Choose another solver (GET /v1/solvers shows which are "
+                          "available) or ask the operator to install what is missing.",
+}
+
+
 def domain_problem(error: CosolveError) -> ApiError:
-    """The status and words for each domain error that can escape a solve."""
+    """A domain error as problem details: its own status, type, title, field and extras
+    (``solvers.errors``), its words with the advice this API adds."""
     if isinstance(error, InstanceError):
         return instance_problem(error, "instance")
-    if isinstance(error, UnknownSolverError):
-        return ApiError(404, str(error) + ". GET /v1/solvers lists them.", kind="unknown-solver",
-                        title="Unknown solver", field="solver")
-    if isinstance(error, SolverUnavailableError):
-        return ApiError(
-            503,
-            f"{error}. Choose another solver (GET /v1/solvers shows which are available) or "
-            "ask the operator to install what is missing.",
-            kind="solver-unavailable", title="Solver unavailable", field="solver",
-        )
-    if isinstance(error, ProblemMismatchError):
-        return ApiError(422, str(error), kind="problem-mismatch",
-                        title="Solver does not solve this problem", field="solver")
-    if isinstance(error, InstanceTooLargeError):
-        return ApiError(413, str(error), kind="instance-too-large", title="Instance too large",
-                        field=error.field, extra={"nodes": error.nodes, "limit": error.limit})
-    if isinstance(error, BudgetTooSmallError):
-        return ApiError(422, str(error), kind="time-limit-too-small",
-                        title="Time limit too small for this solver", field="time_limit",
-                        extra={"needed": error.needed})
     if isinstance(error, CheckFailedError):
-        # our bug, not the request's: never returned as if it were an answer
+        # our bug, not the request's: logged, and never returned as if it were an answer
         logger.error("an answer failed its independent check: %s", error)
         return check_failed(str(error), error.violations)
-    if isinstance(error, NoSolutionError):
-        message = str(error)
-        if not error.more_time_helps:
-            pass
-        elif "more time" not in message:
+    message = str(error) + _ADVICE.get(error.kind, "")
+    if isinstance(error, NoSolutionError) and error.more_time_helps:
+        if "more time" not in message:
             message += "; give it more time (a larger time_limit)"
         elif "(a larger time_limit)" not in message:
             message += " (a larger time_limit)"
-        return ApiError(422, message, kind="no-solution", title="No solution found",
-                        field=error.field)
-    return ApiError(422, str(error), kind="unprocessable", title="Cannot process the request")
+    return ApiError(error.status, message, kind=error.kind, title=error.title,
+                    field=error.field, extra=error.problem_extra())
 
 
 # -- handlers ----------------------------------------------------------------------------

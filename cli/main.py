@@ -64,7 +64,6 @@ from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
     InstanceError,
-    InstanceTooLargeError,
     NoSolutionError,
     ProblemMismatchError,
     SolverUnavailableError,
@@ -225,8 +224,8 @@ def _write_svg(path: Path, instance: Instance, solution: Solution, option: str) 
 
 
 def _unknown(name: str, problem: str) -> str:
-    """An unknown solver's message, listing the solvers of this problem (QA sweep: the
-    min-cost-flow solvers were listed for a routing instance), as the API's 404 does."""
+    """An unknown solver's message, listing the solvers of this problem only, as the API's
+    404 does."""
     known = ", ".join(s.name for s in specs_for(problem))
     return f"unknown solver {name!r}; the {problem} solvers: {known} (`cosolve solvers`)"
 
@@ -239,14 +238,12 @@ def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
                    has_coordinates=instance.coords is not None)
     except UnknownSolverError:
         fail(f"--solver: {_unknown(name, instance.problem)}")
-    except (ProblemMismatchError, InstanceTooLargeError) as exc:
-        fail(f"--solver: {exc}")
     except BudgetTooSmallError as exc:
         fail(f"--time-limit: {exc}")
     except InstanceError as exc:  # e.g. a distance matrix for a solver that reads coordinates
         fail(f"solver {name!r} cannot take this instance: {exc}")
-    except CosolveError as exc:  # e.g. SolverUnavailableError: the environment, not the input
-        fail(f"--solver: {exc}", EXIT_SOLVER_FAILED)
+    except CosolveError as exc:  # the solver's limits (exit 2), or the environment (exit 1)
+        fail(f"--solver: {exc}", exc.exit_code)
 
 
 def _warm_up(names: list[str]) -> None:
