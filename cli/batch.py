@@ -53,6 +53,15 @@ from cli.common import (
     with_fleet,
 )
 from cli.display import format_cost, format_gap
+from jobs.batches import (
+    GAP_COLUMN,
+    is_instance_name,
+    markdown_table,
+    output_stem,
+    sol_text,
+    summary_columns,
+    tour_text,
+)
 from jobs.executors import Executor, make_executor
 from jobs.store import (
     FAILED,
@@ -71,7 +80,6 @@ from solvers.routing.check import check_solution
 from solvers.routing.io.documents import instance_to_dict
 from solvers.routing.io.formats import parse_instance_bytes, read_file_bytes
 from solvers.routing.io.references import reference_cost, sibling_reference_file
-from solvers.routing.io.solutions import sol_text_for, tour_text_for
 from solvers.routing.problem import Instance
 from solvers.routing.solve import gap_percent
 
@@ -80,7 +88,6 @@ REJECTED = "rejected"
 ALREADY_SOLVED = "already_solved"
 INTERRUPTED = "interrupted"
 
-INSTANCE_SUFFIXES = (".tsp", ".vrp", ".vrptw", ".json")
 STORE_FOLDER = ".cosolve"
 SUMMARY_FILE = "summary.md"
 #: How often the command reads the store while jobs run, in seconds.
@@ -142,21 +149,6 @@ class _Pending:
 
 
 
-def output_stem(filename: str) -> str:
-    """``kroA100.tsp.gz`` -> ``kroA100``: the name every output of that file is built on."""
-    base = filename[:-3] if filename.lower().endswith(".gz") else filename
-    return Path(base).stem
-
-
-def is_instance_name(filename: str) -> bool:
-    """A name the batch picks up: .tsp, .vrp, .vrptw or .json, optionally gzipped; no hidden
-    files."""
-    if filename.startswith("."):
-        return False
-    base = filename[:-3] if filename.lower().endswith(".gz") else filename
-    return base.lower().endswith(INSTANCE_SUFFIXES)
-
-
 def scan_folder(folder: Path) -> tuple[list[Path], int]:
     """Instance files directly inside ``folder`` sorted by name, and how many other files
     were ignored (subfolders are not counted)."""
@@ -212,11 +204,8 @@ def solution_file(stem: str, problem: str, payload: dict[str, Any]) -> tuple[str
     cost = payload.get("cost")
     cost = float("nan") if cost is None else float(cost)
     if problem == "tsp":
-        labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
-        return f"{stem}.tour", tour_text_for(payload["instance"], labels, cost,
-                                             payload["distance"], payload["solver"],
-                                             indices=payload["routes"][0])
-    return f"{stem}.sol", sol_text_for(payload["routes"], cost, payload.get("depot", 0))
+        return f"{stem}.tour", tour_text(payload, cost)
+    return f"{stem}.sol", sol_text(payload, cost)
 
 
 def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -> list[str]:
@@ -700,15 +689,10 @@ def _cells(row: BatchRow, gaps: bool = False) -> list[str]:
     ]
 
 
-COLUMNS = ("file", "nodes", "state", "cost", "feasible", "time (s)", "error")
-#: The column a batch gains when a file has a known solution beside it.
-GAP_COLUMN = "gap to ref."
-
-
 def _columns(rows: list[BatchRow]) -> tuple[tuple[str, ...], bool]:
     """The summary's columns, with the gap to the known solutions when a file has one."""
     gaps = any(r.reference is not None for r in rows)
-    return ((*COLUMNS[:4], GAP_COLUMN, *COLUMNS[4:]) if gaps else COLUMNS), gaps
+    return summary_columns(gaps, "time (s)"), gaps
 
 
 def summary_table(rows: list[BatchRow], title: str, summary: dict[str, Any]) -> Table:
@@ -739,10 +723,7 @@ def summary_markdown(rows: list[BatchRow], title: str, summary: dict[str, Any]) 
         "",
         f"Written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC.",
         "",
-        "| " + " | ".join(columns) + " |",
-        "|" + "|".join("---:" if c in ("nodes", "cost", "time (s)", GAP_COLUMN) else "---"
-                       for c in columns) + "|",
-        *("| " + " | ".join(cell(c) for c in _cells(row, gaps)) + " |" for row in rows),
+        *markdown_table(columns, ([cell(c) for c in _cells(row, gaps)] for row in rows)),
         "",
         f"**Totals:** {totals_line(summary)}",
         "",

@@ -25,6 +25,27 @@ class QueueFullError(Exception):
     limit: int
 
 
+@dataclass(frozen=True)
+class JobInput:
+    """A checked job submission: what the store persists and the executor runs."""
+
+    problem: str
+    solver: str
+    time_limit: float
+    seed: int
+    filename: str
+    data: bytes
+    nodes: int
+    #: The instance's fleet cap, echoed in the job's status.
+    max_vehicles: int | None = None
+    #: The budget in solutions (polynet), echoed in the job's status.
+    max_solutions: int | None = None
+    #: The checked cost of a known solution uploaded with the file (a batch's NAME.sol or
+    #: NAME.opt.tour), and the name it came as: a batch reports the gap to it.
+    reference: float | None = None
+    reference_file: str | None = None
+
+
 class JobService:
     """Owns the store and the executor for the lifetime of the server."""
 

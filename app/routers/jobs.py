@@ -9,15 +9,8 @@ events), fetch ``/solution`` and ``DELETE`` to cancel (the best solution so far 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import io
 import json
 import logging
-import lzma
-import stat
-import tarfile
-import zipfile
-import zlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
@@ -35,18 +28,14 @@ from app.errors import (
     problem_responses,
     with_headers,
 )
-from app.intake import (
+from app.intake.routing import check_batch_options, job_from_json, job_from_upload
+from app.intake.uploads import (
     BodyFormat,
-    JobInput,
     Upload,
     body_format,
-    check_batch_options,
     form_parts,
-    job_from_json,
-    job_from_upload,
     read_upload,
     require_format,
-    safe_filename,
     single_values,
     validate_fields,
 )
@@ -66,12 +55,22 @@ from app.schemas.jobs import (
     TSPJobRequest,
 )
 from app.settings import Settings, get_settings
-from jobs.service import JobService, QueueFullError
-from jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError
-from solvers.errors import CosolveError, InstanceError
-from solvers.routing.io.formats import parse_instance_bytes
-from solvers.routing.io.references import reference_cost_bytes, reference_file_names, reference_stem
-from solvers.routing.io.solutions import sol_text_for, tour_text_for
+from jobs.batches import (
+    ReadBudget,
+    attach_references,
+    expand_upload,
+    gap_text,
+    markdown_table,
+    result_stem,
+    sol_text,
+    summary_columns,
+    tour_text,
+    upload_path,
+)
+from jobs.service import JobInput, JobService, QueueFullError
+from jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError, safe_filename
+from solvers.errors import CosolveError
+from solvers.routing.io.references import reference_stem
 from solvers.routing.solve import gap_percent
 
 router = APIRouter(tags=["jobs"])
@@ -81,7 +80,6 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 #: How often the event stream looks for new progress, and sends a keep-alive comment.
 EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
-_ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
 #: The largest ``offset`` of a job listing (SQLite's OFFSET is a 64-bit integer; a store never
 #: holds this many jobs).
 MAX_LIST_OFFSET = 1_000_000_000
@@ -276,16 +274,13 @@ def job_solution(job_id: str, service: ServiceDep,
         if job.problem != "tsp":
             raise invalid_request(".tour files hold TSP tours; use format=sol or json",
                                   field="format")
-        labels = (payload.get("route_ids") or [[v + 1 for v in payload["routes"][0]]])[0]
-        text = tour_text_for(payload["instance"], labels, payload["cost"],
-                             payload["distance"], payload["solver"],
-                             indices=payload["routes"][0])
+        text = tour_text(payload, payload["cost"])
     else:
         if job.problem == "tsp":
             # CVRPLIB's format: 0 would read as the depot, and a tour has none
             raise invalid_request(".sol files hold CVRP routes (0 is the depot); use "
                                   "format=tour or json for a TSP", field="format")
-        text = sol_text_for(payload["routes"], payload["cost"], payload.get("depot", 0))
+        text = sol_text(payload, payload["cost"])
     stem = result_stem(job.filename) or "solution"
     return PlainTextResponse(text, headers={
         "Content-Disposition": content_disposition(f"{stem}.{format}")})
@@ -335,180 +330,6 @@ _BATCH_BODY = {
 }
 
 
-def result_stem(filename: str) -> str:
-    """The name a file's results go by: ``kroA100.tsp.gz`` -> ``kroA100``, and a capped
-    copy's ``tiny8.vrp.json`` -> ``tiny8`` (as the CLI's batch names its outputs), so two
-    files whose results would share a name are told apart at submission, and a download is
-    named after its file (``a.b.tsp`` gave ``a.tour``)."""
-    name = filename[:-3] if filename.lower().endswith(".gz") else filename
-    stem, dot, suffix = name.rpartition(".")
-    if not dot:
-        return name
-    if suffix.lower() == "json" and stem.lower().endswith((".tsp", ".vrp", ".vrptw")):
-        stem = stem.rpartition(".")[0]  # the capped copy of an uploaded file
-    return stem
-
-
-_PAST_BUDGET = ("not read: the batch's files expand past {} bytes in all "
-                "(COSOLVE_MAX_DECOMPRESSED_BYTES); send it in another batch")
-
-
-class _ReadBudget:
-    """What one batch request may read in all: its files' text (archive members and .gz
-    files at what they expand to) and its file count. One budget for the whole request (QA
-    sweep: the 512 MiB limit was per archive and .gz members counted compressed, so two
-    archives read 600 MiB into memory before a 422)."""
-
-    def __init__(self, max_bytes: int, max_files: int) -> None:
-        self.bytes_left = max_bytes
-        self.max_bytes = max_bytes
-        self.max_files = max_files
-        self.files = 0
-
-    def count_files(self, more: int, filename: str) -> None:
-        """413 before anything is read when the files would exceed the batch's count."""
-        self.files += more
-        if self.files > self.max_files:
-            raise ApiError(413, f"{filename}: the batch would hold {self.files} files or more; "
-                           f"a batch holds at most {self.max_files} (COSOLVE_MAX_BATCH_FILES): "
-                           "split it", kind="batch-too-large", title="Too many files",
-                           field="files", extra={"files": self.files, "limit": self.max_files})
-
-    def take(self, size: int) -> bool:
-        """Reserve ``size`` bytes of text; False (nothing reserved) when they do not fit."""
-        if size > self.bytes_left:
-            return False
-        self.bytes_left -= size
-        return True
-
-
-def _expanded_size(name: str, blob: bytes, limit: int) -> int | None:
-    """The bytes a .gz file expands to, counted in chunks without keeping them (None above
-    ``limit`` or when the data are not gzip); other files: their own size."""
-    if not name.lower().endswith(".gz"):
-        return len(blob)
-    inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header
-    total = 0
-    data = blob
-    try:
-        while data:
-            chunk = inflater.decompress(data, 1 << 20)
-            total += len(chunk)
-            if total > limit:
-                return None
-            data = inflater.unconsumed_tail
-            if inflater.eof:
-                break
-    except zlib.error:
-        return len(blob)  # not gzip data: its reader says so, as a rejection of that file
-    return total
-
-
-def _not_an_instance(name: str) -> str | None:
-    """Why an archive member is not read as an instance (None: it is read)."""
-    base = name.rstrip("/").rsplit("/", 1)[-1]
-    if name.startswith("__MACOSX/") or base.startswith("._"):
-        return "a macOS resource fork (__MACOSX/, ._name), not an instance; not read"
-    if base.startswith("."):
-        return "a hidden file (its name starts with '.'); not read"
-    return None
-
-
-def _expand(filename: str, data: bytes, budget: _ReadBudget,
-            skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    """Instance files of one upload: itself, or the members of a .zip/.tar archive. What is
-    not read is listed in ``skipped`` with the reason, one entry per file (links, special
-    files, hidden files, members past the request's budget, an unreadable archive), so
-    nothing of the upload goes unaccounted (QA sweep: hidden members vanished, and one
-    corrupt archive sank the whole request)."""
-    lower = filename.lower()
-    if not lower.endswith(_ARCHIVE_SUFFIXES):
-        budget.count_files(1, filename)
-        return _within_budget([(filename, data)], budget, skipped)
-    try:
-        if lower.endswith(".zip"):
-            return _zip_members(filename, data, budget, skipped)
-        return _tar_members(filename, data, budget, skipped)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, zlib.error,
-            lzma.LZMAError, NotImplementedError, RuntimeError) as exc:
-        # corrupt compressed data (zlib, lzma), an unsupported zip method, an encrypted member
-        skipped.append({"filename": filename, "error": (
-            f"not a readable archive ({exc}); none of its files were read")})
-        return []
-
-
-def _within_budget(files: list[tuple[str, bytes]], budget: _ReadBudget,
-                   skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    """The files whose text fits what is left of the request's budget (.gz counted as
-    expanded); each one past it is listed with the reason."""
-    kept = []
-    for name, blob in files:
-        size = _expanded_size(name, blob, budget.bytes_left)
-        if size is None or not budget.take(size):
-            skipped.append({"filename": name, "error": _PAST_BUDGET.format(budget.max_bytes)})
-            continue
-        kept.append((name, blob))
-    return kept
-
-
-def _zip_members(filename: str, data: bytes, budget: _ReadBudget,
-                 skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        infos = []
-        for info in zf.infolist():
-            if info.is_dir():
-                continue
-            mode = info.external_attr >> 16  # Unix mode bits, 0 when not recorded
-            reason = _not_an_instance(info.filename)
-            if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-                # a zip's symlink holds its target path as text (QA sweep: parsed as an
-                # instance); left out like a tar's links
-                kind = "a link" if stat.S_ISLNK(mode) else "not a regular file"
-                reason = f"{kind} in the archive; only regular files are read"
-            if reason is not None:
-                skipped.append({"filename": info.filename, "error": reason})
-                continue
-            infos.append(info)
-        budget.count_files(len(infos), filename)  # before any member is read
-        members = []
-        for info in infos:
-            if info.file_size > budget.bytes_left:  # its declared size, before reading it
-                skipped.append({"filename": info.filename, "error": _PAST_BUDGET.format(
-                    budget.max_bytes)})
-                continue
-            members += _within_budget([(info.filename, zf.read(info))], budget, skipped)
-        return members
-
-
-def _tar_members(filename: str, data: bytes, budget: _ReadBudget,
-                 skipped: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
-        regular = []
-        for member in tf.getmembers():
-            if member.isdir():
-                continue
-            reason = _not_an_instance(member.name)
-            if not member.isfile():
-                # silently dropped before (QA sweep): say what was left out, and why
-                kind = "a link" if member.issym() or member.islnk() else "not a regular file"
-                reason = f"{kind} in the archive; only regular files are read"
-            if reason is not None:
-                skipped.append({"filename": member.name, "error": reason})
-                continue
-            regular.append(member)
-        budget.count_files(len(regular), filename)
-        members = []
-        for member in regular:
-            if member.size > budget.bytes_left:
-                skipped.append({"filename": member.name, "error": _PAST_BUDGET.format(
-                    budget.max_bytes)})
-                continue
-            fh = tf.extractfile(member)
-            if fh is not None:
-                members += _within_budget([(member.name, fh.read())], budget, skipped)
-        return members
-
-
 @router.post("/batches", status_code=202, response_model=BatchStatus, openapi_extra=_BATCH_BODY,
              responses=with_headers(with_headers(
                  problem_responses(404, 413, 415, 422, 429, 503, 507), 429, RETRY_AFTER_HEADER),
@@ -545,9 +366,9 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     check_batch_options(options.solver, options.time_limit, settings, options.max_solutions)
     files: list[tuple[str, bytes]] = []
     skipped: list[dict[str, Any]] = []
-    budget = _ReadBudget(settings.max_decompressed_bytes, settings.max_batch_files)
+    budget = ReadBudget(settings.max_decompressed_bytes, settings.max_batch_files)
     for filename, data in uploads:
-        files += _expand(filename, data, budget, skipped)
+        files += expand_upload(filename, data, budget, skipped)
     if not files:
         raise invalid_request(
             "the upload holds no files to solve: "
@@ -561,12 +382,12 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     rejected: list[dict[str, Any]] = list(skipped)
     # CVRPLIB's NAME.sol, TSPLIB's NAME.opt.tour: the references of the instances beside them
     known = [(filename, data) for filename, data in files
-             if reference_stem(_upload_path(filename)) is not None]
+             if reference_stem(upload_path(filename)) is not None]
     # a result is named by the file's base name; only a file that reads claims its name (as
     # the CLI's batch does), so an unreadable old/s.tsp does not block a good new/s.tsp
     first_of: dict[str, str] = {}
     for filename, data in files:
-        if reference_stem(_upload_path(filename)) is not None:
+        if reference_stem(upload_path(filename)) is not None:
             continue
         base = result_stem(safe_filename(filename))
         if base in first_of:
@@ -598,9 +419,9 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
                 "is a valid instance")})
     if known:
         unread = [f for f, _ in files
-                  if reference_stem(_upload_path(f)) is None and f not in accepted_names]
-        accepted = _attach_references(accepted, accepted_names, known, unread, rejected,
-                                      settings)
+                  if reference_stem(upload_path(f)) is None and f not in accepted_names]
+        accepted = attach_references(accepted, accepted_names, known, unread, rejected,
+                                     settings.max_decompressed_bytes)
     if not accepted:
         raise invalid_request(f"no file of the batch could be read ({len(rejected)} "
                               "rejected): " + "; ".join(
@@ -625,91 +446,6 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     except StorageError as exc:
         raise _storage_full(exc) from None
     return batch_status(service, batch_id)
-
-
-def _upload_path(filename: str) -> str:
-    """An upload's name as a path with '/' between folders (a Windows zip writes '\\')."""
-    return filename.replace("\\", "/")
-
-
-def _folder_and_name(filename: str) -> tuple[str, str]:
-    folder, _, name = _upload_path(filename).rpartition("/")
-    return folder, name
-
-
-def _reference_place(filename: str) -> tuple[str, str]:
-    """A known solution's folder and name with its extensions in lower case (``X.SOL`` is
-    ``X.sol``), as ``reference_file_names`` writes the names an instance's may have."""
-    folder, name = _folder_and_name(filename)
-    stem = reference_stem(name) or name
-    return folder, stem + name[len(stem):].lower()
-
-
-def _attach_references(accepted: list[JobInput], names: list[str],
-                       known: list[tuple[str, bytes]], unread: list[str],
-                       rejected: list[dict[str, Any]], settings: Settings) -> list[JobInput]:
-    """The accepted jobs, each with the cost of its known solution uploaded beside it (the
-    CLI's rule: ``X-n101-k25.vrp`` <- ``X-n101-k25.sol``, ``kroA100.tsp.gz`` <-
-    ``kroA100.opt.tour``, in the same folder of an archive) once checked as a feasible solution
-    of what the job solves, so a batch reports gaps to checked numbers only. A known solution
-    that serves no instance (none of its name, its instance among the ``unread`` files
-    rejected, or not a feasible solution of it) is listed in ``rejected`` with the reason;
-    nothing uploaded goes unaccounted."""
-    by_place: dict[tuple[str, str], int] = {}
-    used: set[int] = set()
-    for i, (filename, _) in enumerate(known):
-        place = _reference_place(filename)
-        if place in by_place:  # two parts named X.sol, or X.sol beside and inside a zip
-            used.add(i)
-            rejected.append({"filename": filename, "error": (
-                f"another known solution of the batch has the same name "
-                f"({known[by_place[place]][0]}); not read")})
-            continue
-        by_place[place] = i
-    out = []
-    for job_input, name in zip(accepted, names, strict=True):
-        folder, base = _folder_and_name(name)
-        candidates = [by_place[(folder, c)] for c in reference_file_names(base)
-                      if (folder, c) in by_place]
-        instance = None
-        for i in candidates:
-            ref_name, ref_data = known[i]
-            used.add(i)
-            if job_input.reference is not None:
-                rejected.append({"filename": ref_name, "error": (
-                    f"another known solution of {name} ({job_input.reference_file}) is its "
-                    "reference; not read")})
-                continue
-            try:
-                if instance is None:  # what the job solves: its fleet cap applied
-                    instance = parse_instance_bytes(job_input.data, job_input.filename,
-                                                    max_bytes=settings.max_decompressed_bytes)
-                cost = reference_cost_bytes(ref_data, _folder_and_name(ref_name)[1], instance,
-                                            max_bytes=settings.max_decompressed_bytes)
-            except CosolveError as exc:
-                reason = exc.message if isinstance(exc, InstanceError) else str(exc)
-                rejected.append({"filename": ref_name,
-                                 "error": f"not used as the reference of {name}: {reason}"})
-                continue
-            except Exception:  # one unreadable solution must not sink the batch
-                logger.exception("unexpected error checking known solution %r", ref_name)
-                rejected.append({"filename": ref_name, "error": (
-                    f"not used as the reference of {name}: the server could not check it "
-                    "(the error was logged)")})
-                continue
-            job_input = dataclasses.replace(job_input, reference=cost, reference_file=ref_name)
-        out.append(job_input)
-    for i, (ref_name, _) in enumerate(known):
-        if i in used:
-            continue
-        folder, base = _reference_place(ref_name)
-        owner = next((f for f in unread if _folder_and_name(f)[0] == folder
-                      and base in reference_file_names(_folder_and_name(f)[1])), None)
-        stem = f"{folder}/{reference_stem(base)}" if folder else reference_stem(base)
-        rejected.append({"filename": ref_name, "error": (
-            f"the known solution of {owner}, which is rejected; not read" if owner else
-            f"a known solution with no instance named {stem}.* in the batch; not read")})
-    return out
 
 
 def _storage_full(exc: StorageError) -> ApiError:
@@ -832,31 +568,25 @@ def batch_markdown(status: BatchStatus) -> str:
         return "–" if v is None else f"{v:.6g}"
 
     def cell(text: str) -> str:
-        """A table cell: a '|' or a line break in a name or an error would split the row
-        (QA sweep), as in `cosolve batch`'s summary."""
+        """A table cell: a '|' or a line break in a name or an error would split the row."""
         return " ".join(str(text).replace("|", "\\|").split())
 
-    def gap(v: float | None) -> str:
-        return "–" if v is None else f"{v:+.3f} %"  # as `cosolve batch` writes a gap
-
     gaps = any(r.reference is not None for r in status.results)
+    rows = []
+    for r in status.results:
+        feasible = "–" if r.feasible is None else ("yes" if r.feasible else "no")
+        state = r.state + (" (partial)" if r.partial else "")
+        rows.append([cell(r.filename), str(r.nodes), state, num(r.cost),
+                     *([gap_text(r.gap_percent)] if gaps else []), feasible, num(r.wall_time),
+                     cell(r.error or "")])
+    rows += [[cell(r["filename"]), "–", "rejected", "–", *(["–"] if gaps else []), "–", "–",
+              cell(r["error"])] for r in status.rejected]
     lines = [f"# Batch {status.id}", "",
              f"solver {status.solver}, time limit {status.time_limit:g} s, "
              + (f"at most {status.max_vehicles} vehicles, " if status.max_vehicles else "")
              + (f"at most {status.max_solutions} solutions, " if status.max_solutions else "")
              + ("done" if status.done else "in progress"), "",
-             "| file | nodes | state | cost | " + ("gap to ref. | " if gaps else "")
-             + "feasible | wall (s) | error |",
-             "|---|---:|---|---:|" + ("---:|" if gaps else "") + "---|---:|---|"]
-    for r in status.results:
-        feasible = "–" if r.feasible is None else ("yes" if r.feasible else "no")
-        state = r.state + (" (partial)" if r.partial else "")
-        lines.append(f"| {cell(r.filename)} | {r.nodes} | {state} | {num(r.cost)} | "
-                     + (f"{gap(r.gap_percent)} | " if gaps else "")
-                     + f"{feasible} | {num(r.wall_time)} | {cell(r.error or '')} |")
-    for r in status.rejected:
-        lines.append(f"| {cell(r['filename'])} | – | rejected | – | "
-                     + ("– | " if gaps else "") + f"– | – | {cell(r['error'])} |")
+             *markdown_table(summary_columns(gaps, "wall (s)"), rows)]
     s = status.summary
     lines += ["", f"{s.files} files: {s.solved} solved (feasible), {s.succeeded} succeeded, "
               f"{s.failed} failed, "
@@ -864,7 +594,7 @@ def batch_markdown(status: BatchStatus) -> str:
               f"{s.rejected} rejected; total cost {num(s.total_cost)}"]
     if s.with_reference:
         lines.append("")
-        lines.append(f"mean gap {gap(s.mean_gap_percent)} to the known solutions of "
+        lines.append(f"mean gap {gap_text(s.mean_gap_percent)} to the known solutions of "
                      f"{s.with_reference} file{'' if s.with_reference == 1 else 's'}")
     return "\n".join(lines) + "\n"
 

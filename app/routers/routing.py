@@ -18,19 +18,16 @@ from starlette.concurrency import run_in_threadpool
 from app.concurrency import run_while_connected
 from app.encoding import finite_or_none, json_safe
 from app.errors import ApiError, instance_problem, problem_responses, refused_comparison
-from app.intake import (
+from app.intake.routing import (
     PROBLEMS,
-    BodyFormat,
     CompareTask,
     SolveTask,
-    Upload,
-    body_format,
     compare_task_from_json,
     compare_task_from_upload,
-    read_upload,
     solve_task_from_json,
     solve_task_from_upload,
 )
+from app.intake.uploads import BodyFormat, Upload, body_format, read_upload
 from app.schemas.routing import (
     CompareResponse,
     CompareRow,

@@ -217,7 +217,7 @@ def test_a_too_long_request_advises_a_job_only_where_jobs_may_run_that_long() ->
     """Regression: with jobs capped below requests, the 422 advised a job 'up to 1 s' for a
     3 s request."""
     from app.errors import ApiError
-    from app.intake import request_time_limit
+    from app.intake.options import request_time_limit
 
     with pytest.raises(ApiError) as short_jobs:
         request_time_limit(3, Settings(max_time_limit=2, max_job_time_limit=1,

@@ -257,17 +257,17 @@ def test_a_json_body_with_too_many_arcs_is_refused_before_its_arcs_are_validated
 def test_the_arc_precount_only_decides_past_the_limit() -> None:
     """The word count is an upper bound: a "tail" that is no arc's, or a body that is no valid
     JSON, leaves the body to the usual validation and its words."""
-    from app.routers.flow import _arcs_past_the_limit
+    from app.intake.flow import arcs_past_the_limit
 
     one_arc = {"tail": 1, "head": 2, "cost": 0}
     body = {"network": {"nodes": 2, "supplies": [1, -1], "arcs": [one_arc]}, "seed": 3}
-    assert _arcs_past_the_limit(json.dumps({**body, "tail": 1}).encode(), 1) is None
-    assert _arcs_past_the_limit(b'{"tail" "tail"', 1) is None
-    assert _arcs_past_the_limit(json.dumps({"network": {"arcs": {"tail": 1, "x": "tail"}}})
+    assert arcs_past_the_limit(json.dumps({**body, "tail": 1}).encode(), 1) is None
+    assert arcs_past_the_limit(b'{"tail" "tail"', 1) is None
+    assert arcs_past_the_limit(json.dumps({"network": {"arcs": {"tail": 1, "x": "tail"}}})
                                 .encode(), 1) is None
     two = {**body, "network": {**body["network"], "arcs": [one_arc, one_arc]}}
-    assert _arcs_past_the_limit(json.dumps(two).encode(), 1) == ({"seed": 3}, 2)
-    assert _arcs_past_the_limit(json.dumps(two).encode(), 2) is None
+    assert arcs_past_the_limit(json.dumps(two).encode(), 1) == ({"seed": 3}, 2)
+    assert arcs_past_the_limit(json.dumps(two).encode(), 2) is None
 
 
 def test_compare_counts_only_proven_optima_towards_agreement(api: httpx.Client) -> None:
@@ -338,7 +338,7 @@ def test_a_comparison_too_large_points_to_the_comparing_cli() -> None:
     was told to use ``cosolve flow solve``; it is ``cosolve flow compare``, as for a time
     limit past the server's. A solve still points to ``cosolve flow solve``."""
     from app.errors import ApiError
-    from app.routers.flow import (
+    from app.intake.flow import (
         compare_task_from_json,
         compare_task_from_upload,
         solve_task_from_json,

@@ -147,13 +147,15 @@ def test_an_unexpected_parser_error_is_still_a_422_on_file(
     def broken(data: bytes, filename: str, max_bytes: int = 0) -> Any:
         raise TypeError("unhashable type: 'list'")
 
-    monkeypatch.setattr(scheduling, "parse_workflow_bytes", broken)
+    from app.intake import scheduling as intake
+
+    monkeypatch.setattr(intake, "parse_workflow_bytes", broken)
     files = [("w.json", json.dumps(TWO).encode())]
     with pytest.raises(ApiError) as info:
-        scheduling.task_from_upload(files, {}, Settings())
+        intake.task_from_upload(files, {}, Settings())
     assert (info.value.status, info.value.field) == (422, "file")
     with pytest.raises(ApiError) as info:
-        scheduling.task_from_upload(files * 2, {}, Settings())
+        intake.task_from_upload(files * 2, {}, Settings())
     assert (info.value.status, info.value.field) == (422, "file[0]")
 
 

@@ -11,24 +11,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
-from fastapi import Request
-from pydantic import BaseModel, ValidationError
-from starlette.datastructures import FormData, UploadFile
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from pydantic import BaseModel
 
 from app.errors import (
     ApiError,
     domain_problem,
     instance_problem,
     invalid_request,
-    validation_problem,
 )
+from app.intake.options import (
+    check_solution_budget,
+    check_solver_list,
+    check_solver_name,
+    request_time_limit,
+)
+from app.intake.uploads import Upload, single_values, validate_fields, validate_json
 from app.schemas.jobs import CVRPJobRequest, CVRPTWJobRequest, JobUpload, TSPJobRequest
 from app.schemas.routing import (
     CompareOptions,
@@ -42,8 +43,9 @@ from app.schemas.routing import (
     TSPSolveRequest,
 )
 from app.settings import Settings
+from jobs.service import JobInput
 from jobs.store import safe_filename
-from solvers.catalog import all_specs, get_solver, get_spec, specs_for
+from solvers.catalog import all_specs, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
 from solvers.routing.io.documents import instance_from_dict, instance_to_dict, load_json
 from solvers.routing.io.formats import parse_instance_bytes
@@ -59,28 +61,7 @@ _COMPARE_REQUESTS: dict[
     "tsp": TSPCompareRequest, "cvrp": CVRPCompareRequest, "cvrptw": CVRPTWCompareRequest}
 _JOB_REQUESTS: dict[str, type[TSPJobRequest | CVRPJobRequest | CVRPTWJobRequest]] = {
     "tsp": TSPJobRequest, "cvrp": CVRPJobRequest, "cvrptw": CVRPTWJobRequest}
-#: Form fields an upload may carry besides the file; a generous cap on a hostile form.
-_MAX_FORM_FIELDS = 16
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
 logger = logging.getLogger("cosolve.api")
-
-
-class BodyFormat(StrEnum):
-    JSON = "json"
-    MULTIPART = "multipart"
-
-
-@dataclass(frozen=True)
-class Upload:
-    """A multipart request: the instance file and the other form fields (as sent)."""
-
-    filename: str
-    data: bytes
-    fields: dict[str, list[str]]
-    #: Further file parts an endpoint takes besides ``file`` (a compare's ``reference_file``),
-    #: by part name: (filename, data).
-    extras: dict[str, tuple[str, bytes]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,130 +96,13 @@ class CompareTask:
     reference_file: str | None = None
 
 
-# -- reading the request -----------------------------------------------------------------
-#: What routing endpoints accept, for the 415 and missing-file messages.
-INSTANCE_BODY = ("an instance object",
-                 "the instance (.tsp, .vrp, .vrptw or .json, optionally .gz)")
-
-
-def _media_type(request: Request) -> str:
-    return request.headers.get("content-type", "").split(";")[0].strip().lower()
-
-
-def _format_of(media_type: str) -> BodyFormat | None:
-    if media_type == "application/json" or (
-        media_type.startswith("application/") and media_type.endswith("+json")
-    ):
-        return BodyFormat.JSON
-    if media_type == "multipart/form-data":
-        return BodyFormat.MULTIPART
-    return None
-
-
-def _unsupported(media_type: str, send: str, accept: str) -> ApiError:
-    return ApiError(415, f"Content-Type {media_type or '(none)'} is not accepted here. Send "
-                    f"{send}.", kind="unsupported-media-type", field="content-type",
-                    headers={"Accept-Post": accept})
-
-
-def body_format(request: Request, accepts: tuple[str, str] = INSTANCE_BODY) -> BodyFormat:
-    """JSON or multipart, from the Content-Type; anything else is a 415. ``accepts`` names
-    the JSON object and the file the endpoint takes."""
-    media_type = _media_type(request)
-    found = _format_of(media_type)
-    if found is None:
-        raise _unsupported(media_type, f"application/json ({accepts[0]}) or multipart/form-data "
-                           f"(a 'file' part holding {accepts[1]}, and form fields for the "
-                           "options)", "application/json, multipart/form-data")
-    return found
-
-
-def require_format(request: Request, expected: BodyFormat, send: str) -> None:
-    """A 415 unless the body is ``expected``, for endpoints that take only one of the two;
-    ``send`` says what to send instead."""
-    media_type = _media_type(request)
-    if _format_of(media_type) is not expected:
-        raise _unsupported(media_type, send, "application/json" if expected is BodyFormat.JSON
-                           else "multipart/form-data")
-
-
-@asynccontextmanager
-async def form_parts(request: Request, max_files: int, max_fields: int,
-                     file_field: str = "file", takes: str | None = None
-                     ) -> AsyncIterator[FormData]:
-    """The parsed multipart form, closed after use. Starlette's own refusals (too many files
-    or fields, a malformed body) were bare 400s without a field; they are 422s naming the
-    part, like every other invalid request."""
-    try:
-        form = await request.form(max_files=max_files, max_fields=max_fields)
-    except StarletteHTTPException as exc:
-        if exc.status_code != 400:
-            raise
-        detail = str(exc.detail)
-        field = file_field if "files" in detail.lower() else "body"
-        if field == "files":  # a batch's parts: the same 413 as too many archive members
-            raise ApiError(413, f"more than {max_files} 'files' parts; a batch holds at most "
-                           f"{max_files} files (COSOLVE_MAX_BATCH_FILES): split it",
-                           kind="batch-too-large", title="Too many files", field="files",
-                           extra={"limit": max_files}) from None
-        parts = takes or f"{max_files} '{file_field}' part{'s' if max_files != 1 else ''}"
-        raise invalid_request(f"{detail.rstrip('.')} (this endpoint takes at most {parts} "
-                              f"and {max_fields} form fields)", field=field) from None
-    try:
-        yield form
-    finally:
-        await form.close()
-
-
-async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY,
-                      extra_files: tuple[str, ...] = ()) -> Upload:
-    """The file part and form fields of a multipart request (exactly one file, named ``file``,
-    plus at most one of each part named in ``extra_files``)."""
-    file: UploadFile | None = None
-    fields: dict[str, list[str]] = {}
-    extras: dict[str, UploadFile] = {}
-    takes = "1 'file' part" + "".join(f", 1 {e!r} part" for e in extra_files)
-    async with form_parts(request, max_files=1 + len(extra_files),
-                          max_fields=_MAX_FORM_FIELDS, takes=takes) as form:
-        for name, value in form.multi_items():
-            if isinstance(value, UploadFile):
-                if name in extra_files and name not in extras:
-                    extras[name] = value
-                    continue
-                if name == "file" and file is None:
-                    file = value
-                    continue
-                if name == "file" or name in extra_files:  # one too many of a part we take
-                    raise invalid_request(f"Too many files: this endpoint takes at most "
-                                          f"{takes}", field=name)
-                raise invalid_request(
-                    f"unexpected file part {name!r}; send {accepts[1]} as the part named "
-                    f"'file'" + "".join(f" (and '{e}')" for e in extra_files), field=name)
-            else:
-                fields.setdefault(name, []).append(value)
-        if file is None:
-            # (QA sweep: a body cut off before its closing boundary lands here too)
-            hint = (" (it was sent as a plain field, not a file)" if "file" in fields
-                    else " (none arrived: the part is missing, or the body was cut short)")
-            raise invalid_request(f"a multipart request needs a 'file' part holding "
-                                  f"{accepts[1]}{hint}", field="file")
-        fields.pop("file", None)
-        if not file.filename:
-            raise invalid_request("the 'file' part needs a filename; its extension says the "
-                                  "format", field="file")
-        data = await file.read()
-        extra_data = {name: (part.filename or name, await part.read())
-                      for name, part in extras.items()}
-    return Upload(filename=file.filename, data=data, fields=fields, extras=extra_data)
-
-
 # -- building tasks ----------------------------------------------------------------------
 def solve_task_from_json(raw: bytes, problem: str, settings: Settings) -> SolveTask:
     """A solve request posted as JSON."""
     request = validate_json(_SOLVE_REQUESTS[problem], raw)
     time_limit = request_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")
-    _check_solution_budget(request.solver, request.max_solutions)
+    check_solution_budget(request.solver, request.max_solutions)
     instance = instance_from_json(request.instance, problem)
     _check_sync_size(instance, settings, "instance")
     return SolveTask(instance, request.solver, time_limit, request.seed, request.max_solutions,
@@ -250,7 +114,7 @@ def solve_task_from_upload(upload: Upload, problem: str, settings: Settings) -> 
     options = validate_fields(SolveUploadOptions, single_values(upload.fields))
     time_limit = request_time_limit(options.time_limit, settings)
     check_solver_name(options.solver, problem, "solver")
-    _check_solution_budget(options.solver, options.max_solutions)
+    check_solution_budget(options.solver, options.max_solutions)
     instance = _instance_from_upload(upload, problem, settings, options.max_vehicles)
     _check_sync_size(instance, settings, "file")
     _check_reads_instance(options.solver, instance, "file")
@@ -303,100 +167,6 @@ def _compare_task(options: CompareOptions, problem: str, settings: Settings,
 
 
 # -- checks ------------------------------------------------------------------------------
-def validate_json(model: type[ModelT], raw: bytes) -> ModelT:
-    """A JSON body, strictly: a number written as text ("seed": "3") or an integer written as
-    a float (3.0) is refused as the OpenAPI document's types say (an OpenAPI conformance check
-    found options read leniently beside instance data that were not); form fields, which are
-    all text, go through ``validate_fields``."""
-    try:
-        return model.model_validate_json(raw, strict=True)
-    except ValidationError as exc:
-        raise validation_problem(exc.errors(include_url=False)) from None
-
-
-def validate_fields(model: type[ModelT], fields: Mapping[str, Any]) -> ModelT:
-    try:
-        return model.model_validate(dict(fields))
-    except ValidationError as exc:
-        raise validation_problem(exc.errors(include_url=False)) from None
-
-
-def single_values(fields: Mapping[str, list[str]]) -> dict[str, str]:
-    """Form fields that must appear once."""
-    out: dict[str, str] = {}
-    for name, values in fields.items():
-        if len(values) > 1:
-            raise invalid_request(f"form field {name!r} was sent {len(values)} times; send it "
-                                  "once", field=name)
-        out[name] = values[0]
-    return out
-
-
-def request_time_limit(requested: float | None, settings: Settings, runs: int = 1,
-                       cli: str = "cosolve solve") -> float:
-    """The per-solver time limit: the server default when omitted, and never more than the
-    server lets one request run (``runs`` solvers run one after another)."""
-    limit = settings.default_time_limit if requested is None else requested
-    if limit * runs > settings.max_time_limit:
-        if runs == 1:
-            detail = (f"time_limit {limit:.15g} s is above this server's maximum of "
-                      f"{settings.max_time_limit:g} s")
-        else:
-            detail = (f"{runs} solvers × {limit:.15g} s = {limit * runs:.15g} s is above the "
-                      f"{settings.max_time_limit:g} s one request may run; lower time_limit")
-        # a job only where the server lets jobs run longer than the request asked for (QA
-        # sweep: with COSOLVE_MAX_JOB_TIME_LIMIT below the request's maximum it advised a job
-        # "up to" less than the limit just refused)
-        jobs = ("submit a job (POST /v1/jobs, up to "
-                f"{settings.max_job_time_limit:g} s) or "
-                if runs == 1 and "flow" not in cli and settings.max_job_time_limit >= limit
-                else "")
-        raise invalid_request(detail + f"; for longer runs {jobs}use the CLI ({cli})",
-                              field="time_limit")
-    return limit
-
-
-def check_solver_list(names: list[str], problem: str, settings: Settings) -> None:
-    """A comparison's solvers: not too many, none twice, each one solving ``problem``."""
-    if len(names) > settings.max_compare_solvers:
-        raise invalid_request(f"{len(names)} solvers asked for; a comparison runs at most "
-                              f"{settings.max_compare_solvers}", field="solvers")
-    first_seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in first_seen:
-            raise invalid_request(f"solver {name!r} is listed twice (solvers[{first_seen[name]}]"
-                                  f" and solvers[{i}])", field=f"solvers[{i}]")
-        first_seen[name] = i
-        check_solver_name(name, problem, f"solvers[{i}]")
-
-
-def _check_solution_budget(solver: str, max_solutions: int | None) -> None:
-    """A budget in solutions only for a solver that counts its solutions (after the name
-    check, so the solver exists)."""
-    if max_solutions is not None and not get_spec(solver).solution_budget:
-        takes = [s.name for s in all_specs() if s.solution_budget]
-        raise invalid_request(f"solver {solver!r} takes a time limit only; max_solutions is for "
-                              f"{', '.join(takes)}", field="max_solutions")
-
-
-def check_solver_name(name: str, problem: str, field: str) -> None:
-    """Fail fast, before parsing the instance, on a solver that does not exist or does not
-    solve this problem. Availability and size limits are left to the solve itself."""
-    try:
-        spec = get_spec(name)
-    except UnknownSolverError:
-        # the names that solve this problem, not the whole registry (QA: a TSP's 404 listed
-        # the min-cost-flow solvers)
-        known = ", ".join(s.name for s in specs_for(problem))
-        raise ApiError(404, f"unknown solver {name!r}; the {problem} solvers: {known}. "
-                       "GET /v1/solvers lists them.", kind="unknown-solver",
-                       title="Unknown solver", field=field) from None
-    if problem not in spec.problems:
-        raise ApiError(422, f"solver {name!r} does not solve {problem}; it solves: "
-                       f"{', '.join(spec.problems)}", kind="problem-mismatch",
-                       title="Solver does not solve this problem", field=field)
-
-
 def instance_from_json(model: BaseModel, problem: str) -> Instance:
     obj = model.model_dump(exclude_none=True, exclude={"problem"})
     return checked_instance(lambda: instance_from_dict({"problem": problem, **obj}), "instance")
@@ -463,27 +233,6 @@ def _check_sync_size(instance: Instance, settings: Settings, source: str) -> Non
 
 
 # -- jobs ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class JobInput:
-    """A checked job submission: what the store persists and the executor runs."""
-
-    problem: str
-    solver: str
-    time_limit: float
-    seed: int
-    filename: str
-    data: bytes
-    nodes: int
-    #: The instance's fleet cap, echoed in the job's status.
-    max_vehicles: int | None = None
-    #: The budget in solutions (polynet), echoed in the job's status.
-    max_solutions: int | None = None
-    #: The checked cost of a known solution uploaded with the file (a batch's NAME.sol or
-    #: NAME.opt.tour), and the name it came as: a batch reports the gap to it.
-    reference: float | None = None
-    reference_file: str | None = None
-
-
 def _job_time_limit(requested: float | None, settings: Settings) -> float:
     limit = settings.default_time_limit if requested is None else requested
     if limit > settings.max_job_time_limit:
@@ -515,7 +264,7 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
                        f"files, for: {', '.join(routing)}", kind="problem-mismatch",
                        title="Solver does not solve this problem", field="solver")
     _job_time_limit(time_limit, settings)
-    _check_solution_budget(solver, max_solutions)
+    check_solution_budget(solver, max_solutions)
 
 
 def _check_reads_instance(solver: str, instance: Instance, source: str) -> None:
@@ -564,7 +313,7 @@ def job_from_json(raw: bytes, settings: Settings) -> JobInput:
     request = validate_json(_JOB_REQUESTS[problem], raw)
     time_limit = _job_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")
-    _check_solution_budget(request.solver, request.max_solutions)
+    check_solution_budget(request.solver, request.max_solutions)
     instance = instance_from_json(request.instance, problem)
     _check_job_solver(request.solver, instance, time_limit)
     data = json.dumps({"problem": problem,
@@ -590,7 +339,7 @@ def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
         data = json.dumps(instance_to_dict(instance)).encode()
         filename = f"{filename.removesuffix('.gz')}.json"  # X-n101-k25.vrp.json
     _check_job_solver(options.solver, instance, time_limit, "file")
-    _check_solution_budget(options.solver, options.max_solutions)
+    check_solution_budget(options.solver, options.max_solutions)
     reference, reference_file = _upload_reference(upload, instance, settings)
     return JobInput(instance.problem, options.solver, time_limit, options.seed,
                     filename, data, instance.n, getattr(instance, "max_vehicles", None),
@@ -627,7 +376,7 @@ def _check_upload_solver_before_parsing(solver: str, problem: str | None,
         get_spec(solver)
     except UnknownSolverError:
         return
-    _check_solution_budget(solver, max_solutions)
+    check_solution_budget(solver, max_solutions)
 
 
 def job_file_instance(filename: str, data: bytes, settings: Settings) -> Instance:
