@@ -71,3 +71,31 @@ def test_every_training_cli_refuses_a_seed_out_of_range(
         importlib.import_module(module).main([*args, "--seed", seed])
     assert stopped.value.code == 2
     assert f"--seed: must be between 0 and 2147483647, got {seed}" in capsys.readouterr().err
+
+
+def test_a_checkpoint_is_replaced_only_by_a_gain_of_a_tenth_of_a_point(tmp_path: Path) -> None:
+    """Every trainer decides through manifest.judge (training.loop.Keeper for the route
+    trainers): a 0.05-point gain keeps the file, 0.1 replaces it and becomes the new bar, and
+    MANIFEST.json records every evaluation, the kept ones too."""
+    from training import loop
+
+    path = tmp_path / "MANIFEST.json"
+    manifest.replace_entry({"file": "m.pt", "sha256": "x",
+                            "validation": {"gap_percent": 2.0}}, path)
+    written: list[dict[str, object]] = []
+    keeper = loop.Keeper(tmp_path / "m.pt", True, 2.0, None, path)
+    assert not keeper.offer(None, 1.95, {"steps": 1}, written.append)
+    assert not written
+    assert keeper.offer(None, 1.9, {"steps": 2}, written.append)
+    assert written == [{}]
+    assert not keeper.offer(None, 1.85, {"steps": 3}, written.append)  # the bar is 1.9 now
+    assert len(written) == 1
+    entry = json.loads(path.read_text())["checkpoints"][0]
+    assert [e["candidate"] for e in entry["evaluations"]] == [False, True, False]
+    assert [e["steps"] for e in entry["evaluations"]] == [1, 2, 3]
+    # a new entry for the file keeps its record of evaluations
+    manifest.replace_entry({"file": "m.pt", "sha256": "y"}, path)
+    assert len(json.loads(path.read_text())["checkpoints"][0]["evaluations"]) == 3
+    assert manifest.judge("n.pt", 0.95, 1.0, {}, None) is False
+    assert manifest.judge("n.pt", 0.9, 1.0, {}, None) is True
+    assert manifest.judge("n.pt", 5.0, None, {}, None) is True  # nothing to beat yet

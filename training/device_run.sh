@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# One GPU session's work in one call: every model that needs more training, in parallel,
-# resuming from the committed checkpoints, each stopping well inside the device tool's 10-minute
-# call limit; with FLOW=1 first the GPU half of benchmarks.flow_gpu. Everything is staged in
-# $STAGE and comes back as $OUT/device_run.tgz.aa, .ab, … (the tool returns at most 8 files of
-# 16 MiB): `cat device_run.tgz.* | tar xzf -` here. Copy a checkpoint back into weights/ only
-# when its validation (and, for PolyNet, the fresh-instance gate) beat the committed one, then
-# refresh its MANIFEST.json entry; append the *.curve.csv rows to weights/curves/.
+# One GPU call's work: every trainer continues from the committed checkpoints, in parallel,
+# each cut by its own timeout so the whole call ends well inside the device tool's 10-minute
+# limit; with FLOW=1 first the GPU half of benchmarks.flow_gpu. Everything is staged in $STAGE
+# and comes back as $OUT/device_run.tgz.aa, .ab, … (the tool returns at most 8 files of
+# 16 MiB): `cat device_run.tgz.* | tar xzf -` here. A checkpoint goes back into weights/ only
+# when its run says it replaced the staged copy (a validation gain of at least 0.1 point, and
+# for ReLD and PolyNet the fresh-instance gate); then refresh its MANIFEST.json entry and
+# append the *.curve.csv rows to weights/curves/.
 #
 #   run: MINUTES=3.5 FLOW=1 bash training/device_run.sh   (OUT set by the device tool)
 #
-# The first session (2026-12-04, one H200) used FLOW=1 MINUTES=3.5: about 200 s of flow
-# benchmark and 300 s of training, 460 s in all.
+# FLOW=1 MINUTES=3.5 took about 200 s of flow benchmark and 300 s of training on one H200.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to the folder that comes back}
 MINUTES=${MINUTES:-4}
+# each run's wall limit: its training minutes plus 150 s for loading, validations and saving
+LIMIT=$(awk "BEGIN { print int($MINUTES * 60 + 150) }")
 DEVICE=${DEVICE:-cuda}  # DEVICE=cpu runs the same commands on a CPU
 STAGE=${STAGE:-/tmp/device_run}
 mkdir -p "$STAGE/train" "$STAGE/repo"
@@ -46,32 +48,42 @@ fi
 T="$STAGE/train"
 for problem in tsp cvrp; do
   if [ -f "weights/reld_${problem}.pt" ]; then cp "weights/reld_${problem}.pt" "$T/"; fi
-  "$PY" -m training.reld "$problem" --phase reinforce --minutes "$MINUTES" --eval-minutes 2 \
-      --batch 64 --starts 100 --device "$DEVICE" --out "$T/reld_${problem}.pt" \
+  timeout "$LIMIT" "$PY" -m training.reld "$problem" --phase reinforce --minutes "$MINUTES" \
+      --eval-minutes 2 --batch 64 --starts 100 --device "$DEVICE" --out "$T/reld_${problem}.pt" \
       > "$T/train_reld_${problem}.log" 2>&1 &
 done
 # PolyNet: best-of-K on the strategy block, continuing the committed checkpoint (copied to the
 # stage, where the run resumes from it and writes its best and its curve); the settings are
-# those of the CPU runs that last moved each validation (TSP and CVRP with the parent frozen).
-for spec in "tsp --lr 0 --poly-lr 1e-4" "cvrp --lr 0 --poly-lr 3e-5" \
-            "cvrptw --lr 2e-6 --poly-lr 2e-5"; do
+# those of the runs that last moved each validation (MANIFEST.json's last_run; TSP with the
+# parent frozen).
+for spec in "tsp --lr 0 --poly-lr 1e-4" "cvrp --lr 3e-6 --poly-lr 3e-5" \
+            "cvrptw --lr 3e-6 --poly-lr 3e-5 --solomon-share 0.5"; do
   problem=${spec%% *}
   if [ -f "weights/polynet_${problem}.pt" ]; then cp "weights/polynet_${problem}.pt" "$T/"; fi
   # shellcheck disable=SC2086  # the flags in $spec are meant to split
-  "$PY" -m training.polynet $spec --phase best_of_k --minutes "$MINUTES" --eval-minutes 2 \
-      --batch 64 --device "$DEVICE" --out "$T/polynet_${problem}.pt" \
+  timeout "$LIMIT" "$PY" -m training.polynet $spec --phase best_of_k --minutes "$MINUTES" \
+      --eval-minutes 2 --batch 64 --device "$DEVICE" --out "$T/polynet_${problem}.pt" \
       > "$T/train_polynet_${problem}.log" 2>&1 &
 done
+# reld's CVRPTW model: the one-strategy PolyNet, continued on its own checkpoint
+if [ -f weights/reld_cvrptw.pt ]; then cp weights/reld_cvrptw.pt "$T/"; fi
+timeout "$LIMIT" "$PY" -m training.polynet cvrptw --single --trajectories 16 --phase pomo \
+    --lr 3e-6 --poly-lr 3e-6 --solomon-share 0.5 --minutes "$MINUTES" --eval-minutes 2 \
+    --batch 64 --device "$DEVICE" --out "$T/reld_cvrptw.pt" \
+    > "$T/train_reld_cvrptw.log" 2>&1 &
 # SIL (Self-Improved Training): continues var/checkpoints/sil_tsp.last.pt when carried,
-# else the committed weights/sil_tsp.pt; writes weights/ itself when validation improves.
-"$PY" -m training.sit tsp --minutes "$MINUTES" --eval-minutes 2 --label-minutes 3 \
+# else the committed weights/sil_tsp.pt; writes weights/ itself when validation gains 0.1 point.
+timeout "$LIMIT" "$PY" -m training.sit tsp --minutes "$MINUTES" --eval-minutes 2 --label-minutes 3 \
     --tokens 65536 --device "$DEVICE" > "$T/train_sil_tsp.log" 2>&1 &
+# GOODRL (CPU: its simulator sets the pace): continues var/checkpoints/goodrl.pt when carried,
+# else the committed weights/goodrl.pt; writes weights/ itself when its score gains 0.1 point.
+timeout "$LIMIT" "$PY" -m training.goodrl --minutes "$MINUTES" > "$T/train_goodrl.log" 2>&1 &
 wait
-cp weights/sil_tsp.pt weights/MANIFEST.json "$STAGE/repo/" 2>/dev/null || true
+cp weights/sil_tsp.pt weights/goodrl.pt weights/MANIFEST.json "$STAGE/repo/" 2>/dev/null || true
 cp -r weights/curves var/checkpoints "$STAGE/repo/" 2>/dev/null || true
 for f in "$T"/train_*.log; do echo "== $f"; tail -n 4 "$f"; done
 # the ReLD/PolyNet *.last.pt hold optimizer state (17 MB each) and are not needed to continue:
-# the next session resumes from the committed weights; SIL's holds its SIT labels and stays
+# the next call resumes from the committed weights; SIL's holds its SIT labels and stays
 tar czf - -C "$STAGE" --exclude='.*.lock' --exclude='reld_*.last.pt' \
     --exclude='polynet_*.last.pt' . | split -b 15m - "$OUT/device_run.tgz."
 ls -la "$OUT"

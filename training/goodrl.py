@@ -38,7 +38,8 @@ paper's objective, but the signal arrives at every step instead of only when a w
 
 The validation set is fixed (two pools × two rates × three seeds × 100 workflows, seeds
 1000+). ``weights/goodrl.pt`` and its MANIFEST entry are replaced only when the validation
-score (mean over scenarios of GOODRL's flowtime ÷ the best correct heuristic's) improves.
+score (mean over scenarios of GOODRL's flowtime ÷ the best correct heuristic's) improves by
+at least 0.1 point in percent (``manifest.judge``, as every trainer).
 One torch thread; a resumable checkpoint with optimizer state in var/checkpoints/ every few
 minutes.
 """
@@ -71,11 +72,20 @@ from solvers.scheduling.features import (
     observe,
 )
 from solvers.scheduling.goodrl import WEIGHTS, save_checkpoint
-from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEFT, HEURISTICS
+from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS
 from solvers.scheduling.simulator import Arrivals, ClusterState, Run, parse_pool, simulate
 from solvers.scheduling.workflow import Workflow, load_workflows
 from training import manifest
 from training.lookahead import Lookahead, equivalent_vms
+from training.rollouts import (
+    SCENARIO_POOLS,
+    SCENARIO_RATES,
+    Labelled,
+    Sampler,
+    Step,
+    episode,
+    gae,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSIC_FILES = ("CyberShake_30.xml", "Montage_25.xml", "Inspiral_30.xml", "Sipht_30.xml.gz")
@@ -84,8 +94,8 @@ DISTILL_DATA = REPO / "var" / "checkpoints" / "goodrl_distill.pkl"
 CURVE = REPO / "weights" / "curves" / "goodrl.csv"
 MANIFEST = REPO / "weights" / "MANIFEST.json"
 LOG = REPO / "var" / "goodrl_train.log"
-VAL_POOLS = ("6x4", "5x5")
-VAL_RATES = (5.4, 9.0)
+VAL_POOLS = SCENARIO_POOLS
+VAL_RATES = SCENARIO_RATES
 VAL_SEEDS = (1000, 1001, 1002)
 VAL_WORKFLOWS = 100
 
@@ -145,102 +155,6 @@ def strongest_heuristic(ref: dict[str, dict[str, float]]) -> str:
                key=lambda h: float(np.mean([ref[k][h] / min(ref[k].values()) for k in ref])))
 
 
-# -- rollouts --------------------------------------------------------------------------------------
-@dataclass
-class Step:
-    obs: Obs
-    action: int
-    logp: float
-    value: float
-    area: float  # ∫ workflows-in-system dt at the decision
-    reward: float = 0.0
-    target: np.ndarray | None = None  # imitation: VMs the expert would pick
-
-
-class Sampler(HEFT):
-    """Samples the actor's distribution (training) and records every decision."""
-
-    name = "goodrl-sampler"
-
-    def __init__(self, model: GoodRL, on_step: Any = None, greedy: bool = False) -> None:
-        super().__init__()
-        self.model = model
-        self.steps: list[Step] = []
-        self.on_step = on_step
-        self.greedy = greedy
-        self.state: ClusterState | None = None
-
-    def reset(self, state: ClusterState, seed: int) -> None:
-        super().reset(state, seed)
-        self.state = state
-
-    def choose(self, state: ClusterState, run: Run, task: int) -> int:
-        obs = observe(state, run, task)
-        with torch.no_grad():
-            batch = collate([obs])
-            logits = self.model.actor(batch)[0]
-            value = float(self.model.critic(batch)[0])
-        dist = torch.distributions.Categorical(logits=logits)
-        a = int(torch.argmax(logits)) if self.greedy else int(dist.sample())
-        step = Step(obs, a, float(dist.log_prob(torch.tensor(a))), value, state.area)
-        if self.steps:
-            self.steps[-1].reward = -(state.area - self.steps[-1].area) / 100.0
-        self.steps.append(step)
-        if self.on_step is not None:
-            self.on_step(self)
-        return a
-
-    def close(self, final_area: float) -> None:
-        if self.steps:
-            self.steps[-1].reward = -(final_area - self.steps[-1].area) / 100.0
-
-
-class Labelled(HEFT):
-    """Records every state with the teacher's VM set as its target; acts as the teacher, or as
-    ``learner`` when one is given (DAgger)."""
-
-    name = "distill"
-
-    def __init__(self, teacher: HEFT, learner: HEFT | None, data: list[Obs]) -> None:
-        super().__init__()
-        self.teacher, self.learner, self.data = teacher, learner, data
-
-    def reset(self, state: ClusterState, seed: int) -> None:
-        super().reset(state, seed)
-        self.teacher.reset(state, seed)
-
-    def choose(self, state: ClusterState, run: Run, task: int) -> int:
-        obs = observe(state, run, task)
-        vm = self.teacher.choose(state, run, task)
-        obs.target = equivalent_vms(state, vm)  # type: ignore[attr-defined]
-        self.data.append(obs)
-        return vm if self.learner is None else self.learner.choose(state, run, task)
-
-
-def episode(model: GoodRL, templates: list[Workflow], rng: random.Random,
-            count: int = 30) -> tuple[list[Step], float]:
-    pool = rng.choice(VAL_POOLS)
-    rate = rng.choice(VAL_RATES)
-    sampler = Sampler(model)
-    res = simulate(templates, parse_pool(pool), Arrivals(count, (rate,)), sampler,
-                   seed=rng.randrange(10**6) + 10**7)
-    sampler.close(float(res.flowtimes.sum()))
-    return sampler.steps, res.mean_flowtime
-
-
-def gae(steps: list[Step], gamma: float, lam: float, last_value: float = 0.0
-        ) -> tuple[np.ndarray, np.ndarray]:
-    n = len(steps)
-    adv = np.zeros(n)
-    nxt, run = last_value, 0.0
-    for i in range(n - 1, -1, -1):
-        delta = steps[i].reward + gamma * nxt - steps[i].value
-        run = delta + gamma * lam * run
-        adv[i] = run
-        nxt = steps[i].value
-    return adv, adv + np.array([s.value for s in steps])
-
-
 # -- training state --------------------------------------------------------------------------------
 @dataclass
 class TrainState:
@@ -296,7 +210,8 @@ class Trainer:
         self.started = time.monotonic()
         self.minutes_at_start = 0.0
         self.last_save = time.monotonic()
-        # one run per checkpoint, as every trainer here (QA sweep: two ran side by side)
+        # one run per checkpoint, as every trainer here: two side by side would overwrite
+        # each other's better weights
         self.claim = manifest.claim_training(CHECKPOINT)
         self.stopped = manifest.graceful_stop()
         if CHECKPOINT.exists() and not args.fresh:
@@ -304,12 +219,13 @@ class Trainer:
         elif WEIGHTS.exists() and not args.fresh:
             self.continue_shipped()
         # The shipped weights are replaced only by a better validation score than the one
-        # MANIFEST records for them (QA sweep: a fresh clone's first run started from scratch
-        # and shipped its first, worse, score, since its own best started at infinity)
+        # MANIFEST records for them: a fresh clone's first run starts from scratch, and its own
+        # best starting at infinity would ship its first, worse, score
         recorded = shipped_score()
         if recorded is not None and recorded < self.state.best_score:
             self.state.best_score = recorded
-            log(f"the shipped {WEIGHTS.name} is replaced only below score {recorded:.4f}")
+            log(f"the shipped {WEIGHTS.name} is replaced only 0.001 below its score "
+                f"{recorded:.4f}")
 
     # bookkeeping
     def minutes(self) -> float:
@@ -370,7 +286,13 @@ class Trainer:
     def evaluate(self, tag: str) -> None:
         result = validate(self.model, self.templates, self.ref)
         s = self.state
-        improved = result["score"] < s.best_score
+        # the score (flowtime ÷ the best correct heuristic's) in percent, so that the one rule
+        # for replacing a checkpoint (a gain of at least 0.1 point) reads it as a gap does
+        improved = manifest.judge(
+            WEIGHTS.name, 100 * result["score"],
+            100 * s.best_score if math.isfinite(s.best_score) else None,
+            {"tag": tag, "phase": s.phase, "cpu_minutes": round(self.minutes(), 1)},
+            MANIFEST)
         log(f"[val {tag}] score {result['score']:.4f} (best {s.best_score:.4f}) "
             + " ".join(f"{k}={v:.1f}" for k, v in result["flowtime"].items()))
         CURVE.parent.mkdir(parents=True, exist_ok=True)

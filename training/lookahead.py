@@ -2,7 +2,7 @@
 
 HEFT-style earliest-finish assignment reaches each classic workflow's critical-path bound when
 the workflow runs alone (but Montage, wider than the fastest VMs:
-benchmarks/results/scheduling_headroom.md), so nearly everything a learned policy can
+benchmarks/results/scheduling.md), so nearly everything a learned policy can
 gain comes from workflows getting in each other's way: a task that has slack should not take
 the fast VM a workflow arriving a minute later will need. Imitating HEFT cannot learn that; a
 teacher that looks ahead can.

@@ -54,9 +54,45 @@ def update(change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
 
 
 def replace_entry(entry: dict[str, Any], path: Path = MANIFEST) -> None:
-    """Put ``entry`` in place of the one for the same file; every other entry stays."""
-    update(lambda entries: [e for e in entries if e.get("file") != entry["file"]] + [entry],
-           path)
+    """Put ``entry`` in place of the one for the same file; every other entry stays, and so
+    does the file's record of evaluations (``judge``)."""
+    def change(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        old = [e for e in entries if e.get("file") == entry["file"]]
+        kept = {"evaluations": old[0]["evaluations"]} if old and "evaluations" in old[0] else {}
+        return [e for e in entries if e.get("file") != entry["file"]] + [{**entry, **kept}]
+
+    update(change, path)
+
+
+#: A checkpoint file is replaced only when its validation gap improves by at least this many
+#: percentage points on its fixed set: smaller gains are mostly the luck of many evaluations
+#: on one set, and every replaced file adds megabytes to the repository's history.
+MIN_GAIN_POINTS = 0.1
+
+
+def judge(file: str, gap: float, to_beat: float | None, evaluation: dict[str, Any],
+          path: Path | None = MANIFEST) -> bool:
+    """Whether a model validated at ``gap`` (percent, lower is better) may replace the
+    checkpoint ``file``, whose gap on the same set is ``to_beat`` (None: no file to beat):
+    only by a gain of at least ``MIN_GAIN_POINTS``. Every trainer decides through this one
+    function; the evaluation (``evaluation`` plus the gap and the verdict) is appended to the
+    file's entry in ``path`` (None: an experiment outside weights/, not recorded)."""
+    gain = None if to_beat is None else round(to_beat - gap, 6)
+    verdict = gain is None or gain >= MIN_GAIN_POINTS
+    if path is not None:
+        record = {**evaluation, "gap_percent": round(gap, 3),
+                  "gain_points": None if gain is None else round(gain, 3),
+                  "candidate": verdict}
+
+        def change(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            for e in entries:
+                if e.get("file") == file:
+                    e.setdefault("evaluations", []).append(record)
+                    return entries
+            return [*entries, {"file": file, "evaluations": [record]}]
+
+        update(change, path)
+    return verdict
 
 
 def refresh_sha(weights: Path, path: Path = MANIFEST) -> None:
@@ -73,7 +109,7 @@ def refresh_sha(weights: Path, path: Path = MANIFEST) -> None:
 
 
 def check_common_args(parser: Any, args: Any) -> None:
-    """Refuse, as a usage error, what would otherwise end in a traceback later (QA sweep):
+    """Refuse, as a usage error, what would otherwise end in a traceback later:
     a CUDA device torch cannot see, and input files (``--labels``, ``--parent``) that are not
     there."""
     check_seed(parser, args)
@@ -92,7 +128,7 @@ def check_common_args(parser: Any, args: Any) -> None:
 
 def check_seed(parser: Any, args: Any) -> None:
     """``--seed`` in the service's range, 0 to 2**31 − 1: a negative one was numpy's
-    ValueError traceback after the parsing, and 2**64 was taken (QA sweep)."""
+    ValueError traceback after the parsing, and 2**64 was taken."""
     seed = getattr(args, "seed", None)
     if seed is not None and not 0 <= seed <= MAX_SEED:
         parser.error(f"--seed: must be between 0 and {MAX_SEED}, got {seed}")
@@ -102,7 +138,7 @@ def progress_line(every_seconds: float = 60.0) -> Callable[[int, list[float], fl
                                                            None]:
     """A printer called after every training step: once a minute one line with the steps,
     their rate, the recent loss and the time left, so a run is not silent until its first
-    validation (QA sweep: five minutes without a word)."""
+    validation (five minutes or more)."""
     import time
 
     last = [time.time(), 0]
@@ -124,7 +160,7 @@ def progress_line(every_seconds: float = 60.0) -> Callable[[int, list[float], fl
 
 def graceful_stop() -> Callable[[], bool]:
     """The first Ctrl-C asks the training loop to stop after its current step, so that it
-    validates and saves as at the end of its time (QA sweep: a Ctrl-C lost everything since
+    validates and saves as at the end of its time (a Ctrl-C would lose everything since
     the last evaluation, up to six minutes); a second Ctrl-C quits at once. Returns the
     loop's test "was a stop asked for?"."""
     stop = threading.Event()

@@ -11,10 +11,11 @@ Since only one sequence per instance carries a gradient, sampling runs without g
 only the winners are replayed (teacher-forced, one model call), which is what makes CPU
 training affordable.
 
-Warm start: the first run builds PolyNet from ``weights/reld_<problem>.pt`` with a
-zero-output block, so step 0 is exactly ReLD. Resumable from var/checkpoints/; the shipped
-checkpoint in weights/ (no optimizer state) is replaced only when validation improves, on the
-same fixed 64-instance sets as ReLD (training.reld.validation_set), so the gaps compare.
+Warm start: the first run builds PolyNet from ``weights/reld_<problem>.pt`` with a zero-output
+block, so step 0 is exactly ReLD. Resumable from var/checkpoints/; the shipped checkpoint in
+weights/ (no optimizer state) is replaced only when validation improves by at least 0.1 point
+(and the fresh-instance gate agrees), on the same fixed 64-instance sets as ReLD
+(training.reld.validation_set), so the gaps compare.
 
     python -m training.polynet tsp --minutes 60
 
@@ -30,10 +31,8 @@ and resumed like the rest.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,20 +69,15 @@ from solvers.routing.neural.env_tw import (
 from solvers.routing.neural.polynet import tsp_starts
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
-from training import manifest
+from training import loop, manifest
 from training.confirm import CONFIRM_COUNT, Gate, confirmation_data
 from training.instances import load_labels
+from training.loop import MANIFEST, WEIGHTS, TrainState, recorded_gap
 from training.reld import (
     CONFIRM_SEED,
-    MANIFEST,
-    REPO,
     VALIDATION_COUNT,
     VALIDATION_N,
     VALIDATION_SEED,
-    WEIGHTS,
-    TrainState,
-    _account,
-    recorded_gap,
     save_checkpoint,
     validation_set,
 )
@@ -442,30 +436,13 @@ def _optimizer(model: PolyNetModel, lr: float, poly_lr: float) -> torch.optim.Ad
     return torch.optim.Adam([{"params": base, "lr": lr}, {"params": poly, "lr": poly_lr}])
 
 
-def train(args: argparse.Namespace) -> dict[str, Any]:
+def _start(args: argparse.Namespace, latest: Path, out: Path, parent: Path
+           ) -> tuple[PolyNetModel, torch.optim.Optimizer, TrainState, Path | None,
+                      dict[str, Any], np.random.Generator]:
+    """The model, optimizer and record to train, the checkpoint resumed (None: a warm start
+    from ``parent``), its dict, and the step generator."""
     device = args.device
-    torch.manual_seed(args.seed)
     np_rng = np.random.default_rng(args.seed)
-    shipped = checkpoint_path(args.problem, args.single)
-    out = Path(args.out).resolve() if args.out else shipped  # (a relative --out: see reld)
-    shortened = args.val_count < VALIDATION_COUNT and (args.problem != "cvrptw"
-                                                      or args.val_set == "uniform")
-    if shortened and out == shipped:
-        # the shipped gap and its manifest entry are on the whole validation set (only the
-        # uniform sets are ever shortened)
-        raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
-                         "validation instances that gate the shipped checkpoint; give --out "
-                         "for an experiment")
-    # The latest state (resumed first) lives in var/checkpoints/ for the shipped checkpoint,
-    # beside the checkpoint for an experiment.
-    latest = (REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
-              if out == shipped else out.with_suffix(".last.pt"))
-    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
-    # CVRPTW has no ReLD parent of its own: it starts from the CVRP one (time columns zero).
-    # The one-strategy model (--single) starts as one strategy of the PolyNet CVRPTW model.
-    parent = Path(args.parent) if args.parent else WEIGHTS / (
-        "polynet_cvrptw.pt" if args.single else
-        "reld_cvrp.pt" if args.problem == "cvrptw" else f"reld_{args.problem}.pt")
     # On a fresh clone there is no latest state: continue from the shipped checkpoint, so every
     # minute of training adds to it (as training.reld does).
     source = None if args.fresh else latest if latest.exists() else out if out.exists() else None
@@ -510,6 +487,52 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         optimizer.load_state_dict(ckpt["optimizer"])
         for group, lr in zip(optimizer.param_groups, (args.lr, args.poly_lr), strict=True):
             group["lr"] = lr
+    return model, optimizer, state, source, ckpt, np_rng
+
+
+def _decoding(args: argparse.Namespace, strategies: int) -> str:
+    """How validation decodes, as MANIFEST.json says it."""
+    if args.single:
+        return (f"greedy, {GREEDY_TRAJECTORIES} trajectories of the one strategy with "
+                "distinct forced first customers, no augmentation")
+    if args.problem == "tsp":
+        return (f"greedy, one solution per strategy (K={strategies}) from spread start nodes, "
+                "no augmentation")
+    return (f"greedy, one solution per strategy (K={strategies}) with distinct forced first "
+            "customers, no augmentation")
+
+
+def _last_run(args: argparse.Namespace) -> str:
+    """The options of the run that wrote a checkpoint, for its manifest entry."""
+    return (f"--phase {args.phase} --lr {args.lr:g} --poly-lr {args.poly_lr:g}"
+            + (" --reparent" if args.reparent else "")
+            + (f" --single --trajectories {args.trajectories}" if args.single else "")
+            + (f" --solomon-share {args.solomon_share:g}" if args.solomon_share else "")
+            + (" (ReLD parent frozen: only the strategy block learns)" if args.lr == 0
+               else ""))
+
+
+def _validation_entry(args: argparse.Namespace, description: str, decoding: str,
+                      gaps: dict[str, float], reference: str,
+                      confirmation: dict[str, Any]) -> dict[str, Any]:
+    """The ``validation`` of a written checkpoint's manifest entry."""
+    parts = {k[len("spread_"):]: round(v, 3) for k, v in gaps.items() if k.startswith("spread_")}
+    return {"set": description, "decoding": decoding, "gap_percent": round(gaps["spread"], 3),
+            "gap_percent_free": round(gaps["free"], 3),
+            **({"gap_percent_parts": parts} if parts else {}),
+            "reference": reference, **({"confirmation": confirmation} if confirmation else {}),
+            "last_run": _last_run(args)}
+
+
+def _parent_note(args: argparse.Namespace, parent: Path) -> str:
+    """Where the lineage started, for its manifest entry."""
+    return parent.name + (f" (strategy {args.collapse_strategy}, folded)" if args.single
+                          else " (CVRP parent, time-feature columns zero)"
+                          if args.problem == "cvrptw" else "")
+
+
+def _validation(args: argparse.Namespace, shortened: bool) -> tuple[dict[str, Any], str]:
+    """The validation set of this run and its description."""
     val_set = args.val_set if args.problem == "cvrptw" else "uniform"
     val = validation_data(args.problem, val_set)
     if args.val_count < len(val["coords"]) and val_set == "uniform":
@@ -518,147 +541,124 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if shortened:
         # a smaller set is another set: its gaps must not be compared with the full one's
         description = f"the first {len(val['coords'])} of {description}"
+    return val, description
+
+
+def _shipped_bar(args: argparse.Namespace, out: Path, description: str,
+                 val: dict[str, Any]) -> float | None:
+    """The gap the shipped checkpoint holds on this run's set (None: no file yet): recorded
+    in MANIFEST.json, else measured now."""
+    if not out.exists():
+        return None
+    to_beat = shipped_gap(args.problem, description, args.single)
+    if to_beat is None:  # validated on another set: measure it on this one first
+        to_beat = validate(load_checkpoint(out, args.device)[0], args.problem, val,
+                           args.device)["spread"]
+    print(f"the shipped {out.name} is replaced only 0.1 point below its {to_beat:.3f}% "
+          f"({description})", flush=True)
+    return to_beat
+
+
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    device = args.device
+    torch.manual_seed(args.seed)
+    shipped = checkpoint_path(args.problem, args.single)
+    out = Path(args.out).resolve() if args.out else shipped  # (a relative --out: see reld)
+    shortened = args.val_count < VALIDATION_COUNT and (args.problem != "cvrptw"
+                                                      or args.val_set == "uniform")
+    if shortened and out == shipped:
+        # the shipped gap and its manifest entry are on the whole validation set (only the
+        # uniform sets are ever shortened)
+        raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
+                         "validation instances that gate the shipped checkpoint; give --out "
+                         "for an experiment")
+    latest = loop.latest_path(out, shipped)
+    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
+    # CVRPTW has no ReLD parent of its own: it starts from the CVRP one (time columns zero).
+    # The one-strategy model (--single) starts as one strategy of the PolyNet CVRPTW model.
+    parent = Path(args.parent) if args.parent else WEIGHTS / (
+        "polynet_cvrptw.pt" if args.single else
+        "reld_cvrp.pt" if args.problem == "cvrptw" else f"reld_{args.problem}.pt")
+    model, optimizer, state, source, ckpt, np_rng = _start(args, latest, out, parent)
+    val, description = _validation(args, shortened)
     if source is not None and ckpt.get("validation_set", validation_description(
             args.problem, "uniform")) != description:
         print("the validation set changed: best gap reset", flush=True)
         state.best_gap = None
     reference = str(val["reference"])
-    to_beat = None
-    if out == shipped and out.exists():
-        to_beat = shipped_gap(args.problem, description, args.single)
-        if to_beat is None:  # validated on another set: measure it on this one first
-            to_beat = validate(load_checkpoint(out, device)[0], args.problem, val,
-                               device)["spread"]
-        print(f"the shipped {out.name} is replaced only below {to_beat:.3f}% "
-              f"({description})", flush=True)
+    to_beat = _shipped_bar(args, out, description, val) if out == shipped else None
     gate = Gate(confirmation_data(args.problem, CONFIRM_SEED, args.confirm_count, VALIDATION_N),
                 out, lambda m: best_lengths(m, args.problem, gate.data, device)["spread"],
                 lambda path: load_checkpoint(path, device)[0],
                 f"{args.confirm_count} fresh {args.problem.upper()}{VALIDATION_N} instances "
                 f"(training.confirm.confirmation_data, seed {CONFIRM_SEED})"
                 ) if args.confirm_count else None
-    curve = (WEIGHTS / "curves" / f"{out.stem}.csv" if out.parent == WEIGHTS
-             else out.with_suffix(".curve.csv"))
-    curve.parent.mkdir(parents=True, exist_ok=True)
-    gpu = device.startswith("cuda")
-    t_start = time.time()
-    last_eval = t_start
-    minutes_before = state.cpu_minutes + state.gpu_minutes
-    steps_here = 0
+    # an experiment is replaced below its own best so far
+    keeper = loop.Keeper(out, out == shipped, state.best_gap if to_beat is None else to_beat,
+                         gate, MANIFEST)
+    curve = loop.curve_path(out)
+    timer = loop.Timer(state.cpu_minutes + state.gpu_minutes, device.startswith("cuda"))
     losses: list[float] = []
     recent: list[dict[str, float]] = []
-    decoding = {"tsp": "greedy, one solution per strategy (K={k}) from spread start nodes, "
-                       "no augmentation",
-                "cvrp": "greedy, one solution per strategy (K={k}) with distinct forced first "
-                        "customers, no augmentation"}
-    decoding["cvrptw"] = decoding["cvrp"]
-    decoding = decoding[args.problem].format(k=model.config.strategies)
-    if args.single:
-        decoding = (f"greedy, {GREEDY_TRAJECTORIES} trajectories of the one strategy with "
-                    "distinct forced first customers, no augmentation")
+    decoding = _decoding(args, model.config.strategies)
 
     def evaluate() -> None:
-        nonlocal last_eval, to_beat
         gaps = validate(model, args.problem, val, device)
         gap = gaps["spread"]
-        total = minutes_before + (time.time() - t_start) / 60
+        total = timer.total()
         mean = {k: float(np.mean([r[k] for r in recent[-50:]])) if recent else math.nan
                 for k in ("best", "mean", "winners")}
-        with curve.open("a", newline="") as fh:
-            writer = csv.writer(fh)
-            if fh.tell() == 0:
-                writer.writerow(["total_minutes", "steps", "device", "val_gap_percent",
-                                 "val_gap_free_percent", "reference", "train_loss",
-                                 "train_best", "train_mean", "distinct_winners"])
-            writer.writerow([f"{total:.2f}", state.steps, device, f"{gap:.3f}",
-                             f"{gaps['free']:.3f}", reference,
-                             f"{np.mean(losses[-50:]) if losses else math.nan:.4f}",
-                             f"{mean['best']:.4f}", f"{mean['mean']:.4f}",
-                             f"{mean['winners']:.1f}"])
-        improved = state.best_gap is None or gap < state.best_gap
-        _account(state, t_start, gpu, minutes_before)
-        if improved:
+        loop.append_curve(curve, ["total_minutes", "steps", "device", "val_gap_percent",
+                                  "val_gap_free_percent", "reference", "train_loss",
+                                  "train_best", "train_mean", "distinct_winners"],
+                          [f"{total:.2f}", state.steps, device, f"{gap:.3f}",
+                           f"{gaps['free']:.3f}", reference,
+                           f"{np.mean(losses[-50:]) if losses else math.nan:.4f}",
+                           f"{mean['best']:.4f}", f"{mean['mean']:.4f}",
+                           f"{mean['winners']:.1f}"])
+        if state.best_gap is None or gap < state.best_gap:
             state.best_gap = gap
+        timer.account(state)
         save_checkpoint(latest, model, optimizer, state, {"validation_set": description})
         print(f"[{total:7.1f} min] steps {state.steps} val gap {gap:.3f}% (free "
               f"{gaps['free']:.3f}%, best {state.best_gap:.3f}) loss "
               f"{np.mean(losses[-50:]) if losses else 0:.4f} best/mean len {mean['best']:.3f}/"
               f"{mean['mean']:.3f} winners {mean['winners']:.1f}", flush=True)
-        last_eval = time.time()
-        # a candidate beats the shipped checkpoint's gap (an experiment: its own best so far);
-        # one that a confirmation turned down does not raise the bar for the next
-        candidate = gap < to_beat if to_beat is not None else improved
-        confirmation: dict[str, Any] = {}
-        if candidate and gate is not None:
-            record = gate.check(model)
-            if record is None:
-                return
-            confirmation = {"confirmation": record} if record else {}
-        if candidate:
-            if to_beat is not None:
-                to_beat = gap
+
+        def write(record: dict[str, Any]) -> None:
             sha = save_checkpoint(out, model, None, state, {"validation_set": description})
             if out == shipped:
-                parts = {k[len("spread_"):]: round(v, 3) for k, v in gaps.items()
-                         if k.startswith("spread_")}
-                update_manifest(args.problem, sha, model, state, {
-                    "set": description, "decoding": decoding, "gap_percent": round(gap, 3),
-                    "gap_percent_free": round(gaps["free"], 3),
-                    **({"gap_percent_parts": parts} if parts else {}),
-                    "reference": reference, **confirmation,
-                    "last_run": (f"--phase {args.phase} --lr {args.lr:g} --poly-lr "
-                                 f"{args.poly_lr:g}" + (" --reparent" if args.reparent else "")
-                                 + (f" --single --trajectories {args.trajectories}"
-                                    if args.single else "")
-                                 + (f" --solomon-share {args.solomon_share:g}"
-                                    if args.solomon_share else "")
-                                 + (" (ReLD parent frozen: only the strategy block learns)"
-                                    if args.lr == 0 else ""))},
-                    parent.name + (
-                        f" (strategy {args.collapse_strategy}, folded)" if args.single
-                        else " (CVRP parent, time-feature columns zero)"
-                        if args.problem == "cvrptw" else ""), args.single)
+                update_manifest(args.problem, sha, model, state, _validation_entry(
+                    args, description, decoding, gaps, reference, record),
+                    _parent_note(args, parent), args.single)
+
+        keeper.offer(model, gap, {"steps": state.steps, "total_minutes": round(total, 1),
+                                  "run": _last_run(args)}, write)
 
     labels = (load_tw_labels([Path(p) for p in args.labels.split(",")])
               if args.labels else None)
     if labels is not None:
         print(f"{sum(map(len, labels.values()))} feasible labels from {args.labels}", flush=True)
+
+    def loss() -> tuple[torch.Tensor, dict[str, float]]:
+        sizes = (args.min_n, args.max_n)
+        if args.phase == "imitation":
+            value, stats = tw_imitation_loss(model, args.batch, args.variants, sizes, np_rng,
+                                             device, labels)
+        elif args.phase == "pomo":
+            value, stats = pomo_loss(model, args.batch, args.trajectories, sizes, np_rng,
+                                     device, args.solomon_share)
+        else:
+            value, stats = poly_loss(model, args.problem, args.batch, sizes, np_rng, device,
+                                     args.solomon_share)
+        recent.append(stats)
+        return value, stats
+
     if source is None or args.reparent:
         evaluate()  # step 0: the ReLD parent (or the re-parented block) as it stands
-    model.train()
-    # a run given any time makes at least one step, however long the step-0 validation took
-    # (a CI run on a busy machine spent all of --minutes 0.02 validating and added none)
-    stopped = manifest.graceful_stop()
-    show = manifest.progress_line()
-    while ((time.time() - t_start) / 60 < args.minutes
-           or (args.minutes > 0 and steps_here == 0)) and not stopped():
-        show(state.steps, losses, t_start, args.minutes)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
-            if args.phase == "imitation":
-                loss, stats = tw_imitation_loss(model, args.batch, args.variants,
-                                                (args.min_n, args.max_n), np_rng, device,
-                                                labels)
-            elif args.phase == "pomo":
-                loss, stats = pomo_loss(model, args.batch, args.trajectories,
-                                        (args.min_n, args.max_n), np_rng, device,
-                                        args.solomon_share)
-            else:
-                loss, stats = poly_loss(model, args.problem, args.batch,
-                                        (args.min_n, args.max_n), np_rng, device,
-                                        args.solomon_share)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(float(loss.detach()))
-        recent.append(stats)
-        state.steps += 1
-        steps_here += 1
-        state.phases[args.phase] = state.phases.get(args.phase, 0) + 1
-        if time.time() - last_eval >= args.eval_minutes * 60:
-            evaluate()
-    evaluate()
-    return {"steps": steps_here, "best_gap": state.best_gap}
+    steps = loop.run(model, optimizer, state, timer, args.minutes, args.eval_minutes, loss,
+                     evaluate, losses, phase=args.phase, at_least_one=True)
+    return {"steps": steps, "best_gap": state.best_gap}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,10 +12,10 @@ Two phases, both adding to the same checkpoint:
 
 Validation: greedy multi-start (no augmentation) on a fixed seeded set of 100-node instances,
 gap to a reference solver whose costs are computed once and cached beside the weights. The
-checkpoint in ``weights/`` is replaced only when validation improves and the new best also
-beats it, paired, on 128 fresh instances (``training.confirm``: the best of many evaluations
-on one fixed set is partly luck); every evaluation is appended to a CSV learning curve (gap
-against cumulative training minutes).
+checkpoint in ``weights/`` is replaced only when validation improves by at least 0.1 point
+(``training.loop.Keeper``) and the new best also beats it, paired, on 128 fresh instances
+(``training.confirm``: the best of many evaluations on one fixed set is partly luck); every
+evaluation is appended to a CSV learning curve (gap against cumulative training minutes).
 
     python -m training.reld tsp --minutes 30 --phase imitation --labels var/labels/tsp.npz
     python -m training.reld cvrp --minutes 60 --phase reinforce
@@ -24,13 +24,10 @@ against cumulative training minutes).
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import json
 import math
 import random
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,28 +47,17 @@ from solvers.routing.neural.env import (
 from solvers.routing.neural.reld import read_checkpoint
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
-from training import manifest
+from training import loop, manifest
 from training.confirm import CONFIRM_COUNT, Gate, confirmation_data
 from training.instances import load_labels
+from training.loop import MANIFEST, WEIGHTS, TrainState, recorded_gap
 
-REPO = Path(__file__).resolve().parents[1]
-WEIGHTS = REPO / "weights"
-MANIFEST = WEIGHTS / "MANIFEST.json"
 VALIDATION_N = 100
 VALIDATION_COUNT = 64
 VALIDATION_SEED = 20261130
 #: Seeds the fresh instances of the confirmation step (training.confirm).
 CONFIRM_SEED = VALIDATION_SEED + 20
 REFERENCE = {"tsp": ("pyvrp", 1.0), "cvrp": ("pyvrp", 2.0)}
-
-
-@dataclass
-class TrainState:
-    steps: int = 0
-    cpu_minutes: float = 0.0
-    gpu_minutes: float = 0.0
-    best_gap: float | None = None
-    phases: dict[str, int] | None = None
 
 
 # -- checkpoints -------------------------------------------------------------------------
@@ -173,21 +159,6 @@ def validate(model: ReLDModel, problem: str, val: dict[str, Any], device: str,
     ours = best_lengths(model, problem, val, device, batch)
     ref = np.asarray(val["reference_costs"], dtype=np.float64)
     return float(np.mean((ours - ref) / ref) * 100)
-
-
-def recorded_gap(checkpoint: Path, description: str) -> float | None:
-    """The validation gap MANIFEST.json records for ``checkpoint`` on the set ``description``,
-    so that a new lineage replaces it only by doing better on the same set (None: absent, or
-    measured on another set). Shared by training.reld and training.polynet."""
-    if not MANIFEST.exists() or not checkpoint.exists():
-        return None
-    for entry in json.loads(MANIFEST.read_text()).get("checkpoints", []):
-        if entry.get("file") == checkpoint.name:
-            validation = entry.get("validation", {})
-            if validation.get("set") != description or "gap_percent" not in validation:
-                return None
-            return float(validation["gap_percent"])
-    return None
 
 
 # -- batches -----------------------------------------------------------------------------
@@ -300,25 +271,11 @@ def reinforce_loss(model: ReLDModel, problem: str, batch: int, starts: int,
 
 
 # -- main loop ---------------------------------------------------------------------------
-def train(args: argparse.Namespace) -> dict[str, Any]:
+def _start(args: argparse.Namespace, latest: Path,
+           out: Path) -> tuple[ReLDModel, torch.optim.Optimizer, TrainState]:
+    """The model, optimizer and record to train: resumed from the latest state, else from
+    ``out``, else new."""
     device = args.device
-    torch.manual_seed(args.seed)
-    py_rng = random.Random(args.seed)
-    np_rng = np.random.default_rng(args.seed)
-    # resolved, so that a relative --out naming the shipped file gets its rules (QA sweep:
-    # `--out weights/reld_tsp.pt` replaced it with a worse model and left MANIFEST stale)
-    out = Path(args.out).resolve() if args.out else checkpoint_path(args.problem)
-    shortened = args.val_count < VALIDATION_COUNT
-    if shortened and out == checkpoint_path(args.problem):
-        # the shipped gap and its manifest entry are on all VALIDATION_COUNT instances
-        raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
-                         "validation instances that gate the shipped checkpoint; give --out "
-                         "for an experiment")
-    # The latest state (resumed first) lives in var/checkpoints/ for the shipped checkpoint,
-    # beside the checkpoint for an experiment (as training.polynet keeps it).
-    latest = (REPO / "var" / "checkpoints" / f"{out.stem}.last.pt"
-              if out == checkpoint_path(args.problem) else out.with_suffix(".last.pt"))
-    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
     source = latest if latest.exists() else out
     if source.exists() and not args.fresh:
         model, ckpt = load_checkpoint(source, device)
@@ -334,6 +291,27 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         optimizer.load_state_dict(ckpt["optimizer"])
         for group in optimizer.param_groups:
             group["lr"] = args.lr
+    return model, optimizer, state
+
+
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    device = args.device
+    torch.manual_seed(args.seed)
+    py_rng = random.Random(args.seed)
+    np_rng = np.random.default_rng(args.seed)
+    shipped = checkpoint_path(args.problem)
+    # resolved, so that a relative --out naming the shipped file gets its rules
+    # (`--out weights/reld_tsp.pt` must not replace it without the manifest)
+    out = Path(args.out).resolve() if args.out else shipped
+    shortened = args.val_count < VALIDATION_COUNT
+    if shortened and out == shipped:
+        # the shipped gap and its manifest entry are on all VALIDATION_COUNT instances
+        raise SystemExit(f"--val-count {args.val_count} is below the {VALIDATION_COUNT} "
+                         "validation instances that gate the shipped checkpoint; give --out "
+                         "for an experiment")
+    latest = loop.latest_path(out, shipped)
+    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
+    model, optimizer, state = _start(args, latest, out)
     labels = ([lab for part in args.labels.split(",") for lab in load_labels(Path(part))]
               if args.phase == "imitation" else None)
     val = validation_set(args.problem)
@@ -344,106 +322,63 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     reference = str(val["reference"])
     description = (f"{VALIDATION_COUNT} uniform {args.problem.upper()}{VALIDATION_N} instances, "
                    f"seed {VALIDATION_SEED}")
-    # The shipped checkpoint is replaced only below its recorded gap (a candidate that the
-    # confirmation turns down does not lower it); an experiment below its own best so far.
-    to_beat = recorded_gap(out, description) if out == checkpoint_path(
-        args.problem) else None
+    # The shipped checkpoint is replaced only below its recorded gap; an experiment below its
+    # own best so far.
+    to_beat = recorded_gap(out, description) if out == shipped else None
     if to_beat is not None:
-        print(f"the shipped {out.name} is replaced only below {to_beat:.3f}% ({description})",
-              flush=True)
+        print(f"the shipped {out.name} is replaced only 0.1 point below its {to_beat:.3f}% "
+              f"({description})", flush=True)
     gate = Gate(confirmation_data(args.problem, CONFIRM_SEED, args.confirm_count, VALIDATION_N),
                 out, lambda m: best_lengths(m, args.problem, gate.data, device),
                 lambda path: load_checkpoint(path, device)[0],
                 f"{args.confirm_count} fresh {args.problem.upper()}{VALIDATION_N} instances "
                 f"(training.confirm.confirmation_data, seed {CONFIRM_SEED})"
                 ) if args.confirm_count else None
-    # The shipped checkpoint's learning curve lives in weights/curves/; an experiment's
-    # beside its own checkpoint.
-    curve = (WEIGHTS / "curves" / f"{out.stem}.csv" if out.parent == WEIGHTS
-             else out.with_suffix(".curve.csv"))
-    curve.parent.mkdir(parents=True, exist_ok=True)
-    gpu = device.startswith("cuda")
-    t_start = time.time()
-    last_eval = t_start
-    minutes_before = state.cpu_minutes + state.gpu_minutes
-    steps_here = 0
+    keeper = loop.Keeper(out, out == shipped, state.best_gap if to_beat is None else to_beat,
+                         gate, MANIFEST)
+    curve = loop.curve_path(out)
+    timer = loop.Timer(state.cpu_minutes + state.gpu_minutes, device.startswith("cuda"))
     losses: list[float] = []
 
     def evaluate() -> None:
-        nonlocal last_eval, to_beat
-        spent = (time.time() - t_start) / 60
         gap = validate(model, args.problem, val, device)
-        total = minutes_before + spent
-        with curve.open("a", newline="") as fh:
-            writer = csv.writer(fh)
-            if fh.tell() == 0:
-                writer.writerow(["total_minutes", "steps", "phase", "device",
-                                 "val_gap_percent", "reference", "train_loss"])
-            writer.writerow([f"{total:.2f}", state.steps, args.phase, device, f"{gap:.3f}",
-                             reference, f"{np.mean(losses[-50:]) if losses else math.nan:.4f}"])
-        improved = state.best_gap is None or gap < state.best_gap
-        _account(state, t_start, gpu, minutes_before)
-        if improved:
+        total = timer.total()
+        loss = np.mean(losses[-50:]) if losses else math.nan
+        loop.append_curve(curve, ["total_minutes", "steps", "phase", "device",
+                                  "val_gap_percent", "reference", "train_loss"],
+                          [f"{total:.2f}", state.steps, args.phase, device, f"{gap:.3f}",
+                           reference, f"{loss:.4f}"])
+        if state.best_gap is None or gap < state.best_gap:
             state.best_gap = gap
+        timer.account(state)
         save_checkpoint(latest, model, optimizer, state, {})
         print(f"[{total:7.1f} min] steps {state.steps} val gap {gap:.3f}% "
-              f"(best {state.best_gap}) loss {np.mean(losses[-50:]) if losses else 0:.4f}",
-              flush=True)
-        last_eval = time.time()
-        candidate = gap < to_beat if to_beat is not None else improved
-        if not candidate:
-            return
-        record = gate.check(model) if gate is not None else {}
-        if record is None:
-            return  # not better on fresh instances: validation luck, the file stays
-        if to_beat is not None:
-            to_beat = gap
-        # Shipped checkpoints carry no optimizer state (6 MB instead of 17 MB); the
-        # latest checkpoint keeps it for resuming.
-        sha = save_checkpoint(out, model, None, state, {})
-        if out == checkpoint_path(args.problem):
-            update_manifest(args.problem, sha, model, state, {
-                "set": description, "decoding": "greedy multi-start, no augmentation",
-                "gap_percent": round(gap, 3), "reference": reference,
-                **({"confirmation": record} if record else {})})
+              f"(best {state.best_gap}) loss {loss if losses else 0:.4f}", flush=True)
 
-    model.train()
-    stopped = manifest.graceful_stop()
-    show = manifest.progress_line()
-    while (time.time() - t_start) / 60 < args.minutes and not stopped():
-        show(state.steps, losses, t_start, args.minutes)
-        # bf16 autocast on a GPU; log-probabilities are taken in float32 either way.
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=gpu):
-            if args.phase == "imitation":
-                assert labels is not None
-                loss = imitation_loss(model, args.problem, labels, args.batch, args.starts,
-                                      py_rng, device)
-            else:
-                loss, _ = reinforce_loss(model, args.problem, args.batch, args.starts,
-                                         (args.min_n, args.max_n), np_rng, device)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(float(loss.detach()))
-        state.steps += 1
-        steps_here += 1
-        state.phases[args.phase] = state.phases.get(args.phase, 0) + 1
-        if time.time() - last_eval >= args.eval_minutes * 60:
-            evaluate()
-    evaluate()
-    return {"steps": steps_here, "best_gap": state.best_gap}
+        def write(record: dict[str, Any]) -> None:
+            # Shipped checkpoints carry no optimizer state (6 MB instead of 17 MB); the
+            # latest checkpoint keeps it for resuming.
+            sha = save_checkpoint(out, model, None, state, {})
+            if out == shipped:
+                update_manifest(args.problem, sha, model, state, {
+                    "set": description, "decoding": "greedy multi-start, no augmentation",
+                    "gap_percent": round(gap, 3), "reference": reference,
+                    **({"confirmation": record} if record else {})})
 
+        keeper.offer(model, gap, {"steps": state.steps, "total_minutes": round(total, 1),
+                                  "phase": args.phase}, write)
 
-def _account(state: TrainState, t_start: float, gpu: bool, minutes_before: float) -> None:
-    spent = (time.time() - t_start) / 60
-    done = state.cpu_minutes + state.gpu_minutes
-    extra = minutes_before + spent - done
-    if extra > 0:
-        if gpu:
-            state.gpu_minutes += extra
-        else:
-            state.cpu_minutes += extra
+    def loss() -> tuple[torch.Tensor, Any]:
+        if args.phase == "imitation":
+            assert labels is not None
+            return imitation_loss(model, args.problem, labels, args.batch, args.starts,
+                                  py_rng, device), None
+        return reinforce_loss(model, args.problem, args.batch, args.starts,
+                              (args.min_n, args.max_n), np_rng, device)
+
+    steps = loop.run(model, optimizer, state, timer, args.minutes, args.eval_minutes, loss,
+                     evaluate, losses, phase=args.phase)
+    return {"steps": steps, "best_gap": state.best_gap}
 
 
 def strip_optimizer(problem: str) -> None:

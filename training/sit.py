@@ -8,11 +8,11 @@ unit box, as at inference), a random step t, the destination (last node), the cu
 (the t-th) and the nodes still to place; the target is the label's next node. A step's
 cost is linear in its candidates, so a batch mixes many sub-paths.
 
-Start labels are random-insertion tours (as in the paper); ``--init ri+ls`` polishes them
-with classical 2-opt + Or-opt first, a cheap bootstrap for CPU-only runs. Resumable: the
-latest state (model, optimizer, dataset, labels) lives in var/checkpoints/; the best
-checkpoint by validation is written to weights/sil_<problem>.pt with its MANIFEST.json entry
-and learning curve (weights/curves/sil_<problem>.csv).
+Start labels are random-insertion tours (as in the paper); ``--init ri+ls`` polishes them with
+classical 2-opt + Or-opt first, a cheap bootstrap for CPU-only runs. Resumable: the latest
+state (model, optimizer, dataset, labels) lives in var/checkpoints/; a checkpoint whose
+validation gap is at least 0.1 point better is written to weights/sil_<problem>.pt with its
+MANIFEST.json entry and learning curve (weights/curves/sil_<problem>.csv).
 
     python -m training.sit tsp --minutes 30 --threads 1
 """
@@ -20,7 +20,6 @@ and learning curve (weights/curves/sil_<problem>.csv).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import time
 from dataclasses import dataclass, field
@@ -43,12 +42,9 @@ from solvers.routing.neural.sil.model import (
     weights_path,
 )
 from solvers.routing.neural.sil.solver import tour_length
-from training import manifest
-from training.reld import recorded_gap
+from training import loop, manifest
+from training.loop import MANIFEST, REPO, WEIGHTS, recorded_gap
 
-REPO = Path(__file__).resolve().parents[1]
-WEIGHTS = REPO / "weights"
-MANIFEST = WEIGHTS / "MANIFEST.json"
 VAL_N = 1000
 VAL_COUNT = 8
 VAL_SEED = 20261130
@@ -229,14 +225,10 @@ def validation_description() -> str:
 
 # -- the loop --------------------------------------------------------------------------------
 
-def train(args: argparse.Namespace) -> SITState:
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed + int(time.time()) % 100000)
-    device_gpu = args.device.startswith("cuda")
-    latest = _latest_path(args.problem)
-    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
+def _start(args: argparse.Namespace, latest: Path
+           ) -> tuple[SILModel, torch.optim.Optimizer, SITState, np.ndarray, np.ndarray]:
+    """The model, optimizer, record, dataset and labels: resumed from the latest state, else
+    continuing the committed checkpoint on a new dataset, else new."""
     if latest.exists() and not args.fresh:
         blob = torch.load(latest, map_location=args.device, weights_only=False)
         model = SILModel(SILConfig(**blob["config"])).to(args.device)
@@ -269,87 +261,82 @@ def train(args: argparse.Namespace) -> SITState:
               f"{args.init} gap {state.label_gap:.2f}%")
     for group in opt.param_groups:
         group["lr"] = args.lr
+    return model, opt, state, coords, labels
+
+
+def train(args: argparse.Namespace) -> SITState:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed + int(time.time()) % 100000)
+    latest = _latest_path(args.problem)
+    claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
+    model, opt, state, coords, labels = _start(args, latest)
     val = validation_set()
     # The shipped checkpoint is replaced only below the gap MANIFEST records for it, whatever
-    # this run's own history (QA sweep: `--fresh` replaced the 4.495% weights with an
-    # untrained 10.5% model, its first validation being "its best")
-    to_beat = recorded_gap(weights_path(args.problem), validation_description())
+    # this run's own history (a `--fresh` run's first validation is its best, and must not
+    # replace a trained model with an untrained one), and below this lineage's best.
+    shipped = weights_path(args.problem)
+    to_beat = recorded_gap(shipped, validation_description())
     if to_beat is not None:
-        print(f"the shipped {weights_path(args.problem).name} is replaced only below "
+        print(f"the shipped {shipped.name} is replaced only 0.1 point below its "
               f"{to_beat:.3f}%", flush=True)
-    curve = WEIGHTS / "curves" / f"sil_{args.problem}.csv"
-    curve.parent.mkdir(parents=True, exist_ok=True)
-    t_start = time.time()
-    minutes_before = state.cpu_minutes + state.gpu_minutes
-    last_eval = last_label = t_start
+    bars = [g for g in (to_beat, state.best_gap) if g is not None]
+    keeper = loop.Keeper(shipped, True, min(bars) if bars else None, None, MANIFEST)
+    curve = loop.curve_path(WEIGHTS / f"sil_{args.problem}.pt")
+    timer = loop.Timer(state.cpu_minutes + state.gpu_minutes, args.device.startswith("cuda"))
+    last_label = time.time()
     losses: list[float] = []
     accs: list[float] = []
 
-    def account() -> float:
-        total = minutes_before + (time.time() - t_start) / 60
-        extra = total - (state.cpu_minutes + state.gpu_minutes)
-        if device_gpu:
-            state.gpu_minutes += extra
-        else:
-            state.cpu_minutes += extra
-        return total
-
     def evaluate() -> None:
-        nonlocal last_eval
         gap = validate(model, val)
-        total = account()
+        total = timer.account(state)
         loss = float(np.mean(losses[-200:])) if losses else math.nan
         acc = float(np.mean(accs[-200:])) if accs else math.nan
-        with curve.open("a", newline="") as fh:
-            writer = csv.writer(fh)
-            if fh.tell() == 0:
-                writer.writerow(["total_minutes", "steps", "sit_iterations", "device",
-                                 "val_gap_percent", "label_gap_percent", "train_loss",
-                                 "train_accuracy"])
-            writer.writerow([f"{total:.2f}", state.steps, state.sit_iterations, args.device,
-                             f"{gap:.3f}", f"{state.label_gap:.3f}", f"{loss:.4f}",
-                             f"{acc:.3f}"])
-        improved = ((state.best_gap is None or gap < state.best_gap)
-                    and (to_beat is None or gap < to_beat))
-        if improved:
+        loop.append_curve(curve, ["total_minutes", "steps", "sit_iterations", "device",
+                                  "val_gap_percent", "label_gap_percent", "train_loss",
+                                  "train_accuracy"],
+                          [f"{total:.2f}", state.steps, state.sit_iterations, args.device,
+                           f"{gap:.3f}", f"{state.label_gap:.3f}", f"{loss:.4f}",
+                           f"{acc:.3f}"])
+
+        def write(record: dict[str, Any]) -> None:
             state.best_gap = gap
-            save_model(weights_path(args.problem), model,
+            save_model(shipped, model,
                        {"steps": state.steps, "val_gap_percent": gap, "state": vars(state)})
             update_manifest(args.problem, model, state, args)
-        _save_latest(latest, model, opt, state, coords, labels)
-        print(f"[{total:6.1f} min] steps {state.steps} SIT {state.sit_iterations} "
-              f"val {gap:.3f}% (best {state.best_gap:.3f}%) labels {state.label_gap:.2f}% "
-              f"loss {loss:.3f} acc {acc:.3f}", flush=True)
-        last_eval = time.time()
 
-    model.train()
-    stopped = manifest.graceful_stop()
-    show = manifest.progress_line()
-    while (time.time() - t_start) / 60 < args.minutes and not stopped():
-        show(state.steps, losses, t_start, args.minutes)
-        if state.steps > 0 and time.time() - last_label >= args.label_minutes * 60:
-            model.eval()
-            labels, better = improve_tours(model, coords, labels, args.label_rounds,
-                                           args.max_segment, rng)
-            model.train()
-            state.sit_iterations += 1
-            state.label_gap = label_gap(coords, labels)
-            print(f"SIT iteration {state.sit_iterations}: {better} segments improved, labels "
-                  f"now {state.label_gap:.2f}%", flush=True)
-            last_label = time.time()
+        keeper.offer(model, gap, {"steps": state.steps, "sit_iterations": state.sit_iterations,
+                                  "total_minutes": round(total, 1)}, write)
+        _save_latest(latest, model, opt, state, coords, labels)
+        best = "none" if state.best_gap is None else f"{state.best_gap:.3f}%"
+        print(f"[{total:6.1f} min] steps {state.steps} SIT {state.sit_iterations} "
+              f"val {gap:.3f}% (best {best}) labels {state.label_gap:.2f}% "
+              f"loss {loss:.3f} acc {acc:.3f}", flush=True)
+
+    def improve_labels() -> None:
+        nonlocal labels, last_label
+        if state.steps == 0 or time.time() - last_label < args.label_minutes * 60:
+            return
+        model.eval()
+        labels, better = improve_tours(model, coords, labels, args.label_rounds,
+                                       args.max_segment, rng)
+        model.train()
+        state.sit_iterations += 1
+        state.label_gap = label_gap(coords, labels)
+        print(f"SIT iteration {state.sit_iterations}: {better} segments improved, labels "
+              f"now {state.label_gap:.2f}%", flush=True)
+        last_label = time.time()
+
+    def loss() -> tuple[torch.Tensor, float]:
         batch = sample_batch(coords, labels, args.max_segment, args.tokens, rng)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device_gpu):
-            loss, acc = step_loss(model, tuple(t.to(args.device) for t in batch))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(float(loss.detach()))
+        value, acc = step_loss(model, tuple(t.to(args.device) for t in batch))
         accs.append(acc)
-        state.steps += 1
-        if time.time() - last_eval >= args.eval_minutes * 60:
-            evaluate()
-    evaluate()
+        return value, acc
+
+    loop.run(model, opt, state, timer, args.minutes, args.eval_minutes, loss, evaluate,
+             losses, between=improve_labels)
     return state
 
 
