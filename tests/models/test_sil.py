@@ -291,7 +291,7 @@ def test_the_start_phases_report_while_they_run(monkeypatch: pytest.MonkeyPatch)
     start gives up and the solve ends with a plan at once."""
     import threading
 
-    import solvers.routing.neural.sil.solver as sil_module
+    import solvers.routing.neural.sil.model as sil_module
     from solvers.routing.neural.sil.solver import SILSolver
 
     monkeypatch.setattr(sil_module, "HEARTBEAT_S", 0.02)
@@ -331,7 +331,7 @@ def test_a_round_reports_while_one_batch_of_segments_is_decoded(
     "round k"."""
     import re
 
-    import solvers.routing.neural.sil.solver as sil_module
+    import solvers.routing.neural.sil.model as sil_module
     from solvers.contract import Clock
     from solvers.routing.neural.sil.cvrp import route_round
     from solvers.routing.neural.sil.model import RoundHeartbeat

@@ -80,7 +80,7 @@ def normalized_coords(xy: np.ndarray, device: str | torch.device = "cpu") -> tor
 
 #: A rollout's ``stop`` is asked every this many decoding steps (and at the first): a greedy
 #: pass of a 1,000-node CVRP decodes for seconds, and a cancel seen only between passes took
-#: 22.6 s to end a solve (QA sweep). Asking costs an Event read, not a kernel.
+#: 22.6 s to end a solve. Asking costs an Event read, not a kernel.
 STOP_EVERY = 4
 
 

@@ -44,9 +44,6 @@ from solvers.routing.neural.sil.model import (
 )
 from solvers.routing.problem import CVRPInstance
 
-#: Share of the time left after the start that ``sil_ls`` may give the first descent.
-START_DESCENT_SHARE = 0.5
-
 
 class SILSearch(Protocol):
     """What the CVRP search needs of the SIL solver (``sil.solver.SILSolver``): its model, its
@@ -55,6 +52,7 @@ class SILSearch(Protocol):
     name: str
     polish: bool
     max_segment: int
+    params: Any  # SILParams: start_descent_share is read here
 
     def model(self, problem: str) -> Any: ...
 
@@ -133,8 +131,8 @@ def solve_cvrp(solver: SILSearch, instance: CVRPInstance, budget: Budget, clock:
         # the descent from a split start may take long on the largest plans (100K nodes:
         # about 15 s from nearest neighbour): at most half the time, the rest to the rounds
         routes = polish_routes(xy, depot, routes)
-        routes = cvrp_descent(instance, routes,
-                              time.perf_counter() + START_DESCENT_SHARE * clock.remaining,
+        share = solver.params.start_descent_share
+        routes = cvrp_descent(instance, routes, time.perf_counter() + share * clock.remaining,
                               cancelled=phase_heartbeat(solver.name, clock, progress,
                                                         "start: descent from the split tour",
                                                         instance.cost(routes)))

@@ -19,24 +19,9 @@ from solvers.weights import WEIGHTS_DIR
 
 TORCH_THREADS = torch_threads()
 MAX_NODES = {"tsp": 200_000, "cvrp": 200_000}
-#: Longest segment rebuilt by default. The paper uses 1,000 on a GPU; on CPU cores a round
-#: costs ~n·ω/2 token evaluations, so shorter segments buy many more rounds per minute.
-DEFAULT_MAX_SEGMENT = 100
-#: Candidates per step of the greedy construction (SIL's optional kNN cap).
+#: Candidates per step of the greedy construction (SIL's optional kNN cap), unless the
+#: solver's ``SILParams`` say otherwise.
 GREEDY_CANDIDATES = 100
-#: Seconds per greedy construction step (one batch-1 forward over ~100 candidates, measured
-#: 1.1-1.2 ms on one loaded core at 1K nodes) and the share of the budget it may take.
-GREEDY_STEP_PRIOR = 1.2e-3
-GREEDY_BUDGET_SHARE = 0.25
-GREEDY_MAX_NODES = 20_000
-# sil_ls: the share of the search time given to classical kicks
-# (solvers.routing.classical.ils) between PRC rounds; the rest goes to the neural reconstruction.
-ILS_SHARE = 0.5
-#: sil_ls's TSP kicks keep longer tours too, annealed as ``ils`` anneals them
-#: (``ils.TOUR_TEMPERATURE`` on the whole solve's clock; each slice hands back the shortest
-#: tour it met). Measured (var/s32, 20 s, seed 0) against keeping only shorter tours: pr1002
-#: 0.65% -> 0.17% above the optimum, pr2392 0.85% -> 0.69%.
-ANNEAL_KICKS = True
 #: Candidate tokens per batch: bounds activation memory (~hidden × 4 bytes per token).
 TOKENS_PER_BATCH = 1 << 16
 #: Decoding token-steps per batch (~1 s on one loaded core): how much work a deadline can
@@ -126,8 +111,8 @@ def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tens
                          stop: Callable[[], bool] | None = None) -> torch.Tensor | None:
     """Greedy rebuild of open paths: (M, w) node ids -> (M, w) with the same first and last
     node and the interior reordered by the model; None if ``deadline`` passes or ``stop``
-    says so first (a cancel: QA sweep, a 100K-node job took 17-22 s to stop, the rest of
-    its round). ``symmetry`` picks the view of the unit box the model decodes in."""
+    says so first (a cancel: a 100K-node job took 17-22 s to stop, the rest of its
+    round). ``symmetry`` picks the view of the unit box the model decodes in."""
     m_segs, w = segs.shape
     if w <= 3:
         return segs
@@ -156,7 +141,7 @@ def rebuild_tsp_segments(model: SILModel, coords: torch.Tensor, segs: torch.Tens
 
 def model_coords(xy: np.ndarray) -> torch.Tensor:
     """The coordinates as the model's float32, moved to the origin in float64 first: points
-    1e9 from the origin and 1 apart collapsed into one when cast first (QA sweep: sil's tour
+    1e9 from the origin and 1 apart collapsed into one when cast first (sil's tour
     148 % longer for the same instance shifted by 1e8). Segments are rebuilt from their own
     relative positions, so the shift changes nothing else."""
     xy = np.asarray(xy, dtype=np.float64)
@@ -226,7 +211,7 @@ def prc_round(model: SILModel, xy: np.ndarray, coords: torch.Tensor, tour: np.nd
 
 
 #: Seconds between two heartbeats inside a reconstruction round (a round at 100K nodes takes
-#: up to half the budget: QA sweep, 30-50 s without a progress report).
+#: up to half the budget: 30-50 s without a progress report).
 HEARTBEAT_S = 2.0
 
 

@@ -23,6 +23,7 @@ part earns which gain.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,13 +47,7 @@ from solvers.routing.classical.warmup import warm_up as descent_warm_up
 from solvers.routing.neural.checkpoints import CheckpointCache
 from solvers.routing.neural.sil.cvrp import solve_cvrp
 from solvers.routing.neural.sil.model import (
-    ANNEAL_KICKS,
-    DEFAULT_MAX_SEGMENT,
-    GREEDY_BUDGET_SHARE,
     GREEDY_CANDIDATES,
-    GREEDY_MAX_NODES,
-    GREEDY_STEP_PRIOR,
-    ILS_SHARE,
     TORCH_THREADS,
     RoundHeartbeat,
     greedy_tour,
@@ -66,19 +61,45 @@ from solvers.routing.neural.sil.model import (
 from solvers.routing.problem import CVRPInstance, Instance
 from solvers.routing.solution import Solution, build_solution
 
-# -- the solver -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SILParams:
+    """The tuning of ``sil`` and ``sil_ls``; each default is the measured choice."""
+
+    #: Longest segment rebuilt. The paper uses 1,000 on a GPU; on CPU cores a round costs
+    #: ~n·ω/2 token evaluations, so shorter segments buy many more rounds per minute.
+    max_segment: int = 100
+    #: Candidates per step of the greedy start (SIL's optional kNN cap).
+    greedy_candidates: int = GREEDY_CANDIDATES
+    #: Seconds per greedy construction step (one batch-1 forward over ~100 candidates:
+    #: 1.1-1.2 ms on one loaded core at 1K nodes), to predict the start's time.
+    greedy_step_prior: float = 1.2e-3
+    #: Share of the budget the greedy start may be predicted to take (it may run to twice it).
+    greedy_budget_share: float = 0.25
+    #: Above this many nodes the start is random insertion (the greedy start is too slow).
+    greedy_max_nodes: int = 20_000
+    #: sil_ls: the share of the search time given to classical kicks (``classical.ils``)
+    #: between PRC rounds; the rest goes to the neural reconstruction.
+    ils_share: float = 0.5
+    #: sil_ls's TSP kicks keep longer tours too, annealed as ``ils`` anneals them (20 s, seed
+    #: 0, against keeping only shorter tours: pr1002 0.65% -> 0.17% above the optimum,
+    #: pr2392 0.85% -> 0.69%).
+    anneal_kicks: bool = True
+    #: sil_ls on CVRP: share of the time left after the start that the first descent may take.
+    start_descent_share: float = 0.5
+
 
 class SILSolver:
     """Loads each problem's checkpoint once and runs PRC rounds until the time limit."""
 
-    def __init__(self, polish: bool = False, max_segment: int = DEFAULT_MAX_SEGMENT,
-                 start: str = "auto") -> None:
+    def __init__(self, polish: bool = False, start: str = "auto",
+                 params: SILParams = SILParams()) -> None:
         if start not in ("auto", "greedy", "random_insertion"):
             raise ValueError(f"start must be auto, greedy or random_insertion, not {start!r}")
         self.start = start
         self.polish = polish
         self.name = "sil_ls" if polish else "sil"
-        self.max_segment = max_segment
+        self.params = params
         self._cache = CheckpointCache(self.name, weights_path,
                                       lambda path, device: load_model(path, device)[0],
                                       "python -m training.sit")
@@ -98,6 +119,10 @@ class SILSolver:
         with torch.inference_mode():
             prc_round(model, xy, model_coords(xy), tour, 10,
                       np.random.default_rng(0))
+
+    @property
+    def max_segment(self) -> int:
+        return self.params.max_segment
 
     def model(self, problem: str) -> SILModel:
         return self._cache.get(problem)
@@ -129,20 +154,21 @@ class SILSolver:
         than random insertion: 8 TSP1K at 10 s, 5.0 -> 4.0 % after PRC), else random
         insertion; a construction that overruns its share falls back to random insertion.
         ``progress`` hears a heartbeat every ``HEARTBEAT_S`` while the model builds."""
-        n = xy.shape[0]
+        n, params = xy.shape[0], self.params
         t0 = time.perf_counter()
         use_greedy = self.start == "greedy" or (
-            self.start == "auto" and n <= GREEDY_MAX_NODES
-            and n * GREEDY_STEP_PRIOR <= GREEDY_BUDGET_SHARE * clock.remaining)
+            self.start == "auto" and n <= params.greedy_max_nodes
+            and n * params.greedy_step_prior <= params.greedy_budget_share * clock.remaining)
         tour = None
         if use_greedy:
             share = clock.remaining if self.start == "greedy" else (
-                2 * GREEDY_BUDGET_SHARE * clock.remaining)
+                2 * params.greedy_budget_share * clock.remaining)
             with torch.inference_mode():
-                tour = greedy_tour(model, xy, start=first, deadline=t0 + share,
+                tour = greedy_tour(model, xy, k=params.greedy_candidates, start=first,
+                                   deadline=t0 + share,
                                    stop=phase_heartbeat(self.name, clock, progress,
                                                         "start: the model's greedy tour"))
-        stats: dict[str, Any] = {"start": f"greedy (k={GREEDY_CANDIDATES})"}
+        stats: dict[str, Any] = {"start": f"greedy (k={params.greedy_candidates})"}
         if tour is None:
             stats["start"] = "random insertion" + (" (greedy overran its share)"
                                                    if use_greedy else "")
@@ -192,10 +218,11 @@ class SILSolver:
                     # as long again of classical kicks (solvers.routing.classical.ils), which go on
                     # where the reconstruction stalls and vice versa.
                     tour, _ = two_opt(xy, tour, neighbours)
-                    if neighbours is not None and ILS_SHARE > 0:
-                        kick_seconds = rebuilt * ILS_SHARE / (1 - ILS_SHARE)
+                    share = self.params.ils_share
+                    if neighbours is not None and share > 0:
+                        kick_seconds = rebuilt * share / (1 - share)
                         tour, kicks = iterate(xy, tour, clock, budget.seed + rounds, neighbours,
-                                              seconds=kick_seconds, anneal=ANNEAL_KICKS,
+                                              seconds=kick_seconds, anneal=self.params.anneal_kicks,
                                               on_slice=lambda _: heartbeat.tick())
                         for key in kick_totals:
                             kick_totals[key] += kicks[key]
