@@ -42,8 +42,7 @@ from benchmarks.common import (
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS, STALE_HEURISTICS
 from solvers.scheduling.registry import POLICIES, run_policies
 from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
-from solvers.scheduling.workflow import Workflow
-from training.goodrl import classic_templates
+from solvers.scheduling.workflow import Workflow, classic_templates
 
 OUT = Path(__file__).resolve().parent / "results" / "scheduling.md"
 SCENARIOS: list[tuple[str, tuple[float, ...]]] = [

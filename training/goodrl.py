@@ -74,7 +74,7 @@ from solvers.scheduling.features import (
 from solvers.scheduling.goodrl import WEIGHTS, save_checkpoint
 from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS
 from solvers.scheduling.simulator import Arrivals, ClusterState, Run, parse_pool, simulate
-from solvers.scheduling.workflow import Workflow, load_workflows
+from solvers.scheduling.workflow import Workflow, classic_templates
 from training import manifest
 from training.lookahead import Lookahead, equivalent_vms
 from training.rollouts import (
@@ -88,7 +88,6 @@ from training.rollouts import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-CLASSIC_FILES = ("CyberShake_30.xml", "Montage_25.xml", "Inspiral_30.xml", "Sipht_30.xml.gz")
 CHECKPOINT = REPO / "var" / "checkpoints" / "goodrl.pt"
 DISTILL_DATA = REPO / "var" / "checkpoints" / "goodrl_distill.pkl"
 CURVE = REPO / "weights" / "curves" / "goodrl.csv"
@@ -98,11 +97,6 @@ VAL_POOLS = SCENARIO_POOLS
 VAL_RATES = SCENARIO_RATES
 VAL_SEEDS = (1000, 1001, 1002)
 VAL_WORKFLOWS = 100
-
-
-def classic_templates() -> list[Workflow]:
-    """GOODRL's four S-size Pegasus templates (public DAX files in tests/data/workflows)."""
-    return load_workflows([REPO / "tests" / "data" / "workflows" / f for f in CLASSIC_FILES])
 
 
 def log(msg: str) -> None:

@@ -552,6 +552,17 @@ def generate_set(shapes: Sequence[str], tasks: int = 30, seed: int = 0) -> list[
                               seed + i) for i, k in enumerate(shapes)]
 
 
+#: GOODRL's four S-size Pegasus templates as published DAX files: the workflows the shipped
+#: policy was trained and validated on, which the training and the benchmarks share.
+CLASSIC_DAX_FOLDER = Path(__file__).resolve().parents[2] / "tests" / "data" / "workflows"
+CLASSIC_DAX_FILES = ("CyberShake_30.xml", "Montage_25.xml", "Inspiral_30.xml", "Sipht_30.xml.gz")
+
+
+def classic_templates() -> list[Workflow]:
+    """The four classic templates read from their DAX files (``CLASSIC_DAX_FILES``)."""
+    return load_workflows([CLASSIC_DAX_FOLDER / name for name in CLASSIC_DAX_FILES])
+
+
 def classic_set(seed: int = 0, size: int = 30) -> list[Workflow]:
     """The four GOODRL templates' shapes at one size (size 30 gives 25/30/30/29 tasks)."""
     return generate_set(GENERATORS, size, seed)

@@ -169,7 +169,7 @@ def test_no_policy_beats_the_critical_path_bound(tmp_path) -> None:
     from benchmarks.scheduling import critical_path_seconds, main
     from solvers.scheduling.heuristics import CORRECT_HEURISTICS, HEURISTICS
     from solvers.scheduling.simulator import Arrivals, parse_pool, simulate
-    from training.goodrl import classic_templates
+    from solvers.scheduling.workflow import classic_templates
 
     templates = classic_templates()
     pool = parse_pool("6x4")
