@@ -124,7 +124,7 @@ def test_an_exact_answer_on_a_matrix_carries_no_geometry_warning() -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_ten_to_thirteen_customers_are_solved_exactly_and_fast(seed: int) -> None:
-    """Stop 37's note: on 10–12-customer CVRPs sil missed the optimum on 3 of 5 at 1 s and
+    """On 10–12-customer CVRPs sil missed the optimum on 3 of 5 at 1 s and
     polynet by up to 4.1% (the DP stopped at 9 customers, in Python). The numba DP takes them
     all; no solver may beat it (PyVRP's answer is the check: it is optimal or above), with
     and without a fleet cap."""
