@@ -18,6 +18,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from solvers.catalog import get_spec
+from solvers.catalog import warm_up as warm_one
+from solvers.errors import UnknownSolverError
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 #: Inputs a script computes once and reuses (reference solutions, generated instances):
@@ -79,8 +83,6 @@ def check_solvers(parser: argparse.ArgumentParser, names: Iterable[str],
                   option: str = "--solvers", problem: str | None = None) -> None:
     """Refuse an unknown solver, or one that does not solve ``problem``, before anything runs,
     rather than a traceback or a table of error rows and exit 0."""
-    from solvers.catalog import get_spec
-    from solvers.errors import UnknownSolverError
 
     for name in names:
         try:
@@ -120,7 +122,6 @@ def warm_up(names: Iterable[str]) -> None:
     """Each solver's imports, weights and compiled kernels loaded before the first timed
     solve: on a fresh checkout the first ils/reld wall would include up to a minute of numba
     compiling."""
-    from solvers.catalog import warm_up as warm_one
 
     for name in dict.fromkeys(names):
         warm_one(name)

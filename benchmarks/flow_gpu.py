@@ -33,7 +33,9 @@ import numpy as np
 import torch
 
 from benchmarks.common import HelpFormatter, check_out, command, integers, parser_for
+from benchmarks.flow import exact_from_entropic, machine_info, ortools_optima
 from solvers.contract import Budget
+from solvers.flow.baselines import NetworkXFlowSolver
 from solvers.flow.generate import netgen_style
 from solvers.flow.options import SinkhornSettings
 from solvers.flow.problem import CoreNetwork
@@ -56,7 +58,6 @@ def networks(count: int, nodes: int, arcs: int, seed: int) -> list[CoreNetwork]:
 
 
 def _networkx_optimum(args: tuple[int, int, int]) -> int:
-    from solvers.flow.baselines import NetworkXFlowSolver
 
     seed, nodes, arcs = args
     sol = NetworkXFlowSolver().solve(netgen_style(seed, nodes, arcs), Budget(time_limit=600))
@@ -189,7 +190,6 @@ def device_half(args: argparse.Namespace) -> int:
 
 
 def report_half(args: argparse.Namespace) -> int:
-    from benchmarks.flow import exact_from_entropic, machine_info, ortools_optima
 
     rec = json.loads((args.dir / "flow_gpu.json").read_text())
     with np.load(args.dir / "entropic.npz") as npz:  # decompressed once, not per access

@@ -54,6 +54,11 @@ from benchmarks.common import (
     provenance,
 )
 from benchmarks.routing import read_tsplib_optima
+from solvers.catalog import get_solver
+from solvers.contract import Budget
+from solvers.routing.io.formats import load_instance
+from solvers.routing.io.solutions import read_sol
+from solvers.routing.solve import solve
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = CACHE / "sil"  # the generated instance files
@@ -103,10 +108,6 @@ def write_uniform(problem: str, n: int, seed: int, capacity: int = 0) -> Path:
 
 def run_child(path: str, solver: str, limit: float, seed: int) -> dict[str, Any]:
     """Read the file, solve, check; report cost, wall, peak RSS and the cost curve."""
-    from solvers.catalog import get_solver
-    from solvers.contract import Budget
-    from solvers.routing.io.formats import load_instance
-    from solvers.routing.solve import solve
 
     warm = getattr(get_solver(solver), "warm_up", None)
     if warm is not None:  # as the service does at start-up
@@ -165,7 +166,6 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
                  reference_length(100_000) * SCALE),
                 ("CVRP100K uniform", write_uniform("cvrp", 100_000, SEED, 2000), None)]
     if args.section == "cvrp":
-        from solvers.routing.io.solutions import read_sol
 
         leuven = args.data / "cvrplib" / "XXL" / "Leuven1.vrp.gz"
         _, bks = read_sol(args.data / "cvrplib" / "XXL" / "Leuven1.sol.gz")
