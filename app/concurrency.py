@@ -22,8 +22,8 @@ T = TypeVar("T")
 DISCONNECT_POLL_S = 0.25
 #: Threads for work that solves inside a request (solve, compare, simulate, flow, session
 #: events), apart from anyio's default 40 that the probes (/healthz, /readyz), the job
-#: endpoints and request parsing use: 40 long solves made /healthz wait for one to end (QA
-#: sweep). Solves past this many wait for a thread.
+#: endpoints and request parsing use: 40 long solves would make /healthz wait for one to
+#: end. Solves past this many wait for a thread.
 SOLVE_THREADS = 40
 
 
@@ -51,7 +51,7 @@ async def _watch(request: Request, cancel: threading.Event) -> None:
 async def run_while_connected(request: Request, work: Callable[[threading.Event], T]) -> T:
     """Run ``work`` in a worker thread; set its cancel flag if the client disconnects or the
     server stops, so a solver nobody waits for stops at its next check instead of running out
-    its budget. A solve cut short by a stop answers 503 (QA sweep: the client got a bare 500
+    its budget. A solve cut short by a stop answers 503 (otherwise the client gets a bare 500
     after the 5 s grace and the process solved on, for nobody, to the end of the time limit:
     up to 300 s)."""
     cancel = threading.Event()

@@ -89,8 +89,8 @@ def _flag_exit_signals(stopping: threading.Event) -> Callable[[], None]:
     """Set ``stopping`` on SIGINT/SIGTERM, then hand the signal on to the server's own
     handler. Uvicorn waits for open responses before it stops, and a job's event stream stays
     open until the job ends, so a bare ``uvicorn app.main:app`` (without
-    --timeout-graceful-shutdown) waited up to the job's time limit (QA sweep: 21 s for a
-    25 s job); the streams now see the flag and end at once. Returns the undo."""
+    --timeout-graceful-shutdown) would wait up to the job's time limit (21 s for a
+    25 s job); the streams see the flag and end at once. Returns the undo."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     installed: dict[int, Any] = {}
@@ -124,7 +124,7 @@ def _warm_up(specs: list[SolverSpec], device: str) -> None:
                 warm()
                 on_device = getattr(get_solver(spec.name), "warm_up_device", None)
                 if device != "cpu" and on_device is not None:
-                    on_device(device)  # (stop 38: the first GPU request paid for the copy)
+                    on_device(device)  # else the first GPU request pays for the copy
                 logger.info("cosolve: %s warmed up in %.1f s", spec.name,
                             time.perf_counter() - started)
 
@@ -143,7 +143,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     check_tuning()  # the solvers' own COSOLVE_* variables (ValueError naming the variable)
     logger.info("cosolve: the torch solvers run on %s", describe(device))
     # The job store and executor open before the warm-up, so a job store or Ray cluster that
-    # cannot be used stops the start at once, not after a minute of warming (QA sweep).
+    # cannot be used stops the start at once, not after a minute of warming.
     service = JobService(app.state.settings)
     # Neural solvers load their weights, and numba kernels compile, now rather than inside
     # the first request's time budget. The first start of a fresh install compiles every
@@ -208,7 +208,7 @@ def _problem_422s(schema: dict[str, Any]) -> None:
             if answer and "application/json" in answer.get("content", {}):
                 only_path = "requestBody" not in operation and all(
                     p.get("in") == "path" for p in operation.get("parameters", []))
-                if only_path:  # a string id in the path cannot fail validation (QA sweep)
+                if only_path:  # a string id in the path cannot fail validation
                     del responses["422"]
                     continue
                 responses["422"] = {**problem, "description": answer.get("description",
@@ -277,7 +277,7 @@ DOCS_STATIC = "/docs-static"
 def _serve_docs_offline(app: FastAPI) -> None:
     """``/docs`` (Swagger UI 5) and ``/redoc`` with their scripts served by cosolve itself,
     from the files fastapi-offline's wheel bundles: FastAPI's own pages load them from the
-    jsDelivr CDN, so they stayed blank on a machine without internet (noticed in stop 40)."""
+    jsDelivr CDN, so they would stay blank on a machine without internet."""
     static = Path(str(importlib.resources.files("fastapi_offline") / "static"))
     app.mount(DOCS_STATIC, StaticFiles(directory=static), name="docs-static")
 
@@ -352,8 +352,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def _app_from_environment() -> FastAPI:
     """The app ``uvicorn app.main:app`` serves; bad ``COSOLVE_*`` settings end the process
-    with one line naming each (QA sweep: run directly, uvicorn printed pydantic's
-    traceback; `cosolve serve` checks the same before it starts uvicorn)."""
+    with one line naming each (run directly, uvicorn would print pydantic's traceback;
+    `cosolve serve` checks the same before it starts uvicorn)."""
     try:
         return create_app()
     except ValidationError as exc:

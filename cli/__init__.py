@@ -1,8 +1,8 @@
 """The ``cosolve`` command line.
 
 Loading ``cli.main`` and building its commands takes half a second or more (typer, numpy, the
-solver registry), and a Ctrl-C meanwhile printed a traceback from whichever import it hit (CLI
-sweep). So when this process is ``cosolve`` (the console script or ``python -m cli.main``), a
+solver registry), and a Ctrl-C meanwhile would print a traceback from whichever import it
+hit. So when this process is ``cosolve`` (the console script or ``python -m cli.main``), a
 Ctrl-C until the command starts (``loaded``) prints the line a Ctrl-C while loading the
 solvers prints and exits 130, as it does later on. Other importers (tests) are left alone.
 """

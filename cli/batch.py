@@ -17,7 +17,6 @@ import math
 import os
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
@@ -38,6 +37,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from cli.batch_files import (
+    atomic_write,
+    batch_settings,
+    job_input,
+    read_done,
+    recheck_done,
+    write_outputs,
+)
 from cli.common import (
     DEVICE_OPTION,
     EXIT_INTERRUPTED,
@@ -58,9 +65,7 @@ from jobs.batches import (
     is_instance_name,
     markdown_table,
     output_stem,
-    sol_text,
     summary_columns,
-    tour_text,
 )
 from jobs.executors import Executor, make_executor
 from jobs.store import (
@@ -76,8 +81,6 @@ from jobs.store import (
 from solvers.catalog import get_solver, get_spec
 from solvers.contract import MAX_SEED
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
-from solvers.routing.check import check_solution
-from solvers.routing.io.documents import instance_to_dict
 from solvers.routing.io.formats import parse_instance_bytes, read_file_bytes
 from solvers.routing.io.references import reference_cost, sibling_reference_file
 from solvers.routing.problem import Instance
@@ -153,7 +156,7 @@ def scan_folder(folder: Path) -> tuple[list[Path], int]:
     """Instance files directly inside ``folder`` sorted by name, and how many other files
     were ignored (subfolders are not counted)."""
     # an instance-named entry that is not a regular file (a dangling link, a FIFO) is kept,
-    # to be listed as rejected with the reason (QA sweep: it vanished from the summary)
+    # to be listed as rejected with the reason rather than vanish from the summary
     files = sorted((p for p in folder.iterdir() if p.is_file() or (
         is_instance_name(p.name) and not p.is_dir())), key=lambda p: p.name)
     instances = [p for p in files if is_instance_name(p.name)]
@@ -162,109 +165,6 @@ def scan_folder(folder: Path) -> tuple[list[Path], int]:
 
 def _other_files(count: int) -> str:
     return f"{count} other file{'' if count == 1 else 's'}"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Temp file + rename, so an interrupted run never leaves half a solution behind."""
-    # a short name of its own: ".<name>.<pid>.tmp" passed the file system's 255 bytes for a
-    # long file name whose outputs themselves fit
-    tmp = path.with_name(f".cosolve-{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        with suppress(FileNotFoundError):
-            tmp.unlink()
-
-
-def read_done(out: Path, stem: str, settings: dict[str, Any]) -> dict[str, Any] | None:
-    """The solution a previous run left in ``OUT/<stem>.json``, if it is complete, feasible
-    and was solved with the same ``settings`` (solver, time limit, seed: another run's answer
-    must not be reported under this run's settings); anything else is solved again."""
-    path = out / f"{stem}.json"
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(payload, dict) or payload.get("feasible") is not True:
-        return None
-    if payload.get("partial") or not payload.get("routes"):
-        return None
-    if payload.get("batch") != settings:
-        return None
-    return payload
-
-
-def solution_file(stem: str, problem: str, payload: dict[str, Any]) -> tuple[str, str]:
-    """(name, text) of the solution file for a saved payload: ``<stem>.tour`` for a TSP,
-    ``<stem>.sol`` (CVRPLIB) for CVRP and CVRPTW."""
-    cost = payload.get("cost")
-    cost = float("nan") if cost is None else float(cost)
-    if problem == "tsp":
-        return f"{stem}.tour", tour_text(payload, cost)
-    return f"{stem}.sol", sol_text(payload, cost)
-
-
-def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -> list[str]:
-    """Write ``<stem>.tour`` (TSP) or ``<stem>.sol`` (CVRP), then ``<stem>.json``.
-
-    The JSON goes last because its presence is what marks the file done for a re-run. An
-    infeasible plan (e.g. OR-Tools' with customers dropped under a fleet cap) gets the JSON
-    only, with its violations, and an earlier run's .tour/.sol of that file is removed: a
-    .tour or .sol has no word for "infeasible" and would read as a solution (QA sweep; the
-    HTTP download refuses it too).
-    """
-    solution_name, text = solution_file(stem, problem, payload)
-    if payload.get("feasible") is False:
-        (out / solution_name).unlink(missing_ok=True)
-        _atomic_write(out / f"{stem}.json", json.dumps(payload))
-        return [f"{stem}.json"]
-    _atomic_write(out / solution_name, text)
-    _atomic_write(out / f"{stem}.json", json.dumps(payload))
-    return [solution_name, f"{stem}.json"]
-
-
-def recheck_done(data: bytes, filename: str, out: Path, stem: str,
-                 payload: dict[str, Any], max_vehicles: int | None = None) -> bool:
-    """A saved solution is reported again only after the independent checker passes its
-    routes on the input as it is now and its cost is recomputed to the saved one (an edited
-    ``<stem>.json`` is solved again). A missing or edited ``.tour``/``.sol`` is written again
-    from the checked routes. True when all holds. ``max_vehicles``: the fleet cap the batch
-    solves with, checked as well."""
-    try:
-        instance = with_fleet(parse_instance_bytes(data, filename), max_vehicles)
-        routes = [[int(v) for v in r] for r in payload["routes"]]
-        if payload.get("problem") != instance.problem or check_solution(instance, routes):
-            return False
-        cost = instance.cost(routes)
-        if not math.isclose(cost, float(payload["cost"]), rel_tol=1e-9, abs_tol=1e-9):
-            return False
-        if not _labels_match(instance, routes, payload):
-            return False
-        name, text = solution_file(stem, instance.problem, payload)
-        try:
-            current = (out / name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            current = None
-        if current != text:
-            _atomic_write(out / name, text)
-    except Exception:  # whatever is wrong with what a previous run left, solve again
-        return False
-    return True
-
-
-def _labels_match(instance: Any, routes: list[list[int]], payload: dict[str, Any]) -> bool:
-    """Whether the saved fields the .tour/.sol is written from besides the routes (the route
-    ids, the depot) are the instance's: an edited depot numbered a customer 0, CVRPLIB's
-    depot, in a rewritten .sol reported as already solved (QA sweep)."""
-    ids = instance.node_ids
-    expected = [ids[r].tolist() for r in routes] if ids is not None else None
-    if payload.get("route_ids") != expected:
-        return False
-    return instance.problem == "tsp" or payload.get("depot", 0) == instance.depot
 
 
 # -- preparing ---------------------------------------------------------------------------
@@ -295,10 +195,10 @@ def _check_options(solver: str, time_limit: float, seed: int, workers: int | Non
         fail(f"--workers: must be in [1, {MAX_WORKERS}], got {workers}")
     try:
         spec = get_spec(solver)
-    except UnknownSolverError:  # QA sweep: listed the min-cost flow solvers too
+    except UnknownSolverError:  # the routing solvers only, not the min-cost flow ones
         fail(f"--solver: {unknown_solver_message(solver, 'routing')}")
     if spec.family != "routing":
-        # QA sweep: a flow solver was taken and then every file was rejected one by one
+        # refused once here, or every file would be rejected one by one
         fail(f"--solver: solver {solver!r} does not solve routing problems (TSP, CVRP, "
              f"CVRPTW); the routing solvers: {', '.join(family_solvers('routing'))}")
     if max_solutions is not None and not spec.solution_budget:  # as `cosolve solve` says it
@@ -331,33 +231,6 @@ def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
     except OSError as exc:
         fail(f"--out: cannot create {out}: {exc.strerror or exc}")
     return files, ignored
-
-
-def batch_settings(solver: str, time_limit: float, seed: int,
-                   input_sha256: str | None, max_vehicles: int | None = None,
-                   max_solutions: int | None = None) -> dict[str, Any]:
-    """What a solution in OUT was solved with, and from which input (written into
-    ``<stem>.json`` as ``batch``): a rerun skips the file only when all of it still holds.
-    ``max_vehicles`` and ``max_solutions`` are there only when given, so solutions from runs
-    without them still count as done."""
-    settings: dict[str, Any] = {"solver": solver, "time_limit": time_limit, "seed": seed,
-                                "input_sha256": input_sha256}
-    if max_vehicles is not None:
-        settings["max_vehicles"] = max_vehicles
-    if max_solutions is not None:
-        settings["max_solutions"] = max_solutions
-    return settings
-
-
-def job_input(data: bytes, filename: str, max_vehicles: int | None) -> tuple[str, bytes]:
-    """(file name, bytes) a job is stored with: the file itself, or with ``--max-vehicles``
-    the capped instance as JSON named after the whole file (``X-n101-k25.vrp.json``), as the
-    API stores an upload with a ``max_vehicles`` field."""
-    if max_vehicles is None:
-        return filename, data
-    instance = with_fleet(parse_instance_bytes(data, filename), max_vehicles)
-    name = filename[:-3] if filename.lower().endswith(".gz") else filename
-    return f"{name}.json", json.dumps(instance_to_dict(instance)).encode()
 
 
 def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
@@ -770,8 +643,8 @@ def batch(
     device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
     """Solve every instance file in DIR as jobs; resumable (files solved in OUT are skipped)."""
-    # QA sweep: under --json a refusal before the run printed nothing on stdout; it now prints
-    # the batch's document with no rows and the error, as the other commands do
+    # under --json a refusal before the run prints the batch's document with no rows and
+    # the error, as the other commands do
     document = _json_document(folder, out, solver, time_limit, seed, executor, max_vehicles,
                               [], totals([], 0), completed=True, max_solutions=max_solutions)
     with json_failures(as_json, **document):
@@ -849,7 +722,7 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
              f"seed {seed}{fleet}{budget}, executor {executor}")
     markdown_error = None
     try:
-        _atomic_write(out / SUMMARY_FILE, summary_markdown(rows, title, summary))
+        atomic_write(out / SUMMARY_FILE, summary_markdown(rows, title, summary))
     except OSError as exc:
         markdown_error = f"--out: cannot write {out / SUMMARY_FILE}: {exc.strerror or exc}"
     if as_json:
@@ -865,7 +738,7 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
               "the same command again to solve the rest", EXIT_INTERRUPTED)
     if rows and all(r.state == REJECTED for r in rows):
         # no file could even be given to the solver: the input's fault, as the API's 422 for
-        # a batch of which no file can be read (QA sweep: this exited 1, a solver failure)
+        # a batch of which no file can be read: exit 2, not a solver failure
         fail("no file of the batch can be solved: " + _failure_line(rows))
     if not all(r.ok for r in rows):
         fail(_failure_line(rows), EXIT_SOLVER_FAILED)

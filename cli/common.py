@@ -35,7 +35,7 @@ PIPE_WIDTH = 140
 
 def debugging() -> bool:
     """``COSOLVE_DEBUG`` set to anything but empty, 0, false, no or off: unexpected solver
-    errors print their traceback (QA: ``COSOLVE_DEBUG=0`` turned it on)."""
+    errors print their traceback (so ``COSOLVE_DEBUG=0`` does not turn it on)."""
     value = os.environ.get("COSOLVE_DEBUG", "").strip().lower()
     return value not in ("", "0", "false", "no", "off")
 
@@ -47,7 +47,7 @@ _json_failure: ContextVar[dict[str, Any] | None] = ContextVar("json_failure", de
 def json_failures(enabled: bool, **document: Any) -> Iterator[None]:
     """Under ``--json``, a ``fail`` inside the block also prints ``document`` with the
     ``error`` on stdout, as a failed solve does (README: exit codes 1 and 2 come with a JSON
-    document; QA sweep: a bad option or file left a script reading stdout with nothing)."""
+    document, so a script reading stdout is never left with nothing)."""
     token = _json_failure.set(document if enabled else None)
     try:
         yield
@@ -68,7 +68,7 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 def ctrl_c_before_solving() -> Iterator[None]:
     """Reading the input and loading the solvers (imports, weights: a second or more) come
     before the solve; a Ctrl-C meanwhile says so and exits 130, as one during the solve
-    does (CLI sweep: typer exited 130 without a word); under ``--json`` the document says
+    does (typer alone exits 130 without a word); under ``--json`` the document says
     ``"interrupted": true``."""
     try:
         yield
@@ -83,8 +83,8 @@ def first_ctrl_c_cancels() -> Iterator[threading.Event]:
     """While solving: the first Ctrl-C sets the event a solver's Budget watches, so the solver
     stops within a moment and hands back its best solution so far (as a cancelled API job
     does); a second Ctrl-C stops at once. A plain KeyboardInterrupt could not stop OR-Tools,
-    whose search runs in C++ and swallows exceptions raised in its callbacks (QA sweep: a
-    60 s solve ran on after Ctrl-C), and it threw away the best solution of every solver."""
+    whose search runs in C++ and swallows exceptions raised in its callbacks (a 60 s solve
+    ran on after Ctrl-C), and it threw away the best solution of every solver."""
     cancel = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield cancel  # signal handlers belong to the main thread; nothing to install
@@ -106,7 +106,7 @@ def first_ctrl_c_cancels() -> Iterator[threading.Event]:
 
 def check_parent_folder(option: str, path: Path) -> None:
     """Fail unless the folder ``path`` is to be written into exists: a file there is named as
-    a file (QA sweep: ``--out afile/x.tour`` said the folder did not exist)."""
+    a file (``--out afile/x.tour`` would say the folder does not exist)."""
     parent = path.parent if str(path.parent) else Path(".")
     if parent.is_dir():
         return
@@ -206,8 +206,8 @@ def family_solvers(family: str) -> list[str]:
 
 
 def unknown_solver_message(name: str, family: str) -> str:
-    """An unknown solver's message listing only the solvers of ``family`` (QA sweep:
-    ``flow solve`` listed the routing solvers, ``batch`` the min-cost flow ones)."""
+    """An unknown solver's message listing only the solvers of ``family`` (not the routing
+    solvers for ``flow solve``, nor the min-cost flow ones for ``batch``)."""
     known = ", ".join(family_solvers(family))
     return (f"unknown solver {name!r}; the {FAMILY_NAMES.get(family, family)} solvers: "
             f"{known} (`cosolve solvers`)")
@@ -251,7 +251,7 @@ def load_or_fail(path: Path, loader: Callable[[Path], T], what: str = "instance"
 
 def check_not_the_input(out: Path | None, file: Path, option: str = "--out") -> None:
     """Refuse an output path that is the input file itself: the solve would overwrite the
-    instance it read (QA sweep: `solve self.json --out self.json` replaced the instance)."""
+    instance it read (`solve self.json --out self.json` would replace the instance)."""
     if out is None:
         return
     try:

@@ -93,7 +93,7 @@ def _options(tolerance: float) -> FlowOptions:
 def _check_solver(name: str, net: FlowNetwork, option: str = "--solver") -> None:
     try:
         get_solver(name, problem=PROBLEM, nodes=net.n)
-    except UnknownSolverError:  # QA sweep: listed every solver, the routing ones first
+    except UnknownSolverError:  # the flow solvers only, not the routing ones
         fail(f"{option}: {unknown_solver_message(name, 'flow')}")
     except (ProblemMismatchError, InstanceTooLargeError) as exc:
         fail(f"{option}: {exc}")
@@ -104,7 +104,7 @@ def _check_solver(name: str, net: FlowNetwork, option: str = "--solver") -> None
 def _check_out(out: Path | None) -> None:
     if out is None:
         return
-    if out.is_dir():  # QA sweep: a folder was named as an "unknown solution extension '(none)'"
+    if out.is_dir():  # named as a folder, not an "unknown solution extension '(none)'"
         fail(f"--out: {out} is a folder; name a file")
     if out.suffix.lower() not in SOLUTION_EXTENSIONS:
         fail(f"--out: unknown solution extension {out.suffix or '(none)'!r}; use .sol or .txt "
@@ -191,8 +191,8 @@ def solve_command(
     enabled = not as_json and sys.stderr.isatty()
     with SolveProgress(time_limit, enabled=enabled) as progress:
         progress.start(solver)
-        # a refusal from the solver step (time limit, unbounded cost) prints the document too
-        # (QA sweep: stdout stayed empty under --json)
+        # a refusal from the solver step (time limit, unbounded cost) prints the document too,
+        # so stdout is not empty under --json
         with json_failures(as_json, network=net.describe(), solver=solver, status=None,
                            flow=None):
             try:
@@ -201,7 +201,7 @@ def solve_command(
                 fail("interrupted before the solver had a flow", EXIT_INTERRUPTED)
             except Exception as exc:
                 _solver_failed(solver, exc, file)
-    # the API's request fields too (QA sweep: flow compare --json had them, solve did not)
+    # the API's request fields too, as flow compare --json has them
     body = {**solution_to_dict(sol, net), "time_limit": time_limit, "seed": seed,
             "tolerance": tolerance, "out": str(out) if out is not None else None}
     # a file that cannot be written still leaves the flow on stdout under --json
@@ -212,7 +212,7 @@ def solve_command(
             except OSError as exc:
                 fail(f"--out: cannot write {out}: {exc.strerror or exc}")
     failure: tuple[str, int] | None = None
-    if sol.status == "infeasible":  # proven by the cut: the input's fault (QA sweep: was 1)
+    if sol.status == "infeasible":  # proven by the cut: the input's fault, exit 2
         failure = (sol.cut.message if sol.cut else "the network has no feasible flow",
                    EXIT_BAD_INPUT)
     elif not sol.feasible:
@@ -259,20 +259,20 @@ def compare_command(
                 if PROBLEM not in spec.problems:
                     fail(f"--solvers: solver {name!r} does not solve min-cost flow")
     enabled = not as_json and sys.stderr.isatty()
-    # a refusal from the solver step (an unbounded cost) prints the document too (QA sweep)
+    # a refusal from the solver step (an unbounded cost) prints the document too
     with SolveProgress(time_limit, enabled=enabled) as progress, \
             json_failures(as_json, network=net.describe(), time_limit=time_limit,
                           tolerance=tolerance, best_solver=None, rows=[]):
         try:
             result = compare(net, names, budget, progress, options)
-        except KeyboardInterrupt:  # (QA sweep: exit 130 with nothing said, no document)
+        except KeyboardInterrupt:  # said, with a document under --json, as every exit 130
             fail("interrupted before every solver had run", EXIT_INTERRUPTED)
         except Exception as exc:
             _solver_failed(",".join(names), exc, file)
     cut = next((r.solution.cut for r in result.rows
                 if r.solution is not None and r.solution.cut is not None), None)
     failure: tuple[str, int] | None = None
-    if result.infeasible:  # the cut's words, as `flow solve` gives them (QA sweep)
+    if result.infeasible:  # the cut's words, as `flow solve` gives them
         failure = (cut.message if cut else "the network has no feasible flow", EXIT_BAD_INPUT)
     elif result.refusal is not None:  # the input's fault: exit 2, as the routing `compare`
         # (solvers that cannot run here exit 1, as there)
@@ -285,8 +285,8 @@ def compare_command(
         failure = ("solvers that proved optimality disagree on the optimal cost (or a checked "
                    "flow costs less than a proven optimum)", EXIT_SOLVER_FAILED)
     if as_json:
-        # the API's fields (QA sweep: seed, violations and the top-level infeasibility were
-        # missing), the network described as `flow solve --json` does
+        # the API's fields (seed, violations, the top-level infeasibility), the network
+        # described as `flow solve --json` does
         _print_json({
             "network": net.describe(), "time_limit": time_limit, "seed": seed,
             "tolerance": tolerance,
@@ -377,7 +377,7 @@ def check_command(
         except UnicodeDecodeError:
             fail(f"SOLUTION: {solution} is not a text file of DIMACS solution lines ('s COST', "
                  "'f FROM TO FLOW') or JSON; gzipped and binary files are not read here")
-        # CLI sweep: an empty file was checked as the zero flow, almost always a mistake
+        # an empty file would be checked as the zero flow, almost always a mistake
         if _no_solution_lines(text) and np.any(net.supplies):
             fail(f"SOLUTION: {solution} is empty (no 's COST' or 'f FROM TO FLOW' line); as the "
                  "zero flow it could not meet the network's supplies")

@@ -57,6 +57,9 @@ from cli.display import (
 )
 from cli.flow import app as flow_app
 from cli.schedule import app as schedule_app
+from jobs.executors import ray_problem
+from jobs.settings import Settings, settings_problem
+from jobs.store import DataDirError, check_data_dir
 from solvers.catalog import all_specs, get_solver, get_spec, specs_for, warm_up
 from solvers.contract import Budget
 from solvers.device import torch_device_name
@@ -89,7 +92,7 @@ INSTANCE_ARGUMENT = typer.Argument(
 class _CosolveGroup(TyperGroup):
     """Under ``--json`` a usage error (an unknown option, a bad or missing value) prints a
     JSON document with the error on stdout too, as every other refusal does, so a script
-    reads each outcome from stdout (CLI sweep: it printed nothing there). Click still prints
+    reads each outcome from stdout. Click still prints
     the usage and the error on stderr and exits 2."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
@@ -190,7 +193,7 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
     """Refuse a solution file we could not write *before* spending the time limit."""
     if out is None:
         return
-    if out.is_dir():  # QA sweep: a folder was named as an "unknown solution extension '(none)'"
+    if out.is_dir():  # named as a folder, not an "unknown solution extension '(none)'"
         fail(f"--out: {out} is a folder; name a file")
     ext = out.suffix.lower()
     if ext not in SOLUTION_EXTENSIONS:
@@ -330,7 +333,7 @@ def list_solvers(
         specs = all_specs()
     else:
         known = sorted({p for s in all_specs() for p in s.problems})
-        if problem.lower() not in known:  # under --json a document too (CLI sweep: none)
+        if problem.lower() not in known:  # under --json a document too
             with json_failures(as_json, problem=problem, solvers=[]):
                 fail(f"--problem: unknown problem {problem!r}; known problems: "
                      f"{', '.join(known)}")
@@ -453,7 +456,7 @@ def solve(
             try:
                 write_solution_file(out, solution, instance)
             except OSError as exc:
-                if not as_json:  # the table still shows the solve (QA sweep: it was lost)
+                if not as_json:  # the table still shows the solve, not lost with the file
                     stdout_console().print(solution_summary(
                         instance, solution, time_limit, reference, gap, None,
                         reference_source))
@@ -558,7 +561,7 @@ def compare(
                     "error": row.error,
                     "distance": row.solution.distance if row.solution else instance.distance,
                     "stats": row.solution.stats if row.solution else {},
-                    # the plan itself, to check or keep (QA sweep: only its cost was here)
+                    # the plan itself, to check or keep, not only its cost
                     "routes": solution_to_dict(row.solution, instance)["routes"]
                     if row.solution else None,
                     "svg": drawings.get(row.solver),
@@ -623,8 +626,6 @@ def serve(
     import uvicorn
     from pydantic import ValidationError
 
-    from jobs.settings import Settings, settings_problem
-
     # The COSOLVE_* settings are checked before uvicorn starts: a bad value (or a GPU that is
     # not there) is one line naming the variable, not a traceback from the app's start-up.
     try:
@@ -632,8 +633,6 @@ def serve(
     except ValidationError as exc:
         fail(settings_problem(exc))
     if settings.executor == "ray":
-        from jobs.executors import ray_problem
-
         problem = ray_problem(settings.ray_address)
         if problem is not None:
             fail(problem)
@@ -641,10 +640,8 @@ def serve(
         torch_device_name(settings.device)
     except ValueError as exc:
         fail(f"COSOLVE_DEVICE: {exc}")
-    from jobs.store import DataDirError, check_data_dir
-
-    try:  # (QA sweep: a file, a read-only folder or a damaged database was a traceback after
-        # the warm-up, and a second server on the same folder took over the first one's jobs)
+    try:  # a file, a read-only folder or a damaged database would be a traceback after the
+        # warm-up, and a second server on the same folder would take over the first one's jobs
         check_data_dir(Path(settings.data_dir))
     except DataDirError as exc:
         fail(f"COSOLVE_DATA_DIR: {exc}")

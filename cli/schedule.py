@@ -147,6 +147,51 @@ def _results_table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _output_folder(option: str, folder: Path | None) -> None:
+    """A folder the charts or schedules go into: made when its parent exists."""
+    if folder is None or folder.is_dir():
+        return
+    if folder.exists():
+        fail(f"{option}: {folder} is a file; give a folder")
+    if not folder.parent.is_dir():
+        fail(f"{option}: folder {folder.parent} does not exist")
+    try:
+        folder.mkdir()
+    except OSError as exc:
+        fail(f"{option}: cannot make folder {folder}: {exc.strerror or exc}")
+
+
+def _policy_rows(runs: list[Any], vm_pool: VMPool, templates: list[Workflow],
+                 gantt: Path | None, schedule: Path | None
+                 ) -> tuple[list[dict[str, Any]], list[tuple[str, Path, Callable[[], str]]]]:
+    """One row per policy run, and the chart and schedule files to write (once the result is
+    known, so a file that cannot be written still leaves the results)."""
+    rows: list[dict[str, Any]] = []
+    files: list[tuple[str, Path, Callable[[], str]]] = []
+    for r in runs:
+        row: dict[str, Any] = {"policy": r.name, "kind": r.kind, "error": r.error,
+                               "gap_to_best": r.gap_to_best,
+                               "checked": (None if r.check is None and r.violations is None
+                                           else r.violations is None)}
+        if r.violations is not None:
+            row["violations"] = r.violations
+        if r.result is not None:
+            row.update(r.result.summary())
+            result = r.result
+            if gantt is not None:
+                path = gantt / f"gantt_{r.name}.svg"
+                files.append(("--gantt", path,
+                              functools.partial(gantt_svg, result, vm_pool, templates)))
+                row["gantt"] = str(path)
+            if schedule is not None:
+                path = schedule / f"schedule_{r.name}.json"
+                files.append(("--schedule", path, functools.partial(
+                    _schedule_json, r.name, result, vm_pool, templates)))
+                row["schedule"] = str(path)
+        rows.append(row)
+    return rows, files
+
+
 @app.command("simulate")
 def simulate_command(
     workflows: Annotated[str | None, typer.Option(
@@ -201,18 +246,10 @@ def simulate_command(
         rates = _rates(rate)
         try:
             arrivals = Arrivals(workflows_count, rates)
-        except InstanceError as exc:  # more rates than workflows (QA sweep: ran some only)
+        except InstanceError as exc:  # more rates than workflows: refused, not run in part
             fail(f"--rate: {exc.message} (--workflows-count {workflows_count})")
-        for option, folder in (("--gantt", gantt), ("--schedule", schedule)):
-            if folder is not None and not folder.is_dir():
-                if folder.exists():
-                    fail(f"{option}: {folder} is a file; give a folder")
-                if not folder.parent.is_dir():
-                    fail(f"{option}: folder {folder.parent} does not exist")
-                try:  # a new folder in an existing one is made (QA sweep: it was refused)
-                    folder.mkdir()
-                except OSError as exc:
-                    fail(f"{option}: cannot make folder {folder}: {exc.strerror or exc}")
+        _output_folder("--gantt", gantt)
+        _output_folder("--schedule", schedule)
         # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
         templates = _templates(workflows, shapes, tasks, template_seed)
     try:
@@ -222,33 +259,11 @@ def simulate_command(
                             check=workflows_count <= CHECK_WORKFLOWS if check is None else check,
                             # the charts alone draw the first few workflows: keep only those
                             keep_workflows=GANTT_WORKFLOWS if schedule is None else None)
-    except KeyboardInterrupt:  # (QA sweep: exit 130 with nothing said, no document)
+    except KeyboardInterrupt:  # said, with a document under --json, as every exit 130
         with json_failures(as_json, best_policy=None, rows=[], interrupted=True):
             fail("interrupted before every policy had run; nothing to report",
                  EXIT_INTERRUPTED)
-    rows: list[dict[str, Any]] = []
-    files: list[tuple[str, Path, Callable[[], str]]] = []  # written once the result is known
-    for r in runs:
-        row: dict[str, Any] = {"policy": r.name, "kind": r.kind, "error": r.error,
-                               "gap_to_best": r.gap_to_best,
-                               "checked": (None if r.check is None and r.violations is None
-                                           else r.violations is None)}
-        if r.violations is not None:
-            row["violations"] = r.violations
-        if r.result is not None:
-            row.update(r.result.summary())
-            result = r.result
-            if gantt is not None:
-                path = gantt / f"gantt_{r.name}.svg"
-                files.append(("--gantt", path,
-                              functools.partial(gantt_svg, result, vm_pool, templates)))
-                row["gantt"] = str(path)
-            if schedule is not None:
-                path = schedule / f"schedule_{r.name}.json"
-                files.append(("--schedule", path, functools.partial(
-                    _schedule_json, r.name, result, vm_pool, templates)))
-                row["schedule"] = str(path)
-        rows.append(row)
+    rows, files = _policy_rows(runs, vm_pool, templates, gantt, schedule)
     ok = [r for r in rows if r.get("mean_flowtime") is not None]
     best = min(ok, key=lambda r: r["mean_flowtime"])["policy"] if ok else None
     # the generator's settings as the API echoes them: every seed the numbers depend on
@@ -265,8 +280,8 @@ def simulate_command(
         body["error"] = "no policy could run"
     title = (f"{workflows_count} workflows on {vm_pool.label} at "
              f"{'→'.join(f'{r:g}' for r in rates)}/h, seed {seed}")
-    # a file that cannot be written still leaves the results on stdout, as `solve --out`
-    # does (QA sweep: under --json the failure printed no document)
+    # a file that cannot be written still leaves the results on stdout (and the document
+    # under --json), as `solve --out` does
     with json_failures(as_json, **body):
         for option, path, text in files:
             try:
@@ -326,7 +341,7 @@ def _local_file(ev: dict[str, Any], where: str) -> Workflow | InstanceError:
     if others:
         return InstanceError(others[0], "give one of file, workflow, document or shape")
     if extras:
-        # QA sweep: beside a file they were ignored, as they were beside a document
+        # refused beside a file, as beside a document, rather than ignored
         return InstanceError(extras[0], f"{extras[0]} does not apply to a file (its format comes "
                              "from its extension; tasks and seed size and seed a generated "
                              "shape)")
@@ -354,7 +369,7 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
         return {"error": {"field": "line", "detail": "expected a JSON object: an event, "
                           "{\"events\": [...]} or {\"type\": \"state\"}"}}
     # the wrapper is validated whole, as HTTP validates its body: an unknown key beside
-    # "events" is refused, not dropped (QA sweep: '{"events": [...], "typo": 1}' was applied)
+    # "events" is refused, not dropped (so '{"events": [...], "typo": 1}' is not applied)
     wrapper = obj if "events" in obj else {"events": [obj]}
     events = wrapper["events"]
     files: dict[int, Workflow | InstanceError] = {}
@@ -426,8 +441,8 @@ def session_command(
     session = Session(vms, chosen, seed)
     refused = False
     try:
-        # bytes, decoded line by line: a line that is not UTF-8 is one refused line (QA
-        # sweep: a file with one such line ended the session with a traceback)
+        # bytes, decoded line by line: a line that is not UTF-8 is one refused line, not
+        # the end of the session with a traceback
         source = events.open("rb") if events is not None else sys.stdin.buffer
     except OSError as exc:
         fail(f"--events: cannot read {events}: {exc.strerror or exc}")
@@ -440,7 +455,7 @@ def session_command(
                 try:
                     line = raw.decode("utf-8")
                     # every failure a line can bring (too deep, digits past Python's limit)
-                    # is one answer, never the end of the session (QA sweep)
+                    # is one answer, never the end of the session
                     obj = load_json(line, "the line", "line")
                 except UnicodeDecodeError as exc:
                     answer = {"error": {"field": "line", "detail": "the line is not UTF-8 "

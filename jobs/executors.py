@@ -111,7 +111,7 @@ class LocalProcessExecutor:
                     return
                 if current.state == RUNNING and _worker_alive(pool, current.worker_pid):
                     # Another job's worker died; the pool then stops every worker, this
-                    # healthy one too (QA sweep: all running jobs ended failed). It solves
+                    # healthy one too (all running jobs would end failed). It solves
                     # again, from the start, under a new attempt.
                     again = self.store.requeue_running(
                         job.id, job.attempt, "re-queued: another job's worker died and the "
@@ -136,7 +136,7 @@ class LocalProcessExecutor:
     def _record_failure(self, job: JobRecord, error: str, tries: int) -> None:
         """Mark the job failed; while the store cannot take it (the disk that stopped the
         worker is still full), try again every few seconds rather than leave the job running
-        for ever (QA sweep: it stayed running, uncancellable, until a restart)."""
+        for ever, uncancellable until a restart."""
         try:
             self.store.finish(job.id, job.attempt, state=FAILED, error=error,
                               message="failed", ttl_s=self.ttl_s)
@@ -160,8 +160,8 @@ class LocalProcessExecutor:
             if process.is_alive():
                 process.terminate()
         # let the pool's manager thread see its workers gone and close its pipes before the
-        # interpreter's exit hook writes to them (QA sweep: "Exception ignored in
-        # _python_exit ... Bad file descriptor" after a stop); bounded, never a hang
+        # interpreter's exit hook writes to them ("Exception ignored in _python_exit ... Bad
+        # file descriptor" after a stop otherwise); bounded, never a hang
         manager = getattr(self._pool, "_executor_manager_thread", None)  # no public accessor
         if manager is not None:
             manager.join(timeout=5.0)
@@ -249,8 +249,8 @@ RAY_PROBE_S = 5.0
 
 def ray_problem(address: str | None, probe_s: float = RAY_PROBE_S) -> str | None:
     """Why jobs could not run on Ray with ``address`` (None when they can start): Ray or its
-    client missing, or nothing listening there (QA sweep: Ray's own connect to an address
-    with no cluster hung the start for minutes, after the warm-up)."""
+    client missing, or nothing listening there (Ray's own connect to an address with no
+    cluster hangs the start for minutes, after the warm-up)."""
     if importlib.util.find_spec("ray") is None:
         return "COSOLVE_EXECUTOR=ray needs Ray: pip install 'cosolve[ray]'"
     if address is None:
@@ -278,8 +278,8 @@ def _connect_ray(ray: Any, address: str | None) -> None:
     if problem is not None:
         raise RuntimeError(problem)
     # ray.init replaces the process's SIGTERM handler with one raising SystemExit inside the
-    # event loop (test-suite sweep: after a job, the server ignored SIGTERM until killed
-    # 10 s later, leaving Ray's agents behind); the server's own handlers are put back
+    # event loop (after a job, the server would ignore SIGTERM until killed 10 s later,
+    # leaving Ray's agents behind); the server's own handlers are put back
     main = threading.current_thread() is threading.main_thread()
     saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
     try:

@@ -179,7 +179,7 @@ class DataDirError(Exception):
 def lock_data_dir(root: Path) -> int:
     """An exclusive lock on ``root`` for this server's lifetime (the open descriptor; close it
     to release). A second server on the same folder re-queued the first one's running jobs and
-    solved them twice (QA sweep), so it is refused with the holder's pid. The lock dies with
+    solved them twice, so it is refused with the holder's pid. The lock dies with
     the process, so a killed server leaves nothing stale behind."""
     import fcntl
 
@@ -286,8 +286,8 @@ class JobStore:
 
     def solution_path(self, job_id: str, attempt: int) -> Path:
         """One file per attempt: a superseded attempt that still finishes (a worker left
-        running by a server that was killed) writes its own file, which is never served (QA
-        sweep: a cancelled job served a stale attempt's solution)."""
+        running by a server that was killed) writes its own file, which is never served (a
+        cancelled job would serve a stale attempt's solution)."""
         return self.job_dir(job_id) / f"solution-{attempt}.json"
 
     def write_solution(self, job_id: str, attempt: int, payload: dict[str, Any]) -> None:
@@ -362,7 +362,7 @@ class JobStore:
                 )
         except (OSError, sqlite3.OperationalError) as exc:
             # nothing half-made stays behind: the expiry loop works from rows, so a folder
-            # without one was never removed (QA sweep: a full disk left them, and a bare 500)
+            # without one would never be removed (a full disk left them, and a bare 500)
             shutil.rmtree(folder, ignore_errors=True)
             raise StorageError(f"the job could not be stored ({type(exc).__name__}: {exc}); "
                                "the server's data directory may be full") from None
@@ -390,8 +390,8 @@ class JobStore:
 
     def discard_batch(self, batch_id: str) -> None:
         """Remove a batch whose submission failed part way, with the jobs stored for it so
-        far, so that "nothing was kept" is true (QA sweep: they stayed queued, counted
-        against the queue, and ran after a restart under a batch id nobody received)."""
+        far, so that "nothing was kept" is true (they would stay queued, counted against the
+        queue, and run after a restart under a batch id nobody received)."""
         with self._conn() as c:
             ids = [row[0] for row in c.execute("SELECT id FROM jobs WHERE batch_id=?",
                                                (batch_id,)).fetchall()]
@@ -491,7 +491,7 @@ class JobStore:
     def purge_expired(self, now: float | None = None) -> int:
         """Delete finished jobs past their expiry, with their files. A batch's jobs go
         together, once every one of them has expired, that is, the TTL after the batch's last
-        job finished (QA sweep: a long batch lost its early results while it still ran)."""
+        job finished, so a long batch keeps its early results while it still runs."""
         now = now or time.time()
         rows = self._connection().execute(
             "SELECT id FROM jobs AS j WHERE expires_at IS NOT NULL AND expires_at < ? AND "
@@ -573,7 +573,7 @@ class JobStore:
                 "UPDATE jobs SET state=?, finished_at=?, updated_at=?, cost=?, feasible=?, "
                 "partial=?, error=?, message=?, best_cost=COALESCE(?, best_cost), "
                 "expires_at=CASE WHEN ? IS NULL THEN NULL ELSE ? + ? END, "
-                # a failure's progress says how long it ran (QA sweep: 0.0 after 2 s)
+                # a failure's progress says how long it ran, not 0.0
                 "elapsed=CASE WHEN ?=? AND started_at IS NOT NULL "
                 "THEN MAX(COALESCE(elapsed, 0), ? - started_at) ELSE elapsed END "
                 "WHERE id=? AND attempt=? AND state IN (?, ?)",

@@ -15,6 +15,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from jobs.store import JobStore
 from solvers.catalog import warm_up
 from solvers.contract import Budget, ProgressEvent
 from solvers.errors import CosolveError, NoSolutionError
@@ -169,8 +170,6 @@ def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,
 def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
                    device: str = "cpu") -> str:
     """Entry point of a local worker process: run one job of the store at ``root``."""
-    from jobs.store import JobStore
-
     store = JobStore(root)
     job = store.get(job_id)
     if (job is None or job.attempt != attempt
@@ -180,7 +179,7 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
                    device, job.max_solutions)
     try:
         data = store.input_path(job).read_bytes()
-    except FileNotFoundError:  # (QA sweep: reported as "the worker process died")
+    except FileNotFoundError:  # said as such, not as "the worker process died"
         outcome = JobOutcome("failed", error="the job's input file is missing from the data "
                              f"directory ({store.input_path(job)})", message="input missing")
         record_outcome(store, job_id, attempt, outcome, ttl_s)
@@ -195,7 +194,7 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
 
 def return_freed_memory() -> None:
     """Hand the memory a job freed back to the system: the worker lives on for later jobs,
-    and glibc keeps freed heap pages otherwise (QA sweep: after one 100K-node OR-Tools job an
+    and glibc keeps freed heap pages otherwise (after one 100K-node OR-Tools job an
     idle worker held 3.8-4.7 GB for the rest of the server's life; measured here, a 50K-node
     OR-Tools solve left 1,317 MB held after ``gc.collect``, 152 MB after the trim)."""
     import gc

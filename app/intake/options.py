@@ -25,9 +25,8 @@ def request_time_limit(requested: float | None, settings: Settings, runs: int = 
         else:
             detail = (f"{runs} solvers × {limit:.15g} s = {limit * runs:.15g} s is above the "
                       f"{settings.max_time_limit:g} s one request may run; lower time_limit")
-        # a job only where the server lets jobs run longer than the request asked for (QA
-        # sweep: with COSOLVE_MAX_JOB_TIME_LIMIT below the request's maximum it advised a job
-        # "up to" less than the limit just refused)
+        # a job only where the server lets jobs run longer than the request asked for, or
+        # the advice would name a job "up to" less than the limit just refused
         jobs = ("submit a job (POST /v1/jobs, up to "
                 f"{settings.max_job_time_limit:g} s) or "
                 if runs == 1 and "flow" not in cli and settings.max_job_time_limit >= limit
@@ -66,7 +65,7 @@ def check_solver_name(name: str, problem: str, field: str) -> None:
     try:
         spec = get_spec(name)
     except UnknownSolverError:
-        # the names that solve this problem, not the whole registry (QA: a TSP's 404 listed
+        # the names that solve this problem, not the whole registry (a TSP's 404 would list
         # the min-cost-flow solvers)
         known = ", ".join(s.name for s in specs_for(problem))
         raise ApiError(404, f"unknown solver {name!r}; the {problem} solvers: {known}. "

@@ -90,7 +90,7 @@ class CompareTask:
     #: where the fleet cap came from, as SolveTask.fleet_field
     fleet_field: str = "max_vehicles"
     #: where the instance came from, for a fault a solver finds in it: ``instance`` (a JSON
-    #: body) or ``file`` (an upload; QA sweep: a comparison named ``instance.coords`` there)
+    #: body) or ``file`` (an upload, where ``instance.coords`` would name nothing sent)
     source: str = "instance"
     #: the name of the known solution the reference was checked and costed from, if any
     reference_file: str | None = None
@@ -254,7 +254,7 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
     try:
         spec = get_spec(solver)
     except UnknownSolverError:
-        # the routing solvers, not the whole registry (QA sweep: the flow solvers were listed)
+        # the routing solvers, not the whole registry with the flow solvers
         raise ApiError(404, f"unknown solver {solver!r}; the routing solvers: "
                        f"{', '.join(routing)}. GET /v1/solvers lists them.",
                        kind="unknown-solver", title="Unknown solver", field="solver") from None
@@ -269,8 +269,7 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
 
 def _check_reads_instance(solver: str, instance: Instance, source: str) -> None:
     """A solver that reads coordinates, given a file with only a distance matrix: refused
-    naming the file, not the ``instance`` of a JSON body the request did not have (QA sweep:
-    an EXPLICIT TSPLIB upload to ils answered ``instance.coords``)."""
+    naming the file, not the ``instance`` of a JSON body the request did not have."""
     try:
         get_solver(solver, problem=instance.problem, has_coordinates=instance.coords is not None)
     except InstanceError as exc:
@@ -303,13 +302,12 @@ def job_from_json(raw: bytes, settings: Settings) -> JobInput:
         message = exc.message if exc.field == "body" else f"{exc.field}: {exc.message}"
         raise invalid_request(message, field=exc.field) from None
     if not isinstance(peek, dict):
-        # as every other JSON body says it (QA sweep: `null` or `[]` was "'problem' must be")
+        # as every other JSON body says it, rather than "'problem' must be" for `null` or `[]`
         raise invalid_request("body: Input should be an object", field="body")
     problem = peek.get("problem")
     if problem not in PROBLEMS:
         raise invalid_request("'problem' must be 'tsp', 'cvrp' or 'cvrptw'", field="problem")
-    # strictly, as every other JSON body (QA sweep: "seed": "3" was a 202 here, a 422 on
-    # /solve)
+    # strictly, as every other JSON body: "seed": "3" is a 422 here as on /solve
     request = validate_json(_JOB_REQUESTS[problem], raw)
     time_limit = _job_time_limit(request.time_limit, settings)
     check_solver_name(request.solver, problem, "solver")

@@ -150,7 +150,7 @@ async def read_upload(request: Request, accepts: tuple[str, str] = INSTANCE_BODY
             else:
                 fields.setdefault(name, []).append(value)
         if file is None:
-            # (QA sweep: a body cut off before its closing boundary lands here too)
+            # a body cut off before its closing boundary lands here too
             hint = (" (it was sent as a plain field, not a file)" if "file" in fields
                     else " (none arrived: the part is missing, or the body was cut short)")
             raise invalid_request(f"a multipart request needs a 'file' part holding "

@@ -250,7 +250,7 @@ def job_solution(job_id: str, service: ServiceDep,
                        title="Not finished", field="job_id", extra={"state": job.state})
     try:
         payload = service.store.read_solution(job_id, job.attempt)
-    except StoredSolutionError as exc:  # (QA sweep: a truncated file was a bare 500)
+    except StoredSolutionError as exc:  # a truncated file: said, not a bare 500
         raise _storage_problem(f"{exc}; the data directory was damaged") from None
     if payload is None and job.has_solution:
         raise _storage_problem(f"job {job_id} ended {job.state} with a solution (cost "
@@ -263,8 +263,8 @@ def job_solution(job_id: str, service: ServiceDep,
     if format == "json":
         return Response(json.dumps(payload), media_type="application/json")
     if payload.get("feasible") is False:
-        # a .tour or .sol has no word for "infeasible": it would read as a solution (QA
-        # sweep: OR-Tools' plan with dropped customers came back as a plain .sol and cost)
+        # a .tour or .sol has no word for "infeasible": it would read as a solution (e.g.
+        # OR-Tools' plan with dropped customers as a plain .sol and cost)
         violations = "; ".join(str(v) for v in payload.get("violations") or []) or "no reason"
         raise invalid_request(f"job {job_id}'s plan is infeasible ({violations}); a .{format} "
                               "file would read as a solution, so it is served as JSON only "
@@ -322,8 +322,7 @@ _BATCH_BODY = {
                           ".gz), "
                           "or one .zip / .tar / .tar.gz holding them; their known solutions "
                           "(NAME.sol, NAME.opt.tour, NAME.tour) give each file a checked gap."},
-                # the form fields as BatchOptions reads them, bounds included (QA sweep: a
-                # hand-written copy lacked them)
+                # the form fields as BatchOptions reads them, bounds included
                 **BatchOptions.model_json_schema()["properties"],
             }}}},
     }
@@ -392,7 +391,7 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
         base = result_stem(safe_filename(filename))
         if base in first_of:
             # e.g. eil51.tsp and sub/eil51.tsp of one zip, or tiny8.vrp and tiny8.vrp.gz
-            # (QA sweep: both accepted, both downloads named tiny8.sol): as the CLI's batch
+            # (both downloads would be named tiny8.sol): as the CLI's batch
             rejected.append({"filename": filename, "error": (
                 f"another file of the batch ({first_of[base]}) gives its results the same "
                 f"name, {base}.*; results are named by the file's name, so rename one")})
@@ -430,7 +429,7 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
             field="files")
     if len(accepted) > settings.max_active_jobs:
         # however long the client waits, the queue never holds this many: not a 429 to retry
-        # (QA sweep: a 201-file batch on an idle server got 429 and Retry-After forever)
+        # (a 429 would send Retry-After forever, even on an idle server)
         raise ApiError(413, f"the batch has {len(accepted)} files to solve; this server queues "
                        f"at most {settings.max_active_jobs} jobs at once "
                        "(COSOLVE_MAX_ACTIVE_JOBS): split it into batches of at most "
@@ -496,23 +495,21 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
         raise _unknown_batch(batch_id)
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
     if not jobs and batch["size"] > 0:
-        # its jobs expired together; the row itself goes at the next purge (QA sweep: it
-        # answered 200 with the rejected files only for up to a minute)
+        # its jobs expired together; the row itself goes at the next purge (until then it
+        # would answer 200 with the rejected files only)
         raise _unknown_batch(batch_id)
     jobs.sort(key=lambda j: j.filename)
     counts = {s: sum(1 for j in jobs if j.state == s)
               for s in ("queued", "running", "succeeded", "failed", "cancelled")}
     # a plan that breaks the rules (OR-Tools' dropped customers under a fleet cap) is not
-    # summed with full plans, and its row says why, as `cosolve batch` does (QA sweep: it
-    # read as a plain success)
-    # solved files only: a cancelled job's partial plan is not an answer (QA sweep: it was
-    # summed, while `cosolve batch` sums solved rows only)
+    # summed with full plans, and its row says why, as `cosolve batch` does; and solved
+    # files only: a cancelled job's partial plan is not an answer
     costs = [j.cost for j in jobs if _solved(j)]
     gaps = {j.id: _gap(j) for j in jobs}
     known_gaps = [g for g in gaps.values() if g is not None]
     return BatchStatus(
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
-        # every job of a batch has the batch's seed (QA sweep: the answer did not say it)
+        # every job of a batch has the batch's seed: said, so the results can be reproduced
         seed=jobs[0].seed if jobs else None, max_vehicles=batch["max_vehicles"],
         max_solutions=batch["max_solutions"],
         created_at=batch["created_at"], done=all(j.final for j in jobs),
@@ -525,8 +522,8 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
         results=[BatchFileResult(
             filename=j.filename, job_id=j.id, state=j.state,  # type: ignore[arg-type]
             nodes=j.nodes, cost=j.cost, feasible=j.feasible, partial=j.partial,
-            # the solver's own time (QA sweep: finish - start counted parsing and warm-up:
-            # 1.89 s for a 0.5 s solve, where the CLI's batch showed 0.30 s)
+            # the solver's own time, as the CLI's batch shows it (finish - start counts
+            # parsing and warm-up: 1.89 s for a 0.5 s solve)
             wall_time=j.elapsed, error=_row_error(service, j), reference=j.reference,
             reference_file=j.reference_file, gap_percent=gaps[j.id]) for j in jobs],
         rejected=batch["rejected"],

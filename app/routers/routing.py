@@ -141,7 +141,7 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
                 violations=solution.violations if solution else [],
                 error=row.error,
                 # the plan and the solver's statistics, so a row can be checked and its
-                # settings seen (QA sweep: only the cost was here, unlike the CLI's rows)
+                # settings seen, as in the CLI's rows
                 distance=solution.distance if solution else task.instance.distance,
                 routes=plan.get("routes"),
                 route_ids=plan.get("route_ids"),

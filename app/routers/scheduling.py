@@ -186,7 +186,7 @@ async def simulate_policies(request: Request, settings: SettingsDep) -> Simulate
 
 # -- sessions ---------------------------------------------------------------------------------
 #: Longest a session's events request may take by the policies' cost model: the caller
-#: waits on it live (QA sweep: three 2,000-task workflows under goodrl took 60 s).
+#: waits on it live (three 2,000-task workflows under goodrl took 60 s).
 SESSION_REQUEST_SECONDS = 30.0
 
 
@@ -218,8 +218,8 @@ def _unknown_session(session_id: str) -> ApiError:
 
 def _get(session_id: str) -> _Live:
     """The live session; any request on it (GET too) counts as activity. Idle ones expire
-    on every access, not only when a session is created (QA sweep: an expired session kept
-    answering, and polling did not keep a quiet one alive)."""
+    on every access, not only when a session is created, so an expired session stops
+    answering and polling keeps a quiet one alive."""
     now = time.monotonic()
     with _sessions_lock:
         _expire(now)
@@ -253,7 +253,7 @@ async def create_session(request: Request, response: Response) -> SessionState:
     try:
         policy = await run_in_threadpool(get_policy, body.policy)
     except UnknownSolverError:
-        # the registry's message says "solver"; here it is a scheduling policy (QA sweep)
+        # the registry's message says "solver"; here it is a scheduling policy
         raise ApiError(404, f"unknown policy {body.policy!r}; known policies: "
                        f"{', '.join(policy_names())}", kind="unknown-solver",
                        title="Unknown policy", field="policy") from None
@@ -265,7 +265,7 @@ async def create_session(request: Request, response: Response) -> SessionState:
     with _sessions_lock:
         _expire(now)
         if len(_sessions) >= MAX_SESSIONS:
-            # the idlest session expires first: the wait until then (QA sweep: no hint)
+            # the idlest session expires first: the wait until then
             idlest = min(v.touched for v in _sessions.values())
             wait = max(1, math.ceil(SESSION_IDLE_S - (now - idlest)))
             raise ApiError(429, f"{MAX_SESSIONS} sessions are open; DELETE finished ones (the "
@@ -288,7 +288,7 @@ def _arrival_workflow(ev: WorkflowArrived, where: str) -> Workflow:
 def _apply(session_id: str, live: _Live, body: EventsRequest) -> EventsResponse:
     # Documents and generated shapes are read first (milliseconds; a document's size is only
     # known once read): the request is sized on the workflows themselves (a guess of four
-    # parents a task refused one 2,000-task sipht arrival with advice to split it, QA sweep).
+    # parents a task refused one 2,000-task sipht arrival with advice to split it).
     # A bad one is reported in its turn below, after the events before it are applied.
     built: dict[int, Workflow] = {}
     for i, ev in enumerate(body.events):
@@ -365,8 +365,8 @@ def _event_problem(failed: EventError) -> Exception:
 def _check_live_tasks(live: _Live, body: EventsRequest,
                       size_of: dict[int, tuple[int, int]]) -> None:
     """413 before anything is applied when the session would hold more than MAX_LIVE_TASKS
-    unfinished tasks at any point of the request (QA sweep: 1,000 workflows of 2,000 tasks
-    held about 1 GB in one session)."""
+    unfinished tasks at any point of the request (1,000 workflows of 2,000 tasks held about
+    1 GB in one session)."""
     changes: list[int | tuple[str, str]] = [
         size_of[i][0] if isinstance(ev, WorkflowArrived) else (ev.workflow_id, ev.task_id)
         for i, ev in enumerate(body.events)]
@@ -383,8 +383,8 @@ def _check_live_tasks(live: _Live, body: EventsRequest,
 
 def _check_released_work(live: _Live, body: EventsRequest, arrivals_seconds: float) -> None:
     """413 before anything is applied when the tasks the request's finishes release would
-    take the policy longer than a session request may (QA sweep: two finishes releasing
-    2,000 tasks each kept goodrl deciding for 36 s; only arrivals were sized)."""
+    take the policy longer than a session request may (two finishes releasing 2,000 tasks
+    each kept goodrl deciding for 36 s), as arrivals are sized."""
     finishes = [(ev.workflow_id, ev.task_id) for ev in body.events
                 if not isinstance(ev, WorkflowArrived)]
     if not finishes:
@@ -449,8 +449,7 @@ async def delete_session(session_id: str) -> Response:
 
     def end() -> None:
         # An events request in flight finishes first and answers its assignments; requests
-        # waiting behind it then find the session ended (QA sweep: one answered 200 for a
-        # session already deleted).
+        # waiting behind it then find the session ended, not a 200 for a deleted session.
         with live.lock:
             if live.ended:
                 raise _unknown_session(session_id)
