@@ -19,7 +19,8 @@ from solvers.routing.problem import CVRPInstance, TSPInstance
 if TYPE_CHECKING:
     import httpx
 
-DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
 
 #: Proven optima (TSPLIB) and best-known values (CVRPLIB), EUC_2D rounded.
 OPTIMA = {"eil51": 426, "berlin52": 7542, "kroA100": 21282, "X-n101-k25": 27591}
@@ -55,7 +56,7 @@ def x101() -> CVRPInstance:
     return inst
 
 
-# -- real uvicorn servers (tests/api/conftest.py starts them) ----------------------------------
+# -- real uvicorn servers (tests/app/conftest.py starts them) --
 # Defined here, once, so that tests/api, tests/flow and tests/scheduling share one server of
 # each kind for the whole session.
 
@@ -63,7 +64,7 @@ def x101() -> CVRPInstance:
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
     """A server with the default settings."""
-    from tests.api.conftest import uvicorn_server
+    from tests.app.conftest import uvicorn_server
 
     with uvicorn_server({}) as url:
         yield url
@@ -71,8 +72,8 @@ def server_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def strict_server_url() -> Iterator[str]:
-    """A server with small limits (see tests.api.conftest.STRICT_LIMITS)."""
-    from tests.api.conftest import STRICT_LIMITS, uvicorn_server
+    """A server with small limits (see tests.app.conftest.STRICT_LIMITS)."""
+    from tests.app.conftest import STRICT_LIMITS, uvicorn_server
 
     with uvicorn_server(STRICT_LIMITS) as url:
         yield url

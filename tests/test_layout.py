@@ -219,6 +219,24 @@ def test_comments_carry_no_history() -> None:
                                              else "")
 
 
+#: Checks of the whole repository, which mirror no single package.
+REPOSITORY_TESTS = {"test_layout.py", "test_docs.py", "test_examples.py", "test_fixed_answers.py"}
+
+
+def test_tests_mirror_the_packages() -> None:
+    """A test lives in the folder of the package it tests (tests/solvers/routing/classical/
+    for solvers/routing/classical/), so a newcomer finds it; tests/gpu holds what needs a
+    device."""
+    tests = REPO / "tests"
+    stray = [str(p.relative_to(REPO)) for p in sorted(tests.glob("test_*.py"))
+             if p.name not in REPOSITORY_TESTS]
+    stray += [str(d.relative_to(REPO)) for d in sorted(tests.rglob("*"))
+              if d.is_dir() and d.name not in ("__pycache__", "gpu")
+              and "data" not in d.relative_to(tests).parts
+              and not (REPO / d.relative_to(tests)).is_dir()]
+    assert not stray, stray
+
+
 def test_readme_is_short_and_starts_with_the_two_commands() -> None:
     text = (REPO / "README.md").read_text()
     assert len(text.splitlines()) <= 200

@@ -1,5 +1,5 @@
 """Request examples for the OpenAPI document: /docs' "Try it out" sends them as they are, so
-each one must succeed (tests/api/test_health_docs.py posts every one). The README's own
+each one must succeed (tests/app/test_health_docs.py posts every one). The README's own
 examples, kept small so that they answer in about a second."""
 
 from __future__ import annotations
