@@ -26,8 +26,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.leaderboard
-	$(BIN)/python -m benchmarks.routing --sets uniform --sizes 100 --instances-per-size 1 --time-limit 1 --out /tmp/cosolve-bench/routing.md
-	$(BIN)/python -m benchmarks.scheduling --workflows 20 --seeds 5000 --out /tmp/cosolve-bench/scheduling.md
+	mkdir -p out/bench
+	$(BIN)/python -m benchmarks.routing --sets uniform --sizes 100 --instances-per-size 1 --time-limit 1 --out out/bench/routing.md
+	$(BIN)/python -m benchmarks.scheduling --workflows 20 --seeds 5000 --out out/bench/scheduling.md
 
 # the docs site, built strictly (a broken link or a page left out of the nav fails) into site/
 docs: $(STAMP)

@@ -113,7 +113,7 @@ def check_data(parser: argparse.ArgumentParser, data: Path, pattern: str, what: 
 
 def writes_results(out: Path) -> bool:
     """Whether this run publishes into benchmarks/results: only such a run may add to the
-    reference caches, so that a quick ``--count 2 --out /tmp/..`` run cannot store fresh,
+    reference caches, so that a quick ``--count 2 --out out/x.md`` run cannot store fresh,
     noisy PyVRP references that later published tables would read."""
     return out.resolve().is_relative_to(RESULTS.resolve())
 
