@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint bench docs clean
+.PHONY: serve test test-heavy lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,11 @@ serve: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q -m "not heavy" --durations=15
+
+# long solves, server restarts and Ray (about 3 minutes): CI runs them after `make test`
+test-heavy: $(STAMP)
+	$(BIN)/pytest -q -m heavy --durations=5
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -241,6 +241,7 @@ def test_an_upload_names_its_solver_faults_before_parsing_the_file(api: httpx.Cl
     assert_problem(api.post("/v1/jobs", files={"file": broken}, data={"solver": "ortools"}),
                    422, field="file")
 
+@pytest.mark.heavy
 def test_100k_node_tsp_job_with_sil(api: httpx.Client, tmp_path: Path) -> None:
     """The headline path: a 100K-node file, SIL's reconstruction as a job, a checked tour no
     longer than its random-insertion start, within the time limit."""
@@ -519,6 +520,7 @@ def persistent_dir() -> Iterator[str]:
         yield d
 
 
+@pytest.mark.heavy
 def test_job_survives_kill_9_of_the_server(persistent_dir: str) -> None:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
@@ -571,6 +573,7 @@ def test_connecting_to_ray_keeps_the_servers_signal_handlers() -> None:
         signal.signal(signal.SIGTERM, before)
 
 
+@pytest.mark.heavy
 def test_ray_executor_runs_the_same_job() -> None:
     # a TSP: on X-n101-k25, whose fleet is tight, OR-Tools with both cores busy found no
     # first solution in 2 s and the test needed 5 s
@@ -732,6 +735,7 @@ def test_a_known_solution_that_serves_no_file_is_rejected_with_the_reason(
     assert "X-n101-k25.sol: a known solution with no instance" in body["detail"]
 
 
+@pytest.mark.heavy
 def test_a_bare_uvicorn_stops_at_once_while_a_client_follows_a_job(tmp_path: Path) -> None:
     """uvicorn waits for open responses before it stops, and an events stream stays open
     until its job ends: a bare `uvicorn app.main:app` (no --timeout-graceful-shutdown) took

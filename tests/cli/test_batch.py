@@ -259,6 +259,7 @@ def test_a_solution_from_other_settings_is_solved_again(
     assert rows["eil51.tsp"] == "succeeded"
 
 
+@pytest.mark.heavy
 def test_max_vehicles_caps_every_cvrp_file_and_rejects_a_tsp(tmp_path: Path) -> None:
     """--max-vehicles reaches each CVRP file's job (ils uses 27 routes on X-n101-k25 at 2 s
     without a cap; here at most 26); a TSP file is rejected, naming the option; a rerun with
@@ -424,6 +425,7 @@ def test_ortools_solves_a_folder_of_one(tmp_path: Path) -> None:
     assert saved["cost"] >= OPTIMA["eil51"]
 
 
+@pytest.mark.heavy
 def test_ray_executor_solves_a_file(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     folder = _instances(tmp_path / "in", ("eil51.tsp",), junk=False)

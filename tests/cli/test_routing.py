@@ -458,6 +458,7 @@ def test_serve_on_a_busy_port_is_a_clear_input_error() -> None:
     assert proc.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in proc.stderr
 
 
+@pytest.mark.heavy
 def test_serve_stops_promptly_while_a_client_follows_a_job(tmp_path: Path) -> None:
     """Ctrl-C waited for the followed job to end (uvicorn waits for open responses, and an
     events stream stays open until its job is final): 15 s for a 15 s job, an hour for an
@@ -529,6 +530,7 @@ def test_first_ctrl_c_cancels_the_solve_and_a_second_stops_at_once() -> None:
     assert signal.getsignal(signal.SIGINT) is before
 
 
+@pytest.mark.heavy
 def test_ctrl_c_stops_an_ortools_solve_and_keeps_its_best_solution() -> None:
     """OR-Tools searches in C++, where a KeyboardInterrupt never reached it (before: a 60 s
     solve ran on after Ctrl-C); the first Ctrl-C now cancels its search like an API job's."""

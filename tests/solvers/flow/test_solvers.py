@@ -332,6 +332,7 @@ def test_batched_iterations_equal_single_ones() -> None:
         np.testing.assert_allclose(batched.primal_cost[i], single.primal_cost[0], rtol=1e-9)
 
 
+@pytest.mark.heavy
 def test_a_compiled_iteration_follows_the_eager_one() -> None:
     """``compile`` fuses an iteration's kernels (the GPU benchmark's fast engine); it must run
     the same iterations to the same flows, and ``cuda_graph`` is ignored on the CPU."""

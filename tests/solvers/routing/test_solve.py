@@ -91,6 +91,7 @@ def test_tsp_quality_and_time_limit(solver, eil51):
     assert sol.stats["seed"] == 1
 
 
+@pytest.mark.heavy
 def test_ortools_cvrp_x101_within_8_percent_in_10s(x101):
     """The foundation's acceptance figure: OR-Tools, 10 s, X-n101-k25, within 8% of 27591."""
     t0 = time.perf_counter()

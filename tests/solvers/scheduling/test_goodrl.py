@@ -153,6 +153,7 @@ def test_shipped_weights_load_and_schedule(classic: list[Workflow]) -> None:
     assert POLICIES["goodrl"].available
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(goodrl.availability() is not None, reason="weights/goodrl.pt not trained")
 def test_shipped_goodrl_is_below_heft_on_held_out_streams(classic: list[Workflow]) -> None:
     # the shipped actor imitates the strongest correct rule (heft_slack) decision for decision;

@@ -162,6 +162,7 @@ def test_slack_rule_beats_heft_when_workflows_compete(classic: list[Workflow]) -
         assert slack < 0.995 * heft, pool
 
 
+@pytest.mark.heavy
 def test_no_policy_beats_the_critical_path_bound(tmp_path) -> None:
     """The lower bound of benchmarks/scheduling.py holds for every workflow of a loaded
     stream under every correct rule, HEFT meets it for a workflow alone that is no wider than

@@ -407,6 +407,7 @@ def test_training_resumes_from_the_shipped_checkpoint_on_a_fresh_clone(tmp_path)
     assert resumed["train"]["steps"] > 1000
 
 
+@pytest.mark.heavy
 def test_a_smaller_validation_set_is_not_compared_with_the_full_one(tmp_path, capsys) -> None:
     """A gap on the first few validation instances must not count as beating the shipped
     checkpoint's gap on all 64 (a smoke run once "improved" 1.954% to 1.935% on 4)."""
@@ -457,6 +458,7 @@ def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
     assert better["change_percent"] < 0 and better["better"] > better["worse"]
 
 
+@pytest.mark.heavy
 def test_reparent_keeps_the_strategy_block_and_takes_the_new_parent(tmp_path) -> None:
     from solvers.routing.neural.reld import weights_path as reld_weights
     from training.polynet import main

@@ -192,6 +192,7 @@ def test_sil_solver_round_trip_on_tsp1k() -> None:
     assert sol.stats["start"] == "random insertion"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["sil", "sil_ls"])
 def test_20k_nodes_solve_within_a_short_budget(name: str) -> None:
     inst = TSPInstance(coords=_uniform(20_000, 5))
