@@ -7,6 +7,8 @@ All checks are vectorized so a 100K-node solution is checked in milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, RoutingInstance, TSPInstance
@@ -84,6 +86,30 @@ def check_cvrp(instance: CVRPInstance, routes: list[list[int]]) -> list[str]:
     return problems
 
 
+def route_schedule(instance: CVRPTWInstance,
+                   route: Sequence[int]) -> tuple[list[float], list[float], float]:
+    """One route's timetable, simulated from the distances alone: the vehicle leaves the
+    depot when it opens, travel time equals distance, an early arrival waits for the window
+    to open. Returns the arrival and the start of service at each stop, and the time the
+    vehicle is back at the depot. The checker and the answers' stop times both read it, so
+    what an answer shows is what was checked."""
+    depot = instance.depot
+    path = np.concatenate(([depot], np.asarray(route, dtype=np.int64), [depot]))
+    legs = instance.edge_lengths(path[:-1], path[1:]).tolist()
+    early = instance.time_windows[:, 0]
+    service = instance.service_times
+    t = instance.horizon[0]
+    arrivals: list[float] = []
+    starts: list[float] = []
+    for step, node in enumerate(path[1:-1].tolist()):
+        t += legs[step]
+        arrivals.append(t)
+        t = max(t, float(early[node]))
+        starts.append(t)
+        t += float(service[node])
+    return arrivals, starts, t + legs[-1]
+
+
 def check_cvrptw(instance: CVRPTWInstance, routes: list[list[int]]) -> list[str]:
     """Everything ``check_cvrp`` checks, then each route's schedule, simulated here from the
     distances alone: vehicles leave the depot when it opens, travel time equals distance, an
@@ -95,34 +121,27 @@ def check_cvrptw(instance: CVRPTWInstance, routes: list[list[int]]) -> list[str]
     if any(v.startswith("node indices out of range") for v in problems):
         return problems  # schedules of out-of-range nodes cannot be simulated
     depot = instance.depot
-    start, end = (float(t) for t in instance.time_windows[depot])
-    early = instance.time_windows[:, 0].tolist()
+    end = instance.horizon[1]
     latest = instance.time_windows[:, 1].tolist()
-    service = instance.service_times.tolist()
     tol = instance.time_tolerance()
     late: list[str] = []
     count = 0
     for k, r in enumerate(routes):
         if not len(r):
             continue
-        path = np.concatenate(([depot], np.asarray(r, dtype=np.int64), [depot]))
-        legs = instance.edge_lengths(path[:-1], path[1:]).tolist()
-        t = start
-        for step, node in enumerate(path[1:-1].tolist()):
-            t += legs[step]
+        arrivals, _, back = route_schedule(instance, r)
+        for node, t in zip(np.asarray(r).tolist(), arrivals, strict=True):
             if t > latest[node] + tol:
                 count += 1
                 if len(late) < _MAX_LISTED:
                     # (digits enough to tell them apart: "1.7e+09 > latest 1.7e+09")
                     late.append(f"route {k}: late at node {node}: arrives {t:.10g} > latest "
                                 f"{latest[node]:.10g} (by {t - latest[node]:.4g})")
-            t = max(t, early[node]) + service[node]
-        t += legs[-1]
-        if t > end + tol:
+        if back > end + tol:
             count += 1
             if len(late) < _MAX_LISTED:
-                late.append(f"route {k}: late at the depot ({depot}): returns {t:.10g} > "
-                            f"latest {end:.10g} (by {t - end:.4g})")
+                late.append(f"route {k}: late at the depot ({depot}): returns {back:.10g} > "
+                            f"latest {end:.10g} (by {back - end:.4g})")
     problems += late
     if count > len(late):
         problems.append(f"{count - len(late)} more late arrivals")

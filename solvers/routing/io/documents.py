@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import InstanceError
+from solvers.routing.details import solution_details
 from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
@@ -220,7 +221,8 @@ def _finite_json(obj: Any) -> Any:
 
 
 def solution_to_dict(solution: Solution, instance: Instance | None = None) -> dict[str, Any]:
-    """The JSON form of a solution (``route_ids`` too when ``instance`` has ids). Raises
+    """The JSON form of a solution; with ``instance``, also ``route_details``, ``summary``
+    and ``units`` (``solvers.routing.details``), and ``route_ids`` when it has ids. Raises
     InstanceError (``routes[i]``) when a route names a node ``instance`` does not have. The
     cost stays a float (NaN for a hand-built infeasible one); ``write_solution_file`` writes
     it as null."""
@@ -238,8 +240,14 @@ def solution_to_dict(solution: Solution, instance: Instance | None = None) -> di
         "routes": solution.routes,
         "stats": solution.stats,
     }
+    if solution.auto is not None:  # which solver `auto` picked, and the measured reason
+        out["auto"] = solution.auto
     if solution.problem == "tsp":  # the tour itself, as the API and the CLI print it
         out["tour"] = solution.routes[0] if solution.routes else []
     if instance is not None and instance.node_ids is not None:
         out["route_ids"] = [instance.node_ids[r].tolist() for r in solution.routes]
+    if instance is not None and solution.problem == instance.problem:
+        # per route load, distance, duration (and stop times), a summary and the units,
+        # recomputed from the instance, never the solver's own figures
+        out.update(solution_details(instance, solution.routes) or {})
     return out
