@@ -7,9 +7,30 @@ solver under a Budget, and read the checked Solution.
     solution = solve(instance, "ils", Budget(time_limit=5, seed=1))
 
 Everything here is re-exported from the solver core (``solvers``); user code imports from
-``cosolve`` so the core can be rearranged without breaking it.
+``cosolve`` so the core can be rearranged without breaking it. ``Client`` is the HTTP API from
+Python (cosolve/client.py), and ``draw(instance, solution)`` a solution's route drawing, which
+a notebook shows as the picture.
 """
 
+from cosolve.client import Batch, Client, Job
+from cosolve.drawing import Drawing, draw
+from cosolve.responses import (
+    ApiError,
+    AuthenticationError,
+    BatchStatus,
+    CompareResult,
+    ConflictError,
+    InvalidRequestError,
+    JobEvent,
+    JobStatus,
+    NotFoundError,
+    PayloadTooLargeError,
+    RateLimitError,
+    ServerUnreachableError,
+    SolutionDocument,
+    SolverInfo,
+    UnavailableError,
+)
 from solvers.catalog import all_specs, get_spec, warm_up
 from solvers.contract import Budget, ProgressEvent, SolverSpec
 from solvers.errors import CosolveError, InstanceError, NoSolutionError
@@ -19,21 +40,41 @@ from solvers.routing.solution import Solution
 from solvers.routing.solve import Comparison, ComparisonRow, compare, gap_percent, solve
 
 __all__ = [
+    "ApiError",
+    "AuthenticationError",
+    "Batch",
+    "BatchStatus",
     "Budget",
     "CVRPInstance",
     "CVRPTWInstance",
+    "Client",
+    "CompareResult",
     "Comparison",
     "ComparisonRow",
+    "ConflictError",
     "CosolveError",
+    "Drawing",
     "InstanceError",
+    "InvalidRequestError",
+    "Job",
+    "JobEvent",
+    "JobStatus",
     "NoSolutionError",
+    "NotFoundError",
+    "PayloadTooLargeError",
     "ProgressEvent",
+    "RateLimitError",
     "RoutingInstance",
+    "ServerUnreachableError",
     "Solution",
+    "SolutionDocument",
+    "SolverInfo",
     "SolverSpec",
     "TSPInstance",
+    "UnavailableError",
     "all_specs",
     "compare",
+    "draw",
     "gap_percent",
     "get_spec",
     "load_instance",

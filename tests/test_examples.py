@@ -1,6 +1,6 @@
 """The runnable examples in examples/ run as a user would run them, so they cannot drift from
 the code: the Python one as a subprocess with a short budget, the batch one through the CLI,
-and the curl one against a real server (the suite's shared uvicorn fixture)."""
+and the curl and client ones against a real server (the suite's shared uvicorn fixture)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,14 @@ def test_curl_example_against_a_server(server_url: str) -> None:
     assert "feasible: True" in out
     assert "reference: 27591.0 from X-n101-k25.sol" in out
     assert "state: succeeded" in out and "TOUR_SECTION" in out
+
+
+def test_client_example_against_a_server(server_url: str) -> None:
+    out = _run([sys.executable, str(EXAMPLES / "client.py"), "--time-limit", "0.3"],
+               _env(COSOLVE_URL=server_url))
+    for step in ("the solvers that can run here", "a TSPLIB file", "two solvers", "a job",
+                 "a batch", "a refused request"):
+        assert f"== {step}" in out
+    assert "<SolutionDocument TSP eil51 by ils: cost " in out and ", feasible," in out
+    assert "gap " in out and "end: succeeded" in out and "TOUR_SECTION" in out
+    assert "eil51.tsp: succeeded" in out and "422 " in out and "field instance" in out
