@@ -1,8 +1,10 @@
 """Draw a routing solution as a small, self-contained SVG.
 
-Used by the compare endpoint (and usable from the CLI) so a user can see at a glance what each
-solver did. The drawing stays compact for a few thousand nodes: all customer dots are one
-``<path>`` of zero-length round-capped segments, and each route is one ``<polyline>``, so the
+Used by the compare endpoint, a job's ``/solution?format=svg``, a batch's zip and the CLI's
+``--svg``, so a user can see at a glance what each solver did. The drawing stays compact for a
+few thousand nodes: all customer dots are one ``<path>`` of zero-length round-capped segments,
+and each route's body is one ``<polyline>`` (a CVRP route's legs from and to the depot are one
+thin, faint ``<path>`` beside it, so the star of depot legs does not hide the routes), so the
 file grows by about 12 bytes per node rather than one element per node.
 """
 
@@ -10,11 +12,16 @@ from __future__ import annotations
 
 import math
 from html import escape
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from solvers.plot import cost_plot_svg, distinct_colour, readable_number
 from solvers.routing.problem import CVRPInstance, Instance
 from solvers.routing.solution import Solution
+
+if TYPE_CHECKING:  # the type only: drawing needs none of the solving machinery
+    from solvers.routing.solve import Comparison
 
 #: Space around the drawing and the height of the title band, in SVG user units (pixels).
 _MARGIN = 12.0
@@ -60,18 +67,24 @@ def _points_text(xy: np.ndarray) -> str:
 
 
 def _route_colour(k: int, count: int) -> str:
-    """Distinct hues for neighbouring route numbers (golden-angle steps around the wheel)."""
-    if count == 1:
-        return "#1f77b4"
-    return f"hsl({(k * 137.508) % 360:.0f},70%,42%)"
+    """One colour per route, distinct for any number of routes (``distinct_colour``)."""
+    return "#1f77b4" if count == 1 else distinct_colour(k)
 
 
-def _title(instance: Instance, solution: Solution, real_geometry: bool) -> str:
-    cost = f"{solution.cost:.6g}" if math.isfinite(solution.cost) else "n/a"
+def _title(instance: Instance, solution: Solution, real_geometry: bool,
+           reference: float | None) -> str:
+    """Solver, instance, cost (thousands separators, never an exponent), gap to a known
+    cost when there is one, and the number of routes."""
+    cost = readable_number(solution.cost)
     words = [
-        f"{solution.solver} on {instance.name} ({instance.n} nodes)",
+        f"{solution.solver} on {instance.name} ({instance.n:,} nodes)",
         f"cost {cost} ({solution.distance})",
     ]
+    if reference is not None and reference > 0 and math.isfinite(solution.cost):
+        words.append(f"gap {100.0 * (solution.cost / reference - 1.0):+.2f}%")
+    routes = sum(1 for r in solution.routes if len(r))
+    if isinstance(instance, CVRPInstance):
+        words.append(f"{routes:,} route{'' if routes == 1 else 's'}")
     if not solution.feasible:
         words.append("INFEASIBLE")
     if not real_geometry:
@@ -79,9 +92,12 @@ def _title(instance: Instance, solution: Solution, real_geometry: bool) -> str:
     return " · ".join(words)
 
 
-def solution_svg(instance: Instance, solution: Solution, width: int = 640) -> str:
+def solution_svg(instance: Instance, solution: Solution, width: int = 640,
+                 reference: float | None = None) -> str:
     """A standalone SVG of ``solution``: nodes as dots, the depot as a square, each route a
-    polyline in its own colour, and a title line naming the solver and the cost."""
+    polyline in its own colour (``class="route"``; a CVRP route's depot legs thinner and
+    fainter), and a title line naming the solver, the cost and, given a ``reference`` cost,
+    the gap to it."""
     if width < 100:
         raise ValueError("width must be at least 100 pixels")
     points, real_geometry = node_positions(instance)
@@ -97,13 +113,22 @@ def solution_svg(instance: Instance, solution: Solution, width: int = 640) -> st
         drawable = route[(route >= 0) & (route < n)]  # an infeasible answer may hold bad indices
         if drawable.size == 0:
             continue
+        colour = _route_colour(k, len(routes))
         if depot is not None:
-            path = np.concatenate(([depot], drawable, [depot]))
+            body = drawable
+            # first and last leg as one faint path: at 100+ routes the depot star
+            # otherwise covers the middle of the drawing
+            (x0, y0), (x1, y1), (xd, yd) = xy[drawable[0]], xy[drawable[-1]], xy[depot]
+            parts.append(
+                f'<path class="depot-legs" d="M{xd:.1f} {yd:.1f}L{x0:.1f} {y0:.1f}'
+                f'M{x1:.1f} {y1:.1f}L{xd:.1f} {yd:.1f}" stroke="{colour}" '
+                f'stroke-width="{line / 2:.2g}" stroke-opacity="0.35"/>'
+            )
         else:
-            path = np.append(drawable, drawable[0])  # close the tour
+            body = np.append(drawable, drawable[0])  # close the tour
         parts.append(
-            f'<polyline points="{_points_text(xy[path])}" stroke="{_route_colour(k, len(routes))}"'
-            f' stroke-width="{line:.2g}"/>'
+            f'<polyline class="route" points="{_points_text(xy[body])}" stroke="{colour}"'
+            f' stroke-width="{line:.2g}"><title>route {k + 1}</title></polyline>'
         )
 
     customers = np.arange(n) if depot is None else np.delete(np.arange(n), depot)
@@ -121,13 +146,28 @@ def solution_svg(instance: Instance, solution: Solution, width: int = 640) -> st
             f'height="{side:.1f}" fill="{_DEPOT_COLOUR}"><title>depot</title></rect>'
         )
 
-    title = escape(_title(instance, solution, real_geometry))
+    title = escape(_title(instance, solution, real_geometry, reference))
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
         f'viewBox="0 0 {width} {height:.0f}" font-family="sans-serif">'
         f"<title>{title}</title>"
         f'<rect width="100%" height="100%" fill="#fff"/>'
         f'<text x="{_MARGIN:g}" y="{_MARGIN + 10:g}" font-size="12" fill="#111">{title}</text>'
-        f'<g fill="none" stroke-linejoin="round">{"".join(parts)}</g>'
+        f'<g fill="none" stroke-linejoin="round" stroke-linecap="round">{"".join(parts)}</g>'
         "</svg>"
     )
+
+
+
+def comparison_plot_svg(comparison: Comparison, width: int = 640, height: int = 360) -> str:
+    """One cost-over-time chart of a comparison: a step line per solver (its progress series,
+    ending at its checked cost), each in the legend; a solver without a feasible cost is
+    listed there with no line."""
+    instance = comparison.instance
+    title = (f"best cost over time on {instance.name} ({instance.n:,} nodes, "
+             f"{readable_number(comparison.budget.time_limit)} s each)")
+    if comparison.reference is not None:
+        title += f" · reference {readable_number(comparison.reference)}"
+    return cost_plot_svg({row.solver: row.progress for row in comparison.rows}, title,
+                         width=width, height=height,
+                         y_label=f"best cost ({instance.distance})")
