@@ -297,6 +297,38 @@ class JobStore:
         tmp.write_text(json.dumps(payload))
         os.replace(tmp, path)
 
+    def progress_path(self, job_id: str, attempt: int) -> Path:
+        """The attempt's cost series (``[[elapsed s, best], ...]``), one file per attempt as
+        the solution."""
+        return self.job_dir(job_id) / f"progress-{attempt}.json"
+
+    def write_progress(self, job_id: str, attempt: int, points: list[list[float]]) -> None:
+        """Write the series atomically; a job whose folder is gone (purged) is left alone."""
+        path = self.progress_path(job_id, attempt)
+        tmp = path.with_suffix(".tmp-progress")
+        try:
+            tmp.write_text(json.dumps(points))
+            os.replace(tmp, path)
+        except FileNotFoundError:
+            return
+
+    def read_progress(self, job_id: str, attempt: int) -> list[list[float]]:
+        """The attempt's stored series; empty when none was written (a job that never
+        reported a cost, or one stored before series were kept). A damaged file is a
+        ``StoredSolutionError``."""
+        path = self.progress_path(job_id, attempt)
+        try:
+            points = json.loads(path.read_text())
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as exc:
+            raise StoredSolutionError(f"the stored progress of job {job_id} cannot be read "
+                                      f"({exc.__class__.__name__}: {exc})") from None
+        if not isinstance(points, list) or not all(
+                isinstance(p, list) and len(p) == 2 for p in points):
+            raise StoredSolutionError(f"the stored progress of job {job_id} is not a series")
+        return points
+
     def read_solution(self, job_id: str, attempt: int | None = None) -> dict[str, Any] | None:
         """The solution of the job's current attempt (or of ``attempt``); None when there is
         none. A file that cannot be read is a ``StoredSolutionError``."""

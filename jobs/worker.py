@@ -19,6 +19,7 @@ from jobs.store import JobStore
 from solvers.catalog import warm_up
 from solvers.contract import Budget, ProgressEvent
 from solvers.errors import CosolveError, NoSolutionError
+from solvers.progress import CostSeries
 from solvers.routing.io.documents import solution_to_dict
 from solvers.routing.io.formats import parse_instance_bytes
 from solvers.routing.problem import CVRPInstance
@@ -64,22 +65,39 @@ class JobOutcome:
     error: str | None = None
     message: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the best cost over time, ``[[elapsed s, best], ...]`` (``CostSeries.to_json``)
+    progress: list[list[float]] = field(default_factory=list)
+
+
+#: How often a running job may rewrite its stored progress series, in seconds.
+SERIES_S = 1.0
 
 
 class _Throttle:
-    """Forward progress at most every POLL_S seconds (the last event is always kept)."""
+    """Forward progress at most every POLL_S seconds (the last event is always kept), and
+    record every improvement in the job's cost series; a sink that keeps series (the local
+    store's) is handed it at most every SERIES_S seconds, so ``/progress`` shows a running
+    job's curve so far."""
 
     def __init__(self, sink: JobSink) -> None:
         self.sink = sink
         self.last = 0.0
         self.iterations = 0  # the most any event reported (the final count never drops)
+        self.series = CostSeries()
+        self.series_written = 0.0
+        self.series_changed = False
 
     def __call__(self, event: ProgressEvent) -> None:
         self.iterations = max(self.iterations, event.iterations)
+        self.series_changed |= self.series.add(event.elapsed, event.best_cost)
         now = time.monotonic()
         if now - self.last >= POLL_S:
             self.last = now
             self.sink.progress(event)
+        keep = getattr(self.sink, "series", None)
+        if keep is not None and self.series_changed and now - self.series_written >= SERIES_S:
+            self.series_written, self.series_changed = now, False
+            keep(self.series.to_json())
 
 
 def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
@@ -129,6 +147,9 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
     iterations = max(int(counted or 0), throttle.iterations)
     sink.progress(ProgressEvent(spec.solver, solution.wall_time, iterations, cost,
                                 "cancelled: best so far kept" if partial else "done"))
+    series = throttle.series
+    # the checked cost closes the curve; an infeasible plan's is no best, only the end time
+    series.add(solution.wall_time, cost if solution.feasible else None)
     return JobOutcome(
         "cancelled" if partial else "succeeded",
         solution=payload,
@@ -136,6 +157,7 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
         feasible=solution.feasible,
         partial=partial,
         message="cancelled; the best solution found so far is kept" if partial else "solved",
+        progress=series.to_json(),
     )
 
 
@@ -156,12 +178,19 @@ class StoreSink:
     def cancelled(self) -> bool:
         return bool(self.store.cancel_requested(self.job_id))
 
+    def series(self, points: list[list[float]]) -> None:
+        """The cost series so far, for ``/progress`` while the job runs."""
+        self.store.write_progress(self.job_id, self.attempt, points)
+
 
 def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,
                    ttl_s: float) -> bool:
-    """Write the solution file, then the final row (guarded by the attempt)."""
+    """Write the solution file and the cost series, then the final row (guarded by the
+    attempt)."""
     if outcome.solution is not None:
         store.write_solution(job_id, attempt, outcome.solution)
+    if outcome.progress:
+        store.write_progress(job_id, attempt, outcome.progress)
     return store.finish(job_id, attempt, state=outcome.state, cost=outcome.cost,
                         feasible=outcome.feasible, partial=outcome.partial, error=outcome.error,
                         message=outcome.message, ttl_s=ttl_s)
