@@ -105,13 +105,23 @@ def first_ctrl_c_cancels() -> Iterator[threading.Event]:
 
 
 def check_parent_folder(option: str, path: Path) -> None:
-    """Fail unless the folder ``path`` is to be written into exists: a file there is named as
-    a file (``--out afile/x.tour`` would say the folder does not exist)."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if parent.is_dir():
+    """Make the folder ``path`` is to be written into (with its parents), before any time is
+    spent; fail naming the option when it cannot be: a file in the way is named as a file."""
+    make_folder(option, path.parent if str(path.parent) else Path("."))
+
+
+def make_folder(option: str, folder: Path) -> None:
+    """``folder`` and its parents, made as ``mkdir -p`` would; a file on the way, or a
+    folder that cannot be made, fails naming ``option``."""
+    if folder.is_dir():
         return
-    fail(f"{option}: {parent} is a file, not a folder" if parent.exists()
-         else f"{option}: folder {parent} does not exist")
+    blocking = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        fail(f"{option}: {blocking} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"{option}: cannot create folder {folder}: {exc.strerror or exc}")
 
 
 #: The longest ``--time-limit`` the CLI takes: 30 days. The API has its own, smaller bounds;

@@ -45,6 +45,7 @@ from cli.common import (
     json_failures,
     jsonable,
     load_or_fail,
+    make_folder,
     solver_names,
     stdout_console,
     with_fleet,
@@ -72,6 +73,7 @@ from solvers.errors import (
     SolverUnavailableError,
     UnknownSolverError,
 )
+from solvers.routing.auto import AUTO, Choice, choose, rule_for
 from solvers.routing.io.documents import solution_to_dict
 from solvers.routing.io.formats import load_instance
 from solvers.routing.io.references import reference_cost, sibling_reference_file
@@ -249,6 +251,25 @@ def _check_solver(name: str, instance: Instance, time_limit: float) -> None:
         fail(f"--solver: {exc}", exc.exit_code)
 
 
+def _auto_choice(solver: str, instance: Instance, time_limit: float,
+                 max_solutions: int | None) -> tuple[str, Choice | None]:
+    """The solver to run and, under ``--solver auto``, the choice that picked it; when no
+    solver in its order can take the request, the preferred one's reason, as for a name."""
+    if solver != AUTO:
+        return solver, None
+    if max_solutions is not None:  # it may pick a solver that counts time only
+        fail("--max-solutions: name the solver (polynet); --solver auto takes a time limit "
+             "only")
+    try:
+        choice = choose(instance, time_limit)
+        return choice.picked, choice
+    except CosolveError:
+        rule = rule_for(instance.problem, instance.n,
+                        getattr(instance, "max_vehicles", None) is not None, time_limit)
+        _check_solver(rule.solvers[0], instance, time_limit)  # fails naming the option
+        raise
+
+
 def _warm_up(names: list[str]) -> None:
     """Load the solvers (imports, weights, compiled kernels) before any clock starts; callers
     run it under ``ctrl_c_before_solving``."""
@@ -371,7 +392,9 @@ def _with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
 @app.command("solve")
 def solve(
     file: Annotated[Path, INSTANCE_ARGUMENT],
-    solver: Annotated[str, typer.Option(help="Solver name (see `cosolve solvers`).")],
+    solver: Annotated[str, typer.Option(
+        help="Solver name (see `cosolve solvers`), or auto: picked by problem and size from "
+        "the measured table (docs/routing.md).")],
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 10.0,
     seed: Annotated[int, typer.Option(
         help="Seeds the solver's random choices; a search the time limit stops may still "
@@ -420,6 +443,7 @@ def solve(
         check_not_the_input(out, file)
         check_not_the_input(svg, file, "--svg")
         _check_svg_file(svg)
+        solver, choice = _auto_choice(solver, instance, time_limit, max_solutions)
         _check_solver(solver, instance, time_limit)
         _warm_up([solver])  # imports and weights before the clock starts, as the server
 
@@ -429,6 +453,8 @@ def solve(
         progress.start(solver)
         solution = _run_solver(solver, instance, budget, progress, as_json)
     interrupted = cancel.is_set()
+    if choice is not None:
+        solution.auto = choice.to_dict()
 
     gap = gap_percent(solution.cost, reference)
     # an infeasible plan is not written as .tour/.sol, which would read as a solution (the
@@ -466,6 +492,9 @@ def solve(
     if as_json:
         _print_json(document)
     else:
+        if choice is not None:  # one line: which solver and the measured reason
+            stdout_console().print(f"auto picked {choice.picked}: {choice.reason}",
+                                   markup=False, highlight=False, soft_wrap=True)
         stdout_console().print(solution_summary(instance, solution, time_limit, reference, gap,
                                          str(out) if out is not None else None,
                                          reference_source))
@@ -514,9 +543,10 @@ def compare(
         _check_reference(reference)
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
         reference, reference_source = _reference(reference, reference_file, file, instance)
-        if svg is not None and not svg.is_dir():
-            fail(f"--svg: {svg} is a file; give a folder for the charts" if svg.exists()
-                 else f"--svg: folder {svg} does not exist")
+        if svg is not None and svg.exists() and not svg.is_dir():
+            fail(f"--svg: {svg} is a file; give a folder for the charts")
+        if svg is not None:
+            make_folder("--svg", svg)
         if solvers is None:
             names = [s.name for s in specs_for(instance.problem) if s.available]
         else:

@@ -72,6 +72,22 @@ def get_solver(
     (and, when ``has_coordinates`` is given, on an instance with or without coordinates), and
     build it once. Every check is made here so that a job or a batch file the solver cannot
     take is refused when it is submitted, not when it runs."""
+    check_solver(name, problem, nodes, time_limit, has_coordinates)
+    with _LOCK:
+        if name not in _INSTANCES:
+            _INSTANCES[name] = get_spec(name).factory()
+        return _INSTANCES[name]
+
+
+def check_solver(
+    name: str,
+    problem: str | None = None,
+    nodes: int | None = None,
+    time_limit: float | None = None,
+    has_coordinates: bool | None = None,
+) -> SolverSpec:
+    """``get_solver``'s checks without building the solver (no torch, no weights loaded):
+    its spec, or the CosolveError that says why it cannot take this request."""
     spec = get_spec(name)
     if problem is not None and problem not in spec.problems:
         raise ProblemMismatchError(name, problem, list(spec.problems))
@@ -107,10 +123,7 @@ def get_solver(
                     "another solver.",
                     needed=needed,
                 )
-    with _LOCK:
-        if name not in _INSTANCES:
-            _INSTANCES[name] = spec.factory()
-        return _INSTANCES[name]
+    return spec
 
 
 def warm_up(name: str) -> None:

@@ -8,9 +8,11 @@ import math
 from solvers.contract import SolverSpec
 from solvers.routing.baselines import ortools as _ortools
 from solvers.routing.baselines import pyvrp as _pyvrp
+from solvers.routing.neural.checkpoints import checkpoint_path, missing_checkpoint, shipped_problems
 
 #: This family's solvers, in the order listings show them; ``solvers.catalog`` registers them.
 SPECS: list[SolverSpec] = []
+_NEURAL_PROBLEMS = ("tsp", "cvrp", "cvrptw")
 
 
 def _needs_package(module: str, pip_name: str) -> str | None:
@@ -145,16 +147,22 @@ def _reld_solver():  # type: ignore[no-untyped-def]
     return ReLDSolver()
 
 
+# Availability is read from the checkpoint files' names: importing the neural modules would
+# import torch, and `cosolve solvers` would wait 3.5 s for it.
 def _reld_availability() -> str | None:
-    from solvers.routing.neural.reld import availability
-
-    return _needs_package("torch", "torch") or availability()
+    if shipped_problems("reld", _NEURAL_PROBLEMS):
+        return _needs_package("torch", "torch")
+    return ("no trained weights: weights/reld_tsp.pt, reld_cvrp.pt and reld_cvrptw.pt are "
+            "missing; train them with `python -m training.reld tsp|cvrp` and `python -m "
+            "training.polynet cvrptw --single`")
 
 
 def _reld_problem_availability(problem: str) -> str | None:
-    from solvers.routing.neural.reld import problem_availability
-
-    return problem_availability(problem)
+    if shipped_problems("reld", (problem,)):
+        return None
+    command = ("python -m training.polynet cvrptw --single" if problem == "cvrptw"
+               else f"python -m training.reld {problem}")
+    return missing_checkpoint(checkpoint_path("reld", problem), command)
 
 
 SPECS.append(
@@ -201,9 +209,10 @@ def _sil_ls_solver():  # type: ignore[no-untyped-def]
 
 
 def _sil_availability() -> str | None:
-    from solvers.routing.neural.sil.model import availability
-
-    return _needs_package("torch", "torch") or availability()
+    if shipped_problems("sil", ("tsp", "cvrp")):
+        return _needs_package("torch", "torch")
+    return ("no trained weights: weights/sil_tsp.pt is missing; train it with "
+            "`python -m training.sit tsp`")
 
 
 SPECS.append(
@@ -256,15 +265,19 @@ def _polynet_solver():  # type: ignore[no-untyped-def]
 
 
 def _polynet_availability() -> str | None:
-    from solvers.routing.neural.polynet import availability
-
-    return _needs_package("torch", "torch") or availability()
+    if shipped_problems("polynet", _NEURAL_PROBLEMS):
+        return _needs_package("torch", "torch")
+    return ("no trained weights: " + " and ".join(
+        f"weights/{checkpoint_path('polynet', p).name}" for p in _NEURAL_PROBLEMS)
+            + " are missing; train them with `python -m training.polynet tsp|cvrp` (warm "
+            "start from weights/reld_<problem>.pt)")
 
 
 def _polynet_problem_availability(problem: str) -> str | None:
-    from solvers.routing.neural.polynet import problem_availability
-
-    return problem_availability(problem)
+    if shipped_problems("polynet", (problem,)):
+        return None
+    return missing_checkpoint(checkpoint_path("polynet", problem),
+                              f"python -m training.polynet {problem}")
 
 
 SPECS.append(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solvers.catalog import get_solver, get_spec
-from solvers.contract import Budget, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import Budget, ProgressCallback, no_progress
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -22,7 +22,7 @@ from solvers.errors import (
     SolverUnavailableError,
     UnknownSolverError,
 )
-from solvers.progress import CostSeries
+from solvers.routing.auto import AUTO, choose
 from solvers.routing.problem import Instance, TSPInstance
 from solvers.routing.solution import Solution, build_solution
 
@@ -41,7 +41,14 @@ def solve(
     SolverUnavailableError, InstanceTooLargeError, BudgetTooSmallError (the time limit is
     below what the solver needs at this size), InstanceError (e.g. coordinates needed) and
     NoSolutionError (no plan within the budget or the fleet), all CosolveErrors; the first
-    solve of a solver in a process warms it up first, outside its clock (see ``_warm``)."""
+    solve of a solver in a process warms it up first, outside its clock (see ``_warm``).
+    ``solver="auto"`` picks one from the measured table (``solvers.routing.auto``) and says
+    which and why in ``Solution.auto``."""
+    if solver == AUTO:
+        choice = choose(instance, budget.time_limit)
+        solution = solve(instance, choice.picked, budget, progress)
+        solution.auto = choice.to_dict()
+        return solution
     impl = get_solver(solver, problem=instance.problem, nodes=instance.n,
                       time_limit=budget.time_limit,
                       has_coordinates=instance.coords is not None)
@@ -148,9 +155,6 @@ class ComparisonRow:
     refusal: CosolveError | None = None
     #: seconds this row took, also when it failed (a failure may use its whole budget)
     elapsed: float | None = None
-    #: the best cost over time as (elapsed s, best) pairs, never increasing: the solver's
-    #: progress reports, ending at its checked final cost when that is lower
-    progress: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def cost(self) -> float | None:
@@ -218,14 +222,8 @@ def compare(
     rows: list[ComparisonRow] = []
     for name in solvers:
         started = time.perf_counter()
-        series = CostSeries()
-
-        def report(event: ProgressEvent, series: CostSeries = series) -> None:
-            series(event)
-            progress(event)
-
         try:
-            rows.append(ComparisonRow(name, solve(instance, name, budget, report)))
+            rows.append(ComparisonRow(name, solve(instance, name, budget, progress)))
         except CosolveError as exc:
             proven = isinstance(exc, NoSolutionError) and exc.proven
             refused = proven or isinstance(exc, REFUSALS)
@@ -237,10 +235,6 @@ def compare(
                                       f"{type(exc).__name__}: {first_line}"))
         rows[-1].elapsed = (rows[-1].solution.wall_time if rows[-1].solution is not None
                             else time.perf_counter() - started)
-        if rows[-1].feasible:  # the checked cost closes the curve (an infeasible one is not
-            # a best cost to plot)
-            series.add(rows[-1].elapsed, rows[-1].cost)
-        rows[-1].progress = series.points()
         if budget.cancelled():
             break
     feasible = [r for r in rows if r.feasible and r.cost is not None]

@@ -249,11 +249,26 @@ def test_compare_draws_each_solution_into_the_svg_folder(tmp_path: Path) -> None
         assert inst.cost(routes) == pytest.approx(rows[solver]["cost"])
 
 
-def test_compare_svg_folder_must_exist(tmp_path: Path) -> None:
+def test_compare_svg_makes_its_folder_and_names_a_file_in_the_way(tmp_path: Path) -> None:
+    folder = tmp_path / "new" / "charts"
     result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "nearest_neighbor",
-                  "--svg", str(tmp_path / "missing"))
+                  "--time-limit", "0.5", "--svg", str(folder))
+    assert result.exit_code == 0, result.stderr
+    assert (folder / "eil51_nearest_neighbor.svg").read_text().startswith("<svg")
+    (tmp_path / "afile").write_text("x")
+    result = _run("compare", str(DATA / "eil51.tsp"), "--solvers", "nearest_neighbor",
+                  "--svg", str(tmp_path / "afile" / "charts"))
     assert result.exit_code == 2
-    assert "--svg" in result.stderr and "does not exist" in result.stderr
+    assert "--svg" in result.stderr and "afile is a file" in result.stderr
+
+
+def test_out_and_svg_make_the_folders_they_name(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "dir" / "x.tour"
+    drawing = tmp_path / "pictures" / "x.svg"
+    result = _run("solve", str(DATA / "eil51.tsp"), "--solver", "nearest_neighbor",
+                  "--time-limit", "0.5", "--out", str(out), "--svg", str(drawing))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_text().strip() and drawing.read_text().startswith("<svg")
 
 
 def test_solve_writes_an_svg_drawing_and_refuses_other_names(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from solvers import weights  # WEIGHTS_DIR read when called, so a test can point it elsewhere
 from solvers.errors import SolverUnavailableError
 
 
@@ -45,3 +46,14 @@ class CheckpointCache:
                 model.eval()
                 self._models[key] = model
             return self._models[key]
+
+
+def checkpoint_path(solver: str, problem: str) -> Path:
+    """weights/<solver>_<problem>.pt, where training writes a neural solver's checkpoint."""
+    return weights.WEIGHTS_DIR / f"{solver}_{problem}.pt"
+
+
+def shipped_problems(solver: str, problems: tuple[str, ...]) -> list[str]:
+    """The problems whose checkpoint file is there: known from the file names alone, without
+    importing torch (3.5 s), so that listing the solvers and ``--solver auto`` stay quick."""
+    return [p for p in problems if checkpoint_path(solver, p).exists()]

@@ -434,11 +434,13 @@ def test_a_new_best_replaces_the_checkpoint_only_if_fresh_instances_confirm_it(
 def test_a_missing_checkpoint_makes_only_its_problem_unavailable(tmp_path, monkeypatch) -> None:
     from solvers.catalog import get_solver, get_spec
     from solvers.errors import SolverUnavailableError
-    from solvers.routing.neural import reld
+    from solvers.routing.neural import checkpoints, reld
 
-    real = reld.weights_path
+    real, real_path = checkpoints.checkpoint_path, reld.weights_path
+    monkeypatch.setattr(checkpoints, "checkpoint_path", lambda s, p: tmp_path / f"{s}_{p}.pt"
+                        if (s, p) == ("reld", "tsp") else real(s, p))
     monkeypatch.setattr(reld, "weights_path",
-                        lambda p: tmp_path / "reld_tsp.pt" if p == "tsp" else real(p))
+                        lambda p: tmp_path / "reld_tsp.pt" if p == "tsp" else real_path(p))
     reason = get_spec("reld").unavailable_reason("tsp")
     assert reason is not None and "python -m training.reld tsp" in reason
     assert get_spec("reld").unavailable_reason("cvrp") is None
