@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solvers.catalog import get_solver, get_spec
-from solvers.contract import Budget, ProgressCallback, no_progress
+from solvers.contract import Budget, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import (
     BudgetTooSmallError,
     CosolveError,
@@ -22,6 +22,7 @@ from solvers.errors import (
     SolverUnavailableError,
     UnknownSolverError,
 )
+from solvers.progress import CostSeries
 from solvers.routing.auto import AUTO, choose
 from solvers.routing.problem import Instance, TSPInstance
 from solvers.routing.solution import Solution, build_solution
@@ -155,6 +156,9 @@ class ComparisonRow:
     refusal: CosolveError | None = None
     #: seconds this row took, also when it failed (a failure may use its whole budget)
     elapsed: float | None = None
+    #: the best cost over time as (elapsed s, best) pairs, never increasing: the solver's
+    #: progress reports, ending at its checked final cost when that is lower
+    progress: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def cost(self) -> float | None:
@@ -222,8 +226,14 @@ def compare(
     rows: list[ComparisonRow] = []
     for name in solvers:
         started = time.perf_counter()
+        series = CostSeries()
+
+        def report(event: ProgressEvent, series: CostSeries = series) -> None:
+            series(event)
+            progress(event)
+
         try:
-            rows.append(ComparisonRow(name, solve(instance, name, budget, progress)))
+            rows.append(ComparisonRow(name, solve(instance, name, budget, report)))
         except CosolveError as exc:
             proven = isinstance(exc, NoSolutionError) and exc.proven
             refused = proven or isinstance(exc, REFUSALS)
@@ -235,6 +245,10 @@ def compare(
                                       f"{type(exc).__name__}: {first_line}"))
         rows[-1].elapsed = (rows[-1].solution.wall_time if rows[-1].solution is not None
                             else time.perf_counter() - started)
+        if rows[-1].feasible:  # the checked cost closes the curve (an infeasible one is not
+            # a best cost to plot)
+            series.add(rows[-1].elapsed, rows[-1].cost)
+        rows[-1].progress = series.points()
         if budget.cancelled():
             break
     feasible = [r for r in rows if r.feasible and r.cost is not None]
