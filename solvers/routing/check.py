@@ -93,20 +93,20 @@ def route_schedule(instance: CVRPTWInstance,
     to open. Returns the arrival and the start of service at each stop, and the time the
     vehicle is back at the depot. The checker and the answers' stop times both read it, so
     what an answer shows is what was checked."""
-    depot = instance.depot
-    path = np.concatenate(([depot], np.asarray(route, dtype=np.int64), [depot]))
+    stops = np.asarray(route, dtype=np.int64)
+    path = np.concatenate(([instance.depot], stops, [instance.depot]))
     legs = instance.edge_lengths(path[:-1], path[1:]).tolist()
-    early = instance.time_windows[:, 0]
-    service = instance.service_times
+    early = instance.time_windows[stops, 0].tolist()
+    service = instance.service_times[stops].tolist()
     t = instance.horizon[0]
     arrivals: list[float] = []
     starts: list[float] = []
-    for step, node in enumerate(path[1:-1].tolist()):
+    for step in range(len(early)):
         t += legs[step]
         arrivals.append(t)
-        t = max(t, float(early[node]))
+        t = max(t, early[step])
         starts.append(t)
-        t += float(service[node])
+        t += service[step]
     return arrivals, starts, t + legs[-1]
 
 

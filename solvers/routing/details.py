@@ -109,22 +109,18 @@ def _timed_route(instance: CVRPTWInstance, route: list[int],
     if not len(route):
         return {"service": 0.0, "waiting": 0.0, "start": None, "end": None, "schedule": []}
     arrivals, begins, back = route_schedule(instance, route)
-    service = instance.service_times
-    ids = instance.node_ids
-    schedule = []
-    for node, arrival, begin in zip(route, arrivals, begins, strict=True):
-        schedule.append({
-            "node": int(node),
-            "id": int(ids[node]) if ids is not None else None,
-            "arrival": arrival,
-            "waiting": begin - arrival,
-            "start": begin,
-            "departure": begin + float(service[node]),
-        })
-    waiting = float(sum(s["waiting"] for s in schedule))
-    return {"service": float(service[np.asarray(route, dtype=np.int64)].sum()),
-            "waiting": waiting, "start": start, "end": back, "duration": back - start,
-            "schedule": schedule}
+    stops = np.asarray(route, dtype=np.int64)
+    service = instance.service_times[stops].tolist()
+    ids = (instance.node_ids[stops].tolist() if instance.node_ids is not None
+           else [None] * len(route))
+    schedule = [
+        {"node": node, "id": id_, "arrival": arrival, "waiting": begin - arrival,
+         "start": begin, "departure": begin + served}
+        for node, id_, arrival, begin, served in zip(stops.tolist(), ids, arrivals, begins,
+                                                     service, strict=True)
+    ]
+    return {"service": float(sum(service)), "waiting": float(sum(s["waiting"] for s in schedule)),
+            "start": start, "end": back, "duration": back - start, "schedule": schedule}
 
 
 def summary(instance: Instance, details: list[dict[str, Any]]) -> dict[str, Any]:
