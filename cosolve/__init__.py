@@ -34,6 +34,7 @@ from cosolve.responses import (
 from solvers.catalog import all_specs, get_spec, warm_up
 from solvers.contract import Budget, ProgressEvent, SolverSpec
 from solvers.errors import CosolveError, InstanceError, NoSolutionError
+from solvers.routing.details import solution_details
 from solvers.routing.io import load_instance, parse_instance_bytes, write_solution_file
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, RoutingInstance, TSPInstance
 from solvers.routing.solution import Solution
@@ -79,6 +80,7 @@ __all__ = [
     "get_spec",
     "load_instance",
     "parse_instance_bytes",
+    "solution_details",
     "solve",
     "warm_up",
     "write_solution_file",
