@@ -49,6 +49,7 @@ from app.schemas.jobs import (
     JobLinks,
     JobList,
     JobProgress,
+    JobSeries,
     JobSolution,
     JobStatus,
     JobUpload,
@@ -67,6 +68,8 @@ from jobs.batches import (
     tour_text,
     upload_path,
 )
+from jobs.downloads import ZipSummary, job_drawing, job_progress_svg, job_series
+from jobs.downloads import batch_zip as build_batch_zip
 from jobs.service import JobInput, JobService, QueueFullError
 from jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError, safe_filename
 from solvers.errors import CosolveError
@@ -77,6 +80,8 @@ router = APIRouter(tags=["jobs"])
 logger = logging.getLogger("cosolve.api")
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
+#: What an SVG drawing or plot is served as.
+SVG_MEDIA_TYPE = "image/svg+xml"
 #: How often the event stream looks for new progress, and sends a keep-alive comment.
 EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
@@ -106,7 +111,8 @@ def job_status(job: JobRecord) -> JobStatus:
         cost=job.cost, feasible=job.feasible, partial=job.partial, error=job.error,
         max_vehicles=job.max_vehicles, max_solutions=job.max_solutions,
         reference=job.reference, reference_file=job.reference_file, gap_percent=_gap(job),
-        links=JobLinks(self=base, events=f"{base}/events", solution=f"{base}/solution"),
+        links=JobLinks(self=base, events=f"{base}/events", solution=f"{base}/solution",
+                       progress=f"{base}/progress"),
     )
 
 
@@ -237,12 +243,14 @@ async def job_events(job_id: str, request: Request, service: ServiceDep) -> Stre
     200: {"content": {"application/json": {"schema": {
               "$ref": "#/components/schemas/JobSolution"}},
               "text/plain": {"schema": {"type": "string"}}},
-          "description": "The solution as JSON, a TSPLIB .tour or a CVRPLIB .sol."},
+          "description": "The solution as JSON, a TSPLIB .tour, a CVRPLIB .sol or an SVG "
+                         "drawing (image/svg+xml)."},
     **problem_responses(404, 409, 422, 500)})
 def job_solution(job_id: str, service: ServiceDep,
-                 format: Literal["json", "tour", "sol"] = "json") -> Response:
+                 format: Literal["json", "tour", "sol", "svg"] = "json") -> Response:
     """The solution of a finished job (for a cancelled one, the best found before the cancel,
-    with ``partial: true``)."""
+    with ``partial: true``); ``format=svg`` draws it, its cost recomputed from the stored
+    instance."""
     job = _get_job(service, job_id)
     if not job.final:
         raise ApiError(409, f"job {job_id} is {job.state}; follow /v1/jobs/{job_id}/events "
@@ -262,6 +270,12 @@ def job_solution(job_id: str, service: ServiceDep,
                        title="No solution", field="job_id")
     if format == "json":
         return Response(json.dumps(payload), media_type="application/json")
+    if format == "svg":  # an infeasible plan is drawn too: its title says INFEASIBLE
+        try:
+            drawing = job_drawing(service.store, job, payload)
+        except StoredSolutionError as exc:
+            raise _storage_problem(str(exc)) from None
+        return Response(drawing, media_type=SVG_MEDIA_TYPE)
     if payload.get("feasible") is False:
         # a .tour or .sol has no word for "infeasible": it would read as a solution (e.g.
         # OR-Tools' plan with dropped customers as a plain .sol and cost)
@@ -284,6 +298,26 @@ def job_solution(job_id: str, service: ServiceDep,
     stem = result_stem(job.filename) or "solution"
     return PlainTextResponse(text, headers={
         "Content-Disposition": content_disposition(f"{stem}.{format}")})
+
+
+@router.get("/jobs/{job_id}/progress", response_model=JobSeries, responses={
+    200: {"content": {"application/json": {}, SVG_MEDIA_TYPE: {"schema": {"type": "string"}}},
+          "description": "The best cost over time as JSON, or (format=svg) as a step plot."},
+    **problem_responses(404, 500)})
+def job_progress(job_id: str, service: ServiceDep,
+                 format: Literal["json", "svg"] = "json") -> Any:
+    """The job's best cost over time, never increasing: every improvement its solver
+    reported (thinned to at most 1,000 points), ending at the checked final cost. A running
+    job's series so far; a queued one's is empty."""
+    job = _get_job(service, job_id)
+    try:
+        points = job_series(service.store, job)
+    except StoredSolutionError as exc:
+        raise _storage_problem(f"{exc}; the data directory was damaged") from None
+    if format == "svg":
+        return Response(job_progress_svg(job, points), media_type=SVG_MEDIA_TYPE)
+    return JobSeries(id=job.id, state=job.state,  # type: ignore[arg-type]
+                     solver=job.solver, final=job.final, cost=job.cost, points=points)
 
 
 def content_disposition(filename: str) -> str:
@@ -541,6 +575,23 @@ def get_batch(batch_id: str, service: ServiceDep,
     if format == "json":
         return status
     return PlainTextResponse(batch_markdown(status), media_type="text/markdown")
+
+
+@router.get("/batches/{batch_id}/results.zip", response_class=Response, responses={
+    200: {"content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+          "description": "summary.md and summary.json, and per file solutions/NAME.json (with "
+                         "NAME.tour or NAME.sol), drawings/NAME.svg and progress/NAME.json and "
+                         ".svg; errors.txt names files whose results could not be read."},
+    **problem_responses(404)})
+def batch_results_zip(batch_id: str, service: ServiceDep) -> Response:
+    """The batch's results as one zip, as far as they are done (the summary says which files
+    are still running)."""
+    status = batch_status(service, batch_id)
+    jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
+    summary = ZipSummary(batch_markdown(status), status.model_dump_json(indent=2))
+    data = build_batch_zip(service.store, sorted(jobs, key=lambda j: j.filename), summary)
+    return Response(data, media_type="application/zip", headers={
+        "Content-Disposition": content_disposition(f"batch-{batch_id}.zip")})
 
 
 @router.delete("/batches/{batch_id}", response_model=BatchStatus, status_code=202,

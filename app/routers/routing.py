@@ -49,7 +49,7 @@ from solvers.contract import Budget
 from solvers.device import torch_device_name
 from solvers.errors import InstanceError, NoSolutionError
 from solvers.routing.io.documents import solution_to_dict
-from solvers.routing.render import solution_svg
+from solvers.routing.render import comparison_plot_svg, solution_svg
 from solvers.routing.solve import REFUSALS, compare, solve
 
 router = APIRouter(prefix="/routing", tags=["routing"])
@@ -146,7 +146,9 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
                 routes=plan.get("routes"),
                 route_ids=plan.get("route_ids"),
                 stats=json_safe(solution.stats) if solution else {},
-                svg=solution_svg(task.instance, solution) if task.svg and solution else None,
+                svg=(solution_svg(task.instance, solution, reference=task.reference)
+                     if task.svg and solution else None),
+                progress=row.progress,
             )
         )
     return CompareResponse(
@@ -160,6 +162,7 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
         reference_file=task.reference_file,
         best_solver=result.best_solver,
         rows=rows,
+        plot=comparison_plot_svg(result) if task.svg else None,
     )
 
 

@@ -85,6 +85,21 @@ class JobLinks(BaseModel):
     self: str
     events: str
     solution: str
+    progress: str
+
+
+class JobSeries(BaseModel):
+    """A job's best cost over time (``GET /v1/jobs/{id}/progress``)."""
+
+    id: str
+    state: JobState
+    solver: str
+    final: bool = Field(description="The job has finished: the series is complete.")
+    cost: float | None = Field(description="The checked cost of the final solution, if any.")
+    points: list[tuple[float, float]] = Field(
+        description="[[elapsed s, best cost], ...]: every improvement (at most 1,000 points, "
+        "thinned evenly past that), the best never increasing; the last point repeats the "
+        "best at the end of the run.")
 
 
 class JobProgress(BaseModel):

@@ -259,7 +259,8 @@ class CompareOptions(_Strict):
         default=None, gt=0, allow_inf_nan=False,
         description="A known cost (e.g. the optimum) to report gaps against.",
     )
-    svg: bool = Field(default=False, description="Add an SVG drawing of each solution.")
+    svg: bool = Field(default=False, description="Add an SVG drawing of each solution and "
+                      "one cost-over-time plot of every solver (`plot`).")
 
 
 class TSPCompareRequest(CompareOptions):
@@ -325,6 +326,9 @@ class CompareRow(BaseModel):
     stats: dict[str, Any] = Field(
         default_factory=dict, description="Solver statistics, as a solve returns them.")
     svg: str | None = Field(default=None, description="SVG drawing, when svg was requested.")
+    progress: list[tuple[float, float]] = Field(
+        default_factory=list, description="The best cost over time, [[elapsed s, best], ...], "
+        "never increasing; it ends at the row's checked cost (empty without a feasible one).")
 
 
 class CompareResponse(BaseModel):
@@ -340,3 +344,6 @@ class CompareResponse(BaseModel):
         "costed from (null for a reference given as a number, or none).")
     best_solver: str | None = Field(description="The cheapest feasible row, if any.")
     rows: list[CompareRow]
+    plot: str | None = Field(
+        default=None, description="With svg=true: one SVG chart of every row's best cost "
+        "over time (a step line per solver, from `progress`).")
