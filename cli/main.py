@@ -79,9 +79,9 @@ from solvers.routing.io.formats import load_instance
 from solvers.routing.io.references import reference_cost, sibling_reference_file
 from solvers.routing.io.solutions import write_solution_file
 from solvers.routing.problem import Instance
-from solvers.routing.render import solution_svg
+from solvers.routing.render import comparison_plot_svg, solution_svg
 from solvers.routing.solution import Solution
-from solvers.routing.solve import REFUSALS, gap_percent
+from solvers.routing.solve import REFUSALS, Comparison, gap_percent
 from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import solve as solve_instance
 from solvers.tuning import check_tuning
@@ -210,20 +210,26 @@ def _check_out_path(out: Path | None, instance: Instance) -> None:
     check_parent_folder("--out", out)
 
 
-def _check_svg_file(svg: Path | None) -> None:
+def _check_svg_file(svg: Path | None, option: str = "--svg") -> None:
     """Refuse a drawing we could not write before spending the time limit."""
     if svg is None:
         return
     if svg.suffix.lower() != ".svg":
-        fail(f"--svg: the drawing is written as SVG; name the file *.svg, got {svg.name!r}")
-    check_parent_folder("--svg", svg)
+        fail(f"{option}: the drawing is written as SVG; name the file *.svg, got "
+             f"{svg.name!r}")
+    check_parent_folder(option, svg)
     if svg.is_dir():
-        fail(f"--svg: {svg} is a folder; name a file")
+        fail(f"{option}: {svg} is a folder; name a file")
 
 
-def _write_svg(path: Path, instance: Instance, solution: Solution, option: str) -> None:
+def _write_svg(path: Path, instance: Instance, solution: Solution, option: str,
+               reference: float | None = None) -> None:
+    _write_text(path, solution_svg(instance, solution, reference=reference), option)
+
+
+def _write_text(path: Path, text: str, option: str) -> None:
     try:
-        path.write_text(solution_svg(instance, solution))
+        path.write_text(text)
     except OSError as exc:
         fail(f"{option}: cannot write {path}: {exc.strerror or exc}")
 
@@ -488,7 +494,7 @@ def solve(
                         reference_source))
                 fail(f"--out: cannot write {out}: {exc.strerror or exc}")
         if svg is not None:
-            _write_svg(svg, instance, solution, "--svg")
+            _write_svg(svg, instance, solution, "--svg", reference)
     if as_json:
         _print_json(document)
     else:
@@ -506,6 +512,33 @@ def solve(
              + "; ".join(solution.violations)
              + (" (--out: not written, a .tour or .sol would read as a solution; a .json "
                 "keeps it with its violations)" if unwritten else ""), EXIT_SOLVER_FAILED)
+
+
+def _check_compare_outputs(file: Path, svg: Path | None, plot: Path | None) -> None:
+    """``--svg`` a folder (made if missing), ``--plot`` an .svg file beside a folder we can
+    make: refused before any solver runs."""
+    if svg is not None and svg.exists() and not svg.is_dir():
+        fail(f"--svg: {svg} is a file; give a folder for the charts")
+    if svg is not None:
+        make_folder("--svg", svg)
+    if plot is not None:
+        check_not_the_input(plot, file, "--plot")
+        _check_svg_file(plot, "--plot")
+
+
+def _draw_comparison(comparison: Comparison, file: Path, svg: Path | None, plot: Path | None,
+                     drawings: dict[str, str]) -> None:
+    """Each row's drawing into ``svg`` (recorded in ``drawings`` as it is written, so a
+    failure part way still lists those) and the cost-over-time chart to ``plot``."""
+    if svg is not None:
+        for row in comparison.rows:
+            if row.solution is not None:
+                path = svg / f"{output_stem(file.name)}_{row.solver}.svg"
+                _write_svg(path, comparison.instance, row.solution, "--svg",
+                           comparison.reference)
+                drawings[row.solver] = str(path)
+    if plot is not None:
+        _write_text(plot, comparison_plot_svg(comparison), "--plot")
 
 
 @app.command("compare")
@@ -529,6 +562,10 @@ def compare(
         Path | None, typer.Option(help="Write a drawing of each solver's solution into this "
                                   "folder, as <instance>_<solver>.svg.")
     ] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="Write one chart of every solver's best cost over "
+                                  "time to this .svg file (its folder is created).")
+    ] = None,
     max_vehicles: Annotated[
         int | None, typer.Option(help="CVRP and CVRPTW: at most this many vehicles, in place "
                                  "of the file's VEHICLES if it has one.")
@@ -543,10 +580,7 @@ def compare(
         _check_reference(reference)
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
         reference, reference_source = _reference(reference, reference_file, file, instance)
-        if svg is not None and svg.exists() and not svg.is_dir():
-            fail(f"--svg: {svg} is a file; give a folder for the charts")
-        if svg is not None:
-            make_folder("--svg", svg)
+        _check_compare_outputs(file, svg, plot)
         if solvers is None:
             names = [s.name for s in specs_for(instance.problem) if s.available]
         else:
@@ -595,19 +629,17 @@ def compare(
                     "routes": solution_to_dict(row.solution, instance)["routes"]
                     if row.solution else None,
                     "svg": drawings.get(row.solver),
+                    # the best cost over time: [[elapsed s, best], ...], never increasing
+                    "progress": [list(point) for point in row.progress],
                 }
                 for row in comparison.rows
             ],
+            "plot": str(plot) if plot is not None else None,
         }
 
     # a drawing that cannot be written still leaves the results on stdout under --json
     with json_failures(as_json, **document()):
-        if svg is not None:
-            for row in comparison.rows:
-                if row.solution is not None:
-                    path = svg / f"{output_stem(file.name)}_{row.solver}.svg"
-                    _write_svg(path, instance, row.solution, "--svg")
-                    drawings[row.solver] = str(path)
+        _draw_comparison(comparison, file, svg, plot, drawings)
     failure: tuple[str, int] | None = None
     if interrupted:
         skipped = names[len(comparison.rows):]
