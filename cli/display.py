@@ -188,6 +188,46 @@ def solution_summary(
     return grid
 
 
+#: Rows of the per-route table before the rest is summed up in one "… N more" line.
+MAX_ROUTE_ROWS = 25
+
+
+def routes_table(plan: dict[str, Any], max_rows: int = MAX_ROUTE_ROWS) -> Table | None:
+    """``--routes``: one row per route of a solution document (``solution_to_dict``'s
+    ``route_details``, recomputed from the instance): stops, load / capacity, distance,
+    duration and, with time windows, waiting; the first ``max_rows`` routes, then a count
+    of the others, and the totals. None when the plan has no details (it cannot be read
+    against the instance; its violations say why)."""
+    details = plan.get("route_details")
+    summary = plan.get("summary")
+    if details is None or summary is None:
+        return None
+    timed = summary.get("total_waiting") is not None
+    units = plan.get("units") or {}
+    table = Table(title=f"Routes ({summary['vehicles_used']:,} used)", title_justify="left",
+                  caption=f"units: {units['distance']}" if units else None,
+                  caption_justify="left")
+    columns = ["route", "stops", "load / cap.", "distance", "duration"]
+    for name in columns + (["waiting"] if timed else []):
+        table.add_column(name, justify="left" if name == "load / cap." else "right")
+    for d in details[:max_rows]:
+        load = "–" if d["load"] is None else f"{d['load']:,} / {d['capacity']:,}"
+        row = [str(d["route"]), f"{d['stops']:,}", load, format_cost(d["distance"]),
+               format_cost(d["duration"])]
+        table.add_row(*row, *([format_cost(d["waiting"])] if timed else []))
+    if len(details) > max_rows:
+        table.add_row(f"… {len(details) - max_rows:,} more", "", "", "", "",
+                      *([""] if timed else []))
+    total_load = summary["total_load"]
+    table.add_section()
+    table.add_row("total", f"{sum(d['stops'] for d in details):,}",
+                  "–" if total_load is None else f"{total_load:,}",
+                  format_cost(summary["total_distance"]), format_cost(summary["total_duration"]),
+                  *([format_cost(summary["total_waiting"])] if timed else []),
+                  style="bold")
+    return table
+
+
 def _source_words(source: str | None) -> str:
     """" (from FILE, checked)" for a reference read from a known solution's file."""
     if source is None or source == "--reference":

@@ -53,6 +53,7 @@ from cli.common import (
 from cli.display import (
     SolveProgress,
     comparison_table,
+    routes_table,
     solution_summary,
     solvers_table,
 )
@@ -155,6 +156,19 @@ def _print_json(obj: Any) -> None:
 def _check_reference(reference: float | None) -> None:
     if reference is not None and not (math.isfinite(reference) and reference > 0):
         fail(f"--reference: must be a positive cost, got {reference:g}")
+
+
+ROUTES_OPTION = typer.Option(
+    "--routes", help="Also print a table of the routes: stops, load / capacity, distance, "
+    "duration (and waiting with time windows); --json always carries them.")
+
+
+def _print_routes(plan: dict[str, Any], show: bool) -> None:
+    """``--routes``: the per-route table under the summary (none for a plan that cannot be
+    read against the instance; its violations are shown above)."""
+    table = routes_table(plan) if show else None
+    if table is not None:
+        stdout_console().print(table)
 
 
 REFERENCE_FILE_OPTION = typer.Option(
@@ -409,6 +423,7 @@ def solve(
         Path | None, typer.Option(help="Write the solution: .tour (TSP), .sol or .json.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    show_routes: Annotated[bool, ROUTES_OPTION] = False,
     reference: Annotated[
         float | None, typer.Option(help="Known optimum or best-known cost, to report a gap.")
     ] = None,
@@ -504,6 +519,7 @@ def solve(
         stdout_console().print(solution_summary(instance, solution, time_limit, reference, gap,
                                          str(out) if out is not None else None,
                                          reference_source))
+        _print_routes(document["solution"], show_routes)
     if interrupted:
         fail(f"interrupted (Ctrl-C): the solution above is the best {solver} found in "
              f"{solution.wall_time:.1f} s of the {time_limit:g} s asked for", EXIT_INTERRUPTED)
@@ -512,6 +528,13 @@ def solve(
              + "; ".join(solution.violations)
              + (" (--out: not written, a .tour or .sol would read as a solution; a .json "
                 "keeps it with its violations)" if unwritten else ""), EXIT_SOLVER_FAILED)
+
+
+def _plan_fields(solution: Solution | None, instance: Instance) -> dict[str, Any]:
+    """A comparison row's plan, to check or keep, not only its cost: the routes, and per
+    route load, distance, duration (CVRPTW stop times), totals and units; null without one."""
+    plan = solution_to_dict(solution, instance) if solution is not None else {}
+    return {key: plan.get(key) for key in ("routes", "route_details", "summary", "units")}
 
 
 def _check_compare_outputs(file: Path, svg: Path | None, plot: Path | None) -> None:
@@ -625,9 +648,8 @@ def compare(
                     "error": row.error,
                     "distance": row.solution.distance if row.solution else instance.distance,
                     "stats": row.solution.stats if row.solution else {},
-                    # the plan itself, to check or keep, not only its cost
-                    "routes": solution_to_dict(row.solution, instance)["routes"]
-                    if row.solution else None,
+                    # the plan itself, with per route figures, totals and units
+                    **_plan_fields(row.solution, instance),
                     "svg": drawings.get(row.solver),
                     # the best cost over time: [[elapsed s, best], ...], never increasing
                     "progress": [list(point) for point in row.progress],
