@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from app.schemas import examples
 from app.schemas.routing import (
@@ -24,10 +25,22 @@ from app.schemas.routing import (
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
+def iso_utc(seconds: float) -> str:
+    """Unix seconds as ISO 8601 in UTC (``2026-12-07T05:00:45.123456+00:00``), which
+    ``datetime.fromisoformat`` and every JSON client read; the numbers stay beside them."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _iso_or_none(seconds: float | None) -> str | None:
+    return None if seconds is None else iso_utc(seconds)
+
+
 class JobOptions(_Strict):
     """Solver and budget of a job; the same fields arrive as form fields with an upload."""
 
-    solver: str = Field(default="ortools", min_length=1, max_length=100)
+    solver: str = Field(default="ortools", min_length=1, max_length=100,
+                        description='A solver name from GET /v1/solvers, or "auto" (picked '
+                        "by problem and size; the solution's `auto` says which and why).")
     time_limit: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds the solver may run (server default when omitted; capped by the "
@@ -39,8 +52,10 @@ class JobOptions(_Strict):
 
 
 class BatchOptions(JobOptions, UploadFleet):
-    """The form fields of a batch: every file gets the same solver, budget (time limit and
-    max_solutions) and fleet cap (a TSP file with a cap is listed as rejected)."""
+    """The form fields of a batch: every file gets the same budget (time limit and
+    max_solutions) and fleet cap (a TSP file with a cap is listed as rejected); `solver` is one
+    name or "auto" for every file, or one per problem kind: "tsp=ils,cvrp=pyvrp,cvrptw=auto"
+    (a file of a kind it leaves out is rejected)."""
 
 
 class TSPJobRequest(JobOptions):
@@ -159,6 +174,26 @@ class JobStatus(BaseModel):
         "with a feasible plan.")
     links: JobLinks
 
+    @computed_field(description="created_at in ISO 8601, UTC.")  # type: ignore[prop-decorator]
+    @property
+    def created(self) -> str:
+        return iso_utc(self.created_at)
+
+    @computed_field(description="started_at in ISO 8601, UTC.")  # type: ignore[prop-decorator]
+    @property
+    def started(self) -> str | None:
+        return _iso_or_none(self.started_at)
+
+    @computed_field(description="finished_at in ISO 8601, UTC.")  # type: ignore[prop-decorator]
+    @property
+    def finished(self) -> str | None:
+        return _iso_or_none(self.finished_at)
+
+    @computed_field(description="expires_at in ISO 8601, UTC.")  # type: ignore[prop-decorator]
+    @property
+    def expires(self) -> str | None:
+        return _iso_or_none(self.expires_at)
+
 
 class JobList(BaseModel):
     jobs: list[JobStatus]
@@ -190,6 +225,17 @@ class BatchFileResult(BaseModel):
         "for a job that succeeded with a feasible solution; null otherwise.")
 
 
+class ProblemTotals(BaseModel):
+    """One problem kind's files in a batch: a TSP's lengths and a CVRP's costs are summed
+    apart, never together."""
+
+    files: int = Field(description="Jobs of this kind (rejected files have no kind).")
+    solved: int = Field(description="Succeeded with a feasible solution.")
+    total_cost: float | None = Field(description="Sum over this kind's solved files.")
+    with_reference: int = Field(description="Solved files with a known solution.")
+    mean_gap_percent: float | None = Field(description="Their mean gap to it.")
+
+
 class BatchSummary(BaseModel):
     files: int = Field(description="Every file of the upload (archive members counted one by "
                        "one): the jobs by state below plus the rejected ones (a known solution "
@@ -206,7 +252,12 @@ class BatchSummary(BaseModel):
                         "OR-Tools dropping customers under a fleet cap; its row says why).")
     total_cost: float | None = Field(description="Sum over files solved with a feasible "
                                      "solution (an infeasible one's row says why in its error; "
-                                     "a cancelled one's partial plan is not counted).")
+                                     "a cancelled one's partial plan is not counted); null "
+                                     "when they are of more than one problem kind: "
+                                     "`by_problem` has each kind's.")
+    by_problem: dict[str, ProblemTotals] = Field(
+        default_factory=dict, description="Totals per problem kind (tsp, cvrp, cvrptw), for "
+        "the kinds the batch's jobs hold.")
     with_reference: int = Field(default=0, description="Files solved (feasible) that have a "
                                 "known solution in the batch: those `mean_gap_percent` "
                                 "averages.")
@@ -227,10 +278,15 @@ class BatchStatus(BaseModel):
     max_solutions: int | None = Field(
         default=None, description="The budget in solutions every file of the batch was given "
         "(the max_solutions form field), null without one.")
-    created_at: float
+    created_at: float = Field(description="Unix seconds; `created` gives it in ISO 8601.")
     done: bool
     summary: BatchSummary
     results: list[BatchFileResult]
     rejected: list[dict[str, Any]] = Field(
         default_factory=list, description="Files refused at submission, with the reason."
     )
+
+    @computed_field(description="created_at in ISO 8601, UTC.")  # type: ignore[prop-decorator]
+    @property
+    def created(self) -> str:
+        return iso_utc(self.created_at)

@@ -153,7 +153,9 @@ class SolveOptions(_Strict):
     """Which solver to run and its budget; the same fields arrive as form fields in uploads."""
 
     solver: str = Field(default="ortools", min_length=1, max_length=100,
-                        description="A solver name from GET /v1/solvers.")
+                        description='A solver name from GET /v1/solvers, or "auto" (picked '
+                        "by problem and size from the measured table; the answer's `auto` "
+                        "says which and why).")
     time_limit: Number | None = Field(
         default=None, gt=0, allow_inf_nan=False,
         description="Seconds the solver may run (server default when omitted; capped by the "
@@ -202,6 +204,85 @@ class SolveUpload(SolveUploadOptions):
     )
 
 
+class StopTimes(BaseModel):
+    """When a CVRPTW vehicle reaches a stop and leaves it, as the checker simulates it."""
+
+    node: int = Field(description="The stop's 0-based node index.")
+    id: int | None = Field(default=None, description="The stop in your ids, when the "
+                           "instance had ids.")
+    arrival: float
+    waiting: float = Field(description="Wait for the window to open: start − arrival.")
+    start: float = Field(description="Start of service (within the stop's window when "
+                         "feasible).")
+    departure: float = Field(description="start + the stop's service time.")
+
+
+class RouteDetail(BaseModel):
+    """One route's figures, recomputed from the instance under its distance convention."""
+
+    route: int = Field(description="The route's index in `routes`.")
+    stops: int = Field(description="Customers visited (TSP: nodes of the tour).")
+    load: int | None = Field(description="Sum of the route's demands (null for a TSP).")
+    capacity: int | None = Field(description="The vehicle capacity (null for a TSP).")
+    distance: float = Field(description="Length of the route, depot to depot.")
+    duration: float = Field(description="Travel time (equal to distance), plus service and "
+                            "waiting for a CVRPTW: end − start.")
+    service: float | None = Field(default=None, description="CVRPTW: service time on "
+                                  "the route.")
+    waiting: float | None = Field(default=None, description="CVRPTW: time spent waiting "
+                                  "for windows to open.")
+    start: float | None = Field(default=None, description="CVRPTW: leaving the depot (when "
+                                "it opens).")
+    end: float | None = Field(default=None, description="CVRPTW: back at the depot.")
+    schedule: list[StopTimes] | None = Field(default=None, description="CVRPTW: the times at "
+                                             "each stop, in visiting order.")
+
+
+class RoutingSummary(BaseModel):
+    """Totals over `route_details`."""
+
+    routes: int = Field(description="Routes listed (empty ones included).")
+    vehicles_used: int = Field(description="Routes that visit a customer.")
+    total_load: int | None = Field(description="Sum of the loads (null for a TSP).")
+    total_distance: float = Field(description="Sum of the route distances: the cost.")
+    total_duration: float
+    total_service: float | None = Field(default=None, description="CVRPTW only.")
+    total_waiting: float | None = Field(default=None, description="CVRPTW only.")
+    latest_return: float | None = Field(default=None, description="CVRPTW: the last vehicle "
+                                        "back at the depot.")
+
+
+class RoutingUnits(BaseModel):
+    """What the cost, distances and times are measured in."""
+
+    distance: str = Field(description="The unit of costs and distances, in words.")
+    time: str = Field(description="The unit of times and durations, in words.")
+    scale: int = Field(description="The file's SCALE (1 if none): every distance and time is "
+                       "this many times the unscaled figure (LKH-3's Solomon files: 10).")
+
+
+#: Per-route figures, a summary and units; null when the plan cannot be read against the
+#: instance (its violations say why).
+ROUTE_DETAILS_DOC = ("One entry per route of `routes`, in order, recomputed from the instance; "
+                     "null when the plan cannot be read against it.")
+
+
+class SkippedSolver(BaseModel):
+    solver: str
+    reason: str = Field(description="Why it could not take this request.")
+
+
+class AutoChoice(BaseModel):
+    """What `solver: "auto"` picked, from the measured table (docs: Which solver)."""
+
+    picked: str = Field(description="The solver that ran (also `solver`).")
+    reason: str = Field(description="The table's row and the benchmark figure behind it.")
+    band: str = Field(description="The row: problem, size band, fleet cap, time limit.")
+    order: list[str] = Field(description="The row's solvers, best first.")
+    skipped: list[SkippedSolver] = Field(description="Solvers before `picked` that could not "
+                                         "take the request here, and why.")
+
+
 class SolutionBody(BaseModel):
     """A solution, its cost recomputed by the instance and checked by an independent checker
     (a solve's answer and a job's solution share these fields)."""
@@ -223,6 +304,11 @@ class SolutionBody(BaseModel):
         default=None, description="The routes in your ids, when the instance had ids."
     )
     stats: dict[str, Any] = Field(description="Solver statistics.")
+    auto: AutoChoice | None = Field(default=None, description='Present when `solver` was '
+                                    '"auto": which solver it picked and why.')
+    route_details: list[RouteDetail] | None = Field(default=None, description=ROUTE_DETAILS_DOC)
+    summary: RoutingSummary | None = None
+    units: RoutingUnits | None = None
 
 
 class SolveResponse(SolutionBody):
@@ -325,6 +411,9 @@ class CompareRow(BaseModel):
     )
     stats: dict[str, Any] = Field(
         default_factory=dict, description="Solver statistics, as a solve returns them.")
+    route_details: list[RouteDetail] | None = Field(default=None, description=ROUTE_DETAILS_DOC)
+    summary: RoutingSummary | None = None
+    units: RoutingUnits | None = None
     svg: str | None = Field(default=None, description="SVG drawing, when svg was requested.")
     progress: list[tuple[float, float]] = Field(
         default_factory=list, description="The best cost over time, [[elapsed s, best], ...], "
