@@ -45,6 +45,7 @@ from cli.batch_files import (
     recheck_done,
     write_outputs,
 )
+from cli.batch_inputs import check_inputs, check_solvers, other_files
 from cli.common import (
     DEVICE_OPTION,
     EXIT_INTERRUPTED,
@@ -52,19 +53,21 @@ from cli.common import (
     check_device,
     check_time_limit,
     fail,
-    family_solvers,
     json_failures,
     jsonable,
     stdout_console,
-    unknown_solver_message,
     with_fleet,
 )
 from cli.display import format_cost, format_gap
 from jobs.batches import (
     GAP_COLUMN,
-    is_instance_name,
+    BatchSolverError,
+    BatchSolvers,
+    kind_totals,
+    kind_totals_text,
     markdown_table,
     output_stem,
+    overall_cost,
     summary_columns,
 )
 from jobs.executors import Executor, make_executor
@@ -78,9 +81,10 @@ from jobs.store import (
     StorageError,
     StoredSolutionError,
 )
-from solvers.catalog import get_solver, get_spec
+from solvers.catalog import get_solver
 from solvers.contract import MAX_SEED
-from solvers.errors import CosolveError, InstanceError, UnknownSolverError
+from solvers.errors import CosolveError, InstanceError
+from solvers.routing.auto import resolve
 from solvers.routing.io.formats import parse_instance_bytes, read_file_bytes
 from solvers.routing.io.references import reference_cost, sibling_reference_file
 from solvers.routing.problem import Instance
@@ -110,6 +114,8 @@ class BatchRow:
     state: str
     nodes: int | None = None
     problem: str | None = None
+    #: the file's solver: the batch's for its kind, then the one ``auto`` picked once solved
+    solver: str | None = None
     cost: float | None = None
     feasible: bool | None = None
     wall_time: float | None = None
@@ -146,27 +152,6 @@ class _Pending:
     path: Path
 
 
-
-
-
-
-
-
-def scan_folder(folder: Path) -> tuple[list[Path], int]:
-    """Instance files directly inside ``folder`` sorted by name, and how many other files
-    were ignored (subfolders are not counted)."""
-    # an instance-named entry that is not a regular file (a dangling link, a FIFO) is kept,
-    # to be listed as rejected with the reason rather than vanish from the summary
-    files = sorted((p for p in folder.iterdir() if p.is_file() or (
-        is_instance_name(p.name) and not p.is_dir())), key=lambda p: p.name)
-    instances = [p for p in files if is_instance_name(p.name)]
-    return instances, len(files) - len(instances)
-
-
-def _other_files(count: int) -> str:
-    return f"{count} other file{'' if count == 1 else 's'}"
-
-
 # -- preparing ---------------------------------------------------------------------------
 #: The longest file name most file systems take, in bytes.
 MAX_NAME_BYTES = 255
@@ -176,7 +161,8 @@ MAX_WORKERS = 1024
 
 def _check_options(solver: str, time_limit: float, seed: int, workers: int | None,
                    executor: str, ray_address: str | None,
-                   max_vehicles: int | None = None, max_solutions: int | None = None) -> int:
+                   max_vehicles: int | None = None, max_solutions: int | None = None,
+                   ) -> tuple[int, BatchSolvers]:
     """Every option mistake is exit 2 naming the option, before any file is read."""
     check_time_limit(time_limit)
     if not 0 <= seed <= MAX_SEED:
@@ -193,54 +179,18 @@ def _check_options(solver: str, time_limit: float, seed: int, workers: int | Non
         workers = max(1, (os.cpu_count() or 2) - 1)
     elif not 1 <= workers <= MAX_WORKERS:
         fail(f"--workers: must be in [1, {MAX_WORKERS}], got {workers}")
-    try:
-        spec = get_spec(solver)
-    except UnknownSolverError:  # the routing solvers only, not the min-cost flow ones
-        fail(f"--solver: {unknown_solver_message(solver, 'routing')}")
-    if spec.family != "routing":
-        # refused once here, or every file would be rejected one by one
-        fail(f"--solver: solver {solver!r} does not solve routing problems (TSP, CVRP, "
-             f"CVRPTW); the routing solvers: {', '.join(family_solvers('routing'))}")
-    if max_solutions is not None and not spec.solution_budget:  # as `cosolve solve` says it
-        fail(f"--max-solutions: solver {solver!r} takes a time limit only")
-    reason = spec.unavailable_reason()
-    if reason is not None:  # the environment, not the input: like `cosolve solve`, exit 1
-        fail(f"--solver: solver {solver!r} is unavailable: {reason}", EXIT_SOLVER_FAILED)
-    return workers
+    return workers, check_solvers(solver, max_solutions)
 
 
-def _check_folders(folder: Path, out: Path) -> tuple[list[Path], int]:
-    if not folder.exists():
-        fail(f"DIR: no such folder: {folder}")
-    if not folder.is_dir():
-        fail(f"DIR: {folder} is not a folder")
-    try:
-        files, ignored = scan_folder(folder)
-    except OSError as exc:
-        fail(f"DIR: cannot read {folder}: {exc.strerror or exc}")
-    if not files:
-        fail(f"DIR: no instance files (.tsp, .vrp, .vrptw, .json, optionally .gz) in {folder}"
-              + (f" ({_other_files(ignored)} ignored)" if ignored else ""))
-    if out.exists() and not out.is_dir():
-        fail(f"--out: {out} exists and is not a folder")
-    if out.resolve() == folder.resolve():
-        fail("--out: must differ from DIR, or the solutions written there would be read "
-              "as instances on the next run")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"--out: cannot create {out}: {exc.strerror or exc}")
-    return files, ignored
-
-
-def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
+def prepare(files: list[Path], out: Path, solvers: BatchSolvers, time_limit: float,
             seed: int, max_vehicles: int | None = None,
             max_solutions: int | None = None) -> tuple[list[BatchRow], list[_Pending]]:
     """Sort the files into already solved, rejected (with the reason) and to solve.
 
     Each file is parsed and its solver checked here, so a file the solver cannot take (or a
     TSP file, or a fleet cap the file cannot have, under ``--max-vehicles``) is reported at
-    once and never becomes a job; one bad file does not stop the others.
+    once and never becomes a job; one bad file does not stop the others. Each file's solver
+    is the one ``solvers`` gives its problem kind (``auto`` checked as the one it picks).
     """
     rows: list[BatchRow] = []
     pending: list[_Pending] = []
@@ -270,12 +220,14 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             row.error = f"cannot read the file: {exc.strerror or exc}"
             continue
         row.input_sha256 = hashlib.sha256(data).hexdigest()
-        done = read_done(out, stem, batch_settings(solver, time_limit, seed, row.input_sha256,
-                                                   max_vehicles, max_solutions))
+        done = next((found for name in solvers.names if (found := read_done(
+            out, stem, batch_settings(name, time_limit, seed, row.input_sha256, max_vehicles,
+                                      max_solutions))) is not None
+                     and solvers.for_problem(found.get("problem", "")) == name), None)
         if done is not None and recheck_done(data, path.name, out, stem, done, max_vehicles):
             owners[stem] = path.name
             row.state = ALREADY_SOLVED
-            row.problem = done.get("problem")
+            row.problem, row.solver = done.get("problem"), done.get("solver")
             row.nodes = done.get("nodes")
             row.cost = done.get("cost")
             row.feasible = True
@@ -288,8 +240,12 @@ def prepare(files: list[Path], out: Path, solver: str, time_limit: float,
             instance = parse_instance_bytes(data, path.name)
             row.problem, row.nodes = instance.problem, instance.n
             instance = with_fleet(instance, max_vehicles)
-            get_solver(solver, problem=instance.problem, nodes=instance.n,
-                       time_limit=time_limit, has_coordinates=instance.coords is not None)
+            row.solver = solvers.for_problem(instance.problem)
+            if row.solver is None:
+                raise BatchSolverError(solvers.missing(instance.problem))
+            get_solver(resolve(row.solver, instance, time_limit), problem=instance.problem,
+                       nodes=instance.n, time_limit=time_limit,
+                       has_coordinates=instance.coords is not None)
         except CosolveError as exc:
             row.error = str(exc)
         except OSError as exc:
@@ -386,6 +342,7 @@ def collect(store: JobStore, job: JobRecord, row: BatchRow, out: Path,
         row.state, row.error = FAILED, "the job succeeded but its solution file is missing"
         return
     row.wall_time = payload.get("wall_time", row.wall_time)
+    row.solver = payload.get("solver", row.solver)  # the one auto picked, if it chose
     if row.feasible is False:
         row.error = "infeasible: " + "; ".join(payload.get("violations") or ["(no reason)"])
     payload["batch"] = batch_settings(job.solver, job.time_limit, job.seed, row.input_sha256,
@@ -425,7 +382,7 @@ def run_jobs(store: JobStore, executor: Executor, pending: list[_Pending], solve
                     row.state, row.error = FAILED, str(exc)
                     continue
                 try:
-                    job = store.create(problem=row.problem or "", solver=solver,
+                    job = store.create(problem=row.problem or "", solver=row.solver or solver,
                                        time_limit=time_limit, seed=seed, filename=filename,
                                        data=data, nodes=row.nodes or 0, batch_id=batch_id,
                                        max_vehicles=max_vehicles, max_solutions=max_solutions)
@@ -516,21 +473,24 @@ def _fmt_feasible(row: BatchRow) -> str:
 
 
 def totals(rows: list[BatchRow], ignored: int) -> dict[str, Any]:
-    """Counts per state and the total cost of the feasible solutions."""
+    """Counts per state, and the costs of the feasible solutions per problem kind
+    (``by_problem``); ``total_cost`` only when every solved file is of one kind."""
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
-    costs = [r.cost for r in rows if r.ok and r.cost is not None and math.isfinite(r.cost)]
     gaps = [r.gap for r in rows if r.gap is not None]
+    by_problem = kind_totals((r.problem, r.cost if r.ok and r.cost is not None
+                              and math.isfinite(r.cost) else None, r.gap) for r in rows)
     return {
         "files": len(rows),
         "solved": sum(1 for r in rows if r.ok),
         "states": counts,
         # the known solutions beside the files are read, not ignored
         "ignored_files": ignored - sum(1 for r in rows if r.reference_file is not None),
-        "total_cost": sum(costs) if costs else None,
+        "total_cost": overall_cost(by_problem),
         "with_reference": len(gaps),
         "mean_gap_percent": sum(gaps) / len(gaps) if gaps else None,
+        "by_problem": by_problem,
     }
 
 
@@ -540,8 +500,10 @@ def totals_line(summary: dict[str, Any]) -> str:
     line = f"{summary['files']} files: " + ", ".join(parts)
     ignored = summary["ignored_files"]
     if ignored:
-        line += f"; {_other_files(ignored)} ignored"
-    line += f"; total cost {format_cost(summary['total_cost'])}"
+        line += f"; {other_files(ignored)} ignored"
+    solved = [k for k in summary.get("by_problem", {}).values() if k["solved"]]
+    line += (f"; total cost {format_cost(summary['total_cost'])}" if len(solved) <= 1 else
+             f"; total cost per problem: {kind_totals_text(summary['by_problem'], format_cost)}")
     if summary.get("with_reference"):
         line += (f"; mean gap {format_gap(summary['mean_gap_percent'])} to the known solutions "
                  f"of {summary['with_reference']} file"
@@ -554,6 +516,7 @@ def _cells(row: BatchRow, gaps: bool = False) -> list[str]:
         row.file,
         "–" if row.nodes is None else f"{row.nodes:,}",
         row.state.replace("_", " "),
+        row.solver or "–",
         format_cost(row.cost),
         *([format_gap(row.gap)] if gaps else []),
         _fmt_feasible(row),
@@ -563,9 +526,11 @@ def _cells(row: BatchRow, gaps: bool = False) -> list[str]:
 
 
 def _columns(rows: list[BatchRow]) -> tuple[tuple[str, ...], bool]:
-    """The summary's columns, with the gap to the known solutions when a file has one."""
+    """The summary's columns, with the gap to the known solutions when a file has one, and
+    the solver each file ran (auto's pick, or its kind's) after its state."""
     gaps = any(r.reference is not None for r in rows)
-    return summary_columns(gaps, "time (s)"), gaps
+    columns = summary_columns(gaps, "time (s)")
+    return (*columns[:3], "solver", *columns[3:]), gaps
 
 
 def summary_table(rows: list[BatchRow], title: str, summary: dict[str, Any]) -> Table:
@@ -614,11 +579,14 @@ def _failure_line(rows: list[BatchRow]) -> str:
 
 # -- the command -------------------------------------------------------------------------
 def batch(
-    folder: Annotated[Path, typer.Argument(
-        metavar="DIR", help="Folder of instance files (.tsp, .vrp, .vrptw, .json, optionally "
-        ".gz); their known solutions beside them (NAME.sol, NAME.opt.tour) give each a checked "
-        "gap; other files are ignored.")],
-    solver: Annotated[str, typer.Option(help="Solver name (see `cosolve solvers`).")],
+    paths: Annotated[list[Path], typer.Argument(
+        metavar="PATH...", help="Instance files (.tsp, .vrp, .vrptw, .json, optionally .gz) "
+        "and folders of them, TSP, CVRP and CVRPTW mixed; their known solutions beside them "
+        "(NAME.sol, NAME.opt.tour) give each a checked gap; a folder's other files are "
+        "ignored.")],
+    solver: Annotated[str, typer.Option(
+        help="Solver name (see `cosolve solvers`) for every file, auto (picked per file by "
+        "problem and size), or one per problem: tsp=ils,cvrp=pyvrp,cvrptw=auto.")],
     out: Annotated[Path, typer.Option(
         help="Folder for the solutions (<stem>.json plus .tour or .sol) and summary.md.")],
     time_limit: Annotated[float, typer.Option(help="Wall-clock limit per file, seconds.")] = 10.0,
@@ -642,20 +610,21 @@ def batch(
              "first.")] = None,
     device: Annotated[str, DEVICE_OPTION] = "cpu",
 ) -> None:
-    """Solve every instance file in DIR as jobs; resumable (files solved in OUT are skipped)."""
+    """Solve every instance file of PATH... as jobs; resumable (files solved in OUT are
+    skipped). Totals are per problem kind."""
     # under --json a refusal before the run prints the batch's document with no rows and
     # the error, as the other commands do
-    document = _json_document(folder, out, solver, time_limit, seed, executor, max_vehicles,
+    document = _json_document(paths, out, solver, time_limit, seed, executor, max_vehicles,
                               [], totals([], 0), completed=True, max_solutions=max_solutions)
     with json_failures(as_json, **document):
-        workers = _check_options(solver, time_limit, seed, workers, executor, ray_address,
-                                 max_vehicles, max_solutions)
+        workers, solvers = _check_options(solver, time_limit, seed, workers, executor,
+                                          ray_address, max_vehicles, max_solutions)
         resolved = check_device(device)
-        files, ignored = _check_folders(folder, out)
+        files, ignored = check_inputs(paths, out)
     document["totals"] = totals([], ignored)
     try:
         with json_failures(as_json, **document):  # e.g. an executor that cannot start
-            rows, completed = _solve_all(files, out, solver, time_limit, seed, workers,
+            rows, completed = _solve_all(files, out, solvers, time_limit, seed, workers,
                                          executor, ray_address,
                                          show_progress=not as_json and sys.stderr.isatty(),
                                          max_vehicles=max_vehicles, device=resolved,
@@ -664,18 +633,18 @@ def batch(
         with json_failures(as_json, **{**document, "interrupted": True}):
             fail("interrupted before the batch started; run the same command again",
                  EXIT_INTERRUPTED)
-    _report(rows, ignored, completed, folder, out, solver, time_limit, seed, executor, as_json,
-            max_vehicles, max_solutions)
+    _report(rows, ignored, completed, paths, out, solvers.text, time_limit, seed, executor,
+            as_json, max_vehicles, max_solutions)
 
 
-def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, seed: int,
+def _solve_all(files: list[Path], out: Path, solvers: BatchSolvers, time_limit: float, seed: int,
                workers: int, executor: str, ray_address: str | None,
                show_progress: bool,
                max_vehicles: int | None = None,
                device: str = "cpu",
                max_solutions: int | None = None) -> tuple[list[BatchRow], bool]:
     """Prepare, run and collect; returns the rows and False if Ctrl-C stopped the jobs."""
-    rows, pending = prepare(files, out, solver, time_limit, seed, max_vehicles, max_solutions)
+    rows, pending = prepare(files, out, solvers, time_limit, seed, max_vehicles, max_solutions)
     if not pending:
         return rows, True
     rejected = [r for r in rows if r.state == REJECTED]
@@ -683,20 +652,21 @@ def _solve_all(files: list[Path], out: Path, solver: str, time_limit: float, see
     store.purge_expired()
     runner, started_ray = _start_executor(executor, store, workers, ray_address, device)
     try:
-        completed = run_jobs(store, runner, pending, solver, time_limit, seed, rejected, out,
+        completed = run_jobs(store, runner, pending, solvers.text, time_limit, seed, rejected, out,
                              show_progress, max_vehicles, max_solutions)
     finally:
         _stop_executor(runner, started_ray)
     return rows, completed
 
 
-def _json_document(folder: Path, out: Path, solver: str, time_limit: float, seed: int,
+def _json_document(paths: list[Path], out: Path, solver: str, time_limit: float, seed: int,
                    executor: str, max_vehicles: int | None, rows: list[BatchRow],
                    summary: dict[str, Any], completed: bool,
                    max_solutions: int | None = None) -> dict[str, Any]:
     """What ``--json`` prints: the batch's settings, its totals and one row per file."""
     return {
-        "dir": str(folder),
+        "dir": str(paths[0]) if paths else None,  # the first, as when one folder was given
+        "paths": [str(p) for p in paths],
         "out": str(out),
         "solver": solver,
         "time_limit": time_limit,
@@ -711,15 +681,15 @@ def _json_document(folder: Path, out: Path, solver: str, time_limit: float, seed
     }
 
 
-def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, out: Path,
+def _report(rows: list[BatchRow], ignored: int, completed: bool, paths: list[Path], out: Path,
             solver: str, time_limit: float, seed: int, executor: str, as_json: bool,
             max_vehicles: int | None = None, max_solutions: int | None = None) -> None:
     """The table (or JSON) on stdout, summary.md in OUT, and the exit code."""
     summary = totals(rows, ignored)
     fleet = "" if max_vehicles is None else f", at most {max_vehicles} vehicles"
     budget = "" if max_solutions is None else f", at most {max_solutions} solutions"
-    title = (f"cosolve batch {folder}: solver {solver}, time limit {time_limit:g} s, "
-             f"seed {seed}{fleet}{budget}, executor {executor}")
+    title = (f"cosolve batch {' '.join(map(str, paths))}: solver {solver}, time limit "
+             f"{time_limit:g} s, seed {seed}{fleet}{budget}, executor {executor}")
     markdown_error = None
     try:
         atomic_write(out / SUMMARY_FILE, summary_markdown(rows, title, summary))
@@ -727,7 +697,7 @@ def _report(rows: list[BatchRow], ignored: int, completed: bool, folder: Path, o
         markdown_error = f"--out: cannot write {out / SUMMARY_FILE}: {exc.strerror or exc}"
     if as_json:
         typer.echo(json.dumps(jsonable(_json_document(
-            folder, out, solver, time_limit, seed, executor, max_vehicles, rows, summary,
+            paths, out, solver, time_limit, seed, executor, max_vehicles, rows, summary,
             completed, max_solutions)), indent=2))
     else:
         stdout_console().print(summary_table(rows, title, summary))

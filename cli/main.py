@@ -609,6 +609,8 @@ def compare(
         else:
             names = solver_names(solvers, "ortools,pyvrp")
             for name in names:
+                if name == AUTO:  # its row runs the solver auto picks, named in the row
+                    continue
                 try:
                     spec = get_spec(name)
                 except UnknownSolverError:
@@ -648,6 +650,7 @@ def compare(
                     "error": row.error,
                     "distance": row.solution.distance if row.solution else instance.distance,
                     "stats": row.solution.stats if row.solution else {},
+                    "auto": row.solution.auto if row.solution else None,  # auto's pick, why
                     # the plan itself, with per route figures, totals and units
                     **_plan_fields(row.solution, instance),
                     "svg": drawings.get(row.solver),

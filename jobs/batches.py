@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from jobs.service import JobInput
+from solvers.catalog import get_spec
 from solvers.errors import CosolveError, InstanceError
+from solvers.routing.auto import AUTO
 from solvers.routing.io.formats import parse_instance_bytes
 from solvers.routing.io.references import (
     reference_cost_bytes,
@@ -371,3 +373,110 @@ def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> lis
     return ["| " + " | ".join(columns) + " |",
             "|" + "|".join("---:" if c in _NUMBER_COLUMNS else "---" for c in columns) + "|",
             *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+# -- solvers and totals per problem kind --------------------------------------------------
+#: The problem kinds a batch may mix, in the order totals list them.
+BATCH_PROBLEMS = ("tsp", "cvrp", "cvrptw")
+
+
+class BatchSolverError(CosolveError):
+    """A batch's ``solver`` that cannot be read: a per-problem form naming an unknown
+    problem, one problem twice, or a solver that does not solve the problem it is given."""
+
+    status = 422
+    kind = "invalid-solver"
+    title = "Invalid solver choice"
+    exit_code = 2
+    field = "solver"
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSolvers:
+    """The solver for each problem kind of a batch: one name for every file (``ils``,
+    ``auto``), or one per kind (``tsp=ils,cvrp=pyvrp,cvrptw=auto``); a kind the per-kind form
+    leaves out has none, and its files are rejected saying so."""
+
+    text: str
+    default: str | None
+    by_problem: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        """Every solver named, once each, in the order given."""
+        return list(dict.fromkeys([self.default] if self.default else self.by_problem.values()))
+
+    def for_problem(self, problem: str) -> str | None:
+        return self.default if self.default is not None else self.by_problem.get(problem)
+
+    def missing(self, problem: str) -> str:
+        """Why a file of ``problem`` has no solver in this batch."""
+        given = ", ".join(self.by_problem)
+        return (f"the batch's solver ({self.text}) names none for {problem.upper()} files "
+                f"(it names {given}); add {problem}=NAME or use auto")
+
+
+def parse_batch_solvers(text: str) -> BatchSolvers:
+    """``ils``, ``auto`` or ``tsp=ils,cvrp=pyvrp``; a per-kind name is checked against its
+    kind here (UnknownSolverError for a name nobody registered), a single name is left to the
+    caller's checks (it may be any routing solver)."""
+    text = text.strip()
+    if "=" not in text:
+        return BatchSolvers(text, text)
+    by_problem: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        problem, eq, name = (s.strip() for s in part.partition("="))
+        problem = problem.lower()
+        if not eq or not name or not problem:
+            raise BatchSolverError(f"cannot read {part!r} in {text!r}: write one solver for "
+                                   "every file (ils, auto) or PROBLEM=SOLVER pairs separated "
+                                   "by commas (tsp=ils,cvrp=pyvrp,cvrptw=pyvrp)")
+        if problem not in BATCH_PROBLEMS:
+            raise BatchSolverError(f"unknown problem {problem!r} in {text!r}; a batch's "
+                                   f"problems: {', '.join(BATCH_PROBLEMS)}")
+        if problem in by_problem:
+            raise BatchSolverError(f"{problem} is given twice in {text!r}")
+        if name != AUTO and problem not in get_spec(name).problems:
+            raise BatchSolverError(f"solver {name!r} does not solve {problem} (it solves: "
+                                   f"{', '.join(get_spec(name).problems)})")
+        by_problem[problem] = name
+    return BatchSolvers(",".join(f"{p}={n}" for p, n in by_problem.items()), None, by_problem)
+
+
+def kind_totals(results: Iterable[tuple[str | None, float | None, float | None]],
+                ) -> dict[str, dict[str, Any]]:
+    """Totals per problem kind from (problem, cost of a feasible solution or None, gap to
+    the known solution or None) per file: files, solved, total_cost, with_reference and
+    mean_gap_percent. A TSP's length and a CVRP's cost are never summed together."""
+    out: dict[str, dict[str, Any]] = {}
+    for problem, cost, gap in results:
+        if problem is None:  # a file that could not be read has no kind
+            continue
+        kind = out.setdefault(problem, {"files": 0, "solved": 0, "total_cost": None,
+                                        "with_reference": 0, "mean_gap_percent": None,
+                                        "_gaps": []})
+        kind["files"] += 1
+        if cost is not None:
+            kind["solved"] += 1
+            kind["total_cost"] = (kind["total_cost"] or 0.0) + cost
+        if gap is not None:
+            kind["_gaps"].append(gap)
+    for kind in out.values():
+        gaps = kind.pop("_gaps")
+        kind["with_reference"] = len(gaps)
+        kind["mean_gap_percent"] = sum(gaps) / len(gaps) if gaps else None
+    return {p: out[p] for p in BATCH_PROBLEMS if p in out}
+
+
+def overall_cost(by_kind: dict[str, dict[str, Any]]) -> float | None:
+    """The batch's total cost: the solved files' sum when they are all of one kind, else None
+    (the per-kind totals carry the sums)."""
+    solved = [k for k in by_kind.values() if k["solved"]]
+    return solved[0]["total_cost"] if len(solved) == 1 else None
+
+
+def kind_totals_text(by_kind: dict[str, dict[str, Any]], number: Any) -> str:
+    """"TSP 1,234 (2 solved), CVRP 5,678 (1 solved)": the totals line of a mixed batch;
+    ``number`` formats a cost."""
+    return ", ".join(f"{p.upper()} {number(k['total_cost'])} ({k['solved']} solved)"
+                     for p, k in by_kind.items())

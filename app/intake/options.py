@@ -11,6 +11,7 @@ from app.errors import (
 from app.settings import Settings
 from solvers.catalog import all_specs, get_spec, specs_for
 from solvers.errors import UnknownSolverError
+from solvers.routing.auto import AUTO, ROUTING_PROBLEMS
 
 
 def request_time_limit(requested: float | None, settings: Settings, runs: int = 1,
@@ -53,6 +54,10 @@ def check_solver_list(names: list[str], problem: str, settings: Settings) -> Non
 def check_solution_budget(solver: str, max_solutions: int | None) -> None:
     """A budget in solutions only for a solver that counts its solutions (after the name
     check, so the solver exists)."""
+    if max_solutions is not None and solver == AUTO:
+        raise invalid_request("solver 'auto' takes a time limit only (it may pick a solver "
+                              "that counts no solutions); name the solver to give "
+                              "max_solutions", field="max_solutions")
     if max_solutions is not None and not get_spec(solver).solution_budget:
         takes = [s.name for s in all_specs() if s.solution_budget]
         raise invalid_request(f"solver {solver!r} takes a time limit only; max_solutions is for "
@@ -61,7 +66,10 @@ def check_solution_budget(solver: str, max_solutions: int | None) -> None:
 
 def check_solver_name(name: str, problem: str, field: str) -> None:
     """Fail fast, before parsing the instance, on a solver that does not exist or does not
-    solve this problem. Availability and size limits are left to the solve itself."""
+    solve this problem. Availability and size limits are left to the solve itself.
+    ``auto`` is a name for every routing problem (``solvers.routing.auto``)."""
+    if name == AUTO and problem in ROUTING_PROBLEMS:
+        return
     try:
         spec = get_spec(name)
     except UnknownSolverError:

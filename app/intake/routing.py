@@ -43,10 +43,12 @@ from app.schemas.routing import (
     TSPSolveRequest,
 )
 from app.settings import Settings
+from jobs.batches import BatchSolvers, parse_batch_solvers
 from jobs.service import JobInput
 from jobs.store import safe_filename
 from solvers.catalog import all_specs, get_solver, get_spec
 from solvers.errors import CosolveError, InstanceError, UnknownSolverError
+from solvers.routing.auto import AUTO, resolve
 from solvers.routing.io.documents import instance_from_dict, instance_to_dict, load_json
 from solvers.routing.io.formats import parse_instance_bytes
 from solvers.routing.io.references import reference_cost_bytes
@@ -244,11 +246,29 @@ def _job_time_limit(requested: float | None, settings: Settings) -> float:
 
 
 def check_batch_options(solver: str, time_limit: float | None, settings: Settings,
-                        max_solutions: int | None = None) -> None:
+                        max_solutions: int | None = None) -> BatchSolvers:
     """What is wrong for every file of a batch is the request's fault, not each file's: an
-    unknown solver (404 on ``solver``), a time limit above the jobs' maximum (422 on
-    ``time_limit``) or a budget in solutions for a solver that takes none (422 on
-    ``max_solutions``)."""
+    unknown solver (404 on ``solver``), a per-problem form that cannot be read (422), a time
+    limit above the jobs' maximum (422 on ``time_limit``) or a budget in solutions for a
+    solver that takes none (422 on ``max_solutions``). The solver of each problem kind:
+    one name or ``auto`` for every file, or ``tsp=ils,cvrp=pyvrp,cvrptw=auto``."""
+    try:
+        solvers = parse_batch_solvers(solver)
+    except UnknownSolverError as exc:
+        _check_batch_solver(exc.name)  # the 404 naming the routing solvers
+        raise
+    except CosolveError as exc:
+        raise domain_problem(exc) from None
+    for name in solvers.names:
+        if name != AUTO:
+            _check_batch_solver(name)
+        check_solution_budget(name, max_solutions)
+    _job_time_limit(time_limit, settings)
+    return solvers
+
+
+def _check_batch_solver(solver: str) -> None:
+    """A solver named for a batch exists and solves routing problems."""
     routing = [spec.name for spec in all_specs()
                if set(spec.problems) & set(PROBLEMS)]
     try:
@@ -263,13 +283,13 @@ def check_batch_options(solver: str, time_limit: float | None, settings: Setting
                        f"{', '.join(spec.problems)}); a batch takes TSP, CVRP and CVRPTW "
                        f"files, for: {', '.join(routing)}", kind="problem-mismatch",
                        title="Solver does not solve this problem", field="solver")
-    _job_time_limit(time_limit, settings)
-    check_solution_budget(solver, max_solutions)
 
 
 def _check_reads_instance(solver: str, instance: Instance, source: str) -> None:
     """A solver that reads coordinates, given a file with only a distance matrix: refused
     naming the file, not the ``instance`` of a JSON body the request did not have."""
+    if solver == AUTO:  # it picks among the solvers this instance suits
+        return
     try:
         get_solver(solver, problem=instance.problem, has_coordinates=instance.coords is not None)
     except InstanceError as exc:
@@ -282,9 +302,11 @@ def _check_job_solver(solver: str, instance: Instance, time_limit: float,
                       source: str = "instance") -> None:
     """Everything about the solver that can be known before running it: exists, solves this
     problem, available here, handles this size within this time limit, reads what the
-    instance gives (coordinates or only a matrix; a fault there names ``source``)."""
+    instance gives (coordinates or only a matrix; a fault there names ``source``). For
+    ``auto``: that one of its solvers can take the request."""
     check_solver_name(solver, instance.problem, "solver")
     try:
+        solver = resolve(solver, instance, time_limit)
         get_solver(solver, problem=instance.problem, nodes=instance.n, time_limit=time_limit,
                    has_coordinates=instance.coords is not None)
     except InstanceError as exc:
@@ -321,12 +343,21 @@ def job_from_json(raw: bytes, settings: Settings) -> JobInput:
                     request.max_solutions)
 
 
-def job_from_upload(upload: Upload, settings: Settings) -> JobInput:
-    """A job uploaded as a file; the file says the problem."""
+def job_from_upload(upload: Upload, settings: Settings,
+                    solvers: BatchSolvers | None = None) -> JobInput:
+    """A job uploaded as a file; the file says the problem. A batch's file gets the solver
+    ``solvers`` gives its problem kind (the batch checked the names)."""
     options = validate_fields(JobUpload, {**single_values(upload.fields), "file": b""})
     time_limit = _job_time_limit(options.time_limit, settings)
-    _check_upload_solver_before_parsing(options.solver, options.problem, options.max_solutions)
+    if solvers is None:
+        _check_upload_solver_before_parsing(options.solver, options.problem,
+                                            options.max_solutions)
     instance = job_file_instance(upload.filename, upload.data, settings)
+    if solvers is not None:
+        solver = solvers.for_problem(instance.problem)
+        if solver is None:
+            raise invalid_request(solvers.missing(instance.problem), field="solver")
+        options = options.model_copy(update={"solver": solver})
     if options.problem is not None and options.problem != instance.problem:
         raise invalid_request(f"{upload.filename} holds a {instance.problem.upper()} instance, "
                               f"not {options.problem.upper()}", field="problem")

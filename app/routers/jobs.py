@@ -61,7 +61,10 @@ from jobs.batches import (
     attach_references,
     expand_upload,
     gap_text,
+    kind_totals,
+    kind_totals_text,
     markdown_table,
+    overall_cost,
     result_stem,
     sol_text,
     summary_columns,
@@ -396,7 +399,8 @@ async def submit_batch(request: Request, response: Response, settings: SettingsD
 
 def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, settings: Settings,
                   service: JobService) -> BatchStatus:
-    check_batch_options(options.solver, options.time_limit, settings, options.max_solutions)
+    solvers = check_batch_options(options.solver, options.time_limit, settings,
+                                  options.max_solutions)
     files: list[tuple[str, bytes]] = []
     skipped: list[dict[str, Any]] = []
     budget = ReadBudget(settings.max_decompressed_bytes, settings.max_batch_files)
@@ -439,7 +443,8 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
             fields["max_solutions"] = str(options.max_solutions)
         try:
             accepted.append(job_from_upload(
-                Upload(filename, data, {k: [v] for k, v in fields.items()}), settings))
+                Upload(filename, data, {k: [v] for k, v in fields.items()}), settings,
+                solvers))
             accepted_names.append(filename)
             first_of[base] = filename
         except (ApiError, CosolveError) as exc:
@@ -472,7 +477,7 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
                        extra={"files": len(accepted), "limit": settings.max_active_jobs})
     try:
         batch_id = service.submit_batch([vars(job_input) for job_input in accepted],
-                                        options.solver, accepted[0].time_limit, rejected,
+                                        solvers.text, accepted[0].time_limit, rejected,
                                         options.max_vehicles, options.max_solutions)
     except QueueFullError as exc:
         raise _queue_full(exc) from None
@@ -541,6 +546,10 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     costs = [j.cost for j in jobs if _solved(j)]
     gaps = {j.id: _gap(j) for j in jobs}
     known_gaps = [g for g in gaps.values() if g is not None]
+    # a TSP's length and a CVRP's cost are never summed: totals per problem kind, and the
+    # overall total only when the solved files are all of one kind
+    by_problem = kind_totals((j.problem, j.cost if _solved(j) else None, gaps[j.id])
+                             for j in jobs)
     return BatchStatus(
         id=batch_id, solver=batch["solver"], time_limit=batch["time_limit"],
         # every job of a batch has the batch's seed: said, so the results can be reproduced
@@ -549,7 +558,8 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
         created_at=batch["created_at"], done=all(j.final for j in jobs),
         summary=BatchSummary(files=len(jobs) + len(batch["rejected"]),
                              rejected=len(batch["rejected"]), solved=len(costs),
-                             total_cost=sum(costs) if costs else None,
+                             total_cost=overall_cost(by_problem),
+                             by_problem=by_problem,
                              with_reference=len(known_gaps),
                              mean_gap_percent=(sum(known_gaps) / len(known_gaps)
                                                if known_gaps else None), **counts),
@@ -639,7 +649,11 @@ def batch_markdown(status: BatchStatus) -> str:
     lines += ["", f"{s.files} files: {s.solved} solved (feasible), {s.succeeded} succeeded, "
               f"{s.failed} failed, "
               f"{s.cancelled} cancelled, {s.running} running, {s.queued} queued, "
-              f"{s.rejected} rejected; total cost {num(s.total_cost)}"]
+              f"{s.rejected} rejected; " + (
+                  f"total cost {num(s.total_cost)}" if sum(
+                      1 for k in s.by_problem.values() if k.solved) <= 1 else
+                  "total cost per problem: " + kind_totals_text(
+                      {p: k.model_dump() for p, k in s.by_problem.items()}, num))]
     if s.with_reference:
         lines.append("")
         lines.append(f"mean gap {gap_text(s.mean_gap_percent)} to the known solutions of "

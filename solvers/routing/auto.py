@@ -18,8 +18,10 @@ from solvers.catalog import check_solver
 from solvers.errors import CosolveError, InstanceError
 from solvers.routing.problem import Instance
 
-#: The name that asks for this choice wherever a solver name is taken.
+#: The name that asks for this choice wherever a routing solver's name is taken.
 AUTO = "auto"
+#: The problems ``auto`` chooses for.
+ROUTING_PROBLEMS = ("tsp", "cvrp", "cvrptw")
 
 
 @dataclass(frozen=True)

@@ -161,10 +161,10 @@ def test_an_unexpected_error_reading_one_batch_file_rejects_only_that_file(
         monkeypatch: pytest.MonkeyPatch) -> None:
     real = jobs.job_from_upload
 
-    def flaky(upload: Any, settings: Settings) -> Any:
+    def flaky(upload: Any, settings: Settings, *solvers: Any) -> Any:
         if upload.filename == "bad.tsp":
             raise RuntimeError("a parser bug")
-        return real(upload, settings)
+        return real(upload, settings, *solvers)
 
     monkeypatch.setattr(jobs, "job_from_upload", flaky)
     service = _FakeService()

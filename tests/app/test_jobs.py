@@ -391,7 +391,13 @@ def test_batch_of_files_and_an_archive(api: httpx.Client) -> None:
     costs = {r["filename"]: r["cost"] for r in batch["results"]}
     assert costs["square.tsp"] == pytest.approx(4.0)
     assert costs["eil51.tsp"] >= OPTIMA["eil51"] and costs["berlin52.tsp"] >= OPTIMA["berlin52"]
-    assert batch["summary"]["total_cost"] == pytest.approx(sum(costs.values()))
+    # TSP lengths and a CVRP's cost are summed per kind, never together
+    assert batch["summary"]["total_cost"] is None
+    by_kind = batch["summary"]["by_problem"]
+    assert by_kind["cvrp"]["total_cost"] == costs["X-n101-k25.vrp"]
+    assert by_kind["tsp"]["total_cost"] == pytest.approx(
+        sum(c for name, c in costs.items() if name.endswith(".tsp")))
+    assert by_kind["tsp"]["solved"] == 3 and by_kind["cvrp"]["solved"] == 1
     table = api.get(f"/v1/batches/{batch['id']}", params={"format": "md"})
     assert table.headers["content-type"].startswith("text/markdown")
     assert "| eil51.tsp | 51 | succeeded |" in table.text and "| broken.tsp |" in table.text

@@ -500,12 +500,12 @@ def test_unknown_solver_lists_known_solvers_before_anything_runs(tmp_path: Path)
 def test_missing_or_empty_folder_is_a_user_error(tmp_path: Path) -> None:
     out = tmp_path / "out"
     _assert_user_error(_run(str(tmp_path / "nowhere"), "--solver", "nearest_neighbor",
-                            "--out", str(out)), "DIR", "no such folder")
+                            "--out", str(out)), "PATH", "no such file or folder")
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.txt").write_text("x")
     _assert_user_error(_run(str(empty), "--solver", "nearest_neighbor", "--out", str(out)),
-                       "DIR", "no instance files", "1 other file ignored")
+                       "PATH", "no instance files", "1 other file ignored")
 
 
 def test_bad_options_name_the_option(tmp_path: Path) -> None:
@@ -515,7 +515,7 @@ def test_bad_options_name_the_option(tmp_path: Path) -> None:
     _assert_user_error(_run(*base, out, "--time-limit", "0"), "--time-limit")
     _assert_user_error(_run(*base, out, "--workers", "0"), "--workers")
     _assert_user_error(_run(*base, out, "--executor", "dask"), "--executor", "local", "ray")
-    _assert_user_error(_run(*base, str(folder)), "--out", "DIR")
+    _assert_user_error(_run(*base, str(folder)), "--out", "PATH")
 
 
 def test_the_device_is_checked_and_reaches_the_jobs(tmp_path: Path) -> None:
