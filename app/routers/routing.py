@@ -149,6 +149,7 @@ def _compare_response(task: CompareTask, cancel: threading.Event,
                 summary=plan.get("summary"),
                 units=plan.get("units"),
                 stats=json_safe(solution.stats) if solution else {},
+                auto=plan.get("auto"),  # the "auto" row: which solver it ran, and why
                 svg=(solution_svg(task.instance, solution, reference=task.reference)
                      if task.svg and solution else None),
                 progress=row.progress,

@@ -411,6 +411,8 @@ class CompareRow(BaseModel):
     )
     stats: dict[str, Any] = Field(
         default_factory=dict, description="Solver statistics, as a solve returns them.")
+    auto: AutoChoice | None = Field(default=None, description='The "auto" row: which solver '
+                                    "it ran and why.")
     route_details: list[RouteDetail] | None = Field(default=None, description=ROUTE_DETAILS_DOC)
     summary: RoutingSummary | None = None
     units: RoutingUnits | None = None

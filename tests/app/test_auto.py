@@ -51,6 +51,14 @@ def test_solve_with_auto_says_which_solver_and_why(api: httpx.Client) -> None:
         422, field="max_solutions")
 
 
+def test_compare_takes_auto_in_its_list(api: httpx.Client) -> None:
+    response = api.post("/v1/routing/cvrp/compare", json={
+        "instance": CAPPED, "solvers": ["auto", "nearest_neighbor"], "time_limit": 0.3})
+    assert response.status_code == 200, response.text
+    rows = {row["solver"]: row for row in response.json()["rows"]}
+    assert rows["auto"]["auto"]["picked"] == "ils" and rows["nearest_neighbor"]["auto"] is None
+
+
 def test_a_job_with_auto_carries_the_choice_in_its_solution(api: httpx.Client) -> None:
     response = api.post("/v1/jobs", json={"problem": "cvrp", "instance": CAPPED,
                                           "solver": "auto", "time_limit": 0.5})
