@@ -32,9 +32,6 @@ class Solution:
     #: what ``--solver auto`` picked and why (``solvers.routing.auto.Choice.to_dict``), when
     #: the solver was chosen by it
     auto: dict[str, Any] | None = None
-    #: what ``--solver auto`` picked and why (``solvers.routing.auto.Choice.to_dict``), when
-    #: the solver was chosen by it
-    auto: dict[str, Any] | None = None
 
     @property
     def tour(self) -> list[int]:
