@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -228,7 +229,7 @@ class ORToolsSolver:
     ) -> Solution:
         clock = Clock(budget)
         cvrp = isinstance(instance, CVRPInstance)
-        initial = _initial_routes(instance)
+        initial = _initial_routes(instance, clock.expired)
         num_vehicles = self._fleet(instance, initial)
         model = _Model(instance, num_vehicles)
         routing, manager = model.routing, model.manager
@@ -417,15 +418,16 @@ class ORToolsSolver:
         return routes if cvrp else [routes[0]]
 
 
-def _initial_routes(instance: Instance) -> list[list[int]] | None:
+def _initial_routes(instance: Instance, stop: Callable[[], bool]) -> list[list[int]] | None:
     """The nearest-neighbour start above ``NATIVE_FIRST_SOLUTION_LIMIT`` nodes (OR-Tools'
-    own first-solution strategies are quadratic), else None."""
+    own first-solution strategies are quadratic), else None; ``stop`` (time up, cancel)
+    finishes it the cheap way."""
     if instance.n <= NATIVE_FIRST_SOLUTION_LIMIT:
         return None
     if isinstance(instance, CVRPInstance):
-        return nearest_neighbour_routes(instance)
+        return nearest_neighbour_routes(instance, stop=stop)
     assert isinstance(instance, TSPInstance)
-    tour = nearest_neighbour_tour(instance)
+    tour = nearest_neighbour_tour(instance, stop=stop)
     return [tour[1:]]  # the start node 0 is OR-Tools' depot
 
 
