@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
 from jobs.settings import ray_host_port
-from jobs.store import FAILED, QUEUED, RUNNING, JobRecord, JobStore
+from jobs.store import CANCELLED, FAILED, QUEUED, RUNNING, JobRecord, JobStore, StoredSolutionError
 from jobs.worker import JobSpec, execute, record_outcome, run_stored_job
 
 logger = logging.getLogger("cosolve.jobs")
@@ -138,8 +138,11 @@ class LocalProcessExecutor:
         worker is still full), try again every few seconds rather than leave the job running
         for ever, uncancellable until a restart."""
         try:
-            self.store.finish(job.id, job.attempt, state=FAILED, error=error,
-                              message="failed", ttl_s=self.ttl_s)
+            if self.store.cancel_requested(job.id):
+                self._record_cancel(job)
+            else:
+                self.store.finish(job.id, job.attempt, state=FAILED, error=error,
+                                  message="failed", ttl_s=self.ttl_s)
         except sqlite3.Error as exc:
             if tries <= 1 or self._closing:
                 logger.error("job %s: could not record its failure (%r); the next server "
@@ -149,6 +152,24 @@ class LocalProcessExecutor:
                                     (job, error, tries - 1))
             timer.daemon = True
             timer.start()
+
+    def _record_cancel(self, job: JobRecord) -> None:
+        """A job whose cancel was asked for and whose worker then died (it did not stop in
+        time and was killed) ends cancelled, as asked, not failed; a solution its worker had
+        already stored for this attempt is kept."""
+        try:
+            payload = self.store.read_solution(job.id, job.attempt)
+        except StoredSolutionError:
+            payload = None
+        if payload is not None and payload.get("cost") is not None:
+            self.store.finish(job.id, job.attempt, state=CANCELLED, cost=payload["cost"],
+                              feasible=payload.get("feasible"), partial=True,
+                              message="cancelled; the best solution found so far is kept",
+                              ttl_s=self.ttl_s)
+            return
+        self.store.finish(job.id, job.attempt, state=CANCELLED, ttl_s=self.ttl_s,
+                          message="cancelled; its worker died before it could hand over its "
+                          "best solution, so none was kept")
 
     def shutdown(self) -> None:
         """Stop now: running jobs are not waited for (they are re-queued on the next start),
@@ -341,8 +362,14 @@ class RayExecutor:
                 try:
                     outcome = ray.get(ref)
                 except Exception as exc:
-                    self.store.finish(job.id, job.attempt, state=FAILED,
-                                      error=f"Ray task failed: {exc}", ttl_s=self.ttl_s)
+                    if self.store.cancel_requested(job.id):  # killed after a cancel: as asked
+                        self.store.finish(job.id, job.attempt, state=CANCELLED,
+                                          message="cancelled; its Ray task ended before it "
+                                          "could hand over its best solution, so none was "
+                                          "kept", ttl_s=self.ttl_s)
+                    else:
+                        self.store.finish(job.id, job.attempt, state=FAILED,
+                                          error=f"Ray task failed: {exc}", ttl_s=self.ttl_s)
                 else:
                     record_outcome(self.store, job.id, job.attempt, outcome, self.ttl_s)
                 self._inflight.pop(job.id, None)

@@ -204,3 +204,37 @@ def test_a_worker_hands_back_the_memory_its_job_freed(tmp_path: Path, monkeypatc
                        filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(), nodes=51)
     assert worker.run_stored_job(str(tmp_path), job.id, job.attempt, 60.0) == SUCCEEDED
     assert calls == [1]
+
+
+def test_a_cancelled_job_whose_worker_dies_ends_cancelled(tmp_path: Path) -> None:
+    """A cancel asked for, then the worker killed (it did not stop in time, or the user
+    killed it): the job ends cancelled, as asked, not failed; a solution the worker had
+    already stored is kept."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from jobs import executors
+
+    store = JobStore(tmp_path)
+    executor = executors.LocalProcessExecutor(store, workers=1, ttl_s=60)
+    try:
+        jobs = []
+        for keep in (False, True):
+            job = store.create(problem="tsp", solver="nearest_neighbor", time_limit=1.0,
+                               seed=0, filename="eil51.tsp",
+                               data=(DATA / "eil51.tsp").read_bytes(), nodes=51)
+            assert store.mark_running(job.id, job.attempt, worker_pid=None)
+            store.request_cancel(job.id)
+            if keep:
+                store.write_solution(job.id, job.attempt, {"cost": 500.0, "feasible": True})
+            future: Future[str] = Future()
+            future.set_exception(BrokenProcessPool("a worker was terminated abruptly"))
+            executor._done(job, future)
+            jobs.append(store.get(job.id))
+        lost, kept = jobs
+        assert lost.state == CANCELLED and lost.error is None
+        assert lost.cost is None and "none was kept" in lost.message
+        assert kept.state == CANCELLED and kept.cost == 500.0 and kept.partial
+        assert store.read_solution(kept.id) == {"cost": 500.0, "feasible": True}
+    finally:
+        executor.shutdown()
