@@ -21,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from jobs.validation import field_problems
 from solvers.errors import (
@@ -300,11 +301,29 @@ async def _http_error_handler(request: Request, exc: Exception) -> JSONResponse:
     if status == 404 and detail == HTTPStatus.NOT_FOUND.phrase:
         detail = f"No endpoint at {request.url.path}; the API is described at /docs."
     elif status == 405 and detail == HTTPStatus.METHOD_NOT_ALLOWED.phrase:
-        allowed = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow")
+        headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() != "allow"}
+        allowed = _allowed_methods(request) or (exc.headers or {}).get("Allow", "")
+        if allowed:
+            headers["Allow"] = allowed
         detail = f"{request.method} is not allowed on {request.url.path}" + (
             f"; allowed: {allowed}" if allowed else ""
         )
+        return problem_response(request, ApiError(status, detail, headers=headers))
     return problem_response(request, ApiError(status, detail, headers=exc.headers))
+
+
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method the request's path accepts, for a 405's Allow header: FastAPI makes a
+    route per method, and Starlette's 405 named only the first route matching the path.
+    Each method is tried against the routes' own matching (included routers nest theirs)."""
+    routes = request.app.router.routes
+    return ", ".join(
+        method for method in _METHOD_ORDER
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
+               for route in routes))
 
 
 async def _unexpected_error_handler(request: Request, exc: Exception) -> JSONResponse:

@@ -460,6 +460,21 @@ def test_wrong_method(api: httpx.Client) -> None:
     assert response.headers["allow"] == "POST"
 
 
+@pytest.mark.parametrize(("path", "allowed"), [
+    ("/v1/jobs/0123456789abcdef", {"GET", "DELETE"}),
+    ("/v1/jobs", {"GET", "POST"}),
+])
+def test_wrong_method_lists_every_allowed_method(api: httpx.Client, path: str,
+                                                 allowed: set[str]) -> None:
+    """A path has one route per method: the 405 named only the first route's (PUT
+    /v1/jobs/{id} said 'allow: GET' though DELETE is served there too)."""
+    response = api.put(path, json={})
+    body = assert_problem(response, 405)
+    listed = {m.strip() for m in response.headers["allow"].split(",")} - {"HEAD"}
+    assert listed == allowed
+    assert all(m in body["detail"] for m in allowed)
+
+
 def test_a_fleet_ils_cannot_meet_is_a_422_naming_max_vehicles(api: httpx.Client) -> None:
     """Five customers of 3 on vehicles of 8 need three routes though the demand bound says
     two: ils's route elimination cannot get there, and the answer says which field to change.
