@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         default=10.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False,
         description="Time limit used when a request or a job gives none, in seconds.",
     )
+    max_sync_simulation_s: float = Field(
+        default=30.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False,
+        description="Longest a scheduling simulation may be expected to take (by the "
+        "policies' cost model) in one request; a longer one is refused with 413 pointing to "
+        "POST /v1/scheduling/simulate/jobs, which runs it as a job with progress.",
+    )
     max_compare_solvers: int = Field(
         default=6, gt=0, description="Most solvers one comparison request may run."
     )

@@ -15,6 +15,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from jobs.simulation import SIMULATION_PROBLEM, read_simulation, simulation_document
 from jobs.store import JobStore
 from solvers.catalog import warm_up
 from solvers.contract import Budget, ProgressEvent
@@ -113,6 +114,11 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
 
     watcher = threading.Thread(target=watch_cancel, name=f"cancel-{spec.id}", daemon=True)
     watcher.start()
+    if spec.problem == SIMULATION_PROBLEM:
+        try:
+            return _simulate(spec, data, sink, cancel)
+        finally:
+            done.set()
     try:
         instance = parse_instance_bytes(data, spec.filename)
         sink.progress(ProgressEvent(spec.solver, 0.0, 0, None, "loading the solver"))
@@ -159,6 +165,51 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
         message="cancelled; the best solution found so far is kept" if partial else "solved",
         progress=series.to_json(),
     )
+
+
+def _simulate(spec: JobSpec, data: bytes, sink: JobSink, cancel: threading.Event
+              ) -> JobOutcome:
+    """A scheduling simulation job: progress counts the workflows simulated (all policies
+    together); the result is the document ``POST /v1/scheduling/simulate`` answers. A
+    cancelled simulation keeps no result: a policy stopped halfway has no mean flowtime."""
+    started = time.monotonic()
+    throttle = _Throttle(sink)
+
+    def progress(done: int, total: int, policy: str) -> None:
+        throttle(ProgressEvent(spec.solver, time.monotonic() - started, done, None,
+                               f"simulated {done:,}/{total:,} workflows ({policy})"))
+
+    try:
+        sim = read_simulation(data)
+        sink.progress(ProgressEvent(spec.solver, 0.0, 0, None,
+                                    f"simulating {len(sim.policies) * sim.arrivals.count:,} "
+                                    "workflows"))
+        doc = simulation_document(sim, deadline=time.perf_counter() + spec.time_limit,
+                                  cancel=cancel.is_set, progress=progress)
+    except TimeoutError:
+        if cancel.is_set():
+            return JobOutcome("cancelled", error="cancelled before the simulation finished",
+                              message="cancelled; a simulation stopped halfway has no result")
+        return JobOutcome("failed", error=f"the simulation did not finish within "
+                          f"{spec.time_limit:g} s", message="out of time")
+    except CosolveError as exc:
+        return JobOutcome("failed", error=str(exc), message="failed")
+    except Exception as exc:
+        return JobOutcome("failed", error=f"{type(exc).__name__}: {exc}",
+                          message="internal error", extra={"traceback": traceback.format_exc()})
+    best = [r["mean_flowtime"] for r in doc["rows"] if r["policy"] == doc["best_policy"]]
+    checked = [r["checked"] for r in doc["rows"] if r["checked"] is not None]
+    total = len(sim.policies) * sim.arrivals.count
+    sink.progress(ProgressEvent(spec.solver, time.monotonic() - started, total,
+                                best[0] if best else None,
+                                f"simulated {total:,}/{total:,} workflows"))
+    return JobOutcome("succeeded" if best else "failed", solution=doc,
+                      cost=best[0] if best else None,
+                      feasible=all(checked) if checked else None,
+                      error=None if best else "no policy could run",
+                      message=f"simulated {total:,}/{total:,} workflows; best policy "
+                      f"{doc['best_policy']}" if best
+                      else "no policy could run")
 
 
 class StoreSink:

@@ -23,6 +23,7 @@ from app.schemas.scheduling import (
     WorkflowIn,
 )
 from app.settings import Settings
+from jobs.simulation import Simulation
 from solvers.errors import InstanceError, UnsupportedFormatError
 from solvers.scheduling.registry import POLICIES, estimated_seconds, policy_names
 from solvers.scheduling.simulator import Arrivals, VMPool, parse_pool
@@ -41,6 +42,8 @@ WORKFLOW_BODY = ("a simulate object", "workflow files (.xml/.dax Pegasus DAX or 
 _MAX_FORM_FIELDS = 16
 #: The most tasks all templates of one request may hold together.
 MAX_TOTAL_TASKS = 20_000
+#: Where a simulation too long for one request goes.
+SIMULATE_JOBS_PATH = "/v1/scheduling/simulate/jobs"
 #: Most task rows the schedules of one simulate answer list (all policies together).
 MAX_SCHEDULE_ROWS = 200_000
 
@@ -57,6 +60,11 @@ class SimTask:
     time_limit: float
     schedule: bool = False
     generator: GeneratorIn | None = None  # what generated the templates, echoed in the answer
+
+    def simulation(self) -> Simulation:
+        return Simulation(self.templates, self.pool, self.arrivals, self.policies, self.seed,
+                          self.gantt, self.gantt_workflows, self.schedule,
+                          None if self.generator is None else self.generator.model_dump())
 
 
 # -- reading the request -------------------------------------------------------------------------
@@ -127,7 +135,9 @@ def _inline(workflows: list[WorkflowIn]) -> list[Workflow]:
 
 
 def _check_work(templates: list[Workflow], options: SimulateOptions, settings: Settings,
-                source: str) -> float:
+                source: str, job: bool) -> float:
+    """The simulation's time limit, once its expected work fits it: a request's
+    (max_sync_simulation_s, pointing to the job endpoint above it) or a job's."""
     total = sum(w.n for w in templates)
     if total > MAX_TOTAL_TASKS:
         raise _too_many_tasks(total, source)
@@ -135,21 +145,26 @@ def _check_work(templates: list[Workflow], options: SimulateOptions, settings: S
     edges = sum(len(p) for w in templates for p in w.parents)
     seconds = estimated_seconds(options.policies, decisions, total / len(templates),
                                 edges / len(templates))
-    if seconds > settings.max_time_limit:
+    cap = (settings.max_job_time_limit if job
+           else min(settings.max_sync_simulation_s, settings.max_time_limit))
+    if seconds > cap:
+        advice = ("a job may take {cap:g} s (COSOLVE_MAX_JOB_TIME_LIMIT). Use fewer workflows "
+                  "or the CLI (cosolve schedule simulate)." if job else
+                  "a request may take {cap:g} s. Submit it as a job (POST "
+                  f"{SIMULATE_JOBS_PATH}: progress, cancel, the same answer) or use the CLI "
+                  "(cosolve schedule simulate).")
         raise ApiError(413, f"simulating {options.workflows_count} workflows (about "
                        f"{decisions:,.0f} decisions) with these policies would take about "
-                       f"{seconds:,.0f} s; a request may take {settings.max_time_limit:g} s. "
-                       "Use fewer workflows or the CLI (cosolve schedule simulate).",
+                       f"{seconds:,.0f} s; " + advice.format(cap=cap),
                        kind="simulation-too-large", title="Simulation too large",
                        field="workflows_count",
-                       extra={"estimated_seconds": round(seconds, 1),
-                              "limit": settings.max_time_limit})
-    return settings.max_time_limit
+                       extra={"estimated_seconds": round(seconds, 1), "limit": cap})
+    return settings.max_job_time_limit if job else settings.max_time_limit
 
 
 def _task(options: SimulateOptions, templates: list[Workflow], settings: Settings,
-          source: str, generator: GeneratorIn | None = None) -> SimTask:
-    limit = _check_work(templates, options, settings, source)
+          source: str, generator: GeneratorIn | None = None, job: bool = False) -> SimTask:
+    limit = _check_work(templates, options, settings, source, job)
     try:
         arrivals = Arrivals(options.workflows_count, tuple(options.rates))
     except InstanceError as exc:  # a request field, not part of the workflows
@@ -167,21 +182,21 @@ def _task(options: SimulateOptions, templates: list[Workflow], settings: Setting
                    options.gantt, options.gantt_workflows, limit, options.schedule, generator)
 
 
-def task_from_json(raw: bytes, settings: Settings) -> SimTask:
+def task_from_json(raw: bytes, settings: Settings, job: bool = False) -> SimTask:
     request = validate_json(SimulateRequest, raw)
     request.policies = _check_policies(request.policies)
     read_pool(request.pool)
     if request.workflows is not None and request.generator is not None:
         raise invalid_request("give workflows or generator, not both", "generator")
     if request.workflows is not None:
-        return _task(request, _inline(request.workflows), settings, "workflows")
+        return _task(request, _inline(request.workflows), settings, "workflows", job=job)
     # no generator is the default one (the classic set), echoed as such
     gen = request.generator or GeneratorIn()
     try:
         templates = generate_set(gen.shapes, gen.tasks, gen.seed)
     except InstanceError as exc:
         raise instance_problem(exc, "generator") from None
-    return _task(request, templates, settings, "generator", gen)
+    return _task(request, templates, settings, "generator", gen, job)
 
 
 def _split(text: str) -> list[str]:
@@ -189,7 +204,7 @@ def _split(text: str) -> list[str]:
 
 
 def task_from_upload(files: list[tuple[str, bytes]], fields: dict[str, list[str]],
-                     settings: Settings) -> SimTask:
+                     settings: Settings, job: bool = False) -> SimTask:
     plain: dict[str, Any] = {}
     for name, values in fields.items():
         if len(values) > 1 and name not in ("policies", "rates"):
@@ -222,7 +237,7 @@ def task_from_upload(files: list[tuple[str, bytes]], fields: dict[str, list[str]
             raise ApiError(422, f"{field_name} ({filename}): cannot read the workflow: {exc}",
                            kind="invalid-instance", title="Invalid workflow",
                            field=field_name) from None
-    return _task(options, templates, settings, "file")
+    return _task(options, templates, settings, "file", job=job)
 
 
 async def read_files(request: Request) -> tuple[list[tuple[str, bytes]], dict[str, list[str]]]:

@@ -74,6 +74,7 @@ from jobs.batches import (
 from jobs.downloads import ZipSummary, job_drawing, job_progress_svg, job_series
 from jobs.downloads import batch_zip as build_batch_zip
 from jobs.service import JobInput, JobService, QueueFullError
+from jobs.simulation import SIMULATION_PROBLEM
 from jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError, safe_filename
 from solvers.errors import CosolveError
 from solvers.routing.io.references import reference_stem
@@ -136,6 +137,17 @@ def _queue_full(exc: QueueFullError) -> ApiError:
 
 
 # -- submit ------------------------------------------------------------------------------
+async def submit_problem(service: JobService, **job_input: Any) -> JobRecord:
+    """Persist and enqueue a checked job (a solve, or a scheduling simulation), its queue
+    and storage failures as problems."""
+    try:
+        return await run_in_threadpool(lambda: service.submit(**job_input))
+    except QueueFullError as exc:
+        raise _queue_full(exc) from None
+    except StorageError as exc:
+        raise _storage_full(exc) from None
+
+
 _JOB_BODY = {
     "requestBody": {
         "required": True,
@@ -163,12 +175,7 @@ async def submit_job(request: Request, settings: SettingsDep, service: ServiceDe
     else:
         upload = await read_upload(request, extra_files=("reference_file",))
         job_input = await run_in_threadpool(job_from_upload, upload, settings)
-    try:
-        job = await run_in_threadpool(lambda: service.submit(**vars(job_input)))
-    except QueueFullError as exc:
-        raise _queue_full(exc) from None
-    except StorageError as exc:
-        raise _storage_full(exc) from None
+    job = await submit_problem(service, **vars(job_input))
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return job_status(job)
 
@@ -273,6 +280,9 @@ def job_solution(job_id: str, service: ServiceDep,
                        title="No solution", field="job_id")
     if format == "json":
         return Response(json.dumps(payload), media_type="application/json")
+    if job.problem == SIMULATION_PROBLEM:  # a simulation's answer is a document, no plan
+        raise invalid_request(f"job {job_id} is a scheduling simulation: its result is served "
+                              "as JSON only (format=json)", field="format")
     if format == "svg":  # an infeasible plan is drawn too: its title says INFEASIBLE
         try:
             drawing = job_drawing(service.store, job, payload)

@@ -39,6 +39,7 @@ from app.errors import (
 )
 from app.intake.scheduling import (
     MAX_TOTAL_TASKS,
+    SIMULATE_JOBS_PATH,
     WORKFLOW_BODY,
     SimTask,
     read_files,
@@ -52,22 +53,22 @@ from app.intake.uploads import (
     require_format,
     validate_json,
 )
+from app.routers.jobs import ServiceDep, job_status, submit_problem
+from app.schemas.jobs import JobStatus
 from app.schemas.scheduling import (
     AssignmentOut,
     EventsRequest,
     EventsResponse,
     PolicyInfo,
-    PolicyRow,
-    Schedule,
     SessionCreate,
     SessionState,
     SimulateRequest,
     SimulateResponse,
     SimulateUpload,
     WorkflowArrived,
-    WorkflowInfo,
 )
 from app.settings import Settings, get_settings
+from jobs.simulation import SIMULATION_PROBLEM, simulation_document
 from solvers.errors import (
     CheckFailedError,
     InstanceError,
@@ -79,9 +80,7 @@ from solvers.scheduling.registry import (
     estimated_seconds,
     get_policy,
     policy_names,
-    run_policies,
 )
-from solvers.scheduling.render import gantt_svg
 from solvers.scheduling.session import MAX_LIVE_TASKS, Arrived, EventError, Finished, Session
 from solvers.scheduling.workflow import (
     Workflow,
@@ -100,41 +99,14 @@ SESSION_IDLE_S = 3600.0
 def _simulate(task: SimTask, cancel: threading.Event) -> SimulateResponse:
     deadline = time.perf_counter() + task.time_limit
     try:
-        runs = run_policies(task.templates, task.pool, task.arrivals, task.policies, task.seed,
-                            record=task.gantt or task.schedule, deadline=deadline,
-                            cancel=cancel.is_set, measure_latency=True, check=True,
-                            # a chart alone draws the first few workflows: keep only those
-                            keep_workflows=None if task.schedule else task.gantt_workflows)
+        doc = simulation_document(task.simulation(), deadline=deadline, cancel=cancel.is_set)
     except TimeoutError:
         raise ApiError(413, f"the simulation did not finish within {task.time_limit:g} s; use "
-                       "fewer workflows or the CLI (cosolve schedule simulate)",
+                       f"fewer workflows, a job (POST {SIMULATE_JOBS_PATH}) or the CLI "
+                       "(cosolve schedule simulate)",
                        kind="simulation-too-large", title="Simulation too large",
                        field="workflows_count") from None
-    rows = []
-    for r in runs:
-        s = r.result.summary() if r.result is not None else {}
-        svg = (gantt_svg(r.result, task.pool, task.templates, task.gantt_workflows)
-               if task.gantt and r.result is not None else None)
-        rows.append(PolicyRow(
-            policy=r.name, kind=r.kind, mean_flowtime=s.get("mean_flowtime"),
-            median_flowtime=s.get("median_flowtime"), p95_flowtime=s.get("p95_flowtime"),
-            makespan=s.get("makespan"), utilization=s.get("utilization"),
-            decisions=s.get("decisions"), wall_time=s.get("wall_time"),
-            latency_p50_ms=s.get("latency_p50_ms"), latency_p95_ms=s.get("latency_p95_ms"),
-            gap_to_best=r.gap_to_best, error=r.error, gantt_svg=svg,
-            schedule=(Schedule(**r.result.schedule_table(task.templates))
-                      if task.schedule and r.result is not None else None),
-            checked=(None if r.check is None and r.violations is None
-                     else r.violations is None),
-            violations=r.violations))
-    ok = [r for r in rows if r.mean_flowtime is not None]
-    best = min(ok, key=lambda r: r.mean_flowtime or math.inf).policy if ok else None
-    return SimulateResponse(
-        pool=task.pool.label, vms=task.pool.size, vcpus=list(task.pool.speeds),
-        rates=list(task.arrivals.rates), workflows_count=task.arrivals.count, seed=task.seed,
-        generator=task.generator,
-        workflows=[WorkflowInfo(**w.describe()) for w in task.templates], best_policy=best,
-        rows=rows)
+    return SimulateResponse.model_validate(doc)
 
 
 def _body(json_model: type[BaseModel], upload_model: type[BaseModel] | None = None
@@ -182,6 +154,38 @@ async def simulate_policies(request: Request, settings: SettingsDep) -> Simulate
         files, fields = await read_files(request)
         task = await run_in_threadpool(task_from_upload, files, fields, settings)
     return await run_while_connected(request, lambda cancel: _simulate(task, cancel))
+
+
+@router.post(
+    "/simulate/jobs", name="simulate_job", response_model=JobStatus, status_code=202,
+    summary="Simulate as a job: progress, cancel, the same answer",
+    description=(
+        "Takes what `POST /v1/scheduling/simulate` takes and answers 202 at once with the "
+        "job's status and URLs (`/v1/jobs/{id}`). The job's progress counts the workflows "
+        "simulated (`iterations`, all policies together; `message` says `done/total`), "
+        "`/events` streams it, `DELETE /v1/jobs/{id}` cancels, and `/solution` serves the "
+        "document `simulate` answers. Its expected work may reach COSOLVE_MAX_JOB_TIME_LIMIT "
+        "instead of a request's COSOLVE_MAX_SYNC_SIMULATION_S."),
+    responses=with_headers(with_headers(problem_responses(404, 413, 415, 422, 429, 503, 507),
+                                        429, RETRY_AFTER_HEADER),
+                           202, LOCATION_HEADER, "Accepted: the job's status"),
+    openapi_extra=_body(SimulateRequest, SimulateUpload),
+)
+async def simulate_job(request: Request, response: Response, settings: SettingsDep,
+                       service: ServiceDep) -> JobStatus:
+    if body_format(request, WORKFLOW_BODY) is BodyFormat.JSON:
+        raw = await request.body()
+        task = await run_in_threadpool(task_from_json, raw, settings, True)
+    else:
+        files, fields = await read_files(request)
+        task = await run_in_threadpool(task_from_upload, files, fields, settings, True)
+    sim = task.simulation()
+    job = await submit_problem(service, problem=SIMULATION_PROBLEM,
+                               solver=",".join(sim.policies), time_limit=task.time_limit,
+                               seed=sim.seed, filename="simulation.json", data=sim.to_json(),
+                               nodes=sim.arrivals.count)
+    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    return job_status(job)
 
 
 # -- sessions ---------------------------------------------------------------------------------

@@ -169,6 +169,17 @@ class PolicyRow(BaseModel):
         default=None, description="With checked=false: what the checker found wrong.")
 
 
+class SimulateWarning(BaseModel):
+    """Something about the run the numbers alone do not say (an overloaded pool)."""
+
+    code: Literal["pool-overloaded", "flowtimes-growing"] = Field(
+        description="pool-overloaded: a policy kept the VMs busier than 0.9 of the makespan. "
+        "flowtimes-growing: the last third of the stream took over twice as long, relative to "
+        "each workflow's critical path, as the first third (the queue never drains).")
+    policies: list[str] = Field(description="The policies whose runs show it.")
+    detail: str
+
+
 class SimulateResponse(BaseModel):
     pool: str
     vms: int
@@ -183,6 +194,9 @@ class SimulateResponse(BaseModel):
     workflows: list[WorkflowInfo]
     best_policy: str | None
     rows: list[PolicyRow]
+    warnings: list[SimulateWarning] = Field(
+        default_factory=list, description="Load warnings, computed from the results: empty "
+        "when the pool keeps up with the stream.")
 
 
 class PolicyInfo(BaseModel):

@@ -122,7 +122,8 @@ def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals
                  names: Sequence[str], seed: int = 0, *, record: bool = False,
                  measure_latency: bool = False, deadline: float | None = None,
                  cancel: Callable[[], bool] | None = None, check: bool = False,
-                 keep_workflows: int | None = None) -> list[PolicyRun]:
+                 keep_workflows: int | None = None,
+                 progress: Callable[[int, int, str], None] | None = None) -> list[PolicyRun]:
     """Every policy on the same stream (same seed). A missing model is a row with an error,
     not a failure of the whole comparison; running out of time raises TimeoutError.
 
@@ -135,11 +136,21 @@ def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals
     ``keep_workflows``: with ``record``, keep only the first this many workflows' rows once
     the check is done (all a Gantt chart draws), so that every policy's whole record does not
     stay in memory until the last policy ran (gantt=true on 20,000 workflows × 10 policies
-    would hold 1 GB more than without it)."""
+    would hold 1 GB more than without it).
+
+    ``progress(workflows simulated, of total, policy)``: every policy's workflows count
+    towards the total (policies × workflows), reported now and then and after each policy."""
     stream = (expected_stream(len(templates), arrivals.count, arrivals.rates, seed) if check
               else None)
     rows: list[PolicyRun] = []
-    for name in names:
+    total = len(names) * arrivals.count
+    for i, name in enumerate(names):
+        done_before = i * arrivals.count
+
+        def report(done: int, before: int = done_before, policy: str = name) -> None:
+            if progress is not None:
+                progress(before + done, total, policy)
+
         spec = POLICIES.get(name)
         if spec is None:
             raise UnknownSolverError(name, policy_names())
@@ -150,11 +161,12 @@ def run_policies(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals
         try:
             res = simulate(templates, pool, arrivals, spec.factory(), seed,
                            record=record or check, measure_latency=measure_latency,
-                           deadline=deadline, cancel=cancel)
+                           deadline=deadline, cancel=cancel, on_progress=report)
         except CheckFailedError as exc:
             rows.append(PolicyRun(name, spec.kind, None, f"failed its independent check: {exc}",
                                   violations=exc.violations))
             continue
+        report(arrivals.count)
         verdict = check_result(templates, pool.speeds, res, stream) if check else None
         if not record:
             res.schedule = res.workflows = None

@@ -365,7 +365,7 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
              seed: int = 0, *, record: bool = False, measure_latency: bool = False,
              on_decision: Callable[[ClusterState, Run, int, int], None] | None = None,
              deadline: float | None = None, cancel: Callable[[], bool] | None = None,
-             ) -> SimResult:
+             on_progress: Callable[[int], None] | None = None) -> SimResult:
     """Run the stream ``make_stream(templates, arrivals, seed)`` under ``policy``.
 
     Events at the same time are handled together: first every finish and arrival, then the
@@ -373,6 +373,7 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
     arrival/successor order). ``on_decision(state, run, task, vm)`` sees every decision (for
     training); ``deadline`` (perf_counter time) or ``cancel`` stop a run early with a
     TimeoutError. A choice that is not a VM index of the pool is a CheckFailedError.
+    ``on_progress(workflows finished)`` is called now and then (a job's progress).
     """
     times, kinds = make_stream(templates, arrivals, seed)
     state = ClusterState(pool)
@@ -433,8 +434,11 @@ def simulate(templates: Sequence[Workflow], pool: VMPool, arrivals: Arrivals, po
             if (decisions & 15) == 0 and _stop(deadline, cancel):
                 raise TimeoutError("the simulation ran out of time")
         loops += 1
-        if (loops & 1023) == 0 and _stop(deadline, cancel):
-            raise TimeoutError("the simulation ran out of time")
+        if (loops & 1023) == 0:
+            if _stop(deadline, cancel):
+                raise TimeoutError("the simulation ran out of time")
+            if on_progress is not None:
+                on_progress(len(state.completed))
     flow = np.array([r.flowtime for r in sorted(state.completed, key=lambda r: r.uid)])
     makespan = max((r.done_at for r in state.completed), default=0.0)
     util = float(state.vm_busy.sum() / (state.m * makespan)) if makespan > 0 else 0.0

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from app.routers import scheduling
+from jobs import simulation
 from solvers.scheduling import registry
 from solvers.scheduling.registry import PolicyRun, run_policies
 from solvers.scheduling.render import gantt_svg
@@ -48,7 +49,7 @@ def test_simulate_keeps_what_the_answer_shows(classic: list[Workflow],
         seen.extend(registry.run_policies(*args, **kwargs))
         return seen
 
-    monkeypatch.setattr(scheduling, "run_policies", spy)
+    monkeypatch.setattr(simulation, "run_policies", spy)  # the document's one code path
     task = scheduling.SimTask(classic, parse_pool("2x4"), Arrivals(20), ["heft"], 0,
                               gantt=True, gantt_workflows=2, time_limit=60.0,
                               schedule=schedule)
