@@ -2,7 +2,7 @@
 
     cosolve schedule simulate [--workflows DIR_OR_FILES] [--pool 6x4] [--rate 5.4[,9]]
                               [--workflows-count N] [--policies goodrl,heft,eft] [--seed S]
-                              [--gantt DIR] [--json]
+                              [--gantt DIR] [--skip-bad-files] [--json]
     cosolve schedule policies [--json]
     cosolve schedule session [--pool 6x4] [--policy heft] [--seed S] [--events FILE]
 
@@ -35,6 +35,7 @@ from cli.common import (
     stdout_console,
 )
 from jobs.scheduling import SessionEvents, WorkflowArrived
+from jobs.simulation import Simulation, overload_warnings
 from jobs.validation import InvalidFieldsError, parse_strict
 from solvers.contract import MAX_SEED
 from solvers.errors import (
@@ -87,7 +88,10 @@ def _rates(text: str) -> tuple[float, ...]:
     return rates
 
 
-def _templates(workflows: str | None, shapes: str, tasks: int, seed: int) -> list[Workflow]:
+def _templates(workflows: str | None, shapes: str, tasks: int, seed: int,
+               skipped: list[tuple[Path, str]] | None = None) -> list[Workflow]:
+    """The templates: generated shapes, or the given files and folders (bad files left out
+    and listed in ``skipped`` when it is given)."""
     if workflows is None:
         kinds = comma_names(shapes, "--shapes", repeats=True)
         for k in kinds:
@@ -102,11 +106,15 @@ def _templates(workflows: str | None, shapes: str, tasks: int, seed: int) -> lis
         if not p.exists():
             fail(f"--workflows: no such file or folder: {p}")
     try:
-        return load_workflows(paths)
+        loaded = load_workflows(paths, skipped)
     except InstanceError as exc:
         fail(f"--workflows: {exc.field}: {exc.message}")
     except OSError as exc:
         fail(f"--workflows: cannot read: {exc.strerror or exc}")
+    if not loaded:
+        fail(f"--workflows: every workflow file was skipped as bad ({len(skipped or [])}); "
+             "nothing to simulate")
+    return loaded
 
 
 def _pool(text: str) -> VMPool:
@@ -226,6 +234,10 @@ def simulate_command(
         f"flowtimes (default: on for streams up to {CHECK_WORKFLOWS:,} workflows; the "
         "record and the check take about 10 KB a workflow at their peak). A failed check "
         "withholds the row's numbers and exits 1.")] = None,
+    skip_bad_files: Annotated[bool, typer.Option(
+        "--skip-bad-files", help="Leave out the workflow files of --workflows that cannot be "
+        "read as workflows (each is listed with the reason) instead of stopping at the "
+        "first.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] =
         False,
 ) -> None:
@@ -251,7 +263,11 @@ def simulate_command(
         _output_folder("--gantt", gantt)
         _output_folder("--schedule", schedule)
         # the stream's seed does not reshape the templates: the same --seed gives the API's numbers
-        templates = _templates(workflows, shapes, tasks, template_seed)
+        skipped: list[tuple[Path, str]] = []
+        templates = _templates(workflows, shapes, tasks, template_seed,
+                               skipped if skip_bad_files else None)
+        for path, reason in skipped:  # said before the run, which may take minutes
+            typer.echo(f"skipped {path}: {reason}", err=True)
     try:
         runs = run_policies(templates, vm_pool, arrivals, names, seed,
                             record=gantt is not None or schedule is not None,
@@ -272,7 +288,10 @@ def simulate_command(
                   "seed": template_seed})
     body = {**vm_pool.describe(), "rates": list(rates), "workflows_count": workflows_count,
             "seed": seed, "generator": generator, "workflows": [w.describe() for w in templates],
-            "best_policy": best, "rows": rows}
+            "best_policy": best, "rows": rows,
+            "warnings": overload_warnings(runs, Simulation(templates, vm_pool, arrivals, names,
+                                                          seed)),
+            "skipped": [{"file": str(path), "reason": reason} for path, reason in skipped]}
     failed = [r["policy"] for r in rows if r["checked"] is False]
     if failed:  # the document says why it exits 1, as every --json failure does
         body["error"] = f"the schedule of {', '.join(failed)} failed its independent check"
@@ -294,6 +313,8 @@ def simulate_command(
         typer.echo(json.dumps(jsonable(body), indent=2))
     else:
         stdout_console().print(_results_table(title, rows))
+        for warning in body["warnings"]:
+            typer.echo(f"warning: {warning['detail']}", err=True)
     if "error" in body:
         fail(body["error"], EXIT_SOLVER_FAILED)
 

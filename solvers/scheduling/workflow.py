@@ -414,9 +414,12 @@ def load_workflow(path: str | Path) -> Workflow:
     return parse_workflow_bytes(read_file_bytes(p, 64 << 20), p.name)
 
 
-def load_workflows(paths: Iterable[str | Path]) -> list[Workflow]:
+def load_workflows(paths: Iterable[str | Path],
+                   skipped: list[tuple[Path, str]] | None = None) -> list[Workflow]:
     """Files, or folders whose workflow files (``*.xml``, ``*.dax``, ``*.json``, ``.gz``) are
-    read in name order."""
+    read in name order. With a ``skipped`` list, a file that is not a valid workflow (or
+    cannot be read) is left out and listed there with the reason, instead of failing the
+    whole set (a real Pegasus folder may hold one file with a negative runtime)."""
     out: list[Workflow] = []
     for raw in paths:
         p = Path(raw)
@@ -425,9 +428,21 @@ def load_workflows(paths: Iterable[str | Path]) -> list[Workflow]:
                            f.name.lower().removesuffix(".gz").endswith(WORKFLOW_EXTENSIONS))
             if not files:
                 raise InstanceError("workflows", f"folder {p} holds no .xml/.dax/.json files")
-            out.extend(_load_named(f) for f in files)
         else:
-            out.append(_load_named(p))
+            files = [p]
+        for f in files:
+            if skipped is None:
+                out.append(_load_named(f))
+                continue
+            try:
+                out.append(load_workflow(f))
+            except InstanceError as exc:
+                skipped.append((f, f"{exc.field}: {exc.message}"))
+            except OSError as exc:
+                skipped.append((f, f"cannot read: {exc.strerror or exc}"))
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError,
+                    RecursionError) as exc:  # a parser error it does not name: still bad input
+                skipped.append((f, f"cannot read the workflow: {exc}"))
     return out
 
 

@@ -369,3 +369,45 @@ def test_no_policy_could_run_is_in_the_json_document(monkeypatch: pytest.MonkeyP
     document = json.loads(result.stdout)
     assert document["best_policy"] is None and document["error"] == "no policy could run"
     assert "missing" in document["rows"][0]["error"]
+
+
+def _bad_folder(tmp_path: Path) -> Path:
+    """One good DAX, one WfCommons JSON with a negative runtime (as a real Pegasus file has)."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / CLASSIC[1].name).write_bytes(CLASSIC[1].read_bytes())
+    (folder / "negative.json").write_text(json.dumps(
+        {"tasks": [{"id": "a", "runtime": 2}, {"id": "b", "runtime": -3, "parents": ["a"]}]}))
+    return folder
+
+
+def test_skip_bad_files_runs_the_rest_and_lists_each(tmp_path: Path) -> None:
+    folder = _bad_folder(tmp_path)
+    result = _run("simulate", "--workflows", str(folder), "--workflows-count", "20",
+                  "--policies", "heft", "--skip-bad-files", "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert [w["name"] for w in out["workflows"]] == ["Montage_25"]
+    assert out["skipped"] == [{"file": str(folder / "negative.json"),
+                               "reason": out["skipped"][0]["reason"]}]
+    assert out["skipped"][0]["reason"].startswith("tasks[1].runtime")
+    assert f"skipped {folder / 'negative.json'}: tasks[1].runtime" in result.stderr
+    # without the flag the bad file stops the run, named
+    result = _run("simulate", "--workflows", str(folder), "--policies", "heft")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: --workflows: {folder / 'negative.json'}: tasks[1]")
+    # a folder of bad files only has nothing to simulate
+    (folder / CLASSIC[1].name).unlink()
+    result = _run("simulate", "--workflows", str(folder), "--skip-bad-files")
+    assert result.exit_code == 2 and "every workflow file was skipped" in result.stderr
+
+
+def test_an_overloaded_pool_is_warned_about_under_the_table() -> None:
+    # the classic shapes at the full capacity of a 3x2 pool: the queue never drains
+    result = _run("simulate", "--pool", "3x2", "--rate", "7.7", "--workflows-count", "45",
+                  "--policies", "heft")
+    assert result.exit_code == 0, result.stderr
+    assert "warning: utilization above 0.9 (heft 0.9" in result.stderr
+    light = _run("simulate", "--pool", "6x4", "--rate", "5", "--workflows-count", "45",
+                 "--policies", "heft", "--json")
+    assert json.loads(light.stdout)["warnings"] == [] and "warning" not in light.stderr
