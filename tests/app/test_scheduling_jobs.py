@@ -65,3 +65,16 @@ def test_simulation_job_cancels(api: httpx.Client) -> None:
     assert job["state"] == "cancelled" and time.monotonic() - started < 10, job
     assert job["progress"]["iterations"] < 60000
     assert_problem(api.get(f"/v1/jobs/{job_id}/solution"), 404, "job_id")
+
+
+def test_an_overloaded_pool_is_a_warning_in_the_answer(api: httpx.Client) -> None:
+    # generated classic shapes at the whole capacity of a 3x2 pool, then at a fifth of a 6x4's
+    heavy = api.post(SIMULATE, json={"pool": "3x2", "rates": [7.7], "workflows_count": 45,
+                                     "policies": ["heft"]})
+    assert heavy.status_code == 200, heavy.text
+    warnings = heavy.json()["warnings"]
+    assert "pool-overloaded" in {w["code"] for w in warnings}, warnings
+    assert all(w["policies"] == ["heft"] and w["detail"] for w in warnings)
+    light = api.post(SIMULATE, json={"pool": "6x4", "rates": [5], "workflows_count": 45,
+                                     "policies": ["heft"]})
+    assert light.status_code == 200 and light.json()["warnings"] == [], light.text
