@@ -21,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from jobs.validation import field_problems
@@ -326,6 +327,16 @@ def _allowed_methods(request: Request) -> str:
                for route in routes))
 
 
+async def _client_disconnect_handler(request: Request, exc: Exception) -> JSONResponse:
+    """A client gone before its body arrived is its own doing: one line, not the two ERROR
+    tracebacks it made (ours as an unhandled error, the server's as the exception left the
+    app). The answer goes nowhere; it only ends the request."""
+    logger.info("client disconnected before sending the whole body of %s %s",
+                request.method, request.url.path)
+    return problem_response(request, ApiError(
+        400, "The client disconnected before sending the whole body.", field="body"))
+
+
 async def _unexpected_error_handler(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(
@@ -341,6 +352,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(CosolveError, _domain_error_handler)
     app.add_exception_handler(RequestValidationError, _validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error_handler)
+    app.add_exception_handler(ClientDisconnect, _client_disconnect_handler)
     app.add_exception_handler(Exception, _unexpected_error_handler)
 
 

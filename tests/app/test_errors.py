@@ -514,3 +514,39 @@ def test_an_unknown_query_parameter_is_named_not_ignored(api: httpx.Client) -> N
     assert_problem(api.get("/healthz", params={"verbose": "1"}), 422, "verbose")
     # the documentation pages are not the API's endpoints
     assert api.get("/docs/oauth2-redirect", params={"state": "x", "code": "y"}).status_code == 200
+
+
+def test_a_client_gone_mid_body_is_one_log_line(tmp_path: Path,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """A client that disconnected part way through its body logged two ERROR tracebacks
+    (ours as an unhandled error, then uvicorn's, as the exception left the app): it is one
+    line now, and nothing leaves the app for the server to log."""
+    import asyncio
+    import logging
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(data_dir=tmp_path))
+    parts = [{"type": "http.request", "body": b'{"instance": {"coords": [', "more_body": True},
+             {"type": "http.disconnect"}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return parts.pop(0) if parts else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/v1/routing/tsp/solve",
+             "raw_path": b"/v1/routing/tsp/solve", "root_path": "", "query_string": b"",
+             "headers": [(b"host", b"x"), (b"content-type", b"application/json"),
+                         (b"content-length", b"100000")],
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
+    with caplog.at_level(logging.INFO):
+        asyncio.run(app(scope, receive, send))  # raised ClientDisconnect before
+    ours = [r for r in caplog.records if "disconnect" in r.getMessage()]
+    assert len(ours) == 1 and ours[0].levelno < logging.ERROR and not ours[0].exc_info
+    assert "POST /v1/routing/tsp/solve" in ours[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
