@@ -82,7 +82,7 @@ from solvers.routing.io.solutions import write_solution_file
 from solvers.routing.problem import Instance
 from solvers.routing.render import comparison_plot_svg, solution_svg
 from solvers.routing.solution import Solution
-from solvers.routing.solve import REFUSALS, Comparison, gap_percent
+from solvers.routing.solve import REFUSALS, Comparison, ComparisonRow, gap_percent
 from solvers.routing.solve import compare as compare_solvers
 from solvers.routing.solve import solve as solve_instance
 from solvers.tuning import check_tuning
@@ -564,6 +564,67 @@ def _draw_comparison(comparison: Comparison, file: Path, svg: Path | None, plot:
         _write_text(plot, comparison_plot_svg(comparison), "--plot")
 
 
+def _compare_names(solvers: str | None, instance: Instance) -> list[str]:
+    """The solvers a comparison runs: those named (each checked against the instance's
+    problem, as `solve --solver` and the API check), or every available one."""
+    if solvers is None:
+        return [s.name for s in specs_for(instance.problem) if s.available]
+    names = solver_names(solvers, "ortools,pyvrp")
+    for name in names:
+        if name == AUTO:  # its row runs the solver auto picks, named in the row
+            continue
+        try:
+            spec = get_spec(name)
+        except UnknownSolverError:
+            fail(f"--solvers: {_unknown(name, instance.problem)}")
+        if instance.problem not in spec.problems:
+            mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
+            fail(f"--solvers: {mismatch}")
+    return names
+
+
+def _compare_row(row: ComparisonRow, instance: Instance,
+                 drawings: dict[str, str]) -> dict[str, Any]:
+    """One solver's row of `compare --json`."""
+    solution = row.solution
+    return {
+        "solver": row.solver,
+        "cost": row.cost,
+        "gap_to_best": row.gap_to_best,
+        "gap_to_reference": row.gap_to_reference,
+        "wall_time": None if isinstance(row.refusal, REFUSALS) else row.elapsed,
+        "feasible": row.feasible,
+        "violations": solution.violations if solution else [],
+        "error": row.error,
+        "distance": solution.distance if solution else instance.distance,
+        "stats": solution.stats if solution else {},
+        "auto": solution.auto if solution else None,  # auto's pick, and why
+        # the plan itself, with per route figures, totals and units
+        **_plan_fields(solution, instance),
+        "svg": drawings.get(row.solver),
+        # the best cost over time: [[elapsed s, best], ...], never increasing
+        "progress": [list(point) for point in row.progress],
+    }
+
+
+def _compare_failure(comparison: Comparison, names: list[str],
+                     interrupted: bool) -> tuple[str, int] | None:
+    """Why `compare` exits non-zero, and with which code, or None."""
+    if interrupted:
+        skipped = names[len(comparison.rows):]
+        return (f"interrupted (Ctrl-C): {comparison.rows[-1].solver!r} stopped early with "
+                "its best so far" + (f"; not run: {', '.join(skipped)}" if skipped else ""),
+                EXIT_INTERRUPTED)
+    if comparison.refusal is not None:  # the input's fault: exit 2, as `solve` does ...
+        # ... but solvers that cannot run here (missing weights) exit 1, as `solve` does too
+        unavailable = isinstance(comparison.refusal, SolverUnavailableError)
+        return (comparison.refusal_message(),
+                EXIT_SOLVER_FAILED if unavailable else EXIT_BAD_INPUT)
+    if comparison.best_solver is None:
+        return ("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
+    return None
+
+
 @app.command("compare")
 def compare(
     file: Annotated[Path, INSTANCE_ARGUMENT],
@@ -604,21 +665,7 @@ def compare(
         instance = _with_fleet(load_or_fail(file, load_instance), max_vehicles)
         reference, reference_source = _reference(reference, reference_file, file, instance)
         _check_compare_outputs(file, svg, plot)
-        if solvers is None:
-            names = [s.name for s in specs_for(instance.problem) if s.available]
-        else:
-            names = solver_names(solvers, "ortools,pyvrp")
-            for name in names:
-                if name == AUTO:  # its row runs the solver auto picks, named in the row
-                    continue
-                try:
-                    spec = get_spec(name)
-                except UnknownSolverError:
-                    fail(f"--solvers: {_unknown(name, instance.problem)}")
-                if instance.problem not in spec.problems:  # as `solve --solver` and the API say
-                    mismatch = ProblemMismatchError(name, instance.problem, list(spec.problems))
-                    fail(f"--solvers: {mismatch}")
-
+        names = _compare_names(solvers, instance)
         _warm_up(names)  # equal time means equal search time: no solver loads inside it
     with first_ctrl_c_cancels() as cancel, \
             SolveProgress(time_limit, enabled=_show_progress(as_json)) as progress:
@@ -638,46 +685,14 @@ def compare(
             "reference_source": reference_source,
             "best_solver": comparison.best_solver,
             "interrupted": interrupted,
-            "rows": [
-                {
-                    "solver": row.solver,
-                    "cost": row.cost,
-                    "gap_to_best": row.gap_to_best,
-                    "gap_to_reference": row.gap_to_reference,
-                    "wall_time": None if isinstance(row.refusal, REFUSALS) else row.elapsed,
-                    "feasible": row.feasible,
-                    "violations": row.solution.violations if row.solution else [],
-                    "error": row.error,
-                    "distance": row.solution.distance if row.solution else instance.distance,
-                    "stats": row.solution.stats if row.solution else {},
-                    "auto": row.solution.auto if row.solution else None,  # auto's pick, why
-                    # the plan itself, with per route figures, totals and units
-                    **_plan_fields(row.solution, instance),
-                    "svg": drawings.get(row.solver),
-                    # the best cost over time: [[elapsed s, best], ...], never increasing
-                    "progress": [list(point) for point in row.progress],
-                }
-                for row in comparison.rows
-            ],
+            "rows": [_compare_row(row, instance, drawings) for row in comparison.rows],
             "plot": str(plot) if plot is not None else None,
         }
 
     # a drawing that cannot be written still leaves the results on stdout under --json
     with json_failures(as_json, **document()):
         _draw_comparison(comparison, file, svg, plot, drawings)
-    failure: tuple[str, int] | None = None
-    if interrupted:
-        skipped = names[len(comparison.rows):]
-        failure = (f"interrupted (Ctrl-C): {comparison.rows[-1].solver!r} stopped early with "
-                   "its best so far" + (f"; not run: {', '.join(skipped)}" if skipped else ""),
-                   EXIT_INTERRUPTED)
-    elif comparison.refusal is not None:  # the input's fault: exit 2, as `solve` does ...
-        # ... but solvers that cannot run here (missing weights) exit 1, as `solve` does too
-        unavailable = isinstance(comparison.refusal, SolverUnavailableError)
-        failure = (comparison.refusal_message(),
-                   EXIT_SOLVER_FAILED if unavailable else EXIT_BAD_INPUT)
-    elif comparison.best_solver is None:
-        failure = ("no solver produced a feasible solution", EXIT_SOLVER_FAILED)
+    failure = _compare_failure(comparison, names, interrupted)
     if as_json:  # a failure's reason is in the document too, as the README says
         _print_json({**document(), **({"error": failure[0]} if failure else {})})
     else:
