@@ -32,7 +32,6 @@ import torch
 from models.polynet import PolyNetConfig, PolyNetModel, strategy_bits
 from solvers.contract import Budget, Clock, ProgressCallback
 from solvers.routing.neural.budget import fit_trajectories, pass_seconds, plan_passes
-from solvers.routing.neural.checkpoints import missing_checkpoint
 from solvers.routing.neural.env import Decode, Rollout, augment, rollout_cvrp, rollout_tsp
 from solvers.routing.neural.env_tw import rollout_cvrptw
 from solvers.routing.neural.search import (
@@ -58,23 +57,6 @@ class PolyNetParams(SearchParams):
 
 def weights_path(problem: str) -> Path:
     return WEIGHTS_DIR / f"polynet_{problem}.pt"
-
-
-def availability() -> str | None:
-    """None when at least one checkpoint is shipped; else what is missing and how to train."""
-    if any(weights_path(p).exists() for p in PROBLEMS):
-        return None  # a missing problem's checkpoint is reported when it is asked for
-    return ("no trained weights: " + " and ".join(f"weights/{weights_path(p).name}"
-                                                   for p in PROBLEMS)
-            + " are missing; train them with `python -m training.polynet tsp|cvrp` (warm "
-            "start from weights/reld_<problem>.pt)")
-
-
-def problem_availability(problem: str) -> str | None:
-    """None when ``problem``'s checkpoint is shipped, else which file and how to train it."""
-    path = weights_path(problem)
-    return (None if path.exists()
-            else missing_checkpoint(path, f"{PolyNetSolver.train_command} {problem}"))
 
 
 def load_model(path: Path, device: str = "cpu") -> PolyNetModel:

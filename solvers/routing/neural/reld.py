@@ -31,7 +31,6 @@ from models.polynet import PolyNetConfig, PolyNetModel
 from models.reld import ReLDConfig, ReLDModel
 from solvers.contract import Budget, Clock, ProgressCallback
 from solvers.routing.neural.budget import fit_trajectories, pass_seconds, plan_passes
-from solvers.routing.neural.checkpoints import missing_checkpoint
 from solvers.routing.neural.env import (
     Decode,
     Rollout,
@@ -86,23 +85,6 @@ def read_checkpoint(path: Path, device: str = "cpu") -> tuple[ReLDModel, dict[st
 
 def _load(path: Path, device: str) -> ReLDModel:
     return read_checkpoint(path, device)[0]
-
-
-def availability() -> str | None:
-    """None when at least one checkpoint is shipped; else what is missing and how to train."""
-    missing = [p for p in PROBLEMS if not weights_path(p).exists()]
-    if len(missing) == len(PROBLEMS):
-        return ("no trained weights: weights/reld_tsp.pt, reld_cvrp.pt and reld_cvrptw.pt are "
-                "missing; train them with `python -m training.reld tsp|cvrp` and `python -m "
-                "training.polynet cvrptw --single`")
-    return None
-
-
-def problem_availability(problem: str) -> str | None:
-    """None when ``problem``'s checkpoint is shipped, else which file and how to train it
-    (so a job for it is refused when submitted, not when it runs)."""
-    path = weights_path(problem)
-    return None if path.exists() else missing_checkpoint(path, ReLDSolver.train_command(problem))
 
 
 class ReLDSolver(NeuralSolver):

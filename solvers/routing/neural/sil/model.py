@@ -60,13 +60,6 @@ def weights_path(problem: str) -> Path:
     return WEIGHTS_DIR / f"sil_{problem}.pt"
 
 
-def availability() -> str | None:
-    if not weights_path("tsp").exists() and not weights_path("cvrp").exists():
-        return ("no trained weights: weights/sil_tsp.pt is missing; train it with "
-                "`python -m training.sit tsp`")
-    return None
-
-
 def save_model(path: Path, model: SILModel, meta: dict[str, Any]) -> None:
     """Checkpoint without optimizer state: config, weights and training metadata. Written to
     a temporary file and renamed, so an interrupted write never leaves the shipped file

@@ -187,10 +187,11 @@ def test_solution_budget_caps_the_decoded_solutions() -> None:
 
 
 def test_missing_weights_make_the_solver_unavailable(tmp_path, monkeypatch) -> None:
-    import solvers.routing.neural.polynet as module
+    from solvers import weights
+    from solvers.catalog import get_spec
 
-    monkeypatch.setattr(module, "WEIGHTS_DIR", tmp_path)
-    reason = module.availability()
+    monkeypatch.setattr(weights, "WEIGHTS_DIR", tmp_path)
+    reason = get_spec("polynet").unavailable_reason()
     assert reason is not None and "polynet_tsp.pt" in reason and "training.polynet" in reason
 
 
