@@ -10,6 +10,7 @@ app does; ``app.settings`` gives the app its per-process instance.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal, Self
 
@@ -127,6 +128,71 @@ class Settings(BaseSettings):
         default=500, gt=0, description="Most instance files in one batch."
     )
 
+    # -- logs (docs/operations.md, "Logs") ---------------------------------------------------
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines as text (uvicorn's style) or one JSON object per line (for "
+        "log collectors); `cosolve serve --log-format` sets it.",
+    )
+    job_log_interval_s: float = Field(
+        default=30.0, ge=1.0, le=24 * 3600.0, allow_inf_nan=False,
+        description="How often a running job's progress is logged, in seconds (1 s to a day).",
+    )
+
+    # -- security and fair use (docs/operations.md, "Security") ----------------------------
+    api_keys: str | None = Field(
+        default=None, repr=False,
+        description="API keys, comma-separated, or @/path/to/file with one key per line. When "
+        "set, every /v1 request needs `Authorization: Bearer <key>` and a key sees only its "
+        "own jobs, batches and sessions. Keys are 16 or more of A-Z a-z 0-9 . _ ~ + / = -.",
+    )
+    api_keys_file: Path | None = Field(
+        default=None,
+        description="A file of API keys, one per line (# starts a comment), added to "
+        "COSOLVE_API_KEYS (a mounted secret, say).",
+    )
+    cors_origins: str = Field(
+        default="",
+        description="Origins a browser may call the API from (CORS), comma-separated, e.g. "
+        "https://app.example.com; empty (the default) allows none, * any.",
+    )
+    allowed_hosts: str = Field(
+        default="",
+        description="Host names a server bound to loopback answers besides localhost, "
+        "127.0.0.1 and [::1] (any port), comma-separated: the guard against DNS rebinding.",
+    )
+    max_client_solves: int = Field(
+        default=16, gt=0,
+        description="In-request solves one client (an API key; an address without keys) may "
+        "have at once, running or waiting for a thread (429 above). Below the 40 solving "
+        "threads, so one client cannot take them all.",
+    )
+    max_client_jobs: int = Field(
+        default=500, gt=0,
+        description="Jobs one client may have queued or running at once (429 above).",
+    )
+    max_client_solver_s_per_hour: float = Field(
+        default=4 * 3600.0, gt=0, allow_inf_nan=False,
+        description="Solver seconds one client may use in a sliding hour, in-request solves "
+        "and jobs together (429 above, with the wait in Retry-After).",
+    )
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, le=3600, allow_inf_nan=False,
+        description="Longest a client may take to send a request's headers, in seconds "
+        "(`cosolve serve`); the connection is closed after.",
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, le=3600, allow_inf_nan=False,
+        description="Longest a request body may pause between two reads, in seconds (408 "
+        "after).",
+    )
+
+    @model_validator(mode="after")
+    def _api_keys_readable(self) -> Self:
+        # a missing key file or a short key is the start's failure, not every request's
+        read_api_keys(self.api_keys, self.api_keys_file)
+        return self
+
     @field_validator("data_dir", mode="before")
     @classmethod
     def _data_dir_given(cls, value: object) -> object:
@@ -211,3 +277,42 @@ def settings_problem(exc: ValidationError) -> str:
         + f": {e['msg'].removeprefix('Value error, ')}"
         for e in exc.errors()
     )
+
+
+#: What a key may be made of (RFC 6750's token characters), and its least length: a short
+#: key is guessed, and the store keeps a hash of each key, which only a long one protects.
+_KEY = re.compile(r"[A-Za-z0-9._~+/=-]{16,}")
+
+
+def read_api_keys(keys: str | None, keys_file: Path | None = None) -> frozenset[str]:
+    """The API keys of ``COSOLVE_API_KEYS`` (comma-separated, or ``@file``) and
+    ``COSOLVE_API_KEYS_FILE`` (one per line, ``#`` comments); empty when none is set.
+    ValueError names the source and the key's place, never the key itself."""
+    sources: list[tuple[str, list[str]]] = []
+    text = (keys or "").strip()
+    if text.startswith("@"):
+        sources.append((f"COSOLVE_API_KEYS file {text[1:]}", _key_lines(Path(text[1:]))))
+    elif text:
+        sources.append(("COSOLVE_API_KEYS", [k.strip() for k in text.split(",") if k.strip()]))
+    if keys_file is not None:
+        sources.append((f"COSOLVE_API_KEYS_FILE {keys_file}", _key_lines(keys_file)))
+    found: set[str] = set()
+    for source, items in sources:
+        for place, key in enumerate(items, 1):
+            if not _KEY.fullmatch(key):
+                raise ValueError(f"key {place} of {source} is not a key: use 16 or more of "
+                                 "A-Z a-z 0-9 . _ ~ + / = - (python -c 'import secrets; "
+                                 "print(secrets.token_urlsafe(32))' makes one)")
+            found.add(key)
+    if sources and not found:
+        raise ValueError(f"{sources[0][0]} holds no key")
+    return frozenset(found)
+
+
+def _key_lines(path: Path) -> list[str]:
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read the API key file {path}: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    return [s for line in lines if (s := line.split("#", 1)[0].strip())]

@@ -107,7 +107,8 @@ CREATE TABLE IF NOT EXISTS batches (
 _ADDED_COLUMNS = (("jobs", "max_vehicles", "INTEGER"), ("batches", "max_vehicles", "INTEGER"),
                   ("jobs", "worker_pid", "INTEGER"), ("jobs", "max_solutions", "INTEGER"),
                   ("batches", "max_solutions", "INTEGER"), ("jobs", "reference", "REAL"),
-                  ("jobs", "reference_file", "TEXT"))
+                  ("jobs", "reference_file", "TEXT"), ("jobs", "owner", "TEXT"),
+                  ("batches", "owner", "TEXT"))
 
 
 @dataclass
@@ -149,6 +150,9 @@ class JobRecord:
     reference: float | None = None
     #: The name that known solution was uploaded as.
     reference_file: str | None = None
+    #: Who submitted it: a hash of the API key (of the client's address without keys), never
+    #: the key; None for jobs stored before owners were kept.
+    owner: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -253,6 +257,8 @@ class JobStore:
                 except sqlite3.OperationalError as exc:
                     if "duplicate column" not in str(exc):
                         raise
+        # after the column exists, in an old store too: a key's listing and quotas read by it
+        conn.execute("CREATE INDEX IF NOT EXISTS jobs_owner ON jobs(owner, state)")
 
     # -- connections -----------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -368,6 +374,7 @@ class JobStore:
         max_solutions: int | None = None,
         reference: float | None = None,
         reference_file: str | None = None,
+        owner: str | None = None,
     ) -> JobRecord:
         """Persist the input (fsynced) and a queued row; only then is the job accepted. The
         name is made safe to store (``safe_filename``) whoever calls: the CLI's batch passed
@@ -388,9 +395,10 @@ class JobStore:
                 c.execute(
                     "INSERT INTO jobs (id, batch_id, state, problem, solver, time_limit, seed, "
                     "filename, nodes, created_at, updated_at, max_vehicles, max_solutions, "
-                    "reference, reference_file) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "reference, reference_file, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (job_id, batch_id, QUEUED, problem, solver, time_limit, seed, filename,
-                     nodes, now, now, max_vehicles, max_solutions, reference, reference_file),
+                     nodes, now, now, max_vehicles, max_solutions, reference, reference_file,
+                     owner),
                 )
         except (OSError, sqlite3.OperationalError) as exc:
             # nothing half-made stays behind: the expiry loop works from rows, so a folder
@@ -404,7 +412,7 @@ class JobStore:
 
     def create_batch(self, solver: str, time_limit: float, size: int,
                      rejected: list[dict[str, Any]], max_vehicles: int | None = None,
-                     max_solutions: int | None = None) -> str:
+                     max_solutions: int | None = None, owner: str | None = None) -> str:
         """A batch row; ``rejected`` lists the files refused at submission, with reasons;
         ``max_vehicles`` and ``max_solutions``: the fleet cap and the budget in solutions
         every file was given, if any."""
@@ -412,9 +420,10 @@ class JobStore:
         try:
             with self._conn() as c:
                 c.execute("INSERT INTO batches (id, created_at, solver, time_limit, size, "
-                          "rejected, max_vehicles, max_solutions) VALUES (?,?,?,?,?,?,?,?)",
+                          "rejected, max_vehicles, max_solutions, owner) "
+                          "VALUES (?,?,?,?,?,?,?,?,?)",
                           (batch_id, time.time(), solver, time_limit, size,
-                           json.dumps(rejected), max_vehicles, max_solutions))
+                           json.dumps(rejected), max_vehicles, max_solutions, owner))
         except sqlite3.OperationalError as exc:
             raise StorageError(f"the batch could not be stored ({exc}); the server's data "
                                "directory may be full") from None
@@ -438,8 +447,13 @@ class JobStore:
         return _record(row) if row else None
 
     def list(self, *, offset: int = 0, limit: int = 50, state: str | None = None,
-             batch_id: str | None = None) -> tuple[list[JobRecord], int]:
+             batch_id: str | None = None, owner: str | None = None
+             ) -> tuple[list[JobRecord], int]:
+        """A page of jobs, newest first; ``owner`` keeps one API key's jobs only."""
         where, args = [], []
+        if owner is not None:
+            where.append("owner=?")
+            args.append(owner)
         if state:
             where.append("state=?")
             args.append(state)
@@ -464,9 +478,24 @@ class JobStore:
         out["rejected"] = json.loads(out["rejected"])
         return out
 
-    def count_active(self) -> int:
+    def count_active(self, owner: str | None = None) -> int:
+        """Jobs queued or running: all of them, or ``owner``'s."""
+        if owner is not None:
+            return int(self._connection().execute(
+                "SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN (?, ?)",
+                (owner, *ACTIVE_STATES)).fetchone()[0])
         return int(self._connection().execute(
             "SELECT COUNT(*) FROM jobs WHERE state IN (?, ?)", ACTIVE_STATES).fetchone()[0])
+
+    def solver_seconds(self, owner: str, since: float) -> list[tuple[float | None, float]]:
+        """``owner``'s jobs' solver seconds for a client's hourly quota: (finished_at,
+        elapsed) of each job that finished after ``since`` or is running (finished_at None;
+        its seconds so far)."""
+        rows = self._connection().execute(
+            "SELECT CASE WHEN state=? THEN NULL ELSE finished_at END, elapsed FROM jobs "
+            "WHERE owner=? AND elapsed > 0 AND (state=? OR finished_at >= ?)",
+            (RUNNING, owner, RUNNING, since)).fetchall()
+        return [(row[0] if row[0] is None else float(row[0]), float(row[1])) for row in rows]
 
     def active_jobs(self) -> list[JobRecord]:
         rows = self._connection().execute(
