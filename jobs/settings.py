@@ -40,6 +40,12 @@ class Settings(BaseSettings):
         gt=0,
         description="Largest text an uploaded .gz file may expand to (a guard against gzip bombs).",
     )
+    max_inflating_bytes: int = Field(
+        default=1024 * MIB,
+        gt=0,
+        description="Most bytes the server inflates from .gz uploads at once, all requests "
+        "together; an upload that finds no room within 5 s is a 503 with Retry-After.",
+    )
     max_sync_nodes: int = Field(
         default=5000,
         gt=0,

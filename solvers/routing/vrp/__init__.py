@@ -1,0 +1,2 @@
+"""Rich vehicle routing in VROOM's JSON format: fleets, time windows, shipments, skills,
+breaks and matrices; an independent checker; reasons for unassigned tasks; solvers."""
