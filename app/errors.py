@@ -275,8 +275,10 @@ def domain_problem(error: CosolveError) -> ApiError:
             message += "; give it more time (a larger time_limit)"
         elif "(a larger time_limit)" not in message:
             message += " (a larger time_limit)"
+    retry_after = getattr(error, "retry_after", None)  # a temporary refusal says when
     return ApiError(error.status, message, kind=error.kind, title=error.title,
-                    field=error.field, extra=error.problem_extra())
+                    field=error.field, extra=error.problem_extra(),
+                    headers={"Retry-After": str(retry_after)} if retry_after else None)
 
 
 # -- handlers ----------------------------------------------------------------------------

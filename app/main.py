@@ -47,6 +47,7 @@ from jobs.service import JobService
 from solvers.catalog import all_specs, get_solver
 from solvers.contract import SolverSpec
 from solvers.device import describe, torch_device_name
+from solvers.inflate import configure as configure_inflating
 from solvers.tuning import check_tuning
 
 logger = logging.getLogger("cosolve.api")
@@ -332,6 +333,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ],
     )
     app.state.settings = resolved
+    configure_inflating(resolved.max_inflating_bytes)  # one budget for the process's uploads
     if settings is not None:
         app.dependency_overrides[get_settings] = lambda: resolved
     install_error_handlers(app)

@@ -11,10 +11,7 @@ load in about a second.
 
 from __future__ import annotations
 
-import gzip
-import io
 import re
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ import numpy as np
 from vrplib.parse import parse_vrplib
 
 from solvers.errors import InstanceError, UnsupportedFormatError
+from solvers.inflate import gunzip
 from solvers.routing.io.documents import _row_words, instance_from_dict, load_json
 from solvers.routing.problem import (
     CVRPInstance,
@@ -66,14 +64,8 @@ def decode_bytes(data: bytes, filename: str, max_bytes: int = DEFAULT_MAX_TEXT_B
     """Bytes of a (possibly gzipped) text file as text, with a clear error when corrupt."""
     _, gz = _strip_gz(filename)
     if gz or data[:2] == b"\x1f\x8b":
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-                raw = fh.read(max_bytes + 1)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InstanceError("file", f"{filename} is not a readable gzip file ({exc})") from None
-        if len(raw) > max_bytes:
-            raise InstanceError("file", f"{filename} decompresses to more than {max_bytes} bytes")
-        data = raw
+        # counted as a stream before it is kept, within the process's budget (solvers.inflate)
+        data = gunzip(data, filename, max_bytes)
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         # UTF-16 with its byte order mark, as Windows editors save "Unicode" text (read as
         # latin-1 it would fail with "no EDGE_WEIGHT_TYPE line")
