@@ -41,7 +41,7 @@ from app.errors import (
     reject_unknown_query,
 )
 from app.middleware import BodySizeLimitMiddleware
-from app.routers import flow, health, jobs, routing, scheduling, solvers
+from app.routers import console, flow, health, jobs, routing, scheduling, solvers
 from app.settings import Settings, get_settings, settings_problem
 from jobs.service import JobService
 from solvers.catalog import all_specs, get_solver
@@ -345,6 +345,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(flow.router, prefix="/v1")
     app.include_router(scheduling.router, prefix="/v1")
     app.include_router(jobs.router, prefix="/v1")
+    app.include_router(console.router)  # the web console at / (app/console/)
     app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
         app, (*routing.OPENAPI_BODY_MODELS, *flow.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS,
               *scheduling.OPENAPI_BODY_MODELS, ProblemDetails)

@@ -1,0 +1,40 @@
+// The console's entry point: one page, four views chosen by the URL's fragment (#solve,
+// #jobs, #jobs/ID, #scheduling, #flow), so the back button and bookmarks work without
+// query strings.
+
+import { initFlow } from "./flow.js";
+import { initJobs, openJob, showJobs } from "./jobs.js";
+import { initScheduling } from "./scheduling.js";
+import { initSolve } from "./solve.js";
+
+// Long main-thread tasks, for the benchmark (benchmarks/console.py reads them).
+window.__longtasks = [];
+try {
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.__longtasks.push(entry.duration);
+  }).observe({ type: "longtask", buffered: true });
+} catch (_) { /* a browser without the long-task API */ }
+
+const VIEWS = ["solve", "jobs", "scheduling", "flow"];
+
+function route() {
+  const [view, arg] = (location.hash.replace(/^#/, "") || "solve").split("/");
+  const name = VIEWS.includes(view) ? view : "solve";
+  for (const v of VIEWS) document.getElementById(`view-${v}`).hidden = v !== name;
+  document.querySelectorAll("nav a[data-view]").forEach((a) => {
+    if (a.dataset.view === name) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  });
+  if (name === "jobs") {
+    showJobs();
+    if (arg) openJob(decodeURIComponent(arg));
+  }
+}
+
+initSolve();
+initJobs();
+initScheduling();
+initFlow();
+window.addEventListener("hashchange", () => { route(); document.getElementById("main").focus(); });
+route();
+document.body.dataset.ready = "true";
