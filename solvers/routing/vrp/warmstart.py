@@ -3,8 +3,9 @@
 A running plan is the vehicles' ``steps``. The ``warmstart`` solver keeps it and changes it
 as little as it can:
 
-1. A starting route gets the breaks it lacks. One that breaks a rule (a new time window, a smaller vehicle) gives up its
-   unpinned tasks one at a time, the one whose removal repairs most first, until it holds;
+1. A starting route gets the breaks it lacks. One that breaks a rule (a new time window, a
+   smaller vehicle) gives up its unpinned tasks one at a time, the one whose removal repairs
+   most first, until it holds;
    pinned steps never leave their vehicle or change their order. A route whose pinned steps
    alone break a rule is an error naming the vehicle, not a plan moved behind the user's back.
 2. Every task not in a route (new, or given up in 1) is inserted where it adds least cost
