@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -83,6 +82,7 @@ from jobs.store import (
 )
 from solvers.catalog import get_solver
 from solvers.contract import MAX_SEED
+from solvers.cpus import available_cpus
 from solvers.errors import CosolveError, InstanceError
 from solvers.routing.auto import resolve
 from solvers.routing.io.formats import parse_instance_bytes, read_file_bytes
@@ -176,7 +176,7 @@ def _check_options(solver: str, time_limit: float, seed: int, workers: int | Non
     if ray_address is not None and executor != "ray":
         fail("--ray-address: only used with --executor ray")
     if workers is None:
-        workers = max(1, (os.cpu_count() or 2) - 1)
+        workers = max(1, available_cpus() - 1)  # a container's quota, not the host's cores
     elif not 1 <= workers <= MAX_WORKERS:
         fail(f"--workers: must be in [1, {MAX_WORKERS}], got {workers}")
     return workers, check_solvers(solver, max_solutions)

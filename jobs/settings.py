@@ -9,14 +9,14 @@ app does; ``app.settings`` gives the app its per-process instance.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from solvers.cpus import available_cpus
 from solvers.device import spelling_problem
 
 MIB = 1024 * 1024
@@ -107,9 +107,11 @@ class Settings(BaseSettings):
         "Client), host:port (the head's GCS), or auto; none starts Ray locally.",
     )
     max_concurrent_jobs: int = Field(
-        default_factory=lambda: max(1, (os.cpu_count() or 2) - 1),
+        # the CPUs this process may use (a container's quota), not the host's cores
+        default_factory=lambda: max(1, available_cpus() - 1),
         gt=0,
-        description="Jobs solved at the same time by the local executor (one core each).",
+        description="Jobs solved at the same time by the local executor (one core each); by "
+        "default one less than the CPUs the service may use (its affinity and cgroup quota).",
     )
     max_active_jobs: int = Field(
         default=1000, gt=0, description="Most jobs queued or running at once (429 above; a "
@@ -133,6 +135,11 @@ class Settings(BaseSettings):
     max_batch_files: int = Field(
         default=500, gt=0, description="Most instance files in one batch."
     )
+    vrp_speeds_kmh: dict[str, Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)]] = (
+        Field(default_factory=lambda: {"car": 50.0, "truck": 40.0, "bike": 15.0, "foot": 5.0},
+              description="VROOM documents with coordinates and no matrices: the travel speed "
+              "per vehicle profile, km/h, as JSON ({\"car\": 50, \"truck\": 40}); a profile "
+              "not named travels at 50 km/h."))
 
     # -- logs (docs/operations.md, "Logs") ---------------------------------------------------
     log_format: Literal["text", "json"] = Field(

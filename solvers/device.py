@@ -8,11 +8,26 @@ in the middle of a request. The classical solvers ignore it.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from functools import lru_cache
 
 #: What a device setting may say.
 DEVICE_PATTERN = r"^(cpu|auto|cuda(:[0-9]+)?)$"
+
+#: How to install torch where it is missing: its CPU build, since PyPI's plain ``torch`` is
+#: the CUDA build of several GB.
+TORCH_INSTALL = ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu "
+                 "(the CPU build; `make serve` installs it, `make serve TORCH=cuda` a GPU one)")
+
+
+def torch_missing() -> str | None:
+    """Why the torch solvers cannot run here, or ``None``: torch is optional (the ``neural``
+    extra; a Python or platform without a CPU build of it still serves the others). Looked up
+    without importing it, which takes seconds."""
+    if importlib.util.find_spec("torch") is None:
+        return f"torch is not installed (the neural solvers need it): {TORCH_INSTALL}"
+    return None
 
 
 def spelling_problem(setting: str) -> str | None:

@@ -220,7 +220,8 @@ def test_comments_carry_no_history() -> None:
 
 
 #: Checks of the whole repository, which mirror no single package.
-REPOSITORY_TESTS = {"test_layout.py", "test_docs.py", "test_examples.py", "test_fixed_answers.py"}
+REPOSITORY_TESTS = {"test_layout.py", "test_docs.py", "test_examples.py", "test_fixed_answers.py",
+                    "test_install.py"}
 
 
 def test_tests_mirror_the_packages() -> None:
@@ -272,23 +273,65 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
 
 def test_the_image_ships_what_make_serve_runs() -> None:
     """The Dockerfile cannot be built here (no daemon), so what it must agree with is checked
-    on its text: every package pyproject installs is copied, and the weights; torch is pinned
-    as pyproject and the Makefile pin it (any other request pulls a CUDA build); the Python is
-    the one pyproject requires; the command's module exists."""
+    on its text: every package pyproject installs is copied, and the weights; torch is the
+    `neural` extra, pinned alike in pyproject, the Makefile and the image's CPU-index line
+    (any other request pulls a CUDA build); the image's Python is one pyproject and the
+    Makefile's check accept; the command's module exists."""
     import tomllib
 
     docker = (REPO / "Dockerfile").read_text()
+    make = (REPO / "Makefile").read_text()
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     copied = {m.group(1).rstrip("/") for m in re.finditer(r"^COPY (\S+) ", docker, re.M)}
     packages = {name.rstrip("*") for name in project["tool"]["setuptools"]["packages"]["find"]
                 ["include"]}
     assert packages | {"weights"} <= copied, (packages | {"weights"}) - copied
     assert set(ROOMS) - {"benchmarks"} <= packages, set(ROOMS) - packages
-    torch_pin = next(d for d in project["project"]["dependencies"] if d.startswith("torch"))
-    assert f"pip install --index-url https://download.pytorch.org/whl/cpu {torch_pin}\n" in docker
-    assert torch_pin in (REPO / "Makefile").read_text()
-    python = re.search(r"^FROM python:(\d+\.\d+)", docker, re.M)
-    assert python and project["project"]["requires-python"] == (
-        f">={python.group(1)},<3.{int(python.group(1).split('.')[1]) + 1}")
+    assert not any(d.startswith("torch") for d in project["project"]["dependencies"])
+    torch_pin = next(d for d in project["project"]["optional-dependencies"]["neural"]
+                     if d.startswith("torch"))
+    assert (f"--index-url https://download.pytorch.org/whl/cpu {torch_pin}\n" in docker)
+    assert f"TORCH_VERSION := {torch_pin.removeprefix('torch==')}\n" in make
+    low, high = re.fullmatch(r">=3\.(\d+),<3\.(\d+)",
+                             project["project"]["requires-python"]).groups()
+    assert f"(3, {low}) <= v <= (3, {int(high) - 1})" in make
+    python = re.search(r"^FROM python:3\.(\d+)", docker, re.M)
+    assert python and int(low) <= int(python.group(1)) < int(high)
     module = re.search(r'^CMD \["python", "-m", "([\w.]+)"', docker, re.M)
     assert module and (REPO / (module.group(1).replace(".", "/") + ".py")).is_file()
+
+
+def test_the_image_keeps_its_data_starts_warm_and_installs_the_lock() -> None:
+    """The job store is a volume; the numba kernels compile in a RUN line (after the code and
+    the weights are in, into NUMBA_CACHE_DIR), not on each container start; every pip line of
+    the image and of the Makefile takes requirements.lock as constraints, and the lock pins
+    what pyproject pins."""
+    import tomllib
+
+    docker = (REPO / "Dockerfile").read_text()
+    data = re.search(r"\bCOSOLVE_DATA_DIR=(\S+)", docker)
+    assert data and re.search(rf"^VOLUME \[?\"?{re.escape(data.group(1))}\"?\]?$", docker, re.M)
+    assert re.search(r"\bNUMBA_CACHE_DIR=/\S+", docker)
+    lines = docker.splitlines()
+    warm = next(i for i, line in enumerate(lines) if line.startswith("RUN ") and "warm_up" in line)
+    assert warm > max(i for i, line in enumerate(lines) if line.startswith("COPY "))
+    assert "COPY requirements.lock " in docker
+    pips = [line for line in lines if line.startswith("RUN pip install")]
+    assert pips and all(" -c requirements.lock " in line for line in pips), pips
+    make = (REPO / "Makefile").read_text()
+    assert "LOCK := requirements.lock\n" in make
+    assert re.search(r"^PIP := .* -c \$\(LOCK\)$", make, re.M)
+    lock = {}
+    for line in (REPO / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            lock[re.sub(r"[-_.]+", "-", name).lower()] = version
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *(d for extra in project["optional-dependencies"]
+                                           .values() for d in extra)]
+    for dependency in wanted:
+        name = re.sub(r"[-_.]+", "-", re.match(r"[\w.-]+", dependency).group()).lower()
+        assert name in lock, f"{name} is not in requirements.lock (make lock)"
+        pin = re.search(r"==([\w.]+)", dependency)
+        if pin:
+            assert lock[name] == pin.group(1), (name, lock[name], pin.group(1))

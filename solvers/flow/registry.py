@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 from solvers.contract import SolverSpec
+from solvers.device import torch_missing
 from solvers.flow import baselines as _baselines
 
 #: This family's solvers, in the order listings show them; ``solvers.catalog`` registers them.
@@ -72,6 +73,6 @@ SPECS.append(
         factory=_oft_solver,
         max_nodes={"mincostflow": 2_000_000},
         availability=lambda: (_needs_package("ortools", "ortools")
-                              or _needs_package("torch", "torch")),
+                              or torch_missing()),
     )
 )

@@ -6,6 +6,7 @@ import importlib.util
 import math
 
 from solvers.contract import SolverSpec
+from solvers.device import torch_missing
 from solvers.routing.baselines import ortools as _ortools
 from solvers.routing.baselines import pyvrp as _pyvrp
 from solvers.routing.neural.checkpoints import checkpoint_path, missing_checkpoint, shipped_problems
@@ -151,7 +152,7 @@ def _reld_solver():  # type: ignore[no-untyped-def]
 # import torch, and `cosolve solvers` would wait 3.5 s for it.
 def _reld_availability() -> str | None:
     if shipped_problems("reld", _NEURAL_PROBLEMS):
-        return _needs_package("torch", "torch")
+        return torch_missing()
     return ("no trained weights: weights/reld_tsp.pt, reld_cvrp.pt and reld_cvrptw.pt are "
             "missing; train them with `python -m training.reld tsp|cvrp` and `python -m "
             "training.polynet cvrptw --single`")
@@ -210,7 +211,7 @@ def _sil_ls_solver():  # type: ignore[no-untyped-def]
 
 def _sil_availability() -> str | None:
     if shipped_problems("sil", ("tsp", "cvrp")):
-        return _needs_package("torch", "torch")
+        return torch_missing()
     return ("no trained weights: weights/sil_tsp.pt is missing; train it with "
             "`python -m training.sit tsp`")
 
@@ -266,7 +267,7 @@ def _polynet_solver():  # type: ignore[no-untyped-def]
 
 def _polynet_availability() -> str | None:
     if shipped_problems("polynet", _NEURAL_PROBLEMS):
-        return _needs_package("torch", "torch")
+        return torch_missing()
     return ("no trained weights: " + " and ".join(
         f"weights/{checkpoint_path('polynet', p).name}" for p in _NEURAL_PROBLEMS)
             + " are missing; train them with `python -m training.polynet tsp|cvrp` (warm "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from solvers.device import torch_missing
 from solvers.errors import CheckFailedError, SolverUnavailableError, UnknownSolverError
 from solvers.scheduling.check import ScheduleCheck, check_result, expected_stream
 from solvers.scheduling.goodrl_card import GOODRL_DESCRIPTION
@@ -46,6 +47,9 @@ def _goodrl_policy() -> Policy:
 
 
 def _goodrl_availability() -> str | None:
+    missing = torch_missing()  # before the import below, which imports torch
+    if missing is not None:
+        return missing
     from solvers.scheduling.goodrl import availability
 
     return availability()
