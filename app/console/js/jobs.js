@@ -66,7 +66,7 @@ function detailActions(job) {
   }
   if (job.cost === null && !job.partial) return;
   const plain = job.problem === "tsp" ? "tour" : "sol";
-  const items = job.problem === "simulate" ? [["json", "JSON"]] : [[plain, `.${plain}`], ["json", "JSON"], ["svg", "SVG"]];
+  const items = job.problem === "scheduling" ? [["json", "JSON"]] : [[plain, `.${plain}`], ["json", "JSON"], ["svg", "SVG"]];
   box.append(el("span", { text: "Download:" }),
     ...items.map(([f, label]) => el("a", { href: links.solution(job.id, f), download: `${job.id}.${f}` }, label)),
     el("a", { href: links.progressSvg(job.id), download: `${job.id}-progress.svg` }, "progress SVG"));
@@ -77,7 +77,10 @@ export async function openJob(id) {
   const panel = $("job-detail");
   panel.hidden = false;
   chart.clear(1);
-  $("job-svg").removeAttribute("src");
+  const img = $("job-svg");
+  img.removeAttribute("src");
+  img.hidden = true;
+  img.onload = () => { img.hidden = false; };
   let job;
   try {
     job = await api.job(id);
@@ -92,7 +95,7 @@ export async function openJob(id) {
     facts(st);
     detailActions(st);
     try { chart.set(st.solver, "#1f6feb", (await api.progress(st.id)).points); } catch (_) { /* keep */ }
-    if (st.problem !== "simulate" && (st.cost !== null || st.partial)) $("job-svg").src = links.solution(st.id, "svg");
+    if (st.problem !== "scheduling" && (st.cost !== null || st.partial)) $("job-svg").src = links.solution(st.id, "svg");
     showJobs();
   };
   facts(job);

@@ -73,7 +73,7 @@ export class RouteView {
     if (!this.coords) {
       ctx.fillStyle = "#57606a";
       ctx.font = "13px system-ui, sans-serif";
-      ctx.fillText("No coordinates to draw (a distance matrix only).", 12, h / 2);
+      ctx.fillText("No coordinates to draw (a distance matrix, or a file the console could not read).", 12, h / 2);
       return;
     }
     const c = this.coords;

@@ -32,6 +32,7 @@ async function setFile(file, reference) {
     `${file.name} (${fmt(file.size)} bytes)` + (state.reference ? ` with ${state.reference.name}` : "");
   const mark = performance.now();
   state.info = await readInstance(file);
+  // how long the worker took to read the coordinates (benchmarks/console.py reports it)
   $("solve-drop").dataset.readMs = (performance.now() - mark).toFixed(0);
   showDetected(state.info, null);
   await loadSolvers(state.info ? state.info.kind : null);
@@ -103,7 +104,8 @@ function renderRow(run) {
   const stateText = run.error ? "refused" : st ? st.state + (st.partial ? " (best kept)" : "") : "submitting";
   const cancel = el("button", { type: "button", disabled: !st || ["succeeded", "failed", "cancelled"].includes(st.state),
     onclick: () => cancelRun(run), "aria-label": `Cancel ${run.solver}` }, "Cancel");
-  run.row.dataset.state = st ? st.state : run.error ? "refused" : "submitting";
+  run.row.dataset.state = run.error ? "refused" : st ? st.state : "submitting";
+  if (st) run.row.dataset.job = st.id;
   run.row.dataset.gap = gap === null ? "" : gap.toFixed(4);
   run.row.replaceChildren(
     el("td", { text: run.solver }), el("td", { text: stateText, title: run.error || st?.error || "" }),
@@ -124,6 +126,7 @@ async function startRun(run, options) {
   } catch (err) {
     run.error = err.message;
     renderRow(run);
+    run.card.remove(); // nothing to draw: the refusal is in the table and beside its field
     showProblem("solve", err, "solver");
     allDone();
     return;
