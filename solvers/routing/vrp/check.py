@@ -47,7 +47,8 @@ class StepTimes:
 @dataclass(frozen=True)
 class Violation:
     """A broken rule: ``code`` is one of capacity, time_window, skills, max_travel_time,
-    max_distance, max_tasks, break, precedence, plan (the plan's own structure)."""
+    max_distance, max_tasks, break, precedence, pinned (a pinned step of the starting plan
+    moved), plan (the plan's own structure)."""
 
     code: str
     message: str
@@ -423,7 +424,26 @@ def _plan_rules(problem: VrpProblem, plan: VrpPlan) -> tuple[list[Violation], li
         if ref not in seen:
             bad.append(Violation("plan", f"{ref.kind} {task_id(problem, ref)} is neither in a "
                                  "route nor unassigned"))
-    return bad, usable
+    return bad + _pinned_rules(problem, plan), usable
+
+
+def _pinned_rules(problem: VrpProblem, plan: VrpPlan) -> list[Violation]:
+    """Pinned steps of a starting plan stay on their vehicle, in their order."""
+    bad: list[Violation] = []
+    kinds = {"job": problem.job_index, "pickup": problem.pickup_index,
+             "delivery": problem.delivery_index}
+    for v, vehicle in enumerate(problem.vehicles):
+        pinned = [TaskRef(s.type, kinds[s.type][s.id]) for s in vehicle.steps
+                  if s.pinned and s.type in kinds]
+        if not pinned:
+            continue
+        route = next((r.steps for r in plan.routes if r.vehicle_index == v), ())
+        order = [s for s in route if s in set(pinned)]
+        if order != pinned:
+            lost = [task_id(problem, r) for r in pinned if r not in order]
+            bad.append(Violation("pinned", f"vehicle {vehicle.id}: pinned steps " + (
+                f"{lost} are not on it" if lost else "are out of their order")))
+    return bad
 
 
 def check_plan(problem: VrpProblem, plan: VrpPlan) -> VrpCheck:

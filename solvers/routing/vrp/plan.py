@@ -84,3 +84,58 @@ def complete_plan(problem: VrpProblem, routes: list[RoutePlan] | tuple[RoutePlan
     kept = tuple(r for r in routes if r.task_count > 0)
     seen = {s for r in kept for s in r.steps if s.kind != "break"}
     return VrpPlan(kept, tuple(t for t in task_refs(problem) if t not in seen))
+
+
+def starting_plan(problem: VrpProblem) -> dict[int, list[TaskRef]]:
+    """The tasks of each vehicle's starting plan (``vehicles[].steps``), by vehicle index."""
+    kinds = {"job": problem.job_index, "pickup": problem.pickup_index,
+             "delivery": problem.delivery_index}
+    plans: dict[int, list[TaskRef]] = {}
+    for v, vehicle in enumerate(problem.vehicles):
+        refs = [TaskRef(s.type, kinds[s.type][s.id]) for s in vehicle.steps if s.type in kinds]
+        if refs:
+            plans[v] = refs
+    return plans
+
+
+def _kept_in_order(before: list[TaskRef], after: list[TaskRef]) -> set[TaskRef]:
+    """The most tasks of ``before`` that ``after`` keeps in the same order (a longest common
+    subsequence): the others are the fewest that must have moved."""
+    n, m = len(before), len(after)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            table[i][j] = (table[i + 1][j + 1] + 1 if before[i] == after[j]
+                           else max(table[i + 1][j], table[i][j + 1]))
+    kept, i, j = set(), 0, 0
+    while i < n and j < m:
+        if before[i] == after[j]:
+            kept.add(before[i])
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return kept
+
+
+def moved_tasks(problem: VrpProblem, plan: VrpPlan) -> list[dict[str, object]]:
+    """The tasks of the starting plan that the answer moved: to another vehicle, out of the
+    plan, or out of their order on their vehicle (the fewest such: all but a longest run
+    kept in order). Empty when the document has no starting plan."""
+    before = starting_plan(problem)
+    if not before:
+        return []
+    vehicle_of = {s: r.vehicle_index for r in plan.routes for s in r.steps if s.kind != "break"}
+    moved: list[dict[str, object]] = []
+    for v, refs in before.items():
+        route = next((r.steps for r in plan.routes if r.vehicle_index == v), ())
+        kept = _kept_in_order(refs, [s for s in route if s.kind != "break"])
+        for ref in refs:
+            if ref in kept:
+                continue
+            now = vehicle_of.get(ref)
+            moved.append({"type": ref.kind, "id": task_id(problem, ref),
+                          "from_vehicle": problem.vehicles[v].id,
+                          "to_vehicle": None if now is None else problem.vehicles[now].id})
+    return moved

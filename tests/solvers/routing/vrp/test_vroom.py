@@ -1,0 +1,123 @@
+"""The ``vroom`` solver end to end, and VROOM's own schedule against the checker's."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solvers.contract import Budget
+from solvers.routing.vrp.check import check_plan
+from solvers.routing.vrp.parse import parse_document
+from solvers.routing.vrp.plan import TaskRef
+from solvers.routing.vrp.solve import solve_vrp
+from solvers.routing.vrp.vroom import build_input, plan_from_output
+from tests.conftest import DATA
+from tests.solvers.routing.vrp.docs import small_document
+
+
+def _rich_document(seed: int) -> dict[str, Any]:
+    """A small document using setup times, shared places, a break with max_load, speed
+    factors, fixed and hourly costs, open routes and (every other seed) a cost matrix."""
+    rng = random.Random(seed)
+    doc = small_document(jobs=8, vehicles=2, seed=seed, shipments=2, capacity=8)
+    for job in doc["jobs"]:
+        job["setup"] = rng.randint(0, 9)
+    doc["jobs"][1]["location_index"] = doc["jobs"][0]["location_index"]
+    first, second = doc["vehicles"]
+    first["breaks"] = [{"id": 1, "service": 20, "max_load": [6],
+                        "time_windows": [[150, 200], [400, 450]]}]
+    first["speed_factor"] = rng.choice([1.0, 1.5, 0.7])
+    second["costs"] = {"fixed": 50, "per_hour": 1800}
+    second.pop(("end_index", "start_index", "time_window")[seed % 3])
+    if seed % 2:
+        durations = doc["matrices"]["car"]["durations"]
+        doc["matrices"]["car"]["costs"] = [[2 * x + 1 for x in row] for row in durations]
+        second["costs"] = {"fixed": 50}
+    return doc
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vroom_and_the_checker_agree_to_the_second(seed: int) -> None:
+    problem = parse_document(_rich_document(seed))
+    output = build_input(problem).solve(exploration_level=5, nb_threads=1).to_dict()
+    check = check_plan(problem, plan_from_output(problem, output))
+    assert check.feasible, check.violations
+    assert check.cost == output["summary"]["cost"]
+    assert check.waiting_time == output["summary"]["waiting_time"]
+    for theirs, ours in zip(output["routes"], check.routes, strict=True):
+        assert theirs["cost"] == ours.cost and theirs["duration"] == ours.duration
+        got = [(s.type, s.arrival, s.waiting, s.duration, s.setup, s.service, list(s.load))
+               for s in ours.steps]
+        want = [(s["type"], s["arrival"], s["waiting_time"], s["duration"], s["setup"],
+                 s["service"], s["load"]) for s in theirs["steps"]]
+        assert got == want
+
+
+def test_solve_a_small_document_end_to_end() -> None:
+    doc = small_document(jobs=8, shipments=2, capacity=6)
+    doc["jobs"][0]["skills"] = [3]  # no vehicle has it
+    problem = parse_document(doc)
+    result = solve_vrp(problem, "vroom", Budget(time_limit=5))
+    assert result.check.feasible
+    assert result.reasons[TaskRef("job", 0)] == "skills"
+    assert {u["id"] for u in result.output["unassigned"]} >= {100}
+    assert result.output["summary"]["cost"] == result.check.cost > 0
+    assert result.output["cosolve"]["solver"] == "vroom"
+
+
+def test_a_starting_plan_is_passed_to_vroom() -> None:
+    doc = small_document(jobs=4, windows=False)
+    doc["vehicles"][0]["steps"] = [{"type": "job", "id": 101}, {"type": "job", "id": 100}]
+    problem = parse_document(doc)
+    result = solve_vrp(problem, "vroom", Budget(time_limit=5))
+    assert result.check.feasible and not result.plan.unassigned
+    assert isinstance(result.output["cosolve"]["moved"], list)
+
+
+def _solomon_document(path: Path) -> tuple[dict[str, Any], int]:
+    """An LKH-3 Solomon file (SCALE 10, FLOOR_2D) as a VROOM document, and its best-known
+    cost from the matching tour file's name."""
+    lines = path.read_text().splitlines()
+    header = dict(line.split(" : ") for line in lines if " : " in line)
+    scale = int(header["SCALE"])
+    section = ""
+    coords: list[tuple[float, float]] = []
+    demand: list[int] = []
+    windows: list[tuple[int, int]] = []
+    for line in lines:
+        if line.endswith("_SECTION"):
+            section = line
+            continue
+        parts = line.split()
+        if len(parts) < 2 or " : " in line:
+            continue
+        if section == "NODE_COORD_SECTION":
+            coords.append((float(parts[1]), float(parts[2])))
+        elif section == "DEMAND_SECTION":
+            demand.append(int(parts[1]))
+        elif section == "TIME_WINDOW_SECTION":
+            windows.append((int(parts[1]) * scale, int(parts[2]) * scale))
+    durations = [[math.floor(scale * math.dist(a, b)) for b in coords] for a in coords]
+    service = int(header["SERVICE_TIME"]) * scale
+    doc = {
+        "vehicles": [{"id": v, "start_index": 0, "end_index": 0,
+                      "capacity": [int(header["CAPACITY"])], "time_window": list(windows[0])}
+                     for v in range(int(header["VEHICLES"]))],
+        "jobs": [{"id": k, "location_index": k, "service": service, "delivery": [demand[k]],
+                  "time_windows": [list(windows[k])]} for k in range(1, len(coords))],
+        "matrices": {"car": {"durations": durations}}}
+    best = next(p for p in path.parent.iterdir()
+                if p.name.startswith(path.name.split(".")[0] + ".") and p.suffix == ".tour")
+    return doc, int(best.name.split(".")[-2])
+
+
+def test_solomon_c101_with_every_task_assigned_near_the_best_known() -> None:
+    doc, best = _solomon_document(DATA / "solomon" / "C101.100.10.vrptw")
+    problem = parse_document(doc)
+    result = solve_vrp(problem, "vroom", Budget(time_limit=10))
+    assert result.check.feasible and not result.plan.unassigned
+    assert best <= result.check.cost <= best * 1.03
