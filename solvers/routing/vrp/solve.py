@@ -92,7 +92,8 @@ VRP_SOLVERS: dict[str, VrpSolverEntry] = {
     "vroom": VrpSolverEntry(
         "vroom", vroom_solver.solve_vroom,
         "VROOM (through pyvroom, BSD): the engine users of this format know; takes all of "
-        "the model, vehicles' steps as its starting solution", FEATURES),
+        "the model, vehicles' steps as its starting solution (not pinned)", FEATURES,
+        vroom_solver.supports),
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.contract import Budget, ProgressCallback, ProgressEvent
+from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent
 from solvers.errors import InstanceTooLargeError, NoSolutionError
 from solvers.routing.vrp.model import Vehicle, VrpProblem
 from solvers.routing.vrp.plan import RoutePlan, TaskRef, VrpPlan, complete_plan
@@ -114,22 +114,39 @@ def plan_from_output(problem: VrpProblem, output: dict[str, Any]) -> VrpPlan:
     return complete_plan(problem, routes)
 
 
+def supports(problem: VrpProblem) -> str | None:
+    """VROOM has no pinned steps: it would move them, and the check would refuse its plan."""
+    for v, vehicle in enumerate(problem.vehicles):
+        for k, step in enumerate(vehicle.steps):
+            if step.pinned:
+                return (f"vehicles[{v}].steps[{k}].pinned: VROOM cannot keep steps pinned; "
+                        "the warmstart solver does")
+    return None
+
+
+def _run(data: Any, budget: Budget) -> dict[str, Any]:
+    timeout = None if math.isinf(budget.time_limit) else timedelta(seconds=budget.time_limit)
+    solution = data.solve(exploration_level=EXPLORATION, nb_threads=THREADS, timeout=timeout)
+    return solution.to_dict()
+
+
 def solve_vroom(problem: VrpProblem, budget: Budget, seed: int = 0,
                 on_progress: ProgressCallback | None = None) -> VrpPlan:
-    """Solve with VROOM within the budget's time limit (VROOM's own timeout; it takes no
-    seed, so ``seed`` changes nothing: its search is deterministic for a given thread
-    count)."""
-    data = build_input(problem)
-    timeout = None if math.isinf(budget.time_limit) else timedelta(seconds=budget.time_limit)
+    """Solve with VROOM within the budget's time limit (VROOM's own timeout; it cannot be
+    cancelled midway, and takes no seed: its search is deterministic for a thread count).
+    A starting plan VROOM refuses as invalid (VROOM requires it to be feasible) is dropped
+    and the search starts afresh."""
+    clock = Clock(budget)
     try:
-        solution = data.solve(exploration_level=EXPLORATION, nb_threads=THREADS,
-                              timeout=timeout)
-    except Exception as err:  # pyvroom raises its C++ errors as bare exceptions
-        raise NoSolutionError(f"vroom failed: {err}", field="solver",
-                              more_time_helps=False) from err
-    output = solution.to_dict()
+        output = _run(build_input(problem), budget)
+    except Exception as err:  # pyvroom raises VROOM's C++ errors as plain exceptions
+        if not any(v.steps for v in problem.vehicles):
+            raise NoSolutionError(f"vroom failed: {err}", field="solver",
+                                  more_time_helps=False) from err
+        remaining = max(clock.remaining, 0.1 * budget.time_limit)
+        output = _run(build_input(problem, use_steps=False), Budget(time_limit=remaining))
     if on_progress is not None:
         cost = output.get("summary", {}).get("cost")
-        on_progress(ProgressEvent("vroom", 0.0, 1, None if cost is None else float(cost),
-                                  "vroom finished"))
+        on_progress(ProgressEvent("vroom", clock.elapsed, 1,
+                                  None if cost is None else float(cost), "vroom finished"))
     return plan_from_output(problem, output)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from solvers.contract import Budget
+from solvers.errors import ProblemMismatchError
 from solvers.routing.vrp.check import check_plan
 from solvers.routing.vrp.parse import parse_document
 from solvers.routing.vrp.plan import TaskRef
@@ -76,6 +77,21 @@ def test_a_starting_plan_is_passed_to_vroom() -> None:
     result = solve_vrp(problem, "vroom", Budget(time_limit=5))
     assert result.check.feasible and not result.plan.unassigned
     assert isinstance(result.output["cosolve"]["moved"], list)
+
+
+def test_an_invalid_starting_plan_is_dropped_not_fatal() -> None:
+    doc = small_document(jobs=8, capacity=6, windows=False)
+    doc["vehicles"][0]["steps"] = [{"type": "job", "id": 100 + k} for k in range(8)]
+    result = solve_vrp(parse_document(doc), "vroom", Budget(time_limit=5))
+    assert result.check.feasible and len(result.plan.unassigned) < 8  # VROOM refused the plan
+    assert result.output["cosolve"]["moved"]  # some of the overloaded route had to move
+
+
+def test_pinned_steps_are_refused_by_name() -> None:
+    doc = small_document(jobs=3)
+    doc["vehicles"][1]["steps"] = [{"type": "job", "id": 100, "pinned": True}]
+    with pytest.raises(ProblemMismatchError, match=r"vehicles\[1\]\.steps\[0\]\.pinned"):
+        solve_vrp(parse_document(doc), "vroom", Budget(time_limit=5))
 
 
 def _solomon_document(path: Path) -> tuple[dict[str, Any], int]:
