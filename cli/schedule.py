@@ -4,7 +4,7 @@
                               [--workflows-count N] [--policies goodrl,heft,eft] [--seed S]
                               [--gantt DIR] [--skip-bad-files] [--json]
     cosolve schedule policies [--json]
-    cosolve schedule session [--pool 6x4] [--policy heft] [--seed S] [--events FILE]
+    cosolve schedule session [--pool 6x4] [--policy heft_slack] [--seed S] [--events FILE]
 
 Without ``--workflows`` the four classic shapes (Montage, CyberShake, Inspiral, SIPHT) are
 generated (``--shapes``, ``--tasks``). Exit codes as everywhere: 0 success, 2 bad input, 1 when
@@ -48,6 +48,7 @@ from solvers.routing.io.documents import load_json
 from solvers.scheduling.registry import (
     DEFAULT_POLICIES,
     POLICIES,
+    RECOMMENDED_POLICY,
     get_policy,
     policy_names,
     run_policies,
@@ -440,7 +441,8 @@ def _session_line(session: Session, obj: Any) -> dict[str, Any]:
 def session_command(
     pool: Annotated[str, typer.Option(help="VM pool: TYPESxEACH (6x4, 5x5) or vCPUs "
                                       "'8,16,96'.")] = "6x4",
-    policy: Annotated[str, typer.Option(help="The policy deciding the assignments.")] = "heft",
+    policy: Annotated[str, typer.Option(
+        help="The policy deciding the assignments.")] = RECOMMENDED_POLICY,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="The policy's seed.")] = 0,
     events: Annotated[Path | None, typer.Option(
         help="Read the events from this file instead of standard input.")] = None,

@@ -21,6 +21,7 @@ from jobs.scheduling import MAX_TEMPLATE_TASKS, SessionEvents, WorkflowIn
 from jobs.scheduling import TaskFinished as TaskFinished
 from jobs.scheduling import TaskIn as TaskIn
 from jobs.scheduling import WorkflowArrived as WorkflowArrived
+from solvers.scheduling.registry import RECOMMENDED_POLICY
 
 #: Caps that keep every request small and finite (413/422 above them).
 MAX_TEMPLATES = 32
@@ -211,7 +212,9 @@ class PolicyInfo(BaseModel):
 class SessionCreate(_Strict):
     model_config = ConfigDict(json_schema_extra=examples.SESSION)
     pool: str = Field(default="6x4", max_length=5000)
-    policy: str = Field(default="heft", max_length=100)
+    policy: str = Field(default=RECOMMENDED_POLICY, max_length=100,
+                        description="The rule deciding the assignments; the default is the "
+                        "best correctly timed rule at every load measured.")
     seed: int = Field(default=0, ge=0, le=MAX_SEED)
 
 

@@ -405,6 +405,13 @@ def test_simulate_returns_a_schedule_that_checks_out(api: httpx.Client) -> None:
     assert_problem(api.post(SIMULATE, json=heavy), 413, field="schedule")
 
 
+def test_a_session_defaults_to_the_recommended_rule(api: httpx.Client) -> None:
+    """heft_slack is the best correctly timed rule at every measured load (scheduling_load)."""
+    r = api.post(SESSIONS, json={"pool": "6x4"})
+    assert r.status_code == 201, r.text
+    assert r.json()["policy"] == "heft_slack"
+
+
 def _session(api: httpx.Client, pool: str, policy: str) -> str:
     r = api.post(SESSIONS, json={"pool": pool, "policy": policy})
     assert r.status_code == 201, r.text
