@@ -15,6 +15,7 @@ import anyio.to_thread
 from fastapi import Request
 
 from app.errors import ApiError
+from app.quotas import solve_turn
 
 T = TypeVar("T")
 
@@ -33,9 +34,11 @@ def solve_limiter(request: Request) -> anyio.CapacityLimiter | None:
 
 
 async def run_solving(request: Request, func: Callable[..., T], *args: Any) -> T:
-    """``func(*args)`` on a solving thread (see ``SOLVE_THREADS``)."""
-    return await anyio.to_thread.run_sync(functools.partial(func, *args),
-                                          limiter=solve_limiter(request))
+    """``func(*args)`` on a solving thread (see ``SOLVE_THREADS``), in the principal's fair
+    turn and within its quotas (``app.quotas``)."""
+    async with solve_turn(request):
+        return await anyio.to_thread.run_sync(functools.partial(func, *args),
+                                              limiter=solve_limiter(request))
 
 
 async def _watch(request: Request, cancel: threading.Event) -> None:

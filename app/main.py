@@ -41,8 +41,11 @@ from app.errors import (
     reject_unknown_query,
 )
 from app.middleware import BodySizeLimitMiddleware
+from app.quotas import FairUse
 from app.routers import console, flow, health, jobs, routing, scheduling, solvers
+from app.security import current_principal, document_security, install_security
 from app.settings import Settings, get_settings, settings_problem
+from app.slow_clients import BodyReadTimeoutMiddleware
 from jobs.service import JobService
 from solvers.catalog import all_specs, get_solver
 from solvers.contract import SolverSpec
@@ -319,7 +322,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served by _serve_docs_offline
         redoc_url=None,
         lifespan=_lifespan,
-        dependencies=[Depends(reject_unknown_query)],
+        # the API key first (app.security: /v1 routes only), then the query's names
+        dependencies=[Depends(current_principal), Depends(reject_unknown_query)],
         openapi_tags=[
             {"name": "health", "description": "Liveness and readiness probes."},
             {"name": "solvers", "description": "The solver catalogue."},
@@ -338,6 +342,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.dependency_overrides[get_settings] = lambda: resolved
     install_error_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=resolved.max_body_bytes)
+    app.add_middleware(BodyReadTimeoutMiddleware, timeout_s=resolved.body_timeout_s)
+    install_security(app, resolved)  # keys, CORS, the Host check
+    app.state.fair_use = FairUse(resolved, SOLVE_THREADS)  # per-client quotas, fair turns
     _serve_docs_offline(app)
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
@@ -350,6 +357,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app, (*routing.OPENAPI_BODY_MODELS, *flow.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS,
               *scheduling.OPENAPI_BODY_MODELS, ProblemDetails)
     )
+    document_security(app)
     return app
 
 

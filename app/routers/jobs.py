@@ -39,6 +39,7 @@ from app.intake.uploads import (
     single_values,
     validate_fields,
 )
+from app.quotas import job_owner
 from app.schemas.jobs import (
     BatchFileResult,
     BatchOptions,
@@ -55,6 +56,7 @@ from app.schemas.jobs import (
     JobUpload,
     TSPJobRequest,
 )
+from app.security import Principal, PrincipalDep, current_principal
 from app.settings import Settings, get_settings
 from jobs.batches import (
     ReadBudget,
@@ -120,8 +122,11 @@ def job_status(job: JobRecord) -> JobStatus:
     )
 
 
-def _get_job(service: JobService, job_id: str) -> JobRecord:
+def _get_job(service: JobService, job_id: str, principal: Principal | None = None
+             ) -> JobRecord:
     job = service.store.get(job_id)
+    if job is not None and principal is not None and not principal.owns(job.owner):
+        job = None  # another key's job answers as one that does not exist (no 403 to probe)
     if job is None:
         raise ApiError(404, f"no job {job_id!r} (it may have expired)", kind="unknown-job",
                        title="Unknown job", field="job_id")
@@ -129,6 +134,12 @@ def _get_job(service: JobService, job_id: str) -> JobRecord:
 
 
 def _queue_full(exc: QueueFullError) -> ApiError:
+    if exc.per_client:
+        return ApiError(
+            429, f"this client would have {exc.active} jobs queued or running; each client "
+            f"may have {exc.limit} (COSOLVE_MAX_CLIENT_JOBS). Retry when some have finished.",
+            kind="too-many-jobs", title="Too many jobs", headers={"Retry-After": "30"},
+            extra={"active": exc.active, "limit": exc.limit})
     return ApiError(
         429, f"{exc.active} jobs would be queued or running; this server accepts at most "
         f"{exc.limit} (COSOLVE_MAX_ACTIVE_JOBS). Retry when some have finished.",
@@ -139,7 +150,9 @@ def _queue_full(exc: QueueFullError) -> ApiError:
 # -- submit ------------------------------------------------------------------------------
 async def submit_problem(service: JobService, **job_input: Any) -> JobRecord:
     """Persist and enqueue a checked job (a solve, or a scheduling simulation), its queue
-    and storage failures as problems."""
+    and storage failures as problems; the requesting client's quotas are checked and its
+    key recorded as the job's owner."""
+    job_input.setdefault("owner", job_owner())
     try:
         return await run_in_threadpool(lambda: service.submit(**job_input))
     except QueueFullError as exc:
@@ -182,7 +195,7 @@ async def submit_job(request: Request, settings: SettingsDep, service: ServiceDe
 
 # -- read ----------------------------------------------------------------------------------
 @router.get("/jobs", response_model=JobList, responses=problem_responses(422))
-def list_jobs(service: ServiceDep,
+def list_jobs(service: ServiceDep, principal: PrincipalDep,
               offset: Annotated[int, Query(ge=0, le=MAX_LIST_OFFSET)] = 0,
               limit: Annotated[int, Query(ge=1, le=500)] = 50,
               state: Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -192,14 +205,14 @@ def list_jobs(service: ServiceDep,
               ) -> JobList:
     """Jobs, newest first, a page at a time; ``state`` and ``batch_id`` filter them."""
     jobs, total = service.store.list(offset=offset, limit=limit, state=state,
-                                     batch_id=batch_id)
+                                     batch_id=batch_id, owner=principal.only)
     return JobList(jobs=[job_status(j) for j in jobs], total=total, offset=offset, limit=limit)
 
 
 @router.get("/jobs/{job_id}", response_model=JobStatus, responses=problem_responses(404))
-def get_job(job_id: str, service: ServiceDep) -> JobStatus:
+def get_job(job_id: str, service: ServiceDep, principal: PrincipalDep) -> JobStatus:
     """State and progress (elapsed, iterations, best cost so far)."""
-    return job_status(_get_job(service, job_id))
+    return job_status(_get_job(service, job_id, principal))
 
 
 @router.get("/jobs/{job_id}/events", response_class=StreamingResponse, responses={
@@ -210,9 +223,10 @@ def get_job(job_id: str, service: ServiceDep) -> JobStatus:
                          "`shutdown` (`{\"message\": ...}`) when the server stops first; "
                          "comment lines keep the connection alive."},
     **problem_responses(404)})
-async def job_events(job_id: str, request: Request, service: ServiceDep) -> StreamingResponse:
+async def job_events(job_id: str, request: Request, service: ServiceDep,
+                     principal: PrincipalDep) -> StreamingResponse:
     """Server-sent events: one ``progress`` event per change, then ``end``."""
-    _get_job(service, job_id)
+    _get_job(service, job_id, principal)
 
     async def stream() -> AsyncIterator[str]:
         last_seen: float | None = None
@@ -257,11 +271,13 @@ async def job_events(job_id: str, request: Request, service: ServiceDep) -> Stre
                          "drawing (image/svg+xml)."},
     **problem_responses(404, 409, 422, 500)})
 def job_solution(job_id: str, service: ServiceDep,
-                 format: Literal["json", "tour", "sol", "svg"] = "json") -> Response:
+                 format: Literal["json", "tour", "sol", "svg"] = "json",
+                 principal: Annotated[Principal | None, Depends(current_principal)] = None
+                 ) -> Response:
     """The solution of a finished job (for a cancelled one, the best found before the cancel,
     with ``partial: true``); ``format=svg`` draws it, its cost recomputed from the stored
     instance."""
-    job = _get_job(service, job_id)
+    job = _get_job(service, job_id, principal)
     if not job.final:
         raise ApiError(409, f"job {job_id} is {job.state}; follow /v1/jobs/{job_id}/events "
                        "or poll the job until it is final", kind="job-not-finished",
@@ -317,12 +333,12 @@ def job_solution(job_id: str, service: ServiceDep,
     200: {"content": {"application/json": {}, SVG_MEDIA_TYPE: {"schema": {"type": "string"}}},
           "description": "The best cost over time as JSON, or (format=svg) as a step plot."},
     **problem_responses(404, 500)})
-def job_progress(job_id: str, service: ServiceDep,
+def job_progress(job_id: str, service: ServiceDep, principal: PrincipalDep,
                  format: Literal["json", "svg"] = "json") -> Any:
     """The job's best cost over time, never increasing: every improvement its solver
     reported (thinned to at most 1,000 points), ending at the checked final cost. A running
     job's series so far; a queued one's is empty."""
-    job = _get_job(service, job_id)
+    job = _get_job(service, job_id, principal)
     try:
         points = job_series(service.store, job)
     except StoredSolutionError as exc:
@@ -347,10 +363,10 @@ def content_disposition(filename: str) -> str:
 # -- cancel --------------------------------------------------------------------------------
 @router.delete("/jobs/{job_id}", response_model=JobStatus, status_code=202,
                responses=problem_responses(404))
-def cancel_job(job_id: str, service: ServiceDep) -> JobStatus:
+def cancel_job(job_id: str, service: ServiceDep, principal: PrincipalDep) -> JobStatus:
     """Cancel: a queued job stops at once; a running one stops at its solver's next check
     and keeps the best solution found so far. Cancelling a finished job changes nothing."""
-    _get_job(service, job_id)
+    _get_job(service, job_id, principal)
     job = service.cancel(job_id)
     assert job is not None
     return job_status(job)
@@ -488,7 +504,8 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
     try:
         batch_id = service.submit_batch([vars(job_input) for job_input in accepted],
                                         solvers.text, accepted[0].time_limit, rejected,
-                                        options.max_vehicles, options.max_solutions)
+                                        options.max_vehicles, options.max_solutions,
+                                        owner=job_owner())
     except QueueFullError as exc:
         raise _queue_full(exc) from None
     except StorageError as exc:
@@ -524,6 +541,13 @@ def _unknown_batch(batch_id: str) -> ApiError:
     return ApiError(404, f"no batch {batch_id!r} (batches expire with their jobs, "
                     "COSOLVE_RESULT_TTL_S after they finish)", kind="unknown-batch",
                     title="Unknown batch", field="batch_id")
+
+
+def _own_batch(service: JobService, batch_id: str, principal: Principal) -> None:
+    """404 for a batch that is not there, or is another key's (as for jobs)."""
+    batch = service.store.batch(batch_id)
+    if batch is None or not principal.owns(batch.get("owner")):
+        raise _unknown_batch(batch_id)
 
 
 def _solved(job: JobRecord) -> bool:
@@ -588,9 +612,10 @@ def batch_status(service: JobService, batch_id: str) -> BatchStatus:
     200: {"content": {"application/json": {}, "text/markdown": {}},
           "description": "Per-file results and a summary, as JSON or a markdown table."},
     **problem_responses(404)})
-def get_batch(batch_id: str, service: ServiceDep,
+def get_batch(batch_id: str, service: ServiceDep, principal: PrincipalDep,
               format: Literal["json", "md"] = "json") -> Any:
     """Per-file results and a summary (``format=md``: the same as a markdown table)."""
+    _own_batch(service, batch_id, principal)
     status = batch_status(service, batch_id)
     if format == "json":
         return status
@@ -603,9 +628,11 @@ def get_batch(batch_id: str, service: ServiceDep,
                          "NAME.tour or NAME.sol), drawings/NAME.svg and progress/NAME.json and "
                          ".svg; errors.txt names files whose results could not be read."},
     **problem_responses(404)})
-def batch_results_zip(batch_id: str, service: ServiceDep) -> Response:
+def batch_results_zip(batch_id: str, service: ServiceDep, principal: PrincipalDep
+                      ) -> Response:
     """The batch's results as one zip, as far as they are done (the summary says which files
     are still running)."""
+    _own_batch(service, batch_id, principal)
     status = batch_status(service, batch_id)
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
     summary = ZipSummary(batch_markdown(status), status.model_dump_json(indent=2))
@@ -616,12 +643,11 @@ def batch_results_zip(batch_id: str, service: ServiceDep) -> Response:
 
 @router.delete("/batches/{batch_id}", response_model=BatchStatus, status_code=202,
                responses=problem_responses(404))
-def cancel_batch(batch_id: str, service: ServiceDep) -> BatchStatus:
+def cancel_batch(batch_id: str, service: ServiceDep, principal: PrincipalDep) -> BatchStatus:
     """Cancel every job of the batch still queued or running, as ``DELETE /v1/jobs/{id}``
     does one: queued ones stop at once, running ones keep their best solution so far;
     finished ones are left as they are. The answer is the batch's status."""
-    if service.store.batch(batch_id) is None:
-        raise _unknown_batch(batch_id)
+    _own_batch(service, batch_id, principal)
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
     for job in jobs:
         if not job.final:

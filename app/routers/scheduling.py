@@ -67,6 +67,7 @@ from app.schemas.scheduling import (
     SimulateUpload,
     WorkflowArrived,
 )
+from app.security import Principal, PrincipalDep
 from app.settings import Settings, get_settings
 from jobs.simulation import SIMULATION_PROBLEM, simulation_document
 from solvers.errors import (
@@ -202,6 +203,8 @@ class _Live:
     lock: threading.Lock = field(default_factory=threading.Lock)
     touched: float = field(default_factory=time.monotonic)
     ended: bool = False  # set under ``lock`` by DELETE (or by expiry)
+    #: The principal that opened it (``app.security``); another key's requests see a 404.
+    owner: str | None = None
 
 
 _sessions: dict[str, _Live] = {}
@@ -220,7 +223,7 @@ def _unknown_session(session_id: str) -> ApiError:
                     kind="unknown-session", title="Unknown session", field="session_id")
 
 
-def _get(session_id: str) -> _Live:
+def _get(session_id: str, principal: Principal | None = None) -> _Live:
     """The live session; any request on it (GET too) counts as activity. Idle ones expire
     on every access, not only when a session is created, so an expired session stops
     answering and polling keeps a quiet one alive."""
@@ -228,6 +231,8 @@ def _get(session_id: str) -> _Live:
     with _sessions_lock:
         _expire(now)
         live = _sessions.get(session_id)
+        if live is not None and principal is not None and not principal.owns(live.owner):
+            live = None
         if live is not None:
             live.touched = now
     if live is None:
@@ -250,7 +255,8 @@ def _state(session_id: str, live: _Live) -> SessionState:
                                                  429, RETRY_AFTER_HEADER), 201,
                                     LOCATION_HEADER, "Created: the new session's state"),
              openapi_extra=_body(SessionCreate))
-async def create_session(request: Request, response: Response) -> SessionState:
+async def create_session(request: Request, response: Response,
+                         principal: PrincipalDep) -> SessionState:
     _json_body(request)
     body = validate_json(SessionCreate, await request.body())
     pool = read_pool(body.pool)
@@ -276,7 +282,8 @@ async def create_session(request: Request, response: Response) -> SessionState:
                            f"idlest expires in {wait} s)", kind="too-many-sessions",
                            title="Too many sessions", headers={"Retry-After": str(wait)})
         sid = uuid.uuid4().hex
-        live = _Live(Session(pool, policy, body.seed), pool.label, body.policy)
+        live = _Live(Session(pool, policy, body.seed), pool.label, body.policy,
+                     owner=principal.owner)
         _sessions[sid] = live
     response.headers["Location"] = f"{request.url.path}/{sid}"
     return _state(sid, live)
@@ -424,8 +431,9 @@ def _too_much_work(work: str, seconds: float, events: str) -> ApiError:
                  "(`applied`), with their `workflow_ids` and `assignments`."),
              responses=problem_responses(404, 413, 415, 422),
              openapi_extra=_body(EventsRequest))
-async def session_events(session_id: str, request: Request) -> EventsResponse:
-    live = _get(session_id)
+async def session_events(session_id: str, request: Request,
+                         principal: PrincipalDep) -> EventsResponse:
+    live = _get(session_id, principal)
     _json_body(request)
     body = validate_json(EventsRequest, await request.body())
     return await run_solving(request, _apply, session_id, live, body)
@@ -434,8 +442,8 @@ async def session_events(session_id: str, request: Request) -> EventsResponse:
 @router.get("/sessions/{session_id}", name="session_state", response_model=SessionState,
             summary="A session's time, VM queues and workflows",
             responses=problem_responses(404))
-async def session_state(session_id: str) -> SessionState:
-    live = _get(session_id)
+async def session_state(session_id: str, principal: PrincipalDep) -> SessionState:
+    live = _get(session_id, principal)
 
     def state() -> SessionState:
         with live.lock:  # an events request in flight answers first
@@ -448,8 +456,8 @@ async def session_state(session_id: str) -> SessionState:
 
 @router.delete("/sessions/{session_id}", name="delete_session", status_code=204,
                summary="End a session", responses=problem_responses(404))
-async def delete_session(session_id: str) -> Response:
-    live = _get(session_id)
+async def delete_session(session_id: str, principal: PrincipalDep) -> Response:
+    live = _get(session_id, principal)
 
     def end() -> None:
         # An events request in flight finishes first and answers its assignments; requests
