@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
-from solvers.contract import Budget, Clock, ProgressEvent
+from solvers.contract import Budget, Clock, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
+from solvers.routing.problem import CVRPInstance
 from solvers.routing.vrp.model import VrpProblem
 from solvers.routing.vrp.plan import RoutePlan, TaskRef, VrpPlan, complete_plan
 
@@ -89,11 +91,7 @@ def solve(problem: VrpProblem, budget: Budget, seed: int = 0,
           on_progress: Callable[[ProgressEvent], None] | None = None) -> VrpPlan:
     """The classical ILS on the problem as a CVRP instance (node 0 the depot, node k the
     k-th job that fits a vehicle), its routes read back as jobs."""
-    from dataclasses import replace
-
-    from solvers.contract import no_progress
     from solvers.routing.classical.ils import ILSSolver
-    from solvers.routing.problem import CVRPInstance
 
     clock = Clock(budget)
     warm_up()  # the first call in a process loads the compiled kernels (seconds)
