@@ -33,6 +33,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
+import app.routers.vrp as vrp_routes
 from app.concurrency import SOLVE_THREADS
 from app.errors import (
     ProblemDetails,
@@ -348,6 +349,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _serve_docs_offline(app)
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
+    app.include_router(vrp_routes.router, prefix="/v1")  # before routing's /{problem}/...
     app.include_router(routing.router, prefix="/v1")
     app.include_router(flow.router, prefix="/v1")
     app.include_router(scheduling.router, prefix="/v1")
@@ -355,7 +357,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(console.router)  # the web console at / (app/console/)
     app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
         app, (*routing.OPENAPI_BODY_MODELS, *flow.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS,
-              *scheduling.OPENAPI_BODY_MODELS, ProblemDetails)
+              *scheduling.OPENAPI_BODY_MODELS, *vrp_routes.OPENAPI_BODY_MODELS, ProblemDetails)
     )
     document_security(app)
     return app

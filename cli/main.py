@@ -28,6 +28,7 @@ try:  # typer 0.2x parses with its own copy of click
 except ImportError:  # older typer: click itself
     from click import Context, UsageError  # type: ignore[assignment]
 
+import cli.vrp as vrp_cli
 from cli import loaded
 from cli.batch import batch, output_stem
 from cli.common import (
@@ -370,6 +371,8 @@ def list_solvers(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the registered solvers, their size limits and whether they can run here."""
+    if problem is not None and problem.lower() == "vrp":  # the solvers of VROOM documents
+        return vrp_cli.list_vrp_solvers(as_json)
     if problem is None:
         specs = all_specs()
     else:
@@ -410,6 +413,7 @@ def _with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
 
 
 @app.command("solve")
+@vrp_cli.vroom_documents(vrp_cli.solved_document)  # a .json with vehicles: VROOM's format
 def solve(
     file: Annotated[Path, INSTANCE_ARGUMENT],
     solver: Annotated[str, typer.Option(
@@ -442,6 +446,7 @@ def solve(
                                  "of the file's VEHICLES if it has one.")
     ] = None,
     device: Annotated[str, DEVICE_OPTION] = "cpu",
+    geojson: Annotated[Path | None, vrp_cli.GEOJSON_OPTION] = None,
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
     with json_failures(as_json, instance=None, solver=solver, time_limit=time_limit, seed=seed,
@@ -626,6 +631,7 @@ def _compare_failure(comparison: Comparison, names: list[str],
 
 
 @app.command("compare")
+@vrp_cli.vroom_documents(vrp_cli.compared_document)
 def compare(
     file: Annotated[Path, INSTANCE_ARGUMENT],
     solvers: Annotated[

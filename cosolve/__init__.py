@@ -39,8 +39,12 @@ from solvers.routing.io import load_instance, parse_instance_bytes, write_soluti
 from solvers.routing.problem import CVRPInstance, CVRPTWInstance, RoutingInstance, TSPInstance
 from solvers.routing.solution import Solution
 from solvers.routing.solve import Comparison, ComparisonRow, compare, gap_percent, solve
+from solvers.routing.vrp.model import VrpProblem
+from solvers.routing.vrp.parse import ParseParams, parse_document
+from solvers.routing.vrp.solve import VRP_SOLVERS, VrpResult, solve_vrp
 
 __all__ = [
+    "VRP_SOLVERS",
     "ApiError",
     "AuthenticationError",
     "Batch",
@@ -62,6 +66,7 @@ __all__ = [
     "JobStatus",
     "NoSolutionError",
     "NotFoundError",
+    "ParseParams",
     "PayloadTooLargeError",
     "ProgressEvent",
     "RateLimitError",
@@ -73,15 +78,19 @@ __all__ = [
     "SolverSpec",
     "TSPInstance",
     "UnavailableError",
+    "VrpProblem",
+    "VrpResult",
     "all_specs",
     "compare",
     "draw",
     "gap_percent",
     "get_spec",
     "load_instance",
+    "parse_document",
     "parse_instance_bytes",
     "solution_details",
     "solve",
+    "solve_vrp",
     "warm_up",
     "write_solution_file",
 ]

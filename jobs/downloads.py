@@ -18,6 +18,7 @@ from typing import Any
 
 from jobs.batches import result_stem, sol_text, tour_text
 from jobs.store import JobRecord, JobStore, StoredSolutionError
+from jobs.vrp import VRP_PROBLEM
 from solvers.plot import cost_plot_svg, readable_number
 from solvers.progress import CostSeries
 from solvers.routing.io.formats import parse_instance_bytes
@@ -119,6 +120,8 @@ def _add_job(archive: zipfile.ZipFile, store: JobStore, job: JobRecord) -> None:
     if payload is None:
         return
     archive.writestr(f"solutions/{stem}.json", json.dumps(payload))
+    if job.problem == VRP_PROBLEM:  # VROOM's output document is the whole answer
+        return
     if payload.get("feasible") is not False and payload.get("cost") is not None:
         if job.problem == "tsp":
             archive.writestr(f"solutions/{stem}.tour", tour_text(payload, payload["cost"]))

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from jobs.simulation import SIMULATION_PROBLEM, read_simulation, simulation_document
 from jobs.store import JobStore
+from jobs.vrp import VRP_PROBLEM, execute_vrp
 from solvers.catalog import warm_up
 from solvers.contract import Budget, ProgressEvent
 from solvers.errors import CosolveError, NoSolutionError
@@ -117,6 +118,12 @@ def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
     if spec.problem == SIMULATION_PROBLEM:
         try:
             return _simulate(spec, data, sink, cancel)
+        finally:
+            done.set()
+    if spec.problem == VRP_PROBLEM:  # a VROOM document: VROOM's output document
+        try:
+            return JobOutcome(**execute_vrp(spec.solver, spec.time_limit, spec.seed, data,
+                                            spec.filename, _Throttle(sink), cancel))
         finally:
             done.set()
     try:

@@ -60,6 +60,17 @@ def test_curl_example_against_a_server(server_url: str) -> None:
     assert "state: succeeded" in out and "TOUR_SECTION" in out
 
 
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the example needs curl")
+def test_vrp_curl_example_against_a_server(server_url: str) -> None:
+    out = _run(["bash", str(EXAMPLES / "vrp.sh")], _env(COSOLVE_URL=server_url,
+                                                        TIME_LIMIT="0.5"))
+    for step in ("the solvers that take VROOM documents", "solve with vroom",
+                 "every solver of VROOM documents at equal time", "a refused document"):
+        assert f"== {step}" in out
+    assert "checked: feasible=True" in out and "LineString" in out and "Point" in out
+    assert "422 jobs[0].location_index" in out
+
+
 def test_client_example_against_a_server(server_url: str) -> None:
     out = _run([sys.executable, str(EXAMPLES / "client.py"), "--time-limit", "0.3"],
                _env(COSOLVE_URL=server_url))

@@ -39,6 +39,13 @@ from app.intake.uploads import (
     single_values,
     validate_fields,
 )
+from app.intake.vrp import (
+    json_problem,
+    vrp_batch_job,
+    vrp_batch_solvers,
+    vrp_job_from_json,
+    vrp_job_from_upload,
+)
 from app.quotas import job_owner
 from app.schemas.jobs import (
     BatchFileResult,
@@ -78,6 +85,7 @@ from jobs.downloads import batch_zip as build_batch_zip
 from jobs.service import JobInput, JobService, QueueFullError
 from jobs.simulation import SIMULATION_PROBLEM
 from jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError, safe_filename
+from jobs.vrp import VRP_PROBLEM, vroom_file
 from solvers.errors import CosolveError
 from solvers.routing.io.references import reference_stem
 from solvers.routing.solve import gap_percent
@@ -168,7 +176,8 @@ _JOB_BODY = {
             "application/json": {"schema": {"oneOf": [
                 {"$ref": "#/components/schemas/TSPJobRequest"},
                 {"$ref": "#/components/schemas/CVRPJobRequest"},
-                {"$ref": "#/components/schemas/CVRPTWJobRequest"}]}},
+                {"$ref": "#/components/schemas/CVRPTWJobRequest"},
+                {"$ref": "#/components/schemas/VrpJobRequest"}]}},
             "multipart/form-data": {"schema": {"$ref": "#/components/schemas/JobUpload"}},
         },
     }
@@ -184,13 +193,22 @@ async def submit_job(request: Request, settings: SettingsDep, service: ServiceDe
     """Accept a job: the input is stored before this answers 202 with the job's URLs."""
     if body_format(request) is BodyFormat.JSON:
         raw = await request.body()
-        job_input: JobInput = await run_in_threadpool(job_from_json, raw, settings)
+        job_input: JobInput = await run_in_threadpool(
+            vrp_job_from_json if json_problem(raw) else job_from_json, raw, settings)
     else:
         upload = await read_upload(request, extra_files=("reference_file",))
-        job_input = await run_in_threadpool(job_from_upload, upload, settings)
+        job_input = await run_in_threadpool(_upload_job, upload, settings)
     job = await submit_problem(service, **vars(job_input))
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return job_status(job)
+
+
+def _upload_job(upload: Upload, settings: Settings) -> JobInput:
+    """An uploaded file's job: a .json holding a VROOM document is a ``vrp`` job."""
+    doc = vroom_file(upload.filename, upload.data, settings.max_decompressed_bytes)
+    if doc is not None:
+        return vrp_job_from_upload(upload, doc, settings)
+    return job_from_upload(upload, settings)
 
 
 # -- read ----------------------------------------------------------------------------------
@@ -299,6 +317,10 @@ def job_solution(job_id: str, service: ServiceDep,
     if job.problem == SIMULATION_PROBLEM:  # a simulation's answer is a document, no plan
         raise invalid_request(f"job {job_id} is a scheduling simulation: its result is served "
                               "as JSON only (format=json)", field="format")
+    if job.problem == VRP_PROBLEM:  # VROOM's output document is the answer
+        raise invalid_request(f"job {job_id} solved a VROOM document: its answer is VROOM's "
+                              "output document, served as JSON only (format=json)",
+                              field="format")
     if format == "svg":  # an infeasible plan is drawn too: its title says INFEASIBLE
         try:
             drawing = job_drawing(service.store, job, payload)
@@ -425,8 +447,8 @@ async def submit_batch(request: Request, response: Response, settings: SettingsD
 
 def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, settings: Settings,
                   service: JobService) -> BatchStatus:
-    solvers = check_batch_options(options.solver, options.time_limit, settings,
-                                  options.max_solutions)
+    solvers = vrp_batch_solvers(options.solver, options.time_limit, settings) or \
+        check_batch_options(options.solver, options.time_limit, settings, options.max_solutions)
     files: list[tuple[str, bytes]] = []
     skipped: list[dict[str, Any]] = []
     budget = ReadBudget(settings.max_decompressed_bytes, settings.max_batch_files)
@@ -468,9 +490,9 @@ def _create_batch(uploads: list[tuple[str, bytes]], options: BatchOptions, setti
         if options.max_solutions is not None:
             fields["max_solutions"] = str(options.max_solutions)
         try:
-            accepted.append(job_from_upload(
-                Upload(filename, data, {k: [v] for k, v in fields.items()}), settings,
-                solvers))
+            upload = Upload(filename, data, {k: [v] for k, v in fields.items()})
+            accepted.append(vrp_batch_job(upload, settings, solvers)  # a VROOM document
+                            or job_from_upload(upload, settings, solvers))
             accepted_names.append(filename)
             first_of[base] = filename
         except (ApiError, CosolveError) as exc:

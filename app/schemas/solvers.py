@@ -20,6 +20,10 @@ class SolverInfo(BaseModel):
     needs_coordinates: bool = Field(
         default=False, description="Whether it needs node coordinates (an instance given only "
         "as a distance matrix is refused with a 422 on coords).")
+    vrp_features: list[str] | None = Field(
+        default=None, description="VROOM documents (problem vrp, POST /v1/routing/vrp/solve): "
+        "the parts of the model it takes (time_windows, shipments, skills, breaks, ...); null "
+        "when it takes none (the neural solvers keep to TSP, CVRP and CVRPTW).")
     available: bool
     unavailable_reason: str | None = Field(
         default=None, description="Why it cannot run here and what to do, when unavailable."
