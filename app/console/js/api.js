@@ -70,24 +70,56 @@ export const links = {
   batchMarkdown: (id) => `/v1/batches/${encodeURIComponent(id)}?format=md`,
 };
 
-// Follow a job's server-sent events: onProgress(status) per change, onEnd(status) once.
-// EventSource reconnects by itself after a dropped connection; a "shutdown" event (the
-// server stopping) is reported and the stream closed.
-export function follow(id, { onProgress, onEnd, onError }) {
+// Follow a job: onProgress(status) per change, onEnd(status) once. Up to MAX_STREAMS jobs
+// are followed through their server-sent events; more are polled, since a browser keeps at
+// most six HTTP/1.1 connections to one host and every open stream holds one (a seventh
+// request, the solution's download, would wait for a stream to end). EventSource reconnects
+// by itself after a dropped connection; a "shutdown" event (the server stopping) is reported.
+const MAX_STREAMS = 3;
+const POLL_MS = 1000;
+let streams = 0;
+
+export function follow(id, handlers) {
+  if (streams >= MAX_STREAMS) return poll(id, handlers);
+  streams += 1;
+  const { onProgress, onEnd, onError } = handlers;
   const source = new EventSource(`/v1/jobs/${encodeURIComponent(id)}/events`);
-  let ended = false;
+  let open = true;
+  const close = () => {
+    if (open) { open = false; streams -= 1; source.close(); }
+  };
   source.addEventListener("progress", (e) => onProgress(JSON.parse(e.data)));
-  source.addEventListener("end", (e) => {
-    ended = true;
-    source.close();
-    onEnd(JSON.parse(e.data));
-  });
+  source.addEventListener("end", (e) => { close(); onEnd(JSON.parse(e.data)); });
   source.addEventListener("shutdown", (e) => {
-    source.close();
+    close();
     if (onError) onError(JSON.parse(e.data).message);
   });
   source.onerror = () => {
-    if (!ended && source.readyState === EventSource.CLOSED && onError) onError("the event stream closed");
+    if (open && source.readyState === EventSource.CLOSED) {
+      close();
+      if (onError) onError("the event stream closed");
+    }
   };
-  return () => source.close();
+  return close;
+}
+
+const FINAL = ["succeeded", "failed", "cancelled"];
+
+function poll(id, { onProgress, onEnd, onError }) {
+  let stopped = false;
+  let last = null;
+  const tick = async () => {
+    if (stopped) return;
+    try {
+      const status = await api.job(id);
+      const seen = JSON.stringify([status.state, status.progress]);
+      if (FINAL.includes(status.state)) { stopped = true; onEnd(status); return; }
+      if (seen !== last) { last = seen; onProgress(status); }
+    } catch (err) {
+      if (err.status === 404) { stopped = true; if (onError) onError(err.message); return; }
+    }
+    setTimeout(tick, POLL_MS);
+  };
+  tick();
+  return () => { stopped = true; };
 }

@@ -86,7 +86,12 @@ export class CostChart {
         else { ctx.lineTo(X(t), Y(s.points[i - 1][1])); ctx.lineTo(X(t), Y(c)); }
       });
       ctx.stroke();
+      // the best so far as a dot: a one-point series (a construction) is seen too
+      const [tEnd, cEnd] = s.points[s.points.length - 1];
       ctx.fillStyle = s.colour;
+      ctx.beginPath();
+      ctx.arc(X(tEnd), Y(cEnd), 3.5, 0, 2 * Math.PI);
+      ctx.fill();
       ctx.textAlign = "right";
       const last = s.points[s.points.length - 1][1];
       ctx.fillText(`${name} ${tickLabel(last)}`, w - pad.r - 4, legendY);

@@ -90,6 +90,8 @@ export async function openJob(id) {
     return;
   }
   $("job-detail-title").textContent = `Job ${job.id}: ${job.filename}`;
+  // a simulation has no plan to draw; its answer is the Scheduling view's table
+  panel.querySelector(".job-detail").hidden = job.problem === "scheduling";
   chart.xMax = job.time_limit;
   const done = async (st) => {
     facts(st);
@@ -114,6 +116,13 @@ export async function openJob(id) {
 }
 
 // -- batches ----------------------------------------------------------------------------
+// A TSP's length and a CVRP's cost never add up: one total per problem kind when mixed.
+function totals(s) {
+  const kinds = Object.entries(s.by_problem || {}).filter(([, k]) => k.solved);
+  if (s.total_cost !== null || kinds.length < 2) return `total cost ${fmt(s.total_cost)}`;
+  return "total cost per problem: " + kinds.map(([p, k]) => `${p} ${fmt(k.total_cost)}`).join(", ");
+}
+
 function batchTable(b) {
   const s = b.summary;
   const rows = b.results.map((r) => el("tr", { dataset: { job: r.job_id, state: r.state } },
@@ -130,7 +139,7 @@ function batchTable(b) {
     .map((h) => el("th", { text: h }))));
   return el("div", { id: "batch-summary", dataset: { done: String(b.done) } },
     el("p", {}, `Batch ${b.id}: ${s.files} files, ${s.solved} solved, ${s.running} running, ${s.queued} queued, `
-      + `${s.failed} failed, ${s.rejected} rejected; total cost ${fmt(s.total_cost)}; `
+      + `${s.failed} failed, ${s.rejected} rejected; ${totals(s)}; `
       + (s.with_reference ? `mean gap ${pct(s.mean_gap_percent)} over ${s.with_reference} known solutions.` : "no known solutions.")),
     el("div", { class: "actions" }, el("a", { href: links.batchZip(b.id), download: `batch-${b.id}.zip` }, "Download results.zip"),
       el("a", { href: links.batchMarkdown(b.id), download: `batch-${b.id}.md` }, "Summary (markdown)")),
@@ -144,6 +153,7 @@ async function pollBatch(id) {
     $("batch-result").replaceChildren(batchTable(b));
     $("batch-status").textContent = b.done ? "done" : "running…";
     if (!b.done) batchTimer = setTimeout(() => pollBatch(id), 1500);
+    else showJobs();
   } catch (err) {
     showProblem("batch", err);
   }
@@ -161,6 +171,7 @@ async function submitBatch(event) {
   try {
     const b = await api.submitBatch({ files, solver: $("batch-solver").value, time_limit: $("batch-time").value });
     pollBatch(b.id);
+    showJobs();
   } catch (err) {
     $("batch-status").textContent = "";
     showProblem("batch", err, "files");

@@ -215,6 +215,46 @@ def test_a_broken_file_shows_the_services_message(browser: Any, console_url: str
     shot(browser, "solve-refused")
 
 
+def test_a_refused_option_is_shown_beside_its_field(browser: Any, console_url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_view(browser, console_url, "solve")
+    browser.find_element(By.ID, "solve-file").send_keys(str(DATA / "eil51.tsp"))
+    wait_for(lambda: browser.find_element(By.ID, "solve-solvers-ortools"), what="the solvers")
+    choose(browser, "solve-solvers", ["ortools"])
+    field = browser.find_element(By.ID, "solve-time")
+    field.clear()
+    field.send_keys("-1")
+    browser.find_element(By.ID, "solve-run").click()
+    message = wait_for(lambda: browser.find_element(By.ID, "solve-time_limit-problem").text,
+                       what="the time limit's problem")
+    assert message.startswith("422") and "time_limit" in message
+    assert "invalid" in browser.find_element(By.CSS_SELECTOR, "[data-field=time_limit]") \
+        .get_attribute("class")
+
+
+def test_a_batch_gives_its_summary_with_gaps(browser: Any, console_url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_view(browser, console_url, "jobs")
+    files = [DATA / "eil51.tsp", DATA / "eil51.opt.tour", DATA / "X-n101-k25.vrp",
+             DATA / "X-n101-k25.sol"]
+    browser.find_element(By.ID, "batch-files").send_keys("\n".join(str(f) for f in files))
+    solver = browser.find_element(By.ID, "batch-solver")
+    solver.clear()
+    solver.send_keys("nearest_neighbor")
+    limit = browser.find_element(By.ID, "batch-time")
+    limit.clear()
+    limit.send_keys("1")
+    browser.find_element(By.CSS_SELECTOR, "#batch-form button[type=submit]").click()
+    summary = wait_for(lambda: browser.find_element(
+        By.CSS_SELECTOR, "#batch-summary[data-done=true]"), timeout=60, what="the batch")
+    assert "2 solved" in summary.text and "over 2 known solutions" in summary.text
+    results = summary.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(results) == 2 and all("%" in r.text for r in results)
+    shot(browser, "batch")
+
+
 def test_scheduling_gives_its_table_and_gantt(browser: Any, console_url: str) -> None:
     from selenium.webdriver.common.by import By
 
