@@ -1,7 +1,8 @@
 """Readers that turn the routing literature's benchmark files into VROOM documents.
 
 Solomon and Gehring-Homberger VRPTW (Solomon's text format), Li and Lim's pickup and delivery
-with time windows, and Cordeau's multi-depot VRP are the sets VROOM itself is measured on;
+with time windows, and Cordeau's multi-depot VRP are the sets VROOM itself is measured on
+(CVRPLIB's Set X, a plain CVRP with coordinates, is the part the ``ils`` solver takes);
 reading them into the same JSON documents users send lets every VRP solver be compared on them
 through the one path users take (parse, solve, check).
 
@@ -149,6 +150,45 @@ def read_cordeau(path: Path | str, rounding: str = "nearest") -> dict[str, Any]:
             "matrices": {"car": {"durations": _matrix(xy, rounding)}}}
 
 
+def read_cvrplib(path: Path | str) -> dict[str, Any]:
+    """A CVRPLIB EUC_2D file (Uchoa et al.'s Set X) as a VROOM document: the travel-time
+    matrix is the file's distance (Euclidean rounded to the nearest integer, the convention of
+    its best-known costs), the coordinates go beside it (``location``), and the fleet is
+    ⌈1.1·k⌉ + 2 vehicles for the k of the file's name (X files cap no fleet)."""
+    path = Path(path)
+    lines = path.read_text().splitlines()
+    head: dict[str, str] = {}
+    sections: dict[str, list[list[str]]] = {}
+    current = None
+    for line in lines:
+        parts = line.split()
+        if not parts or parts[0] == "EOF":
+            continue
+        if parts[0].endswith("_SECTION"):
+            current = parts[0]
+            sections[current] = []
+        elif ":" in line and current is None:
+            key, _, value = line.partition(":")
+            head[key.strip()] = value.strip()
+        elif current is not None:
+            sections[current].append(parts)
+    if head.get("EDGE_WEIGHT_TYPE") != "EUC_2D":
+        raise ValueError(f"{path}: only EUC_2D files are read")
+    xy = np.array([[float(r[1]), float(r[2])] for r in sections["NODE_COORD_SECTION"]])
+    demand = [int(r[1]) for r in sections["DEMAND_SECTION"]]
+    depot = int(sections["DEPOT_SECTION"][0][0]) - 1
+    d = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(axis=2))
+    k = int(re.search(r"-k(\d+)", path.stem).group(1))  # type: ignore[union-attr]
+    where = [float(xy[depot, 0]), float(xy[depot, 1])]
+    vehicles = [{"id": v + 1, "start_index": depot, "end_index": depot, "start": where,
+                 "end": where, "capacity": [int(head["CAPACITY"])]}
+                for v in range(math.ceil(1.1 * k) + 2)]
+    jobs = [{"id": i + 1, "location_index": i, "location": [float(x), float(y)],
+             "delivery": [demand[i]]} for i, (x, y) in enumerate(xy) if i != depot]
+    return {"vehicles": vehicles, "jobs": jobs,
+            "matrices": {"car": {"durations": np.floor(d + 0.5).astype(np.int64).tolist()}}}
+
+
 def heterogeneous_variant(document: dict[str, Any], scale: int) -> dict[str, Any]:
     """A Solomon document with a mixed fleet: the vehicles cycle through
     ``HETEROGENEOUS_CLASSES`` (half, the same and one and a half times the capacity, with a
@@ -201,7 +241,7 @@ def _sintef_csv(path: Path, name: str) -> tuple[float | None, int | None]:
 def load(family: str, name: str, data_dir: Path | str = DATA_DIR) -> BenchInstance:
     """One benchmark instance by set and name, e.g. ``load("solomon", "C101")``,
     ``load("homberger", "r1_2_1")``, ``load("lilim", "lc101")``, ``load("mdvrp", "p01")``,
-    ``load("solomon_hetero", "R101")``."""
+    ``load("solomon_hetero", "R101")``, ``load("cvrp_x", "X-n101-k25")``."""
     data = Path(data_dir)
     if family in ("solomon", "solomon_hetero"):
         folder = data / "solomon_txt"
@@ -238,8 +278,14 @@ def load(family: str, name: str, data_dir: Path | str = DATA_DIR) -> BenchInstan
         return BenchInstance(name, family, read_cordeau(folder / name), SCALES["nearest"],
                              "nearest", _number(row.get("best public value")),
                              int(routes.group(1)) if routes else None)
+    if family == "cvrp_x":
+        path = data / "cvrplib" / "X" / f"{name}.vrp"
+        cost = re.search(r"Cost\s+(\d+(?:\.\d+)?)", path.with_suffix(".sol").read_text())
+        routes = path.with_suffix(".sol").read_text().count("Route #")
+        return BenchInstance(name, family, read_cvrplib(path), 1, "EUC_2D",
+                             float(cost.group(1)) if cost else None, routes)
     raise ValueError(f"unknown benchmark set {family!r}: solomon, solomon_hetero, homberger, "
-                     "lilim or mdvrp")
+                     "lilim, mdvrp or cvrp_x")
 
 
 def gap(cost: float, reference: float | None) -> float | None:

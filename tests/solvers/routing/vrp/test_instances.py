@@ -77,3 +77,14 @@ def test_unknown_set_and_gap() -> None:
     assert gap(110.0, 100.0) == pytest.approx(10.0)
     assert gap(1.0, None) is None
     assert readme_row(DATA_DIR / "lilim" / "README.md", "nope.txt") == {}
+
+
+def test_cvrplib_x_with_coordinates_beside_its_matrix() -> None:
+    b = load("cvrp_x", "X-n101-k25")
+    assert (b.bks, b.bks_vehicles, b.scale) == (27591.0, 26, 1)
+    doc = b.document
+    assert len(doc["vehicles"]) == 30 and doc["vehicles"][0]["capacity"] == [206]
+    assert doc["jobs"][0]["location"] == [146.0, 180.0]
+    # depot (365, 689) to node 2 (146, 180): EUC_2D rounds 554.05 to 554
+    assert doc["matrices"]["car"]["durations"][0][1] == 554
+    assert parse_document(doc).task_count == 100
