@@ -15,9 +15,8 @@ as little as it can:
 3. What cannot be inserted stays unassigned, with the checker's reason.
 
 Every trial is the checker's own ``check_route``, so the plan respects every rule of the model
-(skills, breaks, shipments, limits) with no solver-specific model. ``moved`` compares any plan
-with the starting one: tasks inserted, reassigned to another vehicle, reordered on theirs, or
-dropped.
+(skills, breaks, shipments, limits) with no solver-specific model. The answer's list of what
+moved is ``plan.moved_tasks``, the same for every solver.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from solvers.contract import Budget, Clock, ProgressEvent
 from solvers.errors import NoSolutionError
 from solvers.routing.vrp.check import RouteCheck, check_route
 from solvers.routing.vrp.model import VrpProblem
-from solvers.routing.vrp.plan import RoutePlan, TaskRef, VrpPlan, complete_plan, task_id
+from solvers.routing.vrp.plan import RoutePlan, TaskRef, VrpPlan, complete_plan
 
 NAME = "warmstart"
 FEATURES = frozenset({"time_windows", "shipments", "skills", "breaks", "multi_depot",
@@ -212,38 +211,3 @@ def solve(problem: VrpProblem, budget: Budget, seed: int = 0,
     return complete_plan(problem, [RoutePlan(vi, tuple(s)) for vi, s in enumerate(routes)
                                    if s])
 
-
-def moved(problem: VrpProblem, plan: VrpPlan) -> list[dict[str, Any]]:
-    """How ``plan`` differs from the vehicles' starting steps, task by task: ``inserted``
-    (not in the starting plan, now in a route), ``reassigned`` (another vehicle),
-    ``reordered`` (same vehicle, its order among that vehicle's starting tasks changed),
-    ``unassigned`` (in the starting plan, now left out). Empty without starting steps."""
-    start, _ = starting_routes(problem)
-    if not any(start):
-        return []
-    where = {r: (vi, k) for vi, steps in enumerate(start)
-             for k, r in enumerate(x for x in steps if x.kind != "break")}
-    out: list[dict[str, Any]] = []
-
-    def entry(ref: TaskRef, change: str, before: int | None, after: int | None
-              ) -> dict[str, Any]:
-        return {"type": ref.kind, "id": task_id(problem, ref), "change": change,
-                "from_vehicle": None if before is None else problem.vehicles[before].id,
-                "to_vehicle": None if after is None else problem.vehicles[after].id}
-
-    for route in plan.routes:
-        vi = route.vehicle_index
-        kept = [r for r in route.steps if r.kind != "break" and r in where
-                and where[r][0] == vi]
-        order = sorted(kept, key=lambda r: where[r][1])
-        for r in route.steps:
-            if r.kind == "break":
-                continue
-            if r not in where:
-                out.append(entry(r, "inserted", None, vi))
-            elif where[r][0] != vi:
-                out.append(entry(r, "reassigned", where[r][0], vi))
-            elif kept.index(r) != order.index(r):
-                out.append(entry(r, "reordered", vi, vi))
-    out += [entry(r, "unassigned", where[r][0], None) for r in plan.unassigned if r in where]
-    return out
