@@ -39,3 +39,24 @@ def small_document(jobs: int = 6, vehicles: int = 2, seed: int = 0, shipments: i
              "delivery": {"id": 500 + k, "location_index": 2 + jobs + 2 * k, "service": 3}}
             for k in range(shipments)]
     return doc
+
+
+def rich_document(seed: int) -> dict[str, Any]:
+    """A small document using setup times, shared places, a break with max_load, speed
+    factors, fixed and hourly costs, open routes and (every other seed) a cost matrix."""
+    rng = random.Random(seed)
+    doc = small_document(jobs=8, vehicles=2, seed=seed, shipments=2, capacity=8)
+    for job in doc["jobs"]:
+        job["setup"] = rng.randint(0, 9)
+    doc["jobs"][1]["location_index"] = doc["jobs"][0]["location_index"]
+    first, second = doc["vehicles"]
+    first["breaks"] = [{"id": 1, "service": 20, "max_load": [6],
+                        "time_windows": [[150, 200], [400, 450]]}]
+    first["speed_factor"] = rng.choice([1.0, 1.5, 0.7])
+    second["costs"] = {"fixed": 50, "per_hour": 1800}
+    second.pop(("end_index", "start_index", "time_window")[seed % 3])
+    if seed % 2:
+        durations = doc["matrices"]["car"]["durations"]
+        doc["matrices"]["car"]["costs"] = [[2 * x + 1 for x in row] for row in durations]
+        second["costs"] = {"fixed": 50}
+    return doc

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
+from solvers.routing.vrp.check import check_plan, check_route
+from solvers.routing.vrp.model import VrpProblem
 from solvers.routing.vrp.parse import parse_document
 from solvers.routing.vrp.plan import RoutePlan, TaskRef, VrpPlan
 from solvers.routing.vrp.reasons import REASON_TEXT, REASONS, unassigned_reasons
+from solvers.routing.vrp.vroom import build_input, plan_from_output
+from tests.solvers.routing.vrp.docs import rich_document
 
 LINE = [[abs(a - b) * 10 for b in range(4)] for a in range(4)]
 #: A triangle: the depot 0 is 10 s from 1 and from 2, which are 30 s apart.
@@ -80,3 +85,41 @@ def test_a_shipment_gets_one_reason_for_both_halves() -> None:
 
 def test_every_reason_is_explained() -> None:
     assert set(REASON_TEXT) == set(REASONS)
+
+
+def _brute_force_insertable(problem: VrpProblem, plan: VrpPlan, task: list[TaskRef]) -> bool:
+    """Whether the task fits anywhere, by the full check of every position (no shortcut)."""
+    routes = {r.vehicle_index: list(r.steps) for r in plan.routes}
+    for v, vehicle in enumerate(problem.vehicles):
+        base = routes.get(v, [TaskRef("break", b) for b in range(len(vehicle.breaks))])
+        n = len(base)
+        tries = ([base[:i] + task + base[i:] for i in range(n + 1)] if len(task) == 1 else
+                 [[*base[:i], task[0], *base[i:j], task[1], *base[j:]]
+                  for i in range(n + 1) for j in range(i, n + 1)])
+        if any(check_route(problem, v, steps, late_start=False).feasible for steps in tries):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_quick_conditions_never_hide_a_feasible_insertion(seed: int) -> None:
+    """Tasks dropped from VROOM's plan of tight documents: "insertable" exactly when some
+    position passes the full check."""
+    rng = random.Random(seed)
+    doc = rich_document(seed)
+    for job in doc["jobs"]:
+        start = job["time_windows"][0][0]
+        job["time_windows"] = [[start, start + rng.randint(20, 120)]]
+    for vehicle in doc["vehicles"]:
+        vehicle["capacity"] = [rng.randint(5, 9)]
+    problem = parse_document(doc)
+    output = build_input(problem).solve(exploration_level=1, nb_threads=1).to_dict()
+    plan = plan_from_output(problem, output)
+    dropped = {s for r in plan.routes for s in r.steps if s.kind == "job" and rng.random() < 0.4}
+    plan = VrpPlan(tuple(RoutePlan(r.vehicle_index, tuple(s for s in r.steps if s not in dropped))
+                         for r in plan.routes), (*plan.unassigned, *sorted(dropped)))
+    assert check_plan(problem, plan).feasible
+    for ref, code in unassigned_reasons(problem, plan).items():
+        if ref.kind != "delivery":
+            task = [ref] if ref.kind == "job" else [ref, TaskRef("delivery", ref.index)]
+            assert (code == "insertable") == _brute_force_insertable(problem, plan, task)

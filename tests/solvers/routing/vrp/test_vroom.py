@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import random
 from pathlib import Path
 from typing import Any
 
@@ -17,33 +16,12 @@ from solvers.routing.vrp.plan import TaskRef
 from solvers.routing.vrp.solve import solve_vrp
 from solvers.routing.vrp.vroom import build_input, plan_from_output
 from tests.conftest import DATA
-from tests.solvers.routing.vrp.docs import small_document
-
-
-def _rich_document(seed: int) -> dict[str, Any]:
-    """A small document using setup times, shared places, a break with max_load, speed
-    factors, fixed and hourly costs, open routes and (every other seed) a cost matrix."""
-    rng = random.Random(seed)
-    doc = small_document(jobs=8, vehicles=2, seed=seed, shipments=2, capacity=8)
-    for job in doc["jobs"]:
-        job["setup"] = rng.randint(0, 9)
-    doc["jobs"][1]["location_index"] = doc["jobs"][0]["location_index"]
-    first, second = doc["vehicles"]
-    first["breaks"] = [{"id": 1, "service": 20, "max_load": [6],
-                        "time_windows": [[150, 200], [400, 450]]}]
-    first["speed_factor"] = rng.choice([1.0, 1.5, 0.7])
-    second["costs"] = {"fixed": 50, "per_hour": 1800}
-    second.pop(("end_index", "start_index", "time_window")[seed % 3])
-    if seed % 2:
-        durations = doc["matrices"]["car"]["durations"]
-        doc["matrices"]["car"]["costs"] = [[2 * x + 1 for x in row] for row in durations]
-        second["costs"] = {"fixed": 50}
-    return doc
+from tests.solvers.routing.vrp.docs import rich_document, small_document
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_vroom_and_the_checker_agree_to_the_second(seed: int) -> None:
-    problem = parse_document(_rich_document(seed))
+    problem = parse_document(rich_document(seed))
     output = build_input(problem).solve(exploration_level=5, nb_threads=1).to_dict()
     check = check_plan(problem, plan_from_output(problem, output))
     assert check.feasible, check.violations
