@@ -93,9 +93,12 @@ class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     ``on_response_complete`` when its answer is sent, so the deadline is armed at those two
     points and fires only if no new request has begun since."""
 
+    #: The deadline in seconds; None reads COSOLVE_HEADER_TIMEOUT_S (a subclass may fix it).
+    timeout_s: float | None = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.header_timeout_s = get_settings().header_timeout_s
+        self.header_timeout_s = self.timeout_s or get_settings().header_timeout_s
         self._header_timer: asyncio.TimerHandle | None = None
 
     def _arm_header_deadline(self) -> None:

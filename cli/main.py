@@ -718,12 +718,41 @@ app.add_typer(schedule_app, name="schedule")
 #: job (an hour for a 3,600 s one); the jobs themselves are re-queued and resume on restart.
 #: The Makefile and the Dockerfile pass the same figure.
 GRACEFUL_SHUTDOWN_S = 5
+#: uvicorn's HTTP protocol with a deadline for request headers (COSOLVE_HEADER_TIMEOUT_S):
+#: uvicorn has none of its own (app.slow_clients says more).
+SLOW_CLIENTS_PROTOCOL = "app.slow_clients:HeaderTimeoutProtocol"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``--host`` listens on this machine only (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to any interface
+
+
+def exposure_problem(host: str, settings: Settings, insecure: bool) -> str | None:
+    """Why serving on ``host`` is refused: an interface others reach, without API keys,
+    unless ``--insecure`` says it is meant (None when fine)."""
+    if insecure or is_loopback(host) or settings.api_keys or settings.api_keys_file:
+        return None
+    return (f"--host {host} serves the API to other machines, and no API keys are set: "
+            "anyone who reaches the port could run solves and read every job. Set "
+            "COSOLVE_API_KEYS (or COSOLVE_API_KEYS_FILE) to require keys, or pass --insecure "
+            "if an open server is meant (a trusted network, a proxy that checks callers)")
 
 
 @app.command("serve")
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8000,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Serve on a non-loopback --host without API keys (refused "
+        "otherwise).")] = False,
 ) -> None:
     """Run the HTTP API (app.main:app) with uvicorn."""
     if importlib.util.find_spec("app.main") is None:
@@ -740,6 +769,9 @@ def serve(
         settings = Settings()
     except ValidationError as exc:
         fail(settings_problem(exc))
+    exposed = exposure_problem(host, settings, insecure)
+    if exposed is not None:
+        fail(exposed)
     if settings.executor == "ray":
         problem = ray_problem(settings.ray_address)
         if problem is not None:
@@ -759,7 +791,7 @@ def serve(
     except OSError as exc:
         fail(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}")
     uvicorn.run("app.main:app", host=host, port=port,
-                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, http=SLOW_CLIENTS_PROTOCOL)
 
 
 __all__ = ["app"]

@@ -200,6 +200,12 @@ class Settings(BaseSettings):
         "after).",
     )
 
+    @field_validator("api_keys_file", mode="before")
+    @classmethod
+    def _no_keys_file(cls, value: object) -> object:
+        # an empty COSOLVE_API_KEYS_FILE is no file (Path("") would be the working folder)
+        return None if isinstance(value, str) and not value.strip() else value
+
     @model_validator(mode="after")
     def _api_keys_readable(self) -> Self:
         # a missing key file or a short key is the start's failure, not every request's
