@@ -158,6 +158,9 @@ function allDone() {
 }
 
 async function finish(run) {
+  // when the service said the job ended, and when its plan arrived (benchmarks/console.py)
+  const marks = window.__consoleMarks || {};
+  marks[`${run.solver}:ended`] = performance.now();
   progressPoint(run);
   renderRow(run);
   allDone();
@@ -174,6 +177,7 @@ async function finish(run) {
     renderRow(run);
     return;
   }
+  marks[`${run.solver}:fetched`] = performance.now();
   run.view.setRoutes(run.solution.routes);
   const sol = run.solution;
   const capacity = sol.route_details?.find((d) => d.capacity !== null)?.capacity ?? state.info?.capacity ?? null;
