@@ -87,6 +87,11 @@ class ProblemDetails(BaseModel):
     violations: list[str] | None = Field(
         default=None, description="500 check-failed: what the independent checker found wrong "
         "in an answer that was therefore not returned.")
+    warming: list[str] | None = Field(
+        default=None, description="503 warming-up: the solvers (and policy models) still to "
+        "warm up, the one warming first.")
+    warming_seconds: float | None = Field(
+        default=None, description="503 warming-up: seconds since the warm-up began.")
 
 
 class ApiError(Exception):

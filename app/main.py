@@ -12,7 +12,6 @@ import logging
 import signal
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -33,7 +32,6 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
-import app.routers.vrp as vrp_routes
 from app.concurrency import SOLVE_THREADS
 from app.errors import (
     ProblemDetails,
@@ -41,14 +39,15 @@ from app.errors import (
     problem_responses,
     reject_unknown_query,
 )
+from app.logs import RequestIdMiddleware, apply_format
+from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodySizeLimitMiddleware
-from app.quotas import FairUse
+from app.openapi_sse import describe_event_streams
 from app.routers import console, flow, health, jobs, routing, scheduling, solvers
-from app.security import current_principal, document_security, install_security
 from app.settings import Settings, get_settings, settings_problem
-from app.slow_clients import BodyReadTimeoutMiddleware
+from app.startup import WarmingGateMiddleware, warm_up_plan
 from jobs.service import JobService
-from solvers.catalog import all_specs, get_solver
+from solvers.catalog import all_specs
 from solvers.contract import SolverSpec
 from solvers.device import describe, torch_device_name
 from solvers.inflate import configure as configure_inflating
@@ -119,19 +118,14 @@ def _flag_exit_signals(stopping: threading.Event) -> Callable[[], None]:
     return undo
 
 
-def _warm_up(specs: list[SolverSpec], device: str) -> None:
-    """Load every available solver's weights and compile its kernels, logging each."""
-    for spec in specs:
-        if spec.available:
-            warm = getattr(get_solver(spec.name), "warm_up", None)
-            if warm is not None:
-                started = time.perf_counter()
-                warm()
-                on_device = getattr(get_solver(spec.name), "warm_up_device", None)
-                if device != "cpu" and on_device is not None:
-                    on_device(device)  # else the first GPU request pays for the copy
-                logger.info("cosolve: %s warmed up in %.1f s", spec.name,
-                            time.perf_counter() - started)
+def _when_warm(app: FastAPI, specs: list[SolverSpec], requeued: int) -> None:
+    """After the warm-up: the OpenAPI document built (the first /docs and the metrics' route
+    labels need it), and the line that says the server is ready."""
+    app.openapi()
+    unavailable = [s.name for s in specs if not s.available]
+    logger.info("cosolve ready: %d solvers (%s unavailable), %s executor, %d jobs re-queued",
+                len(specs), ", ".join(unavailable) or "none", app.state.jobs.executor.name,
+                requeued)
 
 
 @asynccontextmanager
@@ -139,7 +133,6 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Import the solver registry now, so a broken install fails at start-up and the first
     # request does not pay for importing OR-Tools and PyVRP.
     specs = all_specs()
-    unavailable = [s.name for s in specs if not s.available]
     # A GPU that was asked for and is not there fails the start, not the first request.
     try:
         device = torch_device_name(app.state.settings.device)
@@ -147,29 +140,29 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         raise RuntimeError(f"COSOLVE_DEVICE: {exc}") from None
     check_tuning()  # the solvers' own COSOLVE_* variables (ValueError naming the variable)
     logger.info("cosolve: the torch solvers run on %s", describe(device))
-    # The job store and executor open before the warm-up, so a job store or Ray cluster that
-    # cannot be used stops the start at once, not after a minute of warming.
+    # The job store and executor open first, so a job store or Ray cluster that cannot be
+    # used stops the start at once. Jobs a previous server left queued or running are
+    # re-queued: their workers load their own solvers, so they need not wait for ours.
     service = JobService(app.state.settings)
-    # Neural solvers load their weights, and numba kernels compile, now rather than inside
-    # the first request's time budget. The first start of a fresh install compiles every
-    # kernel (about 45 s on 2 cores; later starts read numba's cache in seconds), so the
-    # log says what the wait is (a newcomer saw a minute of silence after `make serve`).
-    logger.info("cosolve: warming up the solvers (weights, compiled kernels; under a minute "
-                "on the first start of a fresh install)")
     try:
-        _warm_up(specs, device)
-        # Jobs a previous server left queued or running are re-queued before we take
-        # requests.
         requeued = service.start()
     except BaseException:
         service.executor.shutdown()  # (a Ray instance it started would outlive a failed start)
         raise
     app.state.jobs = service
-    logger.info("cosolve ready: %d solvers (%s unavailable), %s executor, %d jobs re-queued",
-                len(specs), ", ".join(unavailable) or "none", service.executor.name,
-                len(requeued))
+    service.on_job_end = app.state.metrics.observe_job
     app.state.stopping = threading.Event()
     app.state.solve_limiter = anyio.CapacityLimiter(SOLVE_THREADS)
+    # Neural solvers load their weights, and numba kernels compile, in the background (about
+    # a minute on the first start of a fresh install, seconds later from numba's cache): the
+    # port opens at once, /readyz says what is left, and solving requests get a 503 with
+    # Retry-After until their solvers are warm (app.startup).
+    warm = warm_up_plan(specs, device)
+    app.state.warm_up = warm
+    logger.info("cosolve: listening while the solvers warm up (weights, compiled kernels; "
+                "about a minute on the first start of a fresh install); /readyz says what is "
+                "left")
+    warm.start(after=lambda: _when_warm(app, specs, len(requeued)))
     undo = _flag_exit_signals(app.state.stopping)
     try:
         yield
@@ -249,6 +242,7 @@ def _openapi_with_body_models(app: FastAPI, extra_models: tuple[type[BaseModel],
             components.setdefault(name, definition)
         _standard_bounds(schema)
         _problem_422s(schema)
+        describe_event_streams(schema)
         app.openapi_schema = schema
         return schema
 
@@ -315,6 +309,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; ``settings`` defaults to the ``COSOLVE_*`` environment."""
     resolved = settings or get_settings()
     _show_our_log()
+    apply_format(resolved.log_format)
     app = FastAPI(
         title="cosolve",
         version=_package_version(),
@@ -323,8 +318,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served by _serve_docs_offline
         redoc_url=None,
         lifespan=_lifespan,
-        # the API key first (app.security: /v1 routes only), then the query's names
-        dependencies=[Depends(current_principal), Depends(reject_unknown_query)],
+        dependencies=[Depends(reject_unknown_query)],
         openapi_tags=[
             {"name": "health", "description": "Liveness and readiness probes."},
             {"name": "solvers", "description": "The solver catalogue."},
@@ -343,13 +337,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.dependency_overrides[get_settings] = lambda: resolved
     install_error_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=resolved.max_body_bytes)
-    app.add_middleware(BodyReadTimeoutMiddleware, timeout_s=resolved.body_timeout_s)
-    install_security(app, resolved)  # keys, CORS, the Host check
-    app.state.fair_use = FairUse(resolved, SOLVE_THREADS)  # per-client quotas, fair turns
+    # outermost last: the request id covers every line, the metrics every answer (a 413 too)
+    app.add_middleware(WarmingGateMiddleware)
+    app.add_middleware(MetricsMiddleware)
+    app.add_middleware(RequestIdMiddleware)
+    app.state.metrics = Metrics(app)
     _serve_docs_offline(app)
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
-    app.include_router(vrp_routes.router, prefix="/v1")  # before routing's /{problem}/...
     app.include_router(routing.router, prefix="/v1")
     app.include_router(flow.router, prefix="/v1")
     app.include_router(scheduling.router, prefix="/v1")
@@ -357,9 +352,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(console.router)  # the web console at / (app/console/)
     app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
         app, (*routing.OPENAPI_BODY_MODELS, *flow.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS,
-              *scheduling.OPENAPI_BODY_MODELS, *vrp_routes.OPENAPI_BODY_MODELS, ProblemDetails)
+              *scheduling.OPENAPI_BODY_MODELS, ProblemDetails)
     )
-    document_security(app)
     return app
 
 

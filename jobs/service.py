@@ -6,10 +6,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from jobs.executors import Executor, make_executor
+from jobs.lifecycle import JobMonitor
 from jobs.settings import Settings
 from jobs.store import JobRecord, JobStore, StorageError, lock_data_dir
 from solvers.device import torch_device_name
@@ -64,6 +66,10 @@ class JobService:
         self._purger: threading.Thread | None = None
         self._submit_lock = threading.Lock()
         self._lock: int | None = None  # the data directory's lock while started
+        #: Called with each job's final record when it ends (the server's metrics).
+        self.on_job_end: Callable[[JobRecord], None] | None = None
+        self.monitor = JobMonitor(self.store, settings.job_log_interval_s,
+                                  on_end=lambda job: self.on_job_end and self.on_job_end(job))
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> list[JobRecord]:
@@ -77,10 +83,12 @@ class JobService:
         self._purger = threading.Thread(target=self._purge_loop, daemon=True,
                                         name="jobs-expiry")
         self._purger.start()
+        self.monitor.start()
         return requeued
 
     def stop(self) -> None:
         self._stop.set()
+        self.monitor.stop()
         self.executor.shutdown()
         if self._lock is not None:
             os.close(self._lock)
@@ -113,6 +121,8 @@ class JobService:
                                     batch_id=batch_id, max_vehicles=max_vehicles,
                                     max_solutions=max_solutions, reference=reference,
                                     reference_file=reference_file, owner=owner)
+        _log_submitted(job)
+        self.monitor.watch(job)
         self.executor.submit(job)
         return job
 
@@ -136,7 +146,11 @@ class JobService:
             except StorageError:
                 self.store.discard_batch(batch_id)  # all or nothing, as the 507 says
                 raise
+        logger.info("batch %s submitted: %d jobs, %s", batch_id, len(created), solver,
+                    extra={"batch_id": batch_id, "event": "batch-submitted"})
         for job in created:
+            _log_submitted(job)
+            self.monitor.watch(job)
             self.executor.submit(job)
         return batch_id
 
@@ -151,3 +165,10 @@ class JobService:
 
     def cancel(self, job_id: str) -> JobRecord | None:
         return self.store.request_cancel(job_id, ttl_s=self.settings.result_ttl_s)
+
+
+def _log_submitted(job: JobRecord) -> None:
+    logger.info("job %s submitted: %s on %s (%d nodes), time limit %g s%s", job.id, job.solver,
+                job.problem, job.nodes, job.time_limit,
+                f", batch {job.batch_id}" if job.batch_id else "",
+                extra={"job_id": job.id, "event": "job-submitted", "solver": job.solver})

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# generous: a cold numba cache compiles for ~40 s before /healthz answers (34 s in a CI run),
+# generous: a cold numba cache compiles for ~40 s before /readyz answers (34 s in a CI run),
 # and a loaded machine doubles that; a healthy start returns at once
 STARTUP_TIMEOUT_S = 240.0
 
@@ -55,7 +55,7 @@ def _python() -> str:
 
 @contextmanager
 def uvicorn_server(settings_env: dict[str, str], port: int | None = None) -> Iterator[str]:
-    """Start uvicorn on a free port with ``settings_env``, wait until /healthz answers, yield
+    """Start uvicorn on a free port with ``settings_env``, wait until /readyz answers, yield
     the base URL and stop the server afterwards. Its job store lives in a temporary folder
     unless ``COSOLVE_DATA_DIR`` is given."""
     port = port or _free_port()
@@ -91,16 +91,24 @@ def _running(env: dict[str, str], port: int, kill: bool = False) -> Iterator[str
                 proc.wait()
 
 
+def wait_until_warm(client: object) -> None:
+    """Wait for an in-process app's (a TestClient's) background warm-up to end."""
+    warm = client.app.state.warm_up  # type: ignore[attr-defined]
+    assert warm.wait(STARTUP_TIMEOUT_S), "the warm-up did not end"
+
+
 def _wait_until_healthy(proc: subprocess.Popen[bytes], base_url: str, log: object) -> None:
+    """Until /readyz answers 200: the port opens at once, and solving requests get a 503
+    while the solvers warm up."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             log.seek(0)  # type: ignore[attr-defined]
             pytest.fail(f"uvicorn exited with {proc.returncode}:\n{log.read()}")  # type: ignore[attr-defined]
         try:
-            if httpx.get(f"{base_url}/healthz", timeout=1.0).status_code == 200:
+            if httpx.get(f"{base_url}/readyz", timeout=5.0).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.1)
-    pytest.fail(f"uvicorn did not answer /healthz within {STARTUP_TIMEOUT_S:g} s")
+    pytest.fail(f"uvicorn was not ready (/readyz) within {STARTUP_TIMEOUT_S:g} s")

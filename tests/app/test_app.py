@@ -18,6 +18,7 @@ from app.main import create_app
 from app.settings import Settings
 from solvers import catalog, contract
 from solvers.routing.classical.construct import NearestNeighbourSolver
+from tests.app.conftest import wait_until_warm
 from tests.app.helpers import assert_problem
 
 with warnings.catch_warnings():
@@ -55,6 +56,7 @@ def unavailable_solver(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def client() -> Iterator[TestClient]:
     with TestClient(create_app()) as test_client:
+        wait_until_warm(test_client)  # solving requests get a 503 while the solvers warm up
         yield test_client
 
 
@@ -94,6 +96,7 @@ def test_unavailable_solver(client: TestClient, unavailable_solver: str) -> None
 def test_explicit_settings_win_over_the_environment() -> None:
     app = create_app(Settings(max_sync_nodes=3, max_time_limit=2, default_time_limit=1))
     with TestClient(app) as client:
+        wait_until_warm(client)
         too_big = client.post("/v1/routing/tsp/solve", json={"instance": {"coords": SQUARE}})
         assert_problem(too_big, 413, field="instance")
         too_long = client.post("/v1/routing/tsp/solve", json={

@@ -1,0 +1,221 @@
+"""The solvers' warm-up, in the background, and the gate that keeps solves out until it is done.
+
+Warming (numba kernels compiled, neural weights loaded) takes about a minute on the first start
+of a fresh install. Done before the port opened, a newcomer could not tell a server warming up
+from one that had crashed; so the server listens at once and warms in a thread: ``/healthz``
+answers, ``/readyz`` says what is still warming, and a request that solves inside the request
+(solve, compare, simulate, session events) gets a 503 with ``Retry-After`` until the solvers
+of its family are warm. Jobs and batches are accepted meanwhile: they run in worker processes,
+which load their own solver (outside the job's clock) whatever the server has warmed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.errors import PROBLEM_JSON, problem_bytes
+from solvers.catalog import get_solver
+from solvers.contract import SolverSpec
+from solvers.scheduling.registry import POLICIES, get_policy
+
+logger = logging.getLogger("cosolve.api")
+
+#: Seconds a client told "warming up" is asked to wait before it tries again.
+RETRY_AFTER_S = 5
+
+PENDING, WARMING, READY, FAILED = "pending", "warming", "ready", "failed"
+
+
+@dataclass
+class WarmItem:
+    """One thing to warm: a solver of the catalogue or a scheduling policy's model."""
+
+    name: str
+    family: str  # routing, flow or scheduling: the requests that need it
+    warm: Callable[[], None]
+    state: str = PENDING
+    began: float | None = None  # time.monotonic() when its warming began
+    seconds: float | None = None  # how long it took, once warm (or failed)
+    error: str | None = None
+
+
+class WarmUp:
+    """What has been warmed and what is left; read by the probes, the gate and /metrics."""
+
+    def __init__(self, items: list[WarmItem]) -> None:
+        self.items = items
+        self.started = time.monotonic()
+        self.finished: float | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def elapsed(self) -> float:
+        end = self.finished if self.finished is not None else time.monotonic()
+        return end - self.started
+
+    def left(self, family: str | None = None) -> list[WarmItem]:
+        """Items not yet warm (pending or warming), of ``family`` when given."""
+        with self._lock:
+            return [i for i in self.items if i.state in (PENDING, WARMING)
+                    and (family is None or i.family == family)]
+
+    def failed(self) -> list[WarmItem]:
+        with self._lock:
+            return [i for i in self.items if i.state == FAILED]
+
+    def family_ready(self, family: str) -> bool:
+        """Whether every item the family's requests need is warm (or failed: a solver whose
+        warm-up failed answers its own error, it does not hold the others back)."""
+        return self.done or not self.left(family)
+
+    def describe_left(self, family: str | None = None) -> str:
+        """``warming reld (3.1 s); still to warm: polynet, oft_sinkhorn``, for problems."""
+        left = self.left(family)
+        now = time.monotonic()
+        warming = [f"{i.name} ({now - (i.began or now):.1f} s)" for i in left
+                   if i.state == WARMING]
+        pending = [i.name for i in left if i.state == PENDING]
+        parts = [f"warming {', '.join(warming)}"] if warming else []
+        if pending:
+            parts.append(f"still to warm: {', '.join(pending)}")
+        return "; ".join(parts) or "finishing"
+
+    def run(self) -> None:
+        """Warm every item in turn, logging each; a failure is logged and kept, the rest
+        still warm."""
+        try:
+            for item in self.items:
+                with self._lock:
+                    item.state, item.began = WARMING, time.monotonic()
+                began = time.perf_counter()
+                try:
+                    item.warm()
+                except Exception as exc:
+                    logger.exception("cosolve: warming %s failed", item.name)
+                    with self._lock:
+                        item.state, item.error = FAILED, f"{type(exc).__name__}: {exc}"
+                        item.seconds = time.perf_counter() - began
+                    continue
+                with self._lock:
+                    item.state, item.seconds = READY, time.perf_counter() - began
+                if item.seconds >= 0.1:
+                    logger.info("cosolve: %s warmed up in %.1f s", item.name, item.seconds)
+        finally:
+            self.finished = time.monotonic()
+            self._done.set()
+        failed = self.failed()
+        logger.info("cosolve warmed up in %.1f s%s", self.elapsed(),
+                    f"; failed: {', '.join(i.name for i in failed)}" if failed else "")
+
+    def start(self, after: Callable[[], None] | None = None) -> None:
+        """Run the warm-up (then ``after``) in a daemon thread: a server stopped while it
+        warms does not wait for a kernel to finish compiling."""
+        def body() -> None:
+            self.run()
+            if after is not None:
+                try:
+                    after()
+                except Exception:
+                    logger.exception("cosolve: after the warm-up")
+
+        self.thread = threading.Thread(target=body, name="warm-up", daemon=True)
+        self.thread.start()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state of each item, for /readyz and tests."""
+        with self._lock:
+            return {"done": self.done, "seconds": round(self.elapsed(), 3),
+                    "items": [{"name": i.name, "family": i.family, "state": i.state,
+                               "error": i.error} for i in self.items]}
+
+
+def _solver_warmer(spec: SolverSpec, device: str) -> Callable[[], None]:
+    def warm() -> None:
+        solver = get_solver(spec.name)  # builds it: its imports happen here
+        warm_up = getattr(solver, "warm_up", None)
+        if warm_up is not None:
+            warm_up()
+        on_device = getattr(solver, "warm_up_device", None)
+        if device != "cpu" and on_device is not None:
+            on_device(device)  # else the first GPU request pays for the copy
+    return warm
+
+
+def _goodrl_warmer() -> None:
+    """The scheduling policy's model (torch and its checkpoint), else loaded by the first
+    simulation or session that asks for goodrl."""
+    if POLICIES["goodrl"].available:
+        get_policy("goodrl")
+
+
+def warm_up_plan(specs: list[SolverSpec], device: str) -> WarmUp:
+    """Every available solver, then the scheduling policy model."""
+    items = [WarmItem(spec.name, spec.family, _solver_warmer(spec, device))
+             for spec in specs if spec.available]
+    items.append(WarmItem("goodrl", "scheduling", _goodrl_warmer))
+    return WarmUp(items)
+
+
+#: Requests that solve inside the request: POST under a family's prefix, except the job
+#: submissions (``/v1/scheduling/simulate/jobs``), which are queued at once.
+_SOLVING = re.compile(r"^/v1/(routing|flow|scheduling)/(?!.*/jobs$)")
+
+
+def solving_family(method: str, path: str) -> str | None:
+    """The family whose solvers a request needs warm, or None for any other request."""
+    if method != "POST":
+        return None
+    match = _SOLVING.match(path)
+    return match.group(1) if match else None
+
+
+class WarmingGateMiddleware:
+    """Answer 503 ``warming-up`` (with ``Retry-After``) to a solving request while its
+    family is still warming; a no-op once the warm-up is done."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        warm: WarmUp | None = None
+        if scope["type"] == "http":
+            state = getattr(scope.get("app"), "state", None)
+            warm = getattr(state, "warm_up", None)
+        if warm is None or warm.done:
+            await self.app(scope, receive, send)
+            return
+        family = solving_family(scope["method"], scope["path"])
+        if family is None or warm.family_ready(family):
+            await self.app(scope, receive, send)
+            return
+        left = warm.left(family)
+        body = problem_bytes(
+            status=503, path=scope["path"], kind="warming-up", title="Warming up",
+            detail=f"the server is warming up its {family} solvers ({warm.describe_left(family)}"
+                   f"; {warm.elapsed():.0f} s so far); send the request again in "
+                   f"{RETRY_AFTER_S} s. Jobs (POST /v1/jobs) are accepted meanwhile.",
+            extra={"warming": [i.name for i in left],
+                   "warming_seconds": round(warm.elapsed(), 1)})
+        await send({"type": "http.response.start", "status": 503, "headers": [
+            (b"content-type", PROBLEM_JSON.encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"retry-after", str(RETRY_AFTER_S).encode()),
+            # the body is not read, so the connection cannot carry another request
+            (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
