@@ -32,6 +32,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
 
+import app.routers.vrp as vrp_routes
 from app.concurrency import SOLVE_THREADS
 from app.errors import (
     ProblemDetails,
@@ -43,9 +44,12 @@ from app.logs import RequestIdMiddleware, apply_format
 from app.metrics import Metrics, MetricsMiddleware
 from app.middleware import BodySizeLimitMiddleware
 from app.openapi_sse import describe_event_streams
+from app.quotas import FairUse
 from app.routers import console, flow, health, jobs, routing, scheduling, solvers
+from app.security import current_principal, document_security, install_security
 from app.settings import Settings, get_settings, settings_problem
 from app.startup import WarmingGateMiddleware, warm_up_plan
+from app.slow_clients import BodyReadTimeoutMiddleware
 from jobs.service import JobService
 from solvers.catalog import all_specs
 from solvers.contract import SolverSpec
@@ -318,7 +322,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # served by _serve_docs_offline
         redoc_url=None,
         lifespan=_lifespan,
-        dependencies=[Depends(reject_unknown_query)],
+        # the API key first (app.security: /v1 routes only), then the query's names
+        dependencies=[Depends(current_principal), Depends(reject_unknown_query)],
         openapi_tags=[
             {"name": "health", "description": "Liveness and readiness probes."},
             {"name": "solvers", "description": "The solver catalogue."},
@@ -342,9 +347,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(MetricsMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.state.metrics = Metrics(app)
+    app.add_middleware(BodyReadTimeoutMiddleware, timeout_s=resolved.body_timeout_s)
+    install_security(app, resolved)  # keys, CORS, the Host check
+    app.state.fair_use = FairUse(resolved, SOLVE_THREADS)  # per-client quotas, fair turns
     _serve_docs_offline(app)
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
+    app.include_router(vrp_routes.router, prefix="/v1")  # before routing's /{problem}/...
     app.include_router(routing.router, prefix="/v1")
     app.include_router(flow.router, prefix="/v1")
     app.include_router(scheduling.router, prefix="/v1")
@@ -352,8 +361,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(console.router)  # the web console at / (app/console/)
     app.openapi = _openapi_with_body_models(  # type: ignore[method-assign]
         app, (*routing.OPENAPI_BODY_MODELS, *flow.OPENAPI_BODY_MODELS, *jobs.OPENAPI_BODY_MODELS,
-              *scheduling.OPENAPI_BODY_MODELS, ProblemDetails)
+              *scheduling.OPENAPI_BODY_MODELS, *vrp_routes.OPENAPI_BODY_MODELS, ProblemDetails)
     )
+    document_security(app)
     return app
 
 

@@ -29,6 +29,7 @@ try:  # typer 0.2x parses with its own copy of click
 except ImportError:  # older typer: click itself
     from click import Context, UsageError  # type: ignore[assignment]
 
+import cli.vrp as vrp_cli
 from cli import loaded
 from cli.batch import batch, output_stem
 from cli.common import (
@@ -371,6 +372,8 @@ def list_solvers(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the registered solvers, their size limits and whether they can run here."""
+    if problem is not None and problem.lower() == "vrp":  # the solvers of VROOM documents
+        return vrp_cli.list_vrp_solvers(as_json)
     if problem is None:
         specs = all_specs()
     else:
@@ -411,6 +414,7 @@ def _with_fleet(instance: Instance, max_vehicles: int | None) -> Instance:
 
 
 @app.command("solve")
+@vrp_cli.vroom_documents(vrp_cli.solved_document)  # a .json with vehicles: VROOM's format
 def solve(
     file: Annotated[Path, INSTANCE_ARGUMENT],
     solver: Annotated[str, typer.Option(
@@ -443,6 +447,7 @@ def solve(
                                  "of the file's VEHICLES if it has one.")
     ] = None,
     device: Annotated[str, DEVICE_OPTION] = "cpu",
+    geojson: Annotated[Path | None, vrp_cli.GEOJSON_OPTION] = None,
 ) -> None:
     """Solve one instance with one solver and report cost, feasibility and time."""
     with json_failures(as_json, instance=None, solver=solver, time_limit=time_limit, seed=seed,
@@ -627,6 +632,7 @@ def _compare_failure(comparison: Comparison, names: list[str],
 
 
 @app.command("compare")
+@vrp_cli.vroom_documents(vrp_cli.compared_document)
 def compare(
     file: Annotated[Path, INSTANCE_ARGUMENT],
     solvers: Annotated[
@@ -713,6 +719,32 @@ app.add_typer(schedule_app, name="schedule")
 #: job (an hour for a 3,600 s one); the jobs themselves are re-queued and resume on restart.
 #: The Makefile and the Dockerfile pass the same figure.
 GRACEFUL_SHUTDOWN_S = 5
+#: uvicorn's HTTP protocol with a deadline for request headers (COSOLVE_HEADER_TIMEOUT_S):
+#: uvicorn has none of its own (app.slow_clients says more).
+SLOW_CLIENTS_PROTOCOL = "app.slow_clients:HeaderTimeoutProtocol"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``--host`` listens on this machine only (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to any interface
+
+
+def exposure_problem(host: str, settings: Settings, insecure: bool) -> str | None:
+    """Why serving on ``host`` is refused: an interface others reach, without API keys,
+    unless ``--insecure`` says it is meant (None when fine)."""
+    if insecure or is_loopback(host) or settings.api_keys or settings.api_keys_file:
+        return None
+    return (f"--host {host} serves the API to other machines, and no API keys are set: "
+            "anyone who reaches the port could run solves and read every job. Set "
+            "COSOLVE_API_KEYS (or COSOLVE_API_KEYS_FILE) to require keys, or pass --insecure "
+            "if an open server is meant (a trusted network, a proxy that checks callers)")
 
 
 class LogFormat(enum.Enum):
@@ -726,6 +758,9 @@ class LogFormat(enum.Enum):
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8000,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Serve on a non-loopback --host without API keys (refused "
+        "otherwise).")] = False,
     log_format: Annotated[LogFormat | None, typer.Option(
         help="Log lines as text, or one JSON object per line (COSOLVE_LOG_FORMAT; "
         "default text).")] = None,
@@ -749,6 +784,9 @@ def serve(
         settings = Settings()
     except ValidationError as exc:
         fail(settings_problem(exc))
+    exposed = exposure_problem(host, settings, insecure)
+    if exposed is not None:
+        fail(exposed)
     if settings.executor == "ray":
         problem = ray_problem(settings.ray_address)
         if problem is not None:
@@ -768,7 +806,7 @@ def serve(
     except OSError as exc:
         fail(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}")
     uvicorn.run("app.main:app", host=host, port=port,
-                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, http=SLOW_CLIENTS_PROTOCOL)
 
 
 __all__ = ["app"]
