@@ -48,8 +48,8 @@ from app.quotas import FairUse
 from app.routers import console, flow, health, jobs, routing, scheduling, solvers
 from app.security import current_principal, document_security, install_security
 from app.settings import Settings, get_settings, settings_problem
-from app.startup import WarmingGateMiddleware, warm_up_plan
 from app.slow_clients import BodyReadTimeoutMiddleware
+from app.startup import WarmingGateMiddleware, warm_up_plan
 from jobs.service import JobService
 from solvers.catalog import all_specs
 from solvers.contract import SolverSpec
@@ -342,14 +342,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.dependency_overrides[get_settings] = lambda: resolved
     install_error_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=resolved.max_body_bytes)
-    # outermost last: the request id covers every line, the metrics every answer (a 413 too)
+    app.add_middleware(BodyReadTimeoutMiddleware, timeout_s=resolved.body_timeout_s)
+    install_security(app, resolved)  # keys, CORS, the Host check
+    app.state.fair_use = FairUse(resolved, SOLVE_THREADS)  # per-client quotas, fair turns
+    # outermost last: the request id covers every line, the metrics every answer (a 413, a 401 too)
     app.add_middleware(WarmingGateMiddleware)
     app.add_middleware(MetricsMiddleware)
     app.add_middleware(RequestIdMiddleware)
     app.state.metrics = Metrics(app)
-    app.add_middleware(BodyReadTimeoutMiddleware, timeout_s=resolved.body_timeout_s)
-    install_security(app, resolved)  # keys, CORS, the Host check
-    app.state.fair_use = FairUse(resolved, SOLVE_THREADS)  # per-client quotas, fair turns
     _serve_docs_offline(app)
     app.include_router(health.router)
     app.include_router(solvers.router, prefix="/v1")
