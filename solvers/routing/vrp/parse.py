@@ -373,11 +373,19 @@ def _matrix(value: Any, path: str, size: int | None) -> np.ndarray:
             got = len(row) if isinstance(row, (list, tuple)) else type(row).__name__
             raise InstanceError(f"{path}[{r}]", f"the matrix must be square: {n} rows, but "
                                 f"row {r} has {got} entries")
+    # numpy infers int64 for integer rows (one array, no float copy: a 10,000-place matrix
+    # is 800 MB); floats pass when integral; anything else (bools, strings) is refused
     try:
-        matrix = np.array(rows, dtype=np.float64)
+        matrix = np.array(rows)
     except (TypeError, ValueError):
         matrix = None
-    if matrix is None or not np.isfinite(matrix).all() or (matrix != np.round(matrix)).any():
+    if matrix is not None and matrix.dtype.kind == "i" and any(
+            bool in set(map(type, row)) for row in rows):
+        matrix = None  # numpy reads true as 1 among integers; JSON's true is no duration
+    if matrix is not None and matrix.dtype.kind == "f" and (
+            not np.isfinite(matrix).all() or (matrix != np.round(matrix)).any()):
+        matrix = None
+    if matrix is None or matrix.dtype.kind not in "iuf" or matrix.shape != (n, n):
         raise InstanceError(path, "entries must be integers")
     if (matrix < 0).any():
         r, c = (int(x) for x in np.argwhere(matrix < 0)[0])

@@ -191,3 +191,16 @@ def test_other_bad_values_are_named() -> None:
     with pytest.raises(InstanceError) as err:
         parse_document([1, 2])  # type: ignore[arg-type]
     assert err.value.field == "document"
+
+
+@pytest.mark.parametrize("entry", [True, "7", None, float("nan"), [1]])
+def test_matrix_entries_that_are_not_numbers(entry: Any) -> None:
+    doc = small_document(jobs=2)
+    doc["matrices"]["car"]["durations"][0][1] = entry
+    _refused(doc, "matrices.car.durations", "integers")
+
+
+def test_integral_floats_in_a_matrix_are_integers() -> None:
+    doc = small_document(jobs=2)
+    doc["matrices"]["car"]["durations"][0][1] = 12.0
+    assert parse_document(doc).duration("car", 0, 1) == 12
