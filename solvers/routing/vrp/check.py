@@ -286,7 +286,10 @@ def _forward(problem: VrpProblem, vehicle: Vehicle, steps: Sequence[TaskRef],
              initial: tuple[int, ...], start: int) -> _RouteState:
     """The route scheduled as early as it can be, leaving its start at ``start`` (scaled)."""
     state = _RouteState(problem, vehicle, initial, start)
-    state.step("start", None, None, vehicle.start_index, state.t, 0, 0, 0, 0)
+    first = next((task_location(problem, r) for r in steps if r.kind != "break"), None)
+    # without a start, the route starts where its first task is (VROOM's start step says so)
+    state.step("start", None, None, first if vehicle.start_index is None
+               else vehicle.start_index, state.t, 0, 0, 0, 0)
     for breaks, target in _segments(steps):
         target_place = vehicle.end_index if target is None else task_location(problem, target)
         travel, metres = _travel(state, target_place)

@@ -29,10 +29,10 @@ def test_vroom_and_the_checker_agree_to_the_second(seed: int) -> None:
     assert check.waiting_time == output["summary"]["waiting_time"]
     for theirs, ours in zip(output["routes"], check.routes, strict=True):
         assert theirs["cost"] == ours.cost and theirs["duration"] == ours.duration
-        got = [(s.type, s.arrival, s.waiting, s.duration, s.setup, s.service, list(s.load))
-               for s in ours.steps]
+        got = [(s.type, s.arrival, s.waiting, s.duration, s.setup, s.service, list(s.load),
+                s.location_index) for s in ours.steps]
         want = [(s["type"], s["arrival"], s["waiting_time"], s["duration"], s["setup"],
-                 s["service"], s["load"]) for s in theirs["steps"]]
+                 s["service"], s["load"], s.get("location_index")) for s in theirs["steps"]]
         assert got == want
 
 
