@@ -10,6 +10,7 @@ Unknown keys are refused too, since a misspelt ``time_window`` would otherwise v
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Mapping
@@ -156,7 +157,11 @@ def _windows(obj: Mapping[str, Any], path: str) -> tuple[Window, ...]:
     windows = [_window(w, f"{where}[{k}]") for k, w in enumerate(_list(obj["time_windows"], where))]
     if not windows:
         raise InstanceError(where, "must not be empty (leave the key out for no time window)")
-    return tuple(sorted(windows))
+    ordered = sorted(windows)
+    for a, b in itertools.pairwise(ordered):
+        if b[0] <= a[1]:  # VROOM refuses windows that touch or overlap, so do we
+            raise InstanceError(where, f"windows {list(a)} and {list(b)} overlap")
+    return tuple(ordered)
 
 
 def _priority(obj: Mapping[str, Any], path: str) -> int:
@@ -324,6 +329,32 @@ def _vehicle_steps(obj: Mapping[str, Any], path: str) -> tuple[StepSpec, ...]:
     return tuple(specs)
 
 
+def _check_breaks(breaks: tuple[Break, ...], shift: Window | None, path: str) -> None:
+    """A vehicle's breaks, taken in the order given (as VROOM takes them), must all fit in
+    its working hours; VROOM refuses the document otherwise, and so do we, naming the
+    first break that cannot."""
+    opens, closes = shift if shift is not None else (0, MAX_VALUE * 4)
+    everywhere = ((0, MAX_VALUE * 4),)
+    earliest, t = [], opens
+    for k, b in enumerate(breaks):
+        window = next((w for w in b.time_windows or everywhere if t <= w[1]), None)
+        if window is None:
+            raise InstanceError(f"{path}.breaks[{k}]", "cannot start in its time windows after "
+                                "the breaks before it (breaks are taken in the order given)")
+        earliest.append(max(t, window[0]))
+        t = earliest[-1] + b.service
+    latest = closes
+    for k in range(len(breaks) - 1, -1, -1):
+        b = breaks[k]
+        latest -= b.service
+        window = next((w for w in reversed(b.time_windows or everywhere) if w[0] <= latest),
+                      None)
+        if window is None or min(latest, window[1]) < earliest[k]:
+            raise InstanceError(f"{path}.breaks[{k}]", "does not fit in the vehicle's "
+                                "time_window with the breaks given after it")
+        latest = min(latest, window[1])
+
+
 def _vehicle(obj: Any, path: str, places: _Places) -> Vehicle:
     obj = _mapping(obj, path)
     _check_keys(obj, _VEHICLE_KEYS, path)
@@ -350,11 +381,13 @@ def _vehicle(obj: Any, path: str, places: _Places) -> Vehicle:
             if ids.index(b.id) != k:
                 raise InstanceError(f"{path}.breaks[{k}].id", f"duplicate break id {b.id}")
     capacity = None if obj.get("capacity") is None else _amount(obj["capacity"], f"{path}.capacity")
+    shift = None if obj.get("time_window") is None else _window(obj["time_window"],
+                                                                f"{path}.time_window")
+    _check_breaks(breaks, shift, path)
     return Vehicle(
         id=_uint(obj["id"], f"{path}.id"), profile=profile, start_index=start, end_index=end,
         capacity=capacity if capacity is not None else (), skills=_skills(obj, path),
-        time_window=None if obj.get("time_window") is None
-        else _window(obj["time_window"], f"{path}.time_window"),
+        time_window=shift,
         breaks=breaks, max_tasks=_opt_uint(obj, "max_tasks", path),
         max_travel_time=_opt_uint(obj, "max_travel_time", path),
         max_distance=_opt_uint(obj, "max_distance", path), costs=_costs(obj, path),

@@ -144,7 +144,11 @@ def solve_vroom(problem: VrpProblem, budget: Budget, seed: int = 0,
             raise NoSolutionError(f"vroom failed: {err}", field="solver",
                                   more_time_helps=False) from err
         remaining = max(clock.remaining, 0.1 * budget.time_limit)
-        output = _run(build_input(problem, use_steps=False), Budget(time_limit=remaining))
+        try:
+            output = _run(build_input(problem, use_steps=False), Budget(time_limit=remaining))
+        except Exception as again:
+            raise NoSolutionError(f"vroom failed: {again}", field="solver",
+                                  more_time_helps=False) from again
     if on_progress is not None:
         cost = output.get("summary", {}).get("cost")
         on_progress(ProgressEvent("vroom", clock.elapsed, 1,

@@ -126,6 +126,20 @@ def test_time_window_ending_before_it_starts() -> None:
     _refused(doc, "vehicles[0].breaks[0].time_windows[0]")
 
 
+def test_overlapping_windows_and_breaks_that_cannot_fit() -> None:
+    doc = small_document(jobs=3)
+    doc["jobs"][2]["time_windows"] = [[50, 60], [0, 10], [10, 20]]
+    _refused(doc, "jobs[2].time_windows", "[0, 10] and [10, 20] overlap")
+    doc = small_document(jobs=1)
+    doc["vehicles"][0]["breaks"] = [{"id": 1, "time_windows": [[500, 600]]},
+                                    {"id": 2, "time_windows": [[0, 100]]}]
+    _refused(doc, "vehicles[0].breaks[1]", "order given")
+    doc["vehicles"][0]["breaks"] = [{"id": 1, "time_windows": [[900, 990]], "service": 200}]
+    _refused(doc, "vehicles[0].breaks[0]", "time_window")  # the shift ends at 1000
+    doc["vehicles"][0]["breaks"][0]["service"] = 100
+    assert parse_document(doc).vehicles[0].breaks[0].service == 100
+
+
 def test_shipment_amounts_that_differ() -> None:
     doc = small_document(jobs=1, shipments=2)
     doc["shipments"][1]["pickup"]["amount"] = [2]
