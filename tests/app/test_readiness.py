@@ -19,7 +19,8 @@ from fastapi.testclient import TestClient
 import app.main as app_main
 from app.main import create_app
 from app.settings import Settings
-from app.startup import WarmItem, WarmUp, solving_family
+from app.startup import WarmItem, WarmUp, solving_family, warm_up_plan
+from solvers.catalog import all_specs
 from tests.app.conftest import REPO, _free_port, _python
 from tests.app.helpers import assert_problem
 
@@ -66,6 +67,16 @@ def test_solving_families() -> None:
     assert solving_family("POST", "/v1/jobs") is None
     assert solving_family("GET", "/v1/routing/tsp/solve") is None
     assert solving_family("GET", "/v1/solvers") is None
+
+
+def test_the_quick_families_warm_first() -> None:
+    """Flow and scheduling warm in seconds, routing's kernels for minutes on a fresh install:
+    flow solves and simulations are not held behind them."""
+    plan = warm_up_plan(all_specs(), "cpu")
+    families = [item.family for item in plan.items]
+    assert families.index("routing") > max(families.index("flow"),
+                                           families.index("scheduling"))
+    assert families[families.index("routing"):] == ["routing"] * families.count("routing")
 
 
 def test_probes_and_solves_while_warming_then_ready(held: tuple[TestClient, _Gate]) -> None:
