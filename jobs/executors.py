@@ -24,6 +24,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
+from jobs import room
+from jobs.room import NO_ROOM
 from jobs.settings import ray_host_port
 from jobs.store import CANCELLED, FAILED, QUEUED, RUNNING, JobRecord, JobStore, StoredSolutionError
 from jobs.worker import JobSpec, execute, record_outcome, run_stored_job
@@ -61,6 +63,7 @@ class LocalProcessExecutor:
         self._lock = threading.Lock()
         self._closing = False  # set by shutdown: its own terminations are no worker deaths
         self._resubmitted: dict[str, int] = {}  # job id -> times re-submitted after a break
+        self._waiting_room: set[str] = set()  # queued jobs waiting for disk space
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -86,6 +89,10 @@ class LocalProcessExecutor:
             return
         exc = future.exception()
         if exc is None:
+            if future.result() == NO_ROOM:
+                self._start_later(job)
+            else:
+                self._waiting_room.discard(job.id)
             return
         if self._closing:
             # shutdown terminated it: the job stays running in the store, so the next
@@ -132,6 +139,26 @@ class LocalProcessExecutor:
         else:
             error = f"the worker process died ({type(exc).__name__}: {exc})"
         self._record_failure(job, error, tries=FAILURE_RECORD_TRIES)
+
+    def _start_later(self, job: JobRecord) -> None:
+        """A job its worker could not start for lack of room stays queued and is submitted
+        again every few seconds, until the disk takes it or it is cancelled."""
+        if job.id not in self._waiting_room:
+            self._waiting_room.add(job.id)
+            logger.warning("job %s: the data directory is full; it stays queued and starts "
+                           "when there is room", job.id)
+
+        def again() -> None:
+            current = self.store.get(job.id)
+            if self._closing or current is None or current.state != QUEUED or (
+                    current.attempt != job.attempt):
+                self._waiting_room.discard(job.id)
+                return
+            self.submit(current)
+
+        timer = threading.Timer(room.RETRY_S, again)
+        timer.daemon = True
+        timer.start()
 
     def _record_failure(self, job: JobRecord, error: str, tries: int) -> None:
         """Mark the job failed; while the store cannot take it (the disk that stopped the

@@ -7,14 +7,17 @@ The function here touches no HTTP and no executor: progress and the cancel flag 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import sqlite3
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from jobs.room import NO_ROOM, disk_full, skip_when_full, until_stored
 from jobs.simulation import SIMULATION_PROBLEM, read_simulation, simulation_document
 from jobs.store import JobStore
 from jobs.vrp import VRP_PROBLEM, execute_vrp
@@ -230,15 +233,17 @@ class StoreSink:
     def progress(self, event: ProgressEvent) -> None:
         best = event.best_cost if event.best_cost is not None and math.isfinite(
             event.best_cost) else None
-        self.store.report_progress(self.job_id, self.attempt, event.elapsed, event.iterations,
-                                   best, event.message)
+        skip_when_full(lambda: self.store.report_progress(
+            self.job_id, self.attempt, event.elapsed, event.iterations, best, event.message),
+            f"job {self.job_id}: progress")
 
     def cancelled(self) -> bool:
         return bool(self.store.cancel_requested(self.job_id))
 
     def series(self, points: list[list[float]]) -> None:
         """The cost series so far, for ``/progress`` while the job runs."""
-        self.store.write_progress(self.job_id, self.attempt, points)
+        skip_when_full(lambda: self.store.write_progress(self.job_id, self.attempt, points),
+                       f"job {self.job_id}: cost series")
 
 
 def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,
@@ -259,8 +264,14 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
     """Entry point of a local worker process: run one job of the store at ``root``."""
     store = JobStore(root)
     job = store.get(job_id)
-    if (job is None or job.attempt != attempt
-            or not store.mark_running(job_id, attempt, os.getpid())):
+    try:
+        started = job is not None and job.attempt == attempt and store.mark_running(
+            job_id, attempt, os.getpid())
+    except (sqlite3.Error, OSError) as exc:
+        if not disk_full(exc):
+            raise
+        return NO_ROOM  # still queued, its input intact: the executor tries it again later
+    if job is None or not started:
         return "skipped"  # cancelled while queued, or superseded by a newer attempt
     spec = JobSpec(job.id, job.problem, job.solver, job.time_limit, job.seed, job.filename,
                    device, job.max_solutions)
@@ -272,7 +283,8 @@ def run_stored_job(root: str, job_id: str, attempt: int, ttl_s: float,
         record_outcome(store, job_id, attempt, outcome, ttl_s)
         return outcome.state
     outcome = execute(spec, data, StoreSink(store, job_id, attempt))
-    record_outcome(store, job_id, attempt, outcome, ttl_s)
+    until_stored(functools.partial(record_outcome, store, job_id, attempt, outcome, ttl_s),
+                 f"job {job_id}: its outcome")
     state = outcome.state
     del data, outcome  # the input and the solution, before the trim
     return_freed_memory()

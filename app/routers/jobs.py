@@ -65,6 +65,7 @@ from app.schemas.jobs import (
 )
 from app.security import Principal, PrincipalDep, current_principal
 from app.settings import Settings, get_settings
+from jobs import room
 from jobs.batches import (
     ReadBudget,
     attach_references,
@@ -186,7 +187,8 @@ _JOB_BODY = {
 
 @router.post("/jobs", status_code=202, response_model=JobStatus, openapi_extra=_JOB_BODY,
              responses=with_headers(with_headers(
-                 problem_responses(404, 413, 415, 422, 429, 503, 507), 429, RETRY_AFTER_HEADER),
+                 with_headers(problem_responses(404, 413, 415, 422, 429, 503, 507), 507,
+                              RETRY_AFTER_HEADER), 429, RETRY_AFTER_HEADER),
                  202, LOCATION_HEADER, "Accepted: the job's status"))
 async def submit_job(request: Request, settings: SettingsDep, service: ServiceDep,
                      response: Response) -> JobStatus:
@@ -416,7 +418,8 @@ _BATCH_BODY = {
 
 @router.post("/batches", status_code=202, response_model=BatchStatus, openapi_extra=_BATCH_BODY,
              responses=with_headers(with_headers(
-                 problem_responses(404, 413, 415, 422, 429, 503, 507), 429, RETRY_AFTER_HEADER),
+                 with_headers(problem_responses(404, 413, 415, 422, 429, 503, 507), 507,
+                              RETRY_AFTER_HEADER), 429, RETRY_AFTER_HEADER),
                  202, LOCATION_HEADER, "Accepted: the batch's status"))
 async def submit_batch(request: Request, response: Response, settings: SettingsDep,
                        service: ServiceDep) -> BatchStatus:
@@ -539,7 +542,8 @@ def _storage_full(exc: StorageError) -> ApiError:
     """507 Insufficient Storage: the submission was not kept; the same request can be sent
     again once the server has room."""
     return ApiError(507, f"{exc}; nothing was kept, send it again later", kind="storage-full",
-                    title="No room to store the job")
+                    title="No room to store the job",
+                    headers={"Retry-After": str(room.RETRY_AFTER_S)})
 
 
 def _storage_problem(detail: str) -> ApiError:
