@@ -24,7 +24,9 @@ costs, several profiles, and optional clients with prizes. How the rest is writt
   location at no distance from everything.
 
 Skills, breaks and ``max_tasks`` are not expressible, so the registry refuses such documents
-for this solver. The checker recomputes every time, load and cost of the plan it returns.
+for this solver. Vehicles' ``steps`` are its starting solution (moved freely: pinned steps are
+refused, for the ``warmstart`` solver). The checker recomputes every time, load and cost of
+the plan it returns.
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ from solvers.contract import Budget, Clock, ProgressEvent
 from solvers.routing.vrp.arcs import arc_costs, distances, durations, fleet_costs, profile_key
 from solvers.routing.vrp.model import VrpProblem
 from solvers.routing.vrp.plan import RoutePlan, TaskRef, VrpPlan, complete_plan
+from solvers.routing.vrp.warmstart import refuse_pinned, starting_solution
 
 NAME = "pyvrp"
 #: The parts of a document this solver takes (see ``solve.features_of``).
 FEATURES = frozenset({"time_windows", "shipments", "multi_depot", "heterogeneous",
-                      "max_travel_time", "max_distance", "costs", "priority"})
+                      "max_travel_time", "max_distance", "costs", "priority", "warm_start"})
 #: PyVRP's "no solution yet" cost is int64's maximum.
 _NO_COST = 2 ** 62
 _INF = np.iinfo(np.int64).max
@@ -222,6 +225,9 @@ def _single_window(windows: Any) -> tuple[int, int]:
 
 def supports(problem: VrpProblem) -> str | None:
     """Why this solver cannot take ``problem`` beyond its features (None when it can)."""
+    pinned = refuse_pinned(problem, NAME)
+    if pinned is not None:
+        return pinned
     for i, s in enumerate(problem.shipments):
         for side in ("pickup", "delivery"):
             if len(getattr(s, side).time_windows or ()) > 1:
@@ -316,7 +322,13 @@ def solve(problem: VrpProblem, budget: Budget, seed: int = 0,
     built = build(problem)
     deadline = budget.time_limit * 0.94 - 2e-5 * problem.task_count
     stop = _Stop(clock, deadline, budget.max_solutions, on_progress, built.divisor)
-    start = start_solution(built, initial) if initial is not None else None
+    initial = initial if initial is not None else starting_solution(problem)
+    start = None
+    if initial is not None:
+        try:
+            start = start_solution(built, initial)
+        except (RuntimeError, ValueError, IndexError):
+            start = None  # a start PyVRP refuses (too many routes of a type): its own
     default = pyvrp.PenaltyParams()
     penalty = pyvrp.PenaltyParams(max_penalty=max(default.max_penalty, 10.0 * built.prize))
     result = pyvrp.solve(built.data, stop=stop, seed=seed, collect_stats=False, display=False,

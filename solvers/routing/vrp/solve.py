@@ -15,7 +15,11 @@ from typing import Any
 
 from solvers.contract import Budget, ProgressCallback
 from solvers.errors import CheckFailedError, ProblemMismatchError, UnknownSolverError
+from solvers.routing.vrp import ils as ils_solver
+from solvers.routing.vrp import ortools as ortools_solver
+from solvers.routing.vrp import pyvrp as pyvrp_solver
 from solvers.routing.vrp import vroom as vroom_solver
+from solvers.routing.vrp import warmstart as warmstart_solver
 from solvers.routing.vrp.check import VrpCheck, check_plan
 from solvers.routing.vrp.model import VrpProblem
 from solvers.routing.vrp.output import to_vroom_output
@@ -94,6 +98,26 @@ VRP_SOLVERS: dict[str, VrpSolverEntry] = {
         "VROOM (through pyvroom, BSD): the engine users of this format know; takes all of "
         "the model, vehicles' steps as its starting solution (not pinned)", FEATURES,
         vroom_solver.supports),
+    "ortools": VrpSolverEntry(
+        "ortools", ortools_solver.solve,
+        "OR-Tools routing, guided local search: takes all of the model (breaks without "
+        "max_load), vehicles' steps as its starting solution (not pinned)",
+        ortools_solver.FEATURES, ortools_solver.supports),
+    "pyvrp": VrpSolverEntry(
+        "pyvrp", pyvrp_solver.solve,
+        "PyVRP 0.14's iterated local search: depots, mixed fleets, time windows, shipments, "
+        "job pickups and deliveries, costs; no skills, breaks or max_tasks",
+        pyvrp_solver.FEATURES, pyvrp_solver.supports),
+    "warmstart": VrpSolverEntry(
+        "warmstart", warmstart_solver.solve,
+        "re-planning from vehicles' steps with the least change: pinned steps kept, new "
+        "tasks inserted where they cost least; takes all of the model",
+        warmstart_solver.FEATURES),
+    "ils": VrpSolverEntry(
+        "ils", ils_solver.solve,
+        "the classical ILS on the CVRP part of the model: one depot, one capacity, jobs "
+        "that only deliver or only pick up, coordinates", ils_solver.FEATURES,
+        ils_solver.supports),
 }
 
 

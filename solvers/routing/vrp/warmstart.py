@@ -62,6 +62,28 @@ def starting_routes(problem: VrpProblem) -> tuple[list[list[TaskRef]], set[TaskR
     return routes, pinned
 
 
+def starting_solution(problem: VrpProblem) -> VrpPlan | None:
+    """The vehicles' steps as a plan (tasks only, no breaks), for solvers that take them as a
+    starting solution without pinning; None when no vehicle has steps."""
+    if not any(v.steps for v in problem.vehicles):
+        return None
+    routes, _ = starting_routes(problem)
+    return VrpPlan(tuple(RoutePlan(vi, tuple(r for r in steps if r.kind != "break"))
+                         for vi, steps in enumerate(routes)
+                         if any(r.kind != "break" for r in steps)))
+
+
+def refuse_pinned(problem: VrpProblem, solver: str) -> str | None:
+    """The reason (naming the first pinned step) a solver that only starts from the steps
+    cannot take a document that pins some; None when none is pinned."""
+    for vi, v in enumerate(problem.vehicles):
+        for k, s in enumerate(v.steps):
+            if s.pinned:
+                return (f"vehicles[{vi}].steps[{k}].pinned: {solver} starts from the steps "
+                        "but may move them; the warmstart solver keeps pinned steps")
+    return None
+
+
 def _partner(ref: TaskRef) -> TaskRef | None:
     if ref.kind == "pickup":
         return TaskRef("delivery", ref.index)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from solvers.contract import Budget
 from solvers.routing.vrp import ils
 from solvers.routing.vrp.check import check_plan
@@ -60,3 +62,11 @@ def test_routes_every_job_and_leaves_out_what_the_fleet_cannot_carry() -> None:
     assert len(plan.routes) == 1 and plan.unassigned
     carried = sum(small.jobs[s.index].delivery[0] for s in plan.routes[0].steps)
     assert carried <= 10
+
+
+def test_registered_and_refused_by_feature() -> None:
+    from solvers.errors import ProblemMismatchError
+    from solvers.routing.vrp.solve import solve_vrp
+
+    with pytest.raises(ProblemMismatchError, match="time_windows"):
+        solve_vrp(parse_document(small_document()), "ils", Budget(time_limit=1.0))

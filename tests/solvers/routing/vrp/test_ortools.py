@@ -95,3 +95,12 @@ def test_cancel_and_time_limit_are_kept() -> None:
     plan = vrp_ortools.solve(problem, Budget(time_limit=0.5), 0, None)
     assert time.perf_counter() - t0 < 0.7
     assert check_plan(problem, plan).feasible
+
+
+def test_steps_are_a_starting_solution_and_pins_are_refused() -> None:
+    doc = small_document(jobs=6, vehicles=2)
+    doc["vehicles"][0]["steps"] = [{"type": "job", "id": 100 + k} for k in range(6)]
+    _, plan, _ = _solve(doc)
+    assert not plan.unassigned
+    doc["vehicles"][0]["steps"][2]["pinned"] = True
+    assert "vehicles[0].steps[2].pinned" in vrp_ortools.supports(parse_document(doc))

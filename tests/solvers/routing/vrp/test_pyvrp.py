@@ -84,3 +84,12 @@ def test_cancel_and_time_limit_are_kept() -> None:
 @pytest.mark.parametrize("field", ["skills"])
 def test_unsupported_parts_are_declared(field: str) -> None:
     assert field not in vrp_pyvrp.FEATURES
+
+
+def test_steps_are_a_starting_solution_and_pins_are_refused() -> None:
+    doc = small_document(jobs=6, vehicles=2)
+    doc["vehicles"][0]["steps"] = [{"type": "job", "id": 100 + k} for k in range(6)]
+    _, plan, _ = _solve(doc)
+    assert not plan.unassigned
+    doc["vehicles"][0]["steps"][2]["pinned"] = True
+    assert "vehicles[0].steps[2].pinned" in vrp_pyvrp.supports(parse_document(doc))

@@ -83,3 +83,13 @@ def test_shipments_and_breaks_are_inserted() -> None:
     assert TaskRef("break", 0) in steps
     assert steps.index(TaskRef("pickup", 1)) < steps.index(TaskRef("delivery", 1))
 
+
+
+@pytest.mark.parametrize("solver", ["pyvrp", "ortools", "warmstart"])
+def test_registered_and_checked_through_solve_vrp(solver: str) -> None:
+    from solvers.routing.vrp.solve import solve_vrp
+
+    doc = _running(small_document(jobs=5, vehicles=2), {1: [("job", 100, False)]})
+    result = solve_vrp(parse_document(doc), solver, Budget(time_limit=2.0, max_solutions=50))
+    assert result.check.feasible and not result.plan.unassigned
+    assert result.output["cosolve"]["solver"] == solver
