@@ -35,9 +35,9 @@ from solvers.routing.vrp.model import (
 
 #: Travel speeds (km/h) per profile when travel times come from coordinates.
 DEFAULT_SPEEDS_KMH: dict[str, float] = {"car": 50.0, "truck": 40.0, "bike": 15.0, "foot": 5.0}
-#: The largest time, amount or matrix entry accepted: sums along a route stay far below
-#: int64's bound even after VROOM's internal scaling by 100.
-MAX_VALUE = 2**40
+#: The largest time, amount or matrix entry accepted: VROOM's, which reads them as unsigned
+#: 32-bit integers (so the vroom solver takes every document we accept).
+MAX_VALUE = 2**32 - 1
 #: Mean Earth radius in metres (the IUGG value), for haversine distances.
 EARTH_RADIUS_M = 6_371_008.8
 

@@ -54,7 +54,8 @@ def _vehicle(vroom: Any, v: Vehicle, use_steps: bool) -> Any:
     return vroom.Vehicle(
         v.id, start=v.start_index, end=v.end_index, profile=v.profile,
         capacity=list(v.capacity), skills=set(v.skills),
-        breaks=[vroom.Break(b.id, _windows(vroom, b.time_windows), b.service,
+        breaks=[vroom.Break(b.id, _windows(vroom, b.time_windows) or [vroom.TimeWindow()],
+                            b.service,
                             max_load=None if b.max_load is None else list(b.max_load))
                 for b in v.breaks],
         costs=vroom.VehicleCosts(v.costs.fixed, v.costs.per_hour, v.costs.per_km),

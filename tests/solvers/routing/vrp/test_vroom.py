@@ -65,6 +65,14 @@ def test_an_invalid_starting_plan_is_dropped_not_fatal() -> None:
     assert result.output["cosolve"]["moved"]  # some of the overloaded route had to move
 
 
+def test_a_break_without_windows_and_a_vehicle_without_hours() -> None:
+    doc = small_document(jobs=4)
+    doc["vehicles"][0].pop("time_window")
+    doc["vehicles"][0]["breaks"] = [{"id": 3, "service": 30}]
+    result = solve_vrp(parse_document(doc), "vroom", Budget(time_limit=5))
+    assert result.check.feasible and not result.plan.unassigned
+
+
 def test_pinned_steps_are_refused_by_name() -> None:
     doc = small_document(jobs=3)
     doc["vehicles"][1]["steps"] = [{"type": "job", "id": 100, "pinned": True}]
