@@ -73,6 +73,20 @@ def test_a_break_without_windows_and_a_vehicle_without_hours() -> None:
     assert result.check.feasible and not result.plan.unassigned
 
 
+def test_coordinates_only_with_a_speed_per_profile() -> None:
+    doc = {"vehicles": [{"id": 1, "start": [4.35, 50.85], "end": [4.35, 50.85],
+                         "profile": "bike"}],
+           "jobs": [{"id": k, "location": [4.35 + 0.01 * k, 50.85]} for k in range(1, 5)]}
+    result = solve_vrp(parse_document(doc), "vroom", Budget(time_limit=5))
+    out = result.output
+    assert out["cosolve"]["distance_model"] == "haversine" and not out["unassigned"]
+    # four 700 m hops out and 2.8 km back at 15 km/h
+    assert 5_500 < out["summary"]["distance"] < 5_700
+    assert out["summary"]["duration"] == pytest.approx(out["summary"]["distance"] / (15 / 3.6),
+                                                       abs=5)
+    assert out["routes"][0]["steps"][1]["location"][1] == 50.85
+
+
 def test_pinned_steps_are_refused_by_name() -> None:
     doc = small_document(jobs=3)
     doc["vehicles"][1]["steps"] = [{"type": "job", "id": 100, "pinned": True}]
