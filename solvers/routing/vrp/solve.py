@@ -30,6 +30,21 @@ from solvers.routing.vrp.reasons import unassigned_reasons
 FEATURES = frozenset({"time_windows", "shipments", "skills", "breaks", "multi_depot",
                       "heterogeneous", "max_tasks", "max_travel_time", "max_distance",
                       "costs", "priority", "warm_start"})
+#: What each feature means (``features_of`` finds them), for listings and refusals.
+FEATURE_TEXT = {
+    "time_windows": "time windows on tasks, or vehicles' working hours",
+    "shipments": "pickup-and-delivery pairs",
+    "skills": "tasks that need skills",
+    "breaks": "vehicle breaks",
+    "multi_depot": "vehicles starting or ending at different places, or open routes",
+    "heterogeneous": "vehicles differing in capacity, profile, costs or speed factor",
+    "max_tasks": "a limit on a vehicle's tasks",
+    "max_travel_time": "a limit on a vehicle's travel time",
+    "max_distance": "a limit on a vehicle's distance",
+    "costs": "vehicle costs other than the travel time, or a cost matrix",
+    "priority": "task priorities",
+    "warm_start": "a starting plan in vehicles' steps",
+}
 #: A solver: ``fn(problem, budget, seed, on_progress) -> VrpPlan``.
 VrpSolveFn = Callable[[VrpProblem, Budget, int, ProgressCallback | None], VrpPlan]
 
@@ -62,7 +77,8 @@ class VrpResult:
 
 def features_of(problem: VrpProblem) -> frozenset[str]:
     """The parts of the model this problem uses beyond a plain CVRP (one depot, one kind of
-    vehicle, amounts in any number of dimensions, service and setup times)."""
+    vehicle, amounts in any number of dimensions, service and setup times); ``FEATURE_TEXT``
+    says what each means."""
     vs, jobs, ships = problem.vehicles, problem.jobs, problem.shipments
     found = set()
     if any(j.time_windows for j in jobs) or any(v.time_window for v in vs) or any(

@@ -11,6 +11,7 @@ from solvers.routing.vrp.model import VrpProblem
 from solvers.routing.vrp.parse import parse_document
 from solvers.routing.vrp.plan import RoutePlan, VrpPlan, task_refs
 from solvers.routing.vrp.solve import (
+    FEATURE_TEXT,
     FEATURES,
     VRP_SOLVERS,
     VrpSolverEntry,
@@ -33,7 +34,7 @@ def test_features_of_a_document() -> None:
                                steps=[{"type": "job", "id": 100}])
     rich["matrices"]["car"]["distances"] = rich["matrices"]["car"]["durations"]
     rich["vehicles"][1]["max_distance"] = 500
-    assert features_of(parse_document(rich)) == FEATURES
+    assert features_of(parse_document(rich)) == FEATURES == set(FEATURE_TEXT)
 
 
 def test_unknown_solver_lists_the_known() -> None:
