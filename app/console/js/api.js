@@ -12,10 +12,23 @@ export class ApiProblem extends Error {
   }
 }
 
+// A server started with COSOLVE_API_KEYS asks every /v1 request for a key. The console asks
+// for it once (a 401 raises "cosolve-key-needed"), keeps it for this tab only
+// (sessionStorage), and sends it as a bearer token.
+let key = sessionStorage.getItem("cosolve-key");
+export const hasKey = () => Boolean(key);
+export function setKey(value) {
+  key = value || null;
+  if (key) sessionStorage.setItem("cosolve-key", key);
+  else sessionStorage.removeItem("cosolve-key");
+}
+const authorized = (options = {}) =>
+  (key ? { ...options, headers: { ...(options.headers || {}), authorization: `Bearer ${key}` } } : options);
+
 async function call(path, options = {}) {
   let response;
   try {
-    response = await fetch(path, options);
+    response = await fetch(path, authorized(options));
   } catch (err) {
     throw new ApiProblem(0, { title: "No answer", detail: `the service did not answer (${err.message})` });
   }
@@ -25,10 +38,19 @@ async function call(path, options = {}) {
     if (type.includes("json")) {
       try { body = await response.json(); } catch (_) { /* keep the status line */ }
     }
+    if (response.status === 401) window.dispatchEvent(new CustomEvent("cosolve-key-needed", { detail: body.detail }));
     throw new ApiProblem(response.status, body);
   }
   if (type.includes("json")) return response.json();
   return response.text();
+}
+
+// A file the service serves, as a blob (downloads and images when a key must be sent: a
+// plain link or <img> cannot send one).
+export async function fetchBlob(path) {
+  const response = await fetch(path, authorized());
+  if (!response.ok) throw new ApiProblem(response.status, { detail: `HTTP ${response.status}` });
+  return response.blob();
 }
 
 function form(fields) {
@@ -80,7 +102,8 @@ const POLL_MS = 1000;
 let streams = 0;
 
 export function follow(id, handlers) {
-  if (streams >= MAX_STREAMS) return poll(id, handlers);
+  // an EventSource cannot send a key either: with one, jobs are polled
+  if (streams >= MAX_STREAMS || key) return poll(id, handlers);
   streams += 1;
   const { onProgress, onEnd, onError } = handlers;
   const source = new EventSource(`/v1/jobs/${encodeURIComponent(id)}/events`);

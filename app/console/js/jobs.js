@@ -2,7 +2,7 @@
 // from the event stream, the service's own SVG drawing once it is final), and batches of
 // files with their summary, gaps and the results zip.
 
-import { api, follow, links } from "./api.js";
+import { api, fetchBlob, follow, hasKey, links } from "./api.js";
 import { CostChart } from "./chart.js";
 import { $, clearProblems, el, fmt, pct, showProblem } from "./ui.js";
 
@@ -97,7 +97,10 @@ export async function openJob(id) {
     facts(st);
     detailActions(st);
     try { chart.set(st.solver, "#1f6feb", (await api.progress(st.id)).points); } catch (_) { /* keep */ }
-    if (st.problem !== "scheduling" && (st.cost !== null || st.partial)) $("job-svg").src = links.solution(st.id, "svg");
+    if (st.problem !== "scheduling" && (st.cost !== null || st.partial)) {
+      const svg = links.solution(st.id, "svg");
+      $("job-svg").src = hasKey() ? URL.createObjectURL(await fetchBlob(svg)) : svg;
+    }
     showJobs();
   };
   facts(job);

@@ -2,6 +2,7 @@
 // #jobs, #jobs/ID, #scheduling, #flow), so the back button and bookmarks work without
 // query strings.
 
+import { fetchBlob, hasKey, setKey } from "./api.js";
 import { initFlow } from "./flow.js";
 import { initJobs, openJob, showJobs } from "./jobs.js";
 import { initScheduling } from "./scheduling.js";
@@ -30,6 +31,36 @@ function route() {
     if (arg) openJob(decodeURIComponent(arg));
   }
 }
+
+// With an API key, a download link of the service cannot send it: fetch it with the key.
+document.addEventListener("click", async (event) => {
+  const link = event.target.closest("a[download]");
+  if (!link || !hasKey() || !link.getAttribute("href").startsWith("/v1/")) return;
+  event.preventDefault();
+  let blob;
+  try {
+    blob = await fetchBlob(link.getAttribute("href"));
+  } catch (err) {
+    link.title = err.message;
+    return;
+  }
+  const url = URL.createObjectURL(blob);
+  const a = Object.assign(document.createElement("a"), { href: url, download: link.download });
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+});
+
+window.addEventListener("cosolve-key-needed", (event) => {
+  const form = document.getElementById("key-form");
+  form.hidden = false;
+  document.getElementById("key-problem").textContent = event.detail || "this server asks for an API key";
+  document.getElementById("key").focus();
+});
+document.getElementById("key-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  setKey(document.getElementById("key").value.trim());
+  location.reload();
+});
 
 initSolve();
 initJobs();

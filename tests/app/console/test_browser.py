@@ -296,3 +296,30 @@ def test_the_jobs_view_lists_and_opens_jobs(browser: Any, console_url: str) -> N
     first.find_element(By.TAG_NAME, "a").click()
     wait_for(lambda: browser.find_element(By.ID, "job-facts").text, what="the job's facts")
     shot(browser, "jobs")
+
+
+def test_a_server_with_api_keys_asks_for_one(browser: Any) -> None:
+    """With COSOLVE_API_KEYS the console asks for a key, sends it, and follows its jobs by
+    polling (an EventSource cannot send one)."""
+    from selenium.webdriver.common.by import By
+
+    key = "console-test-key-0123456789"
+    with uvicorn_server({"COSOLVE_API_KEYS": key}) as url:
+        browser.get(f"{url}/#solve")
+        form = wait_for(lambda: browser.find_element(By.ID, "key-form").is_displayed()
+                        and browser.find_element(By.ID, "key-form"), what="the key form")
+        assert browser.find_element(By.ID, "key-problem").text
+        browser.find_element(By.ID, "key").send_keys(key)
+        form.find_element(By.TAG_NAME, "button").click()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#solve-solvers input"),
+                 what="the solvers, with the key")
+        browser.find_element(By.ID, "solve-file").send_keys(str(DATA / "eil51.tsp"))
+        wait_for(lambda: browser.find_element(By.ID, "solve-solvers-nearest_neighbor"),
+                 what="the TSP solvers")
+        choose(browser, "solve-solvers", ["nearest_neighbor"])
+        browser.find_element(By.ID, "solve-run").click()
+        wait_for(lambda: rows(browser, "solve-table")[0].get_attribute("data-state")
+                 == "succeeded", timeout=60, what="the job, polled")
+        drawing = browser.find_element(By.CSS_SELECTOR, "canvas.routes")
+        wait_for(lambda: drawing.get_attribute("data-routes") == "1", what="the tour drawn")
+        browser.execute_script("sessionStorage.clear()")
