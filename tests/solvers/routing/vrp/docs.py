@@ -60,3 +60,62 @@ def rich_document(seed: int) -> dict[str, Any]:
         doc["matrices"]["car"]["costs"] = [[2 * x + 1 for x in row] for row in durations]
         second["costs"] = {"fixed": 50}
     return doc
+
+
+def varied_document(seed: int) -> dict[str, Any]:
+    """A small document drawing on most of the format at random: two-dimensional amounts,
+    job pickups and deliveries, priorities, skills, shared places, two time windows, several
+    breaks with max_load, every vehicle limit, speed factors, costs per hour and per km,
+    open routes and ends elsewhere."""
+    rng = random.Random(seed)
+    doc = small_document(jobs=rng.randint(5, 14), vehicles=rng.randint(1, 3), seed=seed,
+                         shipments=rng.randint(0, 3))
+    durations = doc["matrices"]["car"]["durations"]
+    places = len(durations)
+    doc["matrices"]["car"]["distances"] = [[x * rng.choice([7, 10]) for x in r]
+                                           for r in durations]
+    for job in doc["jobs"]:
+        job.update(setup=rng.randint(0, 9), service=rng.randint(0, 20),
+                   delivery=[rng.randint(0, 3), rng.randint(0, 2)],
+                   pickup=[rng.randint(0, 2), rng.randint(0, 2)], priority=rng.randint(0, 100))
+        if rng.random() < .3:
+            job["skills"] = [rng.randint(1, 3)]
+        if rng.random() < .3:
+            job["location_index"] = rng.randrange(1, places)
+        if rng.random() < .3:
+            a = rng.randint(0, 200)
+            job["time_windows"] = [[a, a + 60], [a + 200, a + 350]]
+    for shipment in doc.get("shipments", []):
+        shipment["amount"] = [rng.randint(1, 3), rng.randint(0, 2)]
+        shipment["pickup"]["setup"] = rng.randint(0, 5)
+        if rng.random() < .5:
+            shipment["delivery"]["time_windows"] = [[rng.randint(0, 300), 900]]
+    for v in doc["vehicles"]:
+        _vary_vehicle(rng, v, places)
+    return doc
+
+
+def _vary_vehicle(rng: random.Random, v: dict[str, Any], places: int) -> None:
+    v.update(capacity=[rng.randint(6, 14), rng.randint(3, 8)],
+             skills=rng.sample([1, 2, 3], rng.randint(0, 3)),
+             time_window=[rng.randint(0, 50), rng.randint(700, 1100)],
+             breaks=[{"id": 10 + b, "service": rng.randint(5, 40),
+                      "time_windows": [[150 + 300 * b, 250 + 300 * b]]}
+                     for b in range(rng.randint(0, 2))])
+    if v["breaks"] and rng.random() < .3:
+        v["breaks"][0]["max_load"] = [rng.randint(3, 10), rng.randint(2, 8)]
+    for key, low, high in (("max_tasks", 2, 6), ("max_travel_time", 100, 400),
+                           ("max_distance", 1000, 4000)):
+        if rng.random() < .3:
+            v[key] = rng.randint(low, high)
+    if rng.random() < .3:
+        v["speed_factor"] = rng.choice([0.5, 0.8, 1.3, 2.0, 1.17])
+    if rng.random() < .3:
+        v["costs"] = {"fixed": rng.randint(0, 100), "per_hour": rng.choice([3600, 1000, 7200]),
+                      "per_km": rng.choice([0, 5, 13])}
+    if rng.random() < .2:
+        v.pop("start_index")
+    elif rng.random() < .2:
+        v.pop("end_index")
+    if rng.random() < .2:
+        v["end_index"] = rng.randrange(places)
