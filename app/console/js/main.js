@@ -32,10 +32,12 @@ function route() {
   }
 }
 
+const API_ROOT = "/v1";
+
 // With an API key, a download link of the service cannot send it: fetch it with the key.
 document.addEventListener("click", async (event) => {
   const link = event.target.closest("a[download]");
-  if (!link || !hasKey() || !link.getAttribute("href").startsWith("/v1/")) return;
+  if (!link || !hasKey() || !link.getAttribute("href").startsWith(`${API_ROOT}/`)) return;
   event.preventDefault();
   let blob;
   try {
