@@ -48,6 +48,7 @@ from benchmarks.common import (
 )
 from solvers.contract import Budget
 from solvers.errors import CosolveError
+from solvers.routing.vrp import ils as vrp_ils
 from solvers.routing.vrp.instances import BenchInstance, gap, load
 from solvers.routing.vrp.model import Job, Matrices, Vehicle, VrpProblem
 from solvers.routing.vrp.parse import parse_document
@@ -324,9 +325,7 @@ def _warm(solvers: list[str]) -> None:
         elif s == "vroom":
             import vroom  # noqa: F401
         elif s == "ils":
-            from solvers.routing.vrp.ils import warm_up
-
-            warm_up()
+            vrp_ils.warm_up()
 
 
 if __name__ == "__main__":
