@@ -58,6 +58,7 @@ from cli.common import (
     with_fleet,
 )
 from cli.display import format_cost, format_gap
+from cli.vrp import batch_document
 from jobs.batches import (
     GAP_COLUMN,
     BatchSolverError,
@@ -235,6 +236,13 @@ def prepare(files: list[Path], out: Path, solvers: BatchSolvers, time_limit: flo
             row.outputs = [f"{stem}.{'tour' if row.problem == 'tsp' else 'sol'}",
                            f"{stem}.json"]
             _attach_reference(row, path, data, None, max_vehicles)
+            continue
+        document = batch_document(path.name, data, solvers, max_vehicles, max_solutions)
+        if document is not None:  # a VROOM document: its solver and tasks, or why not
+            row.problem, (row.solver, row.nodes, row.error) = "vrp", document
+            if row.error is None:
+                owners[stem], row.state = path.name, QUEUED
+                pending.append(_Pending(row, path))
             continue
         try:
             instance = parse_instance_bytes(data, path.name)

@@ -16,6 +16,7 @@ from typing import Any
 
 from cli.common import with_fleet
 from jobs.batches import sol_text, tour_text
+from jobs.vrp import VRP_PROBLEM
 from solvers.routing.check import check_solution
 from solvers.routing.io.documents import instance_to_dict
 from solvers.routing.io.formats import parse_instance_bytes
@@ -74,6 +75,9 @@ def write_outputs(out: Path, stem: str, problem: str, payload: dict[str, Any]) -
     .tour or .sol has no word for "infeasible" and would read as a solution (the HTTP
     download refuses it too).
     """
+    if problem == VRP_PROBLEM:  # VROOM's output document is the whole answer
+        atomic_write(out / f"{stem}.json", json.dumps(payload))
+        return [f"{stem}.json"]
     solution_name, text = solution_file(stem, problem, payload)
     if payload.get("feasible") is False:
         (out / solution_name).unlink(missing_ok=True)

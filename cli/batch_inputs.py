@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli.common import EXIT_SOLVER_FAILED, fail, family_solvers, unknown_solver_message
+from cli.vrp import vrp_only
 from jobs.batches import BatchSolvers, is_instance_name, parse_batch_solvers
 from solvers.catalog import get_spec
 from solvers.errors import CosolveError, UnknownSolverError
@@ -77,6 +78,8 @@ def check_solvers(text: str, max_solutions: int | None) -> BatchSolvers:
         if solver == AUTO:
             if max_solutions is not None:
                 fail("--max-solutions: name the solver (polynet); auto takes a time limit only")
+            continue
+        if vrp_only(solver):  # its files are VROOM documents, checked as they are read
             continue
         try:
             spec = get_spec(solver)

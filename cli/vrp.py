@@ -31,6 +31,7 @@ from cli.common import (
     jsonable,
     stdout_console,
 )
+from jobs.batches import BatchSolvers
 from jobs.vrp import (
     REFUSALS,
     VrpComparison,
@@ -40,13 +41,15 @@ from jobs.vrp import (
     read_document,
     summary_cost,
     unassigned_count,
+    vroom_file,
 )
+from solvers.catalog import all_specs
 from solvers.contract import Budget
 from solvers.errors import CosolveError, InstanceError
 from solvers.routing.io.formats import read_file_bytes
 from solvers.routing.vrp.model import VrpProblem
 from solvers.routing.vrp.output import to_geojson
-from solvers.routing.vrp.solve import VRP_SOLVERS, VrpResult, solve_vrp
+from solvers.routing.vrp.solve import VRP_SOLVERS, VrpResult, check_supported, solve_vrp
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -278,3 +281,37 @@ def list_vrp_solvers(as_json: bool) -> None:
     for row in rows:
         stdout_console().print(f"{row['name']:<10} {', '.join(row['vrp_features'])}",
                                markup=False, highlight=False, soft_wrap=True)
+
+
+# -- `cosolve batch` -------------------------------------------------------------------------
+def vrp_only(name: str) -> bool:
+    """A solver of VROOM documents that solves no TSP or CVRP file (vroom)."""
+    return name in VRP_SOLVERS and name not in {spec.name for spec in all_specs()}
+
+
+def batch_document(filename: str, data: bytes, solvers: BatchSolvers,
+                   max_vehicles: int | None, max_solutions: int | None
+                   ) -> tuple[str | None, int | None, str | None] | None:
+    """A batch's file that holds a VROOM document: (its solver, its task count, None), or
+    with the reason it is rejected last; None for any other file (read as TSP or CVRP)."""
+    doc = vroom_file(filename, data)
+    if doc is None:
+        return None
+    solver = solvers.default
+    if solver is None:
+        return None, None, ("a VROOM document takes one solver for the whole batch "
+                            f"(--solver NAME), not one per problem kind ({solvers.text})")
+    if solver not in VRP_SOLVERS:
+        return solver, None, (f"solver {solver!r} takes no VROOM documents; those that do: "
+                              f"{', '.join(VRP_SOLVERS)}")
+    if max_vehicles is not None or max_solutions is not None:
+        option = "--max-vehicles" if max_vehicles is not None else "--max-solutions"
+        return solver, None, f"{option} is not taken by a VROOM document"
+    try:
+        problem = parse(doc)
+        check_supported(problem, solver)
+    except InstanceError as exc:
+        return solver, None, f"{exc.field}: {exc.message}"
+    except CosolveError as exc:
+        return solver, problem.task_count, str(exc)
+    return solver, problem.task_count, None

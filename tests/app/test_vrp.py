@@ -276,3 +276,40 @@ def test_the_docs_table_says_what_each_registered_solver_takes(api: httpx.Client
     assert "vroom" in checked
     for name in checked:
         assert table[name] == set(listed[name]["vrp_features"]), name
+
+
+def test_a_solver_lacking_a_part_is_refused_naming_it(api: httpx.Client) -> None:
+    """The example uses breaks: a solver that does not take them is a 422 on solver (never a
+    plan with the breaks dropped); in a comparison with vroom, a row saying so."""
+    listed = api.get("/v1/solvers", params={"problem": "vrp"}).json()["solvers"]
+    lacking = [s["name"] for s in listed if "breaks" not in s["vrp_features"]]
+    if not lacking:
+        pytest.skip("every registered VRP solver takes breaks")
+    body = assert_problem(api.post(SOLVE, params={"solver": lacking[0], "time_limit": 1},
+                                   json=_example()), 422, "solver")
+    assert "breaks" in body["detail"]
+    response = api.post(COMPARE, params={"solvers": f"vroom,{lacking[0]}", "time_limit": 0.5},
+                        json=_example())
+    assert response.status_code == 200, response.text
+    rows = {r["solver"]: r for r in response.json()["rows"]}
+    assert rows["vroom"]["feasible"] and "breaks" in rows[lacking[0]]["error"]
+    assert_problem(api.post(COMPARE, params={"solvers": lacking[0]}, json=_example()), 422,
+                   "solvers")
+
+
+def test_a_running_plan_is_reoptimised_with_pinned_steps(api: httpx.Client) -> None:
+    doc = copy.deepcopy(MATRIX_DOC)
+    for job in doc["jobs"]:
+        job.pop("time_windows", None)
+    doc["vehicles"][0]["steps"] = [{"type": "job", "id": 13, "pinned": True},
+                                   {"type": "job", "id": 11}]
+    response = api.post(SOLVE, params={"solver": "warmstart", "time_limit": 1}, json=doc)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    _check_answer(doc, answer)
+    first = next(r for r in answer["routes"] if r["vehicle"] == 1)
+    tasks = [s["id"] for s in first["steps"] if s["type"] == "job"]
+    assert 13 in tasks  # pinned: still on its vehicle (new jobs may be inserted around it)
+    assert isinstance(answer["cosolve"]["moved"], list)
+    body = assert_problem(api.post(SOLVE, params={"solver": "vroom"}, json=doc), 422, "solver")
+    assert "vehicles[0].steps[0].pinned" in body["detail"]

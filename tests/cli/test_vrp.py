@@ -77,3 +77,19 @@ def test_mistakes_exit_2_naming_the_option_or_field(tmp_path: Path) -> None:
     result = _run("solve", str(_write(tmp_path / "bad.json", bad)), "--solver", "vroom")
     assert result.exit_code == 2 and "jobs[0].location_index" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_batch_solves_a_folder_of_documents(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    other = json.loads(json.dumps(MATRIX_DOC))
+    other["jobs"] = other["jobs"][:2]
+    _write(folder / "a.json", MATRIX_DOC)
+    _write(folder / "b.json", other)
+    out = tmp_path / "out"
+    result = _run("batch", str(folder), "--solver", "vroom", "--time-limit", "1", "--out",
+                  str(out), "--workers", "1")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    for name, doc in (("a", MATRIX_DOC), ("b", other)):
+        answer = json.loads((out / f"{name}.json").read_text())
+        _check_answer(doc, answer)
