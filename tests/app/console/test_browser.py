@@ -290,11 +290,18 @@ def test_flow_compares_the_solvers(browser: Any, console_url: str) -> None:
 def test_the_jobs_view_lists_and_opens_jobs(browser: Any, console_url: str) -> None:
     from selenium.webdriver.common.by import By
 
+    job = httpx.post(f"{console_url}/v1/jobs", files={"file": ("eil51.tsp", (
+        DATA / "eil51.tsp").read_bytes())}, data={"solver": "nearest_neighbor"}).json()
     open_view(browser, console_url, "jobs")
-    wait_for(lambda: len(rows(browser, "jobs-table")) >= 3, what="the job list")
-    first = rows(browser, "jobs-table")[0]
+    first = wait_for(lambda: rows(browser, "jobs-table")[0].get_attribute("data-job")
+                     == job["id"] and rows(browser, "jobs-table")[0], what="the new job listed")
     first.find_element(By.TAG_NAME, "a").click()
-    wait_for(lambda: browser.find_element(By.ID, "job-facts").text, what="the job's facts")
+    facts = wait_for(lambda: "succeeded" in browser.find_element(By.ID, "job-facts").text
+                     and browser.find_element(By.ID, "job-facts").text, what="the job's facts")
+    assert "eil51.tsp" in browser.find_element(By.ID, "job-detail-title").text
+    assert "nearest_neighbor" in facts
+    wait_for(lambda: browser.find_element(By.ID, "job-svg").is_displayed(),
+             what="the service's drawing")
     shot(browser, "jobs")
 
 
