@@ -1,16 +1,18 @@
 """Per-client quotas and a fair share of the solving threads.
 
 A client is a principal (``app.security``): an API key, or its address without keys. Each
-may have ``COSOLVE_MAX_CLIENT_SOLVES`` in-request solves at once (running or waiting for a
-thread), ``COSOLVE_MAX_CLIENT_JOBS`` jobs queued or running, and
+may have ``COSOLVE_MAX_CLIENT_SOLVES`` in-request solves at once (running or waiting for its
+turn), ``COSOLVE_MAX_CLIENT_JOBS`` jobs queued or running, and
 ``COSOLVE_MAX_CLIENT_SOLVER_S_PER_HOUR`` solver seconds in a sliding hour (in-request solves
 timed here, jobs by their own elapsed time in the store); past each, a 429 with Retry-After.
 
-Fair share: the in-request solves share ``SOLVE_THREADS`` threads. Before, they took them
-first come, first served, so one client's 40 long solves made another's 0.2 s solve wait for
-one of them to end (18 s). Now one client holds at most ``max_client_solves`` (16 of 40)
-threads, and when every thread is busy the next free one goes to the waiting client with the
-fewest solves running, so a light client is served next, not after the heavy one's queue.
+Fair share: the in-request solves share ``SOLVE_THREADS`` threads and the machine's cores.
+Before, they took threads first come, first served, so one client's 40 long solves ran at once
+and a 0.2 s solve of another client took 18 s, waiting for a thread and then for the CPU (and
+the GIL) those 40 held. Now one client runs at most ``COSOLVE_MAX_CLIENT_RUNNING_SOLVES``
+(the cores' count) at once, its others waiting in order; a free turn goes to the waiting
+client with the fewest running, so another client's solve starts at once and shares the CPU
+with a few solves, not forty (benchmarks/fair_share.py measures it).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class FairUse:
     def __init__(self, settings: Settings, threads: int) -> None:
         self.threads = threads
         self.max_solves = settings.max_client_solves
+        self.max_running = settings.max_client_running_solves
         self.max_seconds = settings.max_client_solver_s_per_hour
         self._lock = threading.Lock()
         self._busy = 0  # threads handed out
@@ -98,8 +101,9 @@ class FairUse:
 
     # -- solving threads --------------------------------------------------------------------
     async def acquire(self, owner: str) -> None:
-        """A solving thread for ``owner``: at once when one is free, else in turn (fewest
-        running first); 429 when the owner already has ``max_solves`` admitted."""
+        """A solving turn for ``owner``: at once when a thread is free and the owner runs
+        fewer than ``max_running``, else in turn (fewest running first); 429 when the owner
+        already has ``max_solves`` admitted."""
         with self._lock:
             if self._admitted[owner] >= self.max_solves:
                 raise ApiError(
@@ -110,7 +114,8 @@ class FairUse:
                     headers={"Retry-After": str(SOLVES_RETRY_S)},
                     extra={"active": self._admitted[owner], "limit": self.max_solves})
             self._admitted[owner] += 1
-            if self._busy < self.threads:
+            if self._busy < self.threads and self._running[owner] < self.max_running \
+                    and not self._waiting.get(owner):
                 self._busy += 1
                 self._running[owner] += 1
                 return
@@ -142,10 +147,11 @@ class FairUse:
             self._grant_next()
 
     def _grant_next(self) -> None:
-        """Hand free threads to waiters: the owner with the fewest running, and among equals
-        the longest waiting (the caller holds the lock)."""
+        """Hand free threads to waiters below their running share: the owner with the fewest
+        running, and among equals the longest waiting (the caller holds the lock)."""
         while self._busy < self.threads:
-            queued = [(self._running[o], q[0].order, o) for o, q in self._waiting.items() if q]
+            queued = [(self._running[o], q[0].order, o) for o, q in self._waiting.items()
+                      if q and self._running[o] < self.max_running]
             if not queued:
                 return
             _, _, owner = min(queued)
