@@ -30,7 +30,8 @@ def list_solvers(problem: str | None = None) -> SolverList:
             SolverInfo(
                 name=s.name,
                 family=s.family,
-                problems=list(s.problems) + ([VRP_PROBLEM] if vrp_support(s.name) else []),
+                problems=list(s.problems) + ([VRP_PROBLEM] if vrp_support(s.name) is not None
+                                             else []),
                 kind=s.kind,
                 description=s.description,
                 max_nodes=dict(s.max_nodes),

@@ -146,7 +146,7 @@ def _compare(task: VrpTask, cancel: threading.Event) -> VrpCompareResponse:
              "(`solvers` comma-separated; all VRP solvers when omitted) and reports each "
              "one's VROOM output, cost, unassigned tasks, check and time; the best row "
              "assigns the most tasks, then costs least.",
-             response_model=VrpCompareResponse, response_model_exclude_none=True,
+             response_model=VrpCompareResponse,
              responses=problem_responses(404, 413, 415, 422, 503), openapi_extra=_BODY)
 async def compare_documents(request: Request, settings: SettingsDep,
                             solvers: Annotated[str, Query(max_length=1000, description=(
