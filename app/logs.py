@@ -82,7 +82,13 @@ class WithRequestId(logging.Formatter):
 def apply_format(log_format: str) -> None:
     """Put our formatter on the handlers of our and uvicorn's loggers (set up by then:
     uvicorn configures its logging before it imports the app); idempotent."""
-    for name in LOGGERS:
+    if log_format == "json":
+        # this process's warnings as JSON lines too (they went to stderr as two text lines)
+        logging.captureWarnings(True)
+        warnings_logger = logging.getLogger("py.warnings")
+        if not warnings_logger.handlers and not logging.getLogger().handlers:
+            warnings_logger.addHandler(logging.StreamHandler())
+    for name in (*LOGGERS, "py.warnings"):
         for handler in logging.getLogger(name).handlers:
             current = handler.formatter
             if log_format == "json":

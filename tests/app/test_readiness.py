@@ -4,6 +4,7 @@ accepted meanwhile. A real cold start (numba's cache empty) is measured under he
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from fastapi.testclient import TestClient
 
@@ -133,8 +135,8 @@ def test_a_failed_warm_up_is_not_ready_but_solves_go_on(
 @pytest.mark.heavy
 def test_cold_start_opens_the_port_at_once(tmp_path: Path) -> None:
     """A fresh numba cache (a temporary NUMBA_CACHE_DIR): the port answers within seconds,
-    /readyz says warming-up with what is left, a solve gets 503 with Retry-After, and the
-    server is ready once the kernels have compiled."""
+    while the kernels still compile: /readyz says warming-up with what is left, and a
+    routing solve gets 503 with Retry-After (the time to ready is benchmarks.startup's)."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
     env.update(COSOLVE_DATA_DIR=str(tmp_path / "data"), NUMBA_CACHE_DIR=str(tmp_path / "nb"))
@@ -147,18 +149,22 @@ def test_cold_start_opens_the_port_at_once(tmp_path: Path) -> None:
         try:
             opened = _poll(url + "/healthz", started, 60, proc)
             warming = httpx.get(url + "/readyz", timeout=10)
-            assert_problem(warming, 503)
-            assert warming.json()["warming"], warming.text
             solve = httpx.post(url + "/v1/routing/cvrp/solve", timeout=10, json={
                 "instance": {"coords": SQUARE, "demands": [0, 1, 1, 1], "capacity": 2}})
-            assert solve.status_code == 503 and solve.headers["retry-after"]
-            ready = _poll(url + "/readyz", started, 300, proc)
         finally:
+            # the compile of numba's kernels runs in a child of the server: it goes too
+            children = psutil.Process(proc.pid).children(recursive=True)
             proc.terminate()
             proc.wait(timeout=20)
+            for child in children:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    child.kill()
         log.seek(0)
-        print(f"port open after {opened:.1f} s, ready after {ready:.1f} s\n{log.read()}")
-    assert opened < 30 and opened < ready
+        print(f"port open after {opened:.1f} s\n{log.read()}")
+    assert opened < 30
+    body = assert_problem(warming, 503)
+    assert body["type"].endswith("warming-up") and "ils" in body["warming"], body
+    assert solve.status_code == 503 and solve.headers["retry-after"] == "5"
 
 
 def _poll(url: str, started: float, within: float, proc: subprocess.Popen[str]) -> float:
