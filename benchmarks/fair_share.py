@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              f"time limit {args.long:g} s; client B, 1 s later: {args.probes} solves of a "
              f"20-node TSP, time limit {args.short:g} s, one after another. Loopback, two API "
              "keys, one uvicorn server.", "",
-             "| threads | B's latency (each probe) | B median | A answered / refused (429) "
+             "| turns | B's latency (each probe) | B median | A answered / refused (429) "
              "| A median latency |", "|---|---|---:|---|---:|"]
     for name, run in runs.items():
         lines.append(f"| {name} | {', '.join(f'{t:.2f} s' for t in run['b_latency_s'])} | "

@@ -59,6 +59,7 @@ from cli.display import (
     solution_summary,
     solvers_table,
 )
+from cli.exposure import SLOW_CLIENTS_PROTOCOL, exposure_problem
 from cli.flow import app as flow_app
 from cli.schedule import app as schedule_app
 from jobs.executors import ray_problem
@@ -719,32 +720,6 @@ app.add_typer(schedule_app, name="schedule")
 #: job (an hour for a 3,600 s one); the jobs themselves are re-queued and resume on restart.
 #: The Makefile and the Dockerfile pass the same figure.
 GRACEFUL_SHUTDOWN_S = 5
-#: uvicorn's HTTP protocol with a deadline for request headers (COSOLVE_HEADER_TIMEOUT_S):
-#: uvicorn has none of its own (app.slow_clients says more).
-SLOW_CLIENTS_PROTOCOL = "app.slow_clients:HeaderTimeoutProtocol"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``--host`` listens on this machine only (127.0.0.0/8, ::1, localhost)."""
-    import ipaddress
-
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name: it may resolve to any interface
-
-
-def exposure_problem(host: str, settings: Settings, insecure: bool) -> str | None:
-    """Why serving on ``host`` is refused: an interface others reach, without API keys,
-    unless ``--insecure`` says it is meant (None when fine)."""
-    if insecure or is_loopback(host) or settings.api_keys or settings.api_keys_file:
-        return None
-    return (f"--host {host} serves the API to other machines, and no API keys are set: "
-            "anyone who reaches the port could run solves and read every job. Set "
-            "COSOLVE_API_KEYS (or COSOLVE_API_KEYS_FILE) to require keys, or pass --insecure "
-            "if an open server is meant (a trusted network, a proxy that checks callers)")
 
 
 class LogFormat(enum.Enum):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app, is_loopback
+from cli.exposure import is_loopback
+from cli.main import app
 
 KEY = "a-key-of-the-operator-0123456789"
 
