@@ -149,7 +149,8 @@ class _Builder:
                 node_m = node_m + np.asarray(self.nodes.service, dtype=np.int64)[:, None]
             idx = self.routing.RegisterTransitMatrix(node_m.tolist())
         else:
-            rows = m.tolist()
+            # the location matrix itself, read an entry at a time: a list of lists of N²
+            # Python ints would take four times its memory
             loc = [int(x) for x in self.nodes.loc]
             svc = list(self.nodes.service) if service else [0] * len(loc)
             node_of = self.manager.IndexToNode
@@ -157,7 +158,7 @@ class _Builder:
             def cb(a: int, b: int) -> int:
                 i, j = node_of(a), node_of(b)
                 li, lj = loc[i], loc[j]
-                return svc[i] + (0 if li < 0 or lj < 0 else rows[li][lj])
+                return svc[i] + (0 if li < 0 or lj < 0 else int(m[li, lj]))
 
             idx = self.routing.RegisterTransitCallback(cb)
         self._callbacks[full] = idx

@@ -104,3 +104,9 @@ def test_steps_are_a_starting_solution_and_pins_are_refused() -> None:
     assert not plan.unassigned
     doc["vehicles"][0]["steps"][2]["pinned"] = True
     assert "vehicles[0].steps[2].pinned" in vrp_ortools.supports(parse_document(doc))
+
+
+def test_large_models_read_the_matrix_through_a_callback(monkeypatch) -> None:
+    monkeypatch.setattr(vrp_ortools, "DENSE_LIMIT", 3)
+    _, plan, _ = _solve(rich_docs.skills_and_breaks())
+    assert not plan.unassigned
