@@ -68,6 +68,9 @@ with time windows (CVRPTW), and exact and entropic (OFT-Sinkhorn) solvers for mi
 * `POST /v1/routing/{tsp|cvrp|cvrptw}/solve` solves a small instance in the request; post it as
   JSON or upload a TSPLIB/CVRPLIB/Solomon (LKH-3 or VRPLIB)/JSON file (optionally gzipped).
 * `POST /v1/routing/{tsp|cvrp|cvrptw}/compare` runs several solvers on one instance.
+* `POST /v1/routing/vrp/solve` takes VROOM's input document as the body (solver, time_limit,
+  seed, geometry=geojson in the query) and answers VROOM's output document, checked, with a
+  reason for every unassigned task; `/v1/routing/vrp/compare` runs several solvers on it.
 * `POST /v1/flow/min-cost` solves a min-cost-flow network (JSON or a DIMACS/JSON upload) to an
   exactly checked integer flow with a dual certificate; `POST /v1/flow/min-cost/compare` runs
   OR-Tools, networkx and OFT-Sinkhorn on the same network.

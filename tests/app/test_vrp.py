@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.app.conftest import STRICT_LIMITS
 from tests.app.helpers import assert_problem
 
 SOLVE = "/v1/routing/vrp/solve"
@@ -315,3 +316,12 @@ def test_a_running_plan_is_reoptimised_with_pinned_steps(api: httpx.Client) -> N
     assert isinstance(answer["cosolve"]["moved"], list)
     body = assert_problem(api.post(SOLVE, params={"solver": "vroom"}, json=doc), 422, "solver")
     assert "vehicles[0].steps[0].pinned" in body["detail"]
+
+
+def test_a_document_above_the_request_cap_goes_as_a_job(strict_api: httpx.Client) -> None:
+    """COSOLVE_MAX_SYNC_NODES counts tasks: above it a 413 that names the job endpoint."""
+    cap = int(STRICT_LIMITS["COSOLVE_MAX_SYNC_NODES"])
+    doc = {"vehicles": [{"id": 1, "start": [0.0, 0.0]}],
+           "jobs": [{"id": k, "location": [0.001 * k, 0.0]} for k in range(cap + 1)]}
+    body = assert_problem(strict_api.post(SOLVE, json=doc), 413, "body")
+    assert body["nodes"] == cap + 1 and body["limit"] == cap and "/v1/jobs" in body["detail"]
