@@ -38,6 +38,9 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 #: Solve time buckets, seconds: a nearest-neighbour tour up to an hour-long job.
 SOLVE_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
                  1800.0, 3600.0)
+#: Methods labelled as themselves; any other is ``other`` (a client may send any token as a
+#: method, and each label value is a series kept for the process's life).
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 #: Solve answers larger than this are not parsed for their solver times (a 5,000-node
 #: answer is well under it; the cap bounds the memory a metric may cost).
 MAX_PARSED_BYTES = 16 * 1024 * 1024
@@ -208,10 +211,10 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, observing_send)
         finally:
-            route = metrics.route_template(scope["method"], scope["path"])
-            metrics.requests.labels(route=route, method=scope["method"],
-                                    status=str(status)).inc()
-            metrics.latency.labels(route=route, method=scope["method"]).observe(
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            route = metrics.route_template(method, scope["path"])
+            metrics.requests.labels(route=route, method=method, status=str(status)).inc()
+            metrics.latency.labels(route=route, method=method).observe(
                 time.perf_counter() - started)
             if keep and body:
                 metrics.observe_answer(b"".join(body))

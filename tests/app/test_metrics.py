@@ -51,6 +51,7 @@ def test_requests_are_counted_by_route_template_and_status(client: TestClient) -
         assert client.get(f"/v1/jobs/{job_id}").status_code == 404
     assert client.get("/no/such/page").status_code == 404
     assert client.get("/healthz").status_code == 200
+    assert client.request("BREW", "/healthz").status_code == 405
     response = client.get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
@@ -64,6 +65,9 @@ def test_requests_are_counted_by_route_template_and_status(client: TestClient) -
                   method="GET") == 1.0
     assert _value(samples, "cosolve_http_request_duration_seconds_bucket", route="/healthz",
                   method="GET", le="+Inf") == 1.0
+    # any method a client makes up is one series, "other"
+    assert _value(samples, "cosolve_http_requests_total", route="/healthz", method="other",
+                  status="405") == 1.0
     assert _value(samples, "cosolve_warm_up_done") == 1.0
     assert _value(samples, "cosolve_jobs_queue_depth") == 0.0
     assert _value(samples, "cosolve_jobs", state="failed") == 0.0
