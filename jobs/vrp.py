@@ -219,7 +219,13 @@ def execute_vrp(solver: str, time_limit: float, seed: int, data: bytes, filename
     cost = summary_cost(result)
     progress(ProgressEvent(solver, result.elapsed_s, 0, cost,
                            "cancelled: best so far kept" if partial else "done"))
-    series = [[result.elapsed_s, float(cost)]] if cost is not None else []
+    # the worker's throttle keeps every improvement the solver reported; the checked cost
+    # closes the curve
+    kept = getattr(progress, "series", None)
+    if kept is not None:
+        kept.add(result.elapsed_s, cost)
+    series = kept.to_json() if kept is not None else (
+        [[result.elapsed_s, float(cost)]] if cost is not None else [])
     return {"state": "cancelled" if partial else "succeeded", "solution": payload,
             "cost": cost, "feasible": bool(result.check.feasible), "partial": partial,
             "message": "cancelled; the best solution found so far is kept" if partial

@@ -220,6 +220,8 @@ def test_a_job_with_a_vroom_document(api: httpx.Client) -> None:
     answer = api.get(f"/v1/jobs/{job['id']}/solution").json()
     _check_answer(MATRIX_DOC, answer)
     assert job["cost"] == answer["summary"]["cost"]
+    points = api.get(f"/v1/jobs/{job['id']}/progress").json()["points"]
+    assert points and points[-1][1] == job["cost"]  # the curve ends at the checked cost
     assert_problem(api.get(f"/v1/jobs/{job['id']}/solution", params={"format": "sol"}),
                    422, "format")
     # a bad document is refused at submission, named under instance
