@@ -11,6 +11,7 @@ which load their own solver (outside the job's clock) whatever the server has wa
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -19,11 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import PROBLEM_JSON, problem_bytes
 from solvers.catalog import get_solver
 from solvers.contract import SolverSpec
+from solvers.routing.auto import AUTO
 from solvers.scheduling.registry import POLICIES, get_policy
 
 logger = logging.getLogger("cosolve.api")
@@ -78,6 +81,14 @@ class WarmUp:
     def failed(self) -> list[WarmItem]:
         with self._lock:
             return [i for i in self.items if i.state == FAILED]
+
+    def waiting_for(self, names: list[str], family: str) -> list[WarmItem]:
+        """The items among ``names`` not yet warm; a name "auto" (it may pick any of the
+        family) waits for the family. Names the plan does not hold (unknown, unavailable)
+        wait for nothing: the request's route refuses them."""
+        if AUTO in names:
+            return self.left(family)
+        return [i for i in self.left(family) if i.name in names]
 
     def family_ready(self, family: str) -> bool:
         """Whether every item the family's requests need is warm (or failed: a solver whose
@@ -187,9 +198,68 @@ def solving_family(method: str, path: str) -> str | None:
     return match.group(1) if match else None
 
 
+#: JSON bodies up to this size are read by the gate for the solvers they name, so a request
+#: for a solver that is already warm is served while others still warm (larger bodies and
+#: uploads wait for their whole family: the gate does not hold big bodies).
+PEEK_BYTES = 64 * 1024
+#: How long the gate waits for such a body (the slow-client read deadline sits inside it).
+PEEK_TIMEOUT_S = 10.0
+#: Families whose requests name their solvers in ``solver``/``solvers`` (scheduling's
+#: policies warm in a second, first; VROOM documents go by the routing family).
+_PEEKED = re.compile(r"^/v1/(routing/(tsp|cvrp|cvrptw)|flow)/")
+
+
+def named_solvers(body: bytes) -> list[str] | None:
+    """The solvers a JSON request names (``solver`` or ``solvers``), None when it names
+    none (the route's default applies) or is not a JSON object."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("solver"), str):
+        return [doc["solver"]]
+    names = doc.get("solvers")
+    if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+        return names
+    return None
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _small_json_body(scope: Scope, receive: Receive) -> bytes | None:
+    """The whole body of a small JSON request (by its Content-Length); None with nothing
+    read for any other; empty when the client went away or was too slow."""
+    if not (_header(scope, b"content-type") or "").startswith("application/json"):
+        return None
+    try:
+        length = int(_header(scope, b"content-length") or "")
+    except ValueError:
+        return None
+    if not 0 < length <= PEEK_BYTES:
+        return None
+    chunks: list[bytes] = []
+    with anyio.move_on_after(PEEK_TIMEOUT_S):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b""  # gone: nothing to hand on, the 503 goes nowhere
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+    return b""  # too slow: refused as warming, and the connection closed
+
+
 class WarmingGateMiddleware:
-    """Answer 503 ``warming-up`` (with ``Retry-After``) to a solving request while its
-    family is still warming; a no-op once the warm-up is done."""
+    """Answer 503 ``warming-up`` (with ``Retry-After``) to a solving request while the
+    solvers it needs are still warming (those a small JSON body names, else its whole
+    family); a no-op once the warm-up is done."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -206,18 +276,39 @@ class WarmingGateMiddleware:
         if family is None or warm.family_ready(family):
             await self.app(scope, receive, send)
             return
-        left = warm.left(family)
-        body = problem_bytes(
+        body = await _small_json_body(scope, receive) if _PEEKED.match(scope["path"]) else None
+        names = named_solvers(body) if body else None
+        waiting = warm.left(family) if names is None else warm.waiting_for(names, family)
+        if body and not waiting:  # it names its solvers, and they are warm
+            await self.app(scope, _replay(body, receive), send)
+            return
+        what = (f"its {family} solvers ({warm.describe_left(family)})" if names is None else
+                f"{', '.join(i.name for i in waiting)}, which this request names")
+        problem = problem_bytes(
             status=503, path=scope["path"], kind="warming-up", title="Warming up",
-            detail=f"the server is warming up its {family} solvers ({warm.describe_left(family)}"
-                   f"; {warm.elapsed():.0f} s so far); send the request again in "
-                   f"{RETRY_AFTER_S} s. Jobs (POST /v1/jobs) are accepted meanwhile.",
-            extra={"warming": [i.name for i in left],
+            detail=f"the server is warming up {what}; {warm.elapsed():.0f} s so far; send the "
+                   f"request again in {RETRY_AFTER_S} s. Jobs (POST /v1/jobs) are accepted "
+                   "meanwhile.",
+            extra={"warming": [i.name for i in waiting],
                    "warming_seconds": round(warm.elapsed(), 1)})
-        await send({"type": "http.response.start", "status": 503, "headers": [
-            (b"content-type", PROBLEM_JSON.encode()),
-            (b"content-length", str(len(body)).encode()),
-            (b"retry-after", str(RETRY_AFTER_S).encode()),
-            # the body is not read, so the connection cannot carry another request
-            (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+        headers = [(b"content-type", PROBLEM_JSON.encode()),
+                   (b"content-length", str(len(problem)).encode()),
+                   (b"retry-after", str(RETRY_AFTER_S).encode())]
+        if not body:  # the body is not (wholly) read: the connection cannot carry another
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": problem})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app the body the gate read, then the server's own."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 import app.main as app_main
 from app.main import create_app
 from app.settings import Settings
-from app.startup import WarmItem, WarmUp, solving_family, warm_up_plan
+from app.startup import WarmItem, WarmUp, named_solvers, solving_family, warm_up_plan
 from solvers.catalog import all_specs
 from tests.app.conftest import REPO, _free_port, _python
 from tests.app.helpers import assert_problem
@@ -71,6 +71,14 @@ def test_solving_families() -> None:
     assert solving_family("GET", "/v1/solvers") is None
 
 
+def test_the_solvers_a_request_names() -> None:
+    assert named_solvers(b'{"instance": {}, "solver": "ils"}') == ["ils"]
+    assert named_solvers(b'{"solvers": ["ortools", "pyvrp"]}') == ["ortools", "pyvrp"]
+    for none_named in (b'{"instance": {}}', b'{"solvers": []}', b'{"solver": 3}', b"[1]",
+                       b"not json", b'{"solvers": ["ils", 3]}'):
+        assert named_solvers(none_named) is None, none_named
+
+
 def test_the_quick_families_warm_first() -> None:
     """Flow and scheduling warm in seconds, routing's kernels for minutes on a fresh install:
     flow solves and simulations are not held behind them."""
@@ -91,11 +99,23 @@ def test_probes_and_solves_while_warming_then_ready(held: tuple[TestClient, _Gat
     assert "warming slow_router" in body["detail"] and "still to warm: goodrl" in body["detail"]
     assert body["warming_seconds"] >= 0
     assert ready.headers["retry-after"] == "5"
-    solve = client.post("/v1/routing/tsp/solve", json={"instance": {"coords": SQUARE},
-                                                       "solver": "nearest_neighbor"})
+    # a request naming no solver waits for its family; one naming a warming solver for it
+    solve = client.post("/v1/routing/tsp/solve", json={"instance": {"coords": SQUARE}})
     refused = assert_problem(solve, 503)
     assert refused["type"].endswith("warming-up") and solve.headers["retry-after"] == "5"
     assert "routing" in refused["detail"] and refused["warming"] == ["slow_router"]
+    for body in ({"solver": "slow_router"}, {"solvers": ["nearest_neighbor", "slow_router"]},
+                 {"solver": "auto"}):
+        path = "/v1/routing/tsp/" + ("compare" if "solvers" in body else "solve")
+        named = client.post(path, json={"instance": {"coords": SQUARE}, **body})
+        assert assert_problem(named, 503)["warming"] == ["slow_router"], body
+    upload = client.post("/v1/routing/tsp/solve", files={"file": ("a.tsp", b"x")},
+                         data={"solver": "nearest_neighbor"})
+    assert assert_problem(upload, 503)["warming"] == ["slow_router"]  # uploads: the family
+    # a solver that is warm is served at once, its body read by the gate and handed on
+    warm_one = client.post("/v1/routing/tsp/solve", json={"instance": {"coords": SQUARE},
+                                                          "solver": "nearest_neighbor"})
+    assert warm_one.status_code == 200 and warm_one.json()["solver"] == "nearest_neighbor"
     # a warm family is served; a job is accepted and queued
     flow = client.post("/v1/flow/min-cost", json={"network": {
         "nodes": [1, 2], "supplies": [1, -1], "arcs": [{"tail": 1, "head": 2, "cost": 2}]}})
