@@ -17,7 +17,7 @@ from typing import Any
 from benchmarks.common import RESULTS, parser_for
 
 README = Path(__file__).resolve().parent / "README.md"
-FAMILIES = ("TSP", "CVRP", "CVRPTW", "flow", "scheduling", "neural")
+FAMILIES = ("TSP", "CVRP", "CVRPTW", "VRP", "flow", "scheduling", "neural")
 BEGIN = "<!-- leaderboard: begin (python -m benchmarks.leaderboard) -->"
 END = "<!-- leaderboard: end -->"
 
