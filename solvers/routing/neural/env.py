@@ -80,8 +80,9 @@ def normalized_coords(xy: np.ndarray, device: str | torch.device = "cpu") -> tor
 
 #: A rollout's ``stop`` is asked every this many decoding steps (and at the first): a greedy
 #: pass of a 1,000-node CVRP decodes for seconds, and a cancel seen only between passes took
-#: 22.6 s to end a solve. Asking costs an Event read, not a kernel.
-STOP_EVERY = 4
+#: 22.6 s to end a solve. Asking costs an Event and a clock read, not a kernel; every step,
+#: since with many solves in threads one step waited up to 0.1 s for the interpreter lock.
+STOP_EVERY = 1
 
 
 class DecodeStoppedError(Exception):
@@ -208,6 +209,7 @@ def rollout_path(
     decode: Decode = "greedy",
     generator: torch.Generator | None = None,
     strategy: torch.Tensor | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Rollout:
     """Paths from node ``source`` through every other node to node ``target``, decoded by a
     TSP model: ``target`` stands in the context as the node the tour returns to, so the model
@@ -215,7 +217,7 @@ def rollout_path(
     constant edge (target, source). ``source`` and ``target`` are (B,) for one path per
     instance or (B, M) for M paths of each instance on one encoding (``strategy``: (B, M,
     bits) or (M, bits) for PolyNet). Actions (B, M, N) run from source to target; lengths
-    (B, M) are the paths'."""
+    (B, M) are the paths'. ``stop``: as for ``rollout_tsp``."""
     cond = {} if strategy is None else {"strategy": strategy}
     B, N, _ = coords.shape
     if source.dim() == 1:
@@ -229,7 +231,9 @@ def rollout_path(
     distances = Distances(coords)
     lengths = torch.zeros(B, M, device=coords.device, dtype=coords.dtype)
     actions = [current]
-    for _ in range(N - 2):
+    for step in range(N - 2):
+        if stopped(stop, step):
+            raise DecodeStoppedError
         dist, log_dist = distances.rows(current)
         logits = model.step(cache, current, last, ~visited, log_dist, **cond)
         action, _ = _choose(logits, decode, False, generator)

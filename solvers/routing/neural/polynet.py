@@ -128,7 +128,7 @@ class StrategyPasses:
         # time limit may stop it first): the pass plan reads the nominal limit and sampling
         # rounds have a fixed size, so one seed gives one answer on a busy or slower machine
         # too (kroA100 at 1,600 solutions, seed 0, read 21,629 and 21,529 in one process).
-        seconds = s.left() if s.max_solutions is None else s.budget.time_limit
+        seconds = s.left() / s.load if s.max_solutions is None else s.budget.time_limit
         self.m, self.together = plan_passes(s.inp.n, self.trajectories or self.strategies,
                                             seconds, s.inp.steps)
         self.sample_size = self.m * self.together  # the unit of a sampling round's size
@@ -219,18 +219,18 @@ class StrategyPasses:
         if inp.tw is not None:
             return rollout_cvrptw(s.model, inp.tw.repeat(p.k, aug), p.count, decode=p.mode,
                                   generator=s.generator, strategy=p.codes, multi_start=greedy,
-                                  fill=p.fill, stop=s.budget.cancelled)
+                                  fill=p.fill, stop=s.stop)
         if inp.cvrp:
             assert inp.demand is not None and inp.capacity is not None
             return rollout_cvrp(s.model, aug, inp.demand.expand(p.k, -1), p.count,
                                 decode=p.mode, generator=s.generator,
                                 capacity=inp.capacity.expand(p.k), strategy=p.codes,
-                                multi_start=greedy, stop=s.budget.cancelled)
+                                multi_start=greedy, stop=s.stop)
         start = (tsp_starts(inp.n, p.count, inp.device) if greedy
                  else torch.randint(0, inp.n, (p.count,), generator=s.generator,
                                     device=inp.device))
         return rollout_tsp(s.model, aug, start[None].expand(p.k, p.count), decode=p.mode,
-                           generator=s.generator, strategy=p.codes, stop=s.budget.cancelled)
+                           generator=s.generator, strategy=p.codes, stop=s.stop)
 
     def stats(self, s: Search) -> dict[str, Any]:
         stats: dict[str, Any] = {

@@ -140,7 +140,8 @@ class ViewPasses:
         inp = s.inp
         self.all_starts = min(self.params.max_starts, inp.n - 1 if inp.cvrp else inp.n)
         self.tsp_order = spread_starts(inp.n, self.all_starts) if not inp.cvrp else []
-        starts, self.together = plan_passes(inp.n, self.all_starts, s.left(), inp.steps)
+        starts, self.together = plan_passes(inp.n, self.all_starts, s.left() / s.load,
+                                              inp.steps)
         self.sample_size = starts * self.together  # the unit of a sampling round's size
         self.angles = view_angles(self.params.max_views)
         self.view = 0
@@ -200,13 +201,13 @@ class ViewPasses:
             return rollout_cvrp(s.model, aug, inp.demand.expand(aug.shape[0], -1), p.count,
                                 decode=p.mode, generator=s.generator,
                                 capacity=inp.capacity.expand(aug.shape[0]), first_rank=p.first,
-                                stop=s.budget.cancelled)
+                                stop=s.stop)
         if greedy:
             start = torch.as_tensor(self.tsp_order[p.first:p.first + p.count], device=inp.device)
         else:
             start = torch.randint(0, inp.n, (p.count,), generator=s.generator, device=inp.device)
         return rollout_tsp(s.model, aug, start[None].expand(aug.shape[0], p.count),
-                           decode=p.mode, generator=s.generator, stop=s.budget.cancelled)
+                           decode=p.mode, generator=s.generator, stop=s.stop)
 
     def stats(self, s: Search) -> dict[str, Any]:
         stats: dict[str, Any] = {

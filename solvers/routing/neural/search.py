@@ -25,6 +25,10 @@ tiny instances exactly, and turns the search's routes into a checked Solution.
 from __future__ import annotations
 
 import math
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -71,6 +75,42 @@ from solvers.tuning import torch_threads
 #: Intra-op threads for torch. One per solve: the service runs solves and jobs side by side,
 #: and OpenMP threads fighting for cores made a pass 20× slower on the 2-core machine.
 TORCH_THREADS = torch_threads()
+
+
+class _Running:
+    """The neural solves running in this process. Each plans its passes with its share of
+    the CPU: the cost model was fitted on a solve alone, and 20 solves at once each planned
+    a first pass for the whole machine (0.3 s limits ended after 1.7 s; 2.9-3.0 s for 8)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def one(self) -> Iterator[None]:
+        with self._lock:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.count -= 1
+
+
+RUNNING = _Running()
+
+
+def expected_slowdown() -> float:
+    """How many times slower than alone (as the cost model was fitted) a solve starting now
+    should expect to run: the neural solves in this process share its interpreter, and other
+    processes the cores (the run queue per core over the last minute), whichever says more."""
+    try:
+        busy = os.getloadavg()[0] / max(1, len(os.sched_getaffinity(0)))
+    except (OSError, AttributeError):  # no load average or affinity here (not Linux)
+        busy = 1.0
+    # a machine at most half again oversubscribed plans as if alone: the measured passes
+    # correct that much, and the suite's own servers keep an idle machine's load near it
+    return max(1.0, float(RUNNING.count), busy if busy >= 1.5 else 1.0)
 
 
 @dataclass(frozen=True)
@@ -282,8 +322,11 @@ class Search:
         self.best_seq: list[int] | None = None
         self.best_info: dict[str, Any] = {}
         self.passes = self.solutions = 0
-        self.scale = 1.0  # measured / predicted time of the greedy passes so far
-        self.sample_scale = 1.0  # the same for sampling rounds (greedy's until one has run)
+        #: How much slower than alone this solve expects to run (``expected_slowdown``):
+        #: the plan and predictions before the first measured pass (measurements take over).
+        self.load = expected_slowdown()
+        self.scale = self.load  # measured / predicted time of the greedy passes so far
+        self.sample_scale = self.scale  # the same for sampling rounds (greedy's until one ran)
         self.sampled = self.sampling_passes = self.largest_round = 0
         self.starts = 0  # greedy trajectories per symmetry decoded (ReLD's starts)
         self.inserted: tuple[list[int], float, str] | None = None
@@ -297,13 +340,24 @@ class Search:
         """Seconds left for the passes."""
         return max(0.0, self.clock.remaining - self.reserve)
 
+    def stop(self) -> bool:
+        """Whether a pass must end now, asked between its decoding steps: on a cancel, once
+        the time for passes is over (a pass planned from a speed the CPU no longer gives,
+        under load, ran on for seconds past the limit), and for a first pass, which has no
+        plan to fall back on but a greedy construction, only at the limit itself."""
+        if self.budget.cancelled():
+            return True
+        if self.best_seq is not None:
+            return self.left() <= 0.0
+        return self.clock.remaining <= 0.0
+
     def run(self, passes: Passes) -> tuple[list[list[int]], dict[str, Any]]:
         inp = self.inp
         passes.plan(self)
         self.generator.manual_seed(self.budget.seed)
         if not inp.cvrp and self.reconstruct:
-            self.inserted = insertion_start(inp.n, self.left(), inp.coords, self.budget.seed,
-                                            self.params.insertion_nodes)
+            self.inserted = insertion_start(inp.n, self.left() / self.load, inp.coords,
+                                            self.budget.seed, self.params.insertion_nodes)
         if self.inserted is not None:
             self.best_seq, self.best_len, _ = self.inserted
             self.best_excess, self.best_info = 0, {"start": "random insertion"}
@@ -314,7 +368,7 @@ class Search:
             self.best_seq, self.best_len, self.best_excess = cancelled_start(
                 inp.instance, inp.order, inp.coords)
             self.best_info = {"start": "greedy construction (cancelled before the first "
-                              "pass ended)"}
+                              "pass ended, or out of time)"}
         routes = self.finish_routes(passes) if inp.cvrp else self.finish_tour(passes)
         return routes, passes.stats(self)
 
@@ -549,7 +603,7 @@ class NeuralSolver:
             return exact
         device = budget.device if budget.device == "cpu" or torch.cuda.is_available() else "cpu"
         model = self.model(instance.problem, device)
-        with torch.inference_mode():
+        with torch.inference_mode(), RUNNING.one():
             routes, stats = self.search(model, instance, budget, clock, progress, device)
         if isinstance(instance, TSPInstance) and 0 in routes[0]:
             # the winning decoding starts wherever its forced first node was; a tour is
