@@ -307,9 +307,8 @@ class _Builder:
         for node, ref in enumerate(n.refs):
             task = p.jobs[ref.index] if ref.kind == "job" else p.shipments[ref.index]
             skills[node] = task.skills
-            share = 1 if ref.kind == "job" else 2
-            routing.AddDisjunction([manager.NodeToIndex(node)],
-                                   base * (1 + int(task.priority)) // share)
+            # per node: a shipment (two nodes) weighs two tasks, as VROOM counts them
+            routing.AddDisjunction([manager.NodeToIndex(node)], base * (1 + int(task.priority)))
         for node in range(n.tasks):
             need = skills[node]
             if need:

@@ -212,7 +212,8 @@ def _tasks(problem: VrpProblem, dims: int,
             pickup_service_duration=int(p.service) + int(p.setup or 0),
             delivery_tw_early=de, delivery_tw_late=dl,
             delivery_service_duration=int(d.service) + int(d.setup or 0),
-            amount=amounts(s.amount), prize=prize * (1 + int(s.priority or 0)),
+            # two tasks, as VROOM counts them: twice a job's prize
+            amount=amounts(s.amount), prize=2 * prize * (1 + int(s.priority or 0)),
             required=False))
     return clients, refs, groups, shipments
 
