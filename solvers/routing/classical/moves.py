@@ -374,17 +374,82 @@ def descend_around(around: np.ndarray, a: int, succ: np.ndarray, pred: np.ndarra
                    route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
                    demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,
                    mat: np.ndarray, conv: int, n: int, depot: int, count: int,
-                   eps: float) -> None:
+                   eps: float, intra: bool = False) -> None:
     """Up to ``KICK_PASSES`` first-improvement passes of ``improve`` over the first ``a``
-    customers of ``around`` (a kick's customers and their neighbours)."""
+    customers of ``around`` (a kick's customers and their neighbours); with ``intra``, also
+    ``two_opt_intra`` where ``improve`` finds nothing."""
     for _ in range(KICK_PASSES):
         moved = False
         for i in range(a):
             if improve(around[i], succ, pred, route_of, cum, load, demand, cap, near, xy, mat,
-                       conv, n, depot, count, eps):
+                       conv, n, depot, count, eps) or (
+                    intra and two_opt_intra(around[i], succ, pred, route_of, cum, load, demand,
+                                            near, xy, mat, conv, n, depot, count, eps)):
                 moved = True
         if not moved:
             break
+
+
+@njit(cache=True)
+def two_opt_intra(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+                  cum: np.ndarray, load: np.ndarray, demand: np.ndarray, near: np.ndarray,
+                  xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
+                  eps: float) -> bool:
+    """The first 2-opt inside c's route that brings c next to one of its neighbours and
+    saves distance: the stretch between them is reversed. Only for symmetric distances
+    (coordinates), since a reversed stretch is travelled the other way; the relocate, swap
+    and 2-opt* of ``improve`` never reverse, and left routes crossing themselves after a
+    recreate."""
+    if conv < 0 or c == depot or route_of[c] < 0:
+        return False
+    r = route_of[c]
+    for t in range(near.shape[1]):
+        v = near[c, t]
+        if v in (depot, c) or route_of[v] != r:
+            continue
+        for side in range(2):
+            # side 0: edges c-v and succ(c)-succ(v) enter; side 1: c-v and pred(c)-pred(v)
+            x = succ[c] if side == 0 else pred[c]
+            y = succ[v] if side == 0 else pred[v]
+            if x == v or y == c:
+                continue
+            delta = (dist(c, v, xy, mat, conv, n, depot) + dist(x, y, xy, mat, conv, n, depot)
+                     - dist(c, x, xy, mat, conv, n, depot)
+                     - dist(v, y, xy, mat, conv, n, depot))
+            if delta >= -eps:
+                continue
+            # the stretch to reverse runs from the first of the pair's inner ends to the
+            # second: walk from c to learn which of c, v comes first
+            w = succ[c]
+            while w < n and w != v:
+                w = succ[w]
+            c_first = w == v
+            if side == 0:
+                lo, hi = (x, v) if c_first else (y, c)
+            else:
+                lo, hi = (c, y) if c_first else (v, x)
+            _reverse_stretch(lo, hi, succ, pred)
+            refresh(r, succ, route_of, cum, load, demand, n, count)
+            return True
+    return False
+
+
+@njit(cache=True)
+def _reverse_stretch(lo: int, hi: int, succ: np.ndarray, pred: np.ndarray) -> None:
+    """Reverse the stretch lo .. hi of a route (lo before hi) in place."""
+    before = pred[lo]
+    after = succ[hi]
+    w = lo
+    while True:
+        nxt = succ[w]
+        succ[w], pred[w] = pred[w], succ[w]
+        if w == hi:
+            break
+        w = nxt
+    succ[before] = hi
+    pred[hi] = before
+    succ[lo] = after
+    pred[after] = lo
 
 
 @njit(cache=True)

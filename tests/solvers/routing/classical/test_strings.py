@@ -1,0 +1,128 @@
+"""The string kicks (SISR's removals and blink recreate) and the 2-opt inside a route that the
+kicks' descent adds: plans stay whole and feasible, running lengths stay exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.routing.classical import kicks, moves, strings
+from solvers.routing.generate import random_cvrp
+from solvers.routing.problem import CVRPInstance
+from tests.solvers.routing.classical.test_descent import _random_plan, _valid
+
+
+def _plan(seed: int, n: int = 200) -> tuple[CVRPInstance, moves.Plan]:
+    rng = np.random.default_rng(seed)
+    xy, dem, cap = random_cvrp(rng, n)
+    inst = CVRPInstance(coords=xy, demands=dem, capacity=cap)
+    return inst, moves.Plan(inst, _random_plan(inst, rng), moves.NEIGHBOURS)
+
+
+def _length(plan: moves.Plan, succ: np.ndarray | None = None) -> float:
+    return moves.plan_length(plan.succ if succ is None else succ, plan.n, plan.count, plan.xy,
+                             plan.mat, plan.conv, plan.depot)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_string_ruin_cuts_one_run_of_consecutive_customers_per_route(seed: int) -> None:
+    """Each route loses at most one string (or a string with one short run kept inside):
+    what is removed from a route sits within a window of ``MAX_STRING`` + the kept run, the
+    seed's route is cut (the seed itself may be the run kept inside), and nothing is
+    unlinked."""
+    _, plan = _plan(seed)
+    strings.seed_strings(seed)
+    before = plan.succ.copy()
+    hit = np.zeros(plan.count, dtype=np.bool_)
+    for c0 in range(1, 60):
+        removed = np.empty(4 * strings.MEAN_REMOVED + 8, dtype=np.int64)
+        m = strings.string_ruin(c0, strings.MEAN_REMOVED, 10.0, removed, plan.near,
+                                plan.succ, plan.pred, plan.route_of, plan.n, plan.depot,
+                                plan.count, hit)
+        chosen = removed[:m].tolist()
+        assert len(set(chosen)) == m and not hit.any()
+        routes = plan.routes()
+        assert any(c in chosen for c in next(r for r in routes if c0 in r))
+        for route in routes:
+            at = sorted(route.index(c) for c in chosen if c in route)
+            if at:
+                assert at[-1] - at[0] < 10 + 3
+        assert (plan.succ == before).all()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_string_kicks_relink_and_keep_lengths_exact(seed: int) -> None:
+    """The kick kernel with string removals, blink recreate and the 2-opt inside routes: its
+    running lengths equal the recomputed ones, both plans hold every customer once within
+    the capacity, and kicks are kept."""
+    inst, plan = _plan(seed, 300)
+    rng = np.random.default_rng(seed)
+    strings.seed_strings(seed)
+    arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
+    best = [a.copy() for a in arrays]
+    dirty = np.zeros(plan.count, dtype=np.bool_)
+    total = best_total = _length(plan)
+    size = 4 * strings.MEAN_REMOVED + 8
+    kept = 0
+    for _ in range(15):
+        slack = rng.random(25) * (0.3 * total / inst.n if seed % 2 else 0.0)
+        total, k, best_total, _ = kicks._kicks(
+            rng.integers(1, inst.n, 25), rng.random((25, size)), slack, size, total,
+            best_total, *arrays, *best, dirty, plan.demand, plan.cap, plan.near, plan.xy,
+            plan.mat, plan.conv, plan.n, plan.depot, plan.count, plan.eps, True,
+            strings.MEAN_REMOVED, 10.0, True)
+        kept += k
+        assert _length(plan) == pytest.approx(total, rel=1e-9)
+        assert _length(plan, best[0]) == pytest.approx(best_total, rel=1e-9)
+    assert kept > 0 and best_total <= total + 1e-9
+    current = plan.routes()
+    plan.succ[:] = best[0]
+    for routes in (current, plan.routes()):
+        assert _valid(inst, routes)
+
+
+def test_two_opt_inside_a_route_only_shortens_and_keeps_the_links() -> None:
+    """Every 2-opt made inside a route shortens the plan by what the links say, keeps pred
+    and succ mirrored and every customer in its route."""
+    rng = np.random.default_rng(1)
+    made = 0
+    for _ in range(30):
+        n = 31
+        inst = CVRPInstance(coords=rng.random((n, 2)), demands=[0] + [1] * (n - 1),
+                            capacity=10)
+        order = rng.permutation(np.arange(1, n)).tolist()
+        plan = moves.Plan(inst, [order[i:i + 10] for i in range(0, n - 1, 10)], 8)
+        for _ in range(40):
+            before = _length(plan)
+            moved = moves.two_opt_intra(int(rng.integers(1, n)), plan.succ, plan.pred,
+                                        plan.route_of, plan.cum, plan.load, plan.demand,
+                                        plan.near, plan.xy, plan.mat, plan.conv, plan.n,
+                                        plan.depot, plan.count, plan.eps)
+            after = _length(plan)
+            routes = plan.routes()
+            assert sorted(c for r in routes for c in r) == list(range(1, n))
+            assert inst.cost(routes) == pytest.approx(after, rel=1e-12)
+            assert (after < before - 1e-12) if moved else after == pytest.approx(before)
+            for v in range(plan.n, plan.n + plan.count):
+                while v < plan.n + plan.count or v < plan.n:
+                    w = plan.succ[v]
+                    assert plan.pred[w] == v
+                    if w >= plan.n + plan.count:
+                        break
+                    v = w
+            made += moved
+    assert made > 20
+
+
+def test_two_opt_inside_a_route_leaves_matrix_instances_alone() -> None:
+    """A matrix may be asymmetric, and a reversed stretch would be travelled the other way:
+    no 2-opt is made there."""
+    rng = np.random.default_rng(2)
+    m = rng.random((12, 12)) * 100
+    np.fill_diagonal(m, 0.0)
+    inst = CVRPInstance(distance_matrix=m, demands=[0] + [1] * 11, capacity=11)
+    plan = moves.Plan(inst, [list(range(1, 12))], 8)
+    for c in range(1, 12):
+        assert not moves.two_opt_intra(c, plan.succ, plan.pred, plan.route_of, plan.cum,
+                                       plan.load, plan.demand, plan.near, plan.xy, plan.mat,
+                                       plan.conv, plan.n, plan.depot, plan.count, plan.eps)
