@@ -65,10 +65,14 @@ PENALIZED_RUIN = 5
 #: blink recreate) rather than a customer and its nearest neighbours, and whether the descent
 #: after a kick also tries 2-opt inside a route (``moves.two_opt_intra``). Paired runs at
 #: 10 s on ten Set X instances of 139-856 customers (seeds 0 and 1, machine shared, load
-#: 8-15 on 2 cores): mean gap 1.96% / 1.84% with the nearest-neighbour ruin, 1.56% / 1.33%
-#: with both (better on 13 of 18 pairs); the strings alone 1.40% / 1.91%.
+#: 8-15 on 2 cores): mean gap 1.96% / 1.76% with the nearest-neighbour ruin, 1.56% / 1.35%
+#: with both (better on 15 of 20 pairs); the strings alone 1.40% / 1.82%.
 STRING_RUIN = True
 INTRA_TWO_OPT = True
+#: Whether the descent after a kick also moves runs of 2 and 3 customers (``moves.or_opt``).
+#: Off: paired 10 s runs on seven of the instances above (seeds 2 and 3, machine shared)
+#: gave 1.48% against 1.41% without, worse on 8 of 13 pairs (fewer kicks in the time).
+OR_OPT = False
 RUIN_WINDOW = 500
 #: The penalized kicks' price of a unit of excess load starts at this many times the plan's
 #: length per unit of demand (1 made the kicks' recreate overload so much that few kicks
@@ -173,7 +177,7 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                                                   plan.mat, plan.conv, plan.n, plan.depot,
                                                   plan.count, plan.eps, strings,
                                                   MEAN_REMOVED, lmax if strings else 1.0,
-                                                  INTRA_TWO_OPT)
+                                                  INTRA_TWO_OPT, OR_OPT)
             mode.after_plain(batch, failed, total, plan.demand)
         kept += k
         per_kick = (time.perf_counter() - now) / batch
@@ -256,7 +260,8 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
            dirty: np.ndarray, demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,
            mat: np.ndarray, conv: int, n: int, depot: int, count: int,
            eps: float, strings: bool = False, mean: int = 10,
-           lmax: float = 10.0, intra: bool = False) -> tuple[float, int, float, int]:
+           lmax: float = 10.0, intra: bool = False,
+           runs: bool = False) -> tuple[float, int, float, int]:
     """One kick per seed customer (see ``cvrp_kicks``): kept when the plan gets shorter, or
     longer by less than the kick's ``slack``; the shortest plan met is kept in the ``s_``
     arrays. Returns the plan's length, the kicks kept, the shortest length and the kicks
@@ -308,7 +313,7 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
                                    near, xy, mat, conv, n, depot, count)
         if ok:
             descend_around(around, a, succ, pred, route_of, cum, load, demand, cap, near, xy,
-                           mat, conv, n, depot, count, eps, intra)
+                           mat, conv, n, depot, count, eps, intra, runs)
         else:
             failed += 1
         total, best_total, keep = settle(ok, slack[s], total, best_total, before, counts,

@@ -374,17 +374,19 @@ def descend_around(around: np.ndarray, a: int, succ: np.ndarray, pred: np.ndarra
                    route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
                    demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,
                    mat: np.ndarray, conv: int, n: int, depot: int, count: int,
-                   eps: float, intra: bool = False) -> None:
+                   eps: float, intra: bool = False, runs: bool = False) -> None:
     """Up to ``KICK_PASSES`` first-improvement passes of ``improve`` over the first ``a``
     customers of ``around`` (a kick's customers and their neighbours); with ``intra``, also
-    ``two_opt_intra`` where ``improve`` finds nothing."""
+    ``two_opt_intra``, and with ``runs`` ``or_opt``, where ``improve`` finds nothing."""
     for _ in range(KICK_PASSES):
         moved = False
         for i in range(a):
             if improve(around[i], succ, pred, route_of, cum, load, demand, cap, near, xy, mat,
                        conv, n, depot, count, eps) or (
                     intra and two_opt_intra(around[i], succ, pred, route_of, cum, load, demand,
-                                            near, xy, mat, conv, n, depot, count, eps)):
+                                            near, xy, mat, conv, n, depot, count, eps)) or (
+                    runs and or_opt(around[i], succ, pred, route_of, cum, load, demand, cap,
+                                      near, xy, mat, conv, n, depot, count, eps)):
                 moved = True
         if not moved:
             break
@@ -431,6 +433,79 @@ def two_opt_intra(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarr
             _reverse_stretch(lo, hi, succ, pred)
             refresh(r, succ, route_of, cum, load, demand, n, count)
             return True
+    return False
+
+
+@njit(cache=True)
+def or_opt(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
+           cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
+           near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int,
+           count: int, eps: float) -> bool:
+    """The first move of the run of 2 or 3 customers from c on into another route, next to
+    one of c's neighbours (c first, or last when distances are symmetric), that saves
+    distance and keeps the capacity: ``relocate`` moves one customer, and a pair that belongs
+    elsewhere together cannot move one at a time without a step uphill."""
+    if c == depot or route_of[c] < 0:
+        return False
+    a = route_of[c]
+    p = pred[c]
+    last = c
+    seg = demand[c]
+    for _ in range(2, 4):
+        last = succ[last]
+        if last >= n:
+            return False
+        seg += demand[last]
+        q = succ[last]
+        gain = (dist(p, c, xy, mat, conv, n, depot) + dist(last, q, xy, mat, conv, n, depot)
+                - dist(p, q, xy, mat, conv, n, depot))
+        inner = 0.0  # the run's own arcs, travelled backwards when it is reversed
+        w = c
+        while w != last:
+            inner += dist(succ[w], w, xy, mat, conv, n, depot) - dist(w, succ[w], xy, mat,
+                                                                    conv, n, depot)
+            w = succ[w]
+        for t in range(near.shape[1]):
+            v = near[c, t]
+            if v == depot or route_of[v] < 0 or route_of[v] == a:
+                continue
+            b = route_of[v]
+            if load[b] + seg > cap:
+                continue
+            for side in range(2):
+                x = v if side == 0 else pred[v]
+                y = succ[v] if side == 0 else v
+                base = dist(x, y, xy, mat, conv, n, depot)
+                # c next to v: forwards after v (side 0), backwards before v (side 1)
+                if side == 0:
+                    add = (dist(x, c, xy, mat, conv, n, depot)
+                           + dist(last, y, xy, mat, conv, n, depot) - base)
+                    rev = False
+                else:
+                    if conv < 0:
+                        continue
+                    add = (dist(x, last, xy, mat, conv, n, depot)
+                           + dist(c, y, xy, mat, conv, n, depot) - base + inner)
+                    rev = True
+                if add < gain - eps:
+                    succ[p] = q
+                    pred[q] = p
+                    if not rev:
+                        succ[x] = c
+                        pred[c] = x
+                        succ[last] = y
+                        pred[y] = last
+                    else:
+                        _reverse_stretch(c, last, succ, pred)  # relinks p .. q, undone below
+                        succ[p] = q
+                        pred[q] = p
+                        succ[x] = last
+                        pred[last] = x
+                        succ[c] = y
+                        pred[y] = c
+                    refresh(a, succ, route_of, cum, load, demand, n, count)
+                    refresh(b, succ, route_of, cum, load, demand, n, count)
+                    return True
     return False
 
 

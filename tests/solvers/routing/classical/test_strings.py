@@ -126,3 +126,36 @@ def test_two_opt_inside_a_route_leaves_matrix_instances_alone() -> None:
         assert not moves.two_opt_intra(c, plan.succ, plan.pred, plan.route_of, plan.cum,
                                        plan.load, plan.demand, plan.near, plan.xy, plan.mat,
                                        plan.conv, plan.n, plan.depot, plan.count, plan.eps)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_runs_of_customers_move_only_to_save_within_the_capacity(symmetric: bool) -> None:
+    """``or_opt`` moves a run of 2 or 3 customers into another route (reversed only when the
+    distances are symmetric): every move shortens the plan by what the instance's own cost
+    says, keeps the capacity, the links and every customer."""
+    rng = np.random.default_rng(3)
+    made = 0
+    for _ in range(20):
+        n = 31
+        demands = [0, *rng.integers(1, 4, n - 1).tolist()]
+        if symmetric:
+            inst = CVRPInstance(coords=rng.random((n, 2)), demands=demands, capacity=25)
+        else:
+            m = rng.random((n, n)) * 100
+            np.fill_diagonal(m, 0.0)
+            inst = CVRPInstance(distance_matrix=m, demands=demands, capacity=25)
+        order = rng.permutation(np.arange(1, n)).tolist()
+        plan = moves.Plan(inst, [order[i:i + 8] for i in range(0, n - 1, 8)], 8)
+        for _ in range(40):
+            before = _length(plan)
+            moved = moves.or_opt(int(rng.integers(1, n)), plan.succ, plan.pred, plan.route_of,
+                                 plan.cum, plan.load, plan.demand, plan.cap, plan.near,
+                                 plan.xy, plan.mat, plan.conv, plan.n, plan.depot, plan.count,
+                                 plan.eps)
+            after = _length(plan)
+            routes = plan.routes()
+            assert _valid(inst, routes)
+            assert inst.cost(routes) == pytest.approx(after, rel=1e-9)
+            assert (after < before - 1e-12) if moved else after == pytest.approx(before)
+            made += moved
+    assert made > 20
