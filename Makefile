@@ -40,7 +40,8 @@ $(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
 	@echo "  with the CPU build: about 400 MB of downloads, 1.7 GB in $(VENV), 3 minutes on 2 busy cores"
 	@set -e; extras=neural; \
 	case "$(TORCH)" in \
-	  cpu) $(PIP) --no-deps --no-index "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
+	  cpu) { $(PIP) --no-deps --no-index "torch==$(TORCH_VERSION)+cpu" >/dev/null 2>&1 \
+	         && echo "cosolve: torch's CPU build installed from a wheel pip had without network"; } \
 	       || $(PIP) --no-deps --retries 1 --index-url $(TORCH_INDEX)/cpu "torch==$(TORCH_VERSION)" \
 	       || { extras=; echo "cosolve: no CPU build of torch $(TORCH_VERSION) for this Python and platform could be installed; going on without it: the neural solvers will be listed as unavailable (TORCH=cuda for PyPI's build)" >&2; } ;; \
 	  none) extras= ;; \

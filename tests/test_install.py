@@ -79,3 +79,33 @@ def test_test_adds_the_test_tools(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "test")
     assert "-e '.[dev]'" in plan
     assert plan.index("download.pytorch.org/whl/cpu") < plan.index("[dev]")
+
+
+@pytest.mark.parametrize(("local", "index", "expected"), [
+    (0, 0, ["--no-index", "-e .[neural]"]),  # a CPU wheel pip has: no index asked
+    (1, 0, ["--no-index", "whl/cpu", "-e .[neural]"]),  # else PyTorch's CPU index
+    (1, 1, ["--no-index", "whl/cpu", "-e ."]),  # neither: the service without torch
+])
+def test_the_torch_fallbacks(tmp_path: Path, local: int, index: int,
+                             expected: list[str]) -> None:
+    """The install recipe run by the shell with a pip that records its calls and succeeds or
+    fails as told: each source is tried in turn, and without torch the rest still installs."""
+    pip = tmp_path / "pip"
+    log = tmp_path / "calls"
+    pip.write_text(f'#!/bin/sh\necho "$*" >> {log}\ncase "$*" in\n'
+                   f'  *--no-index*) exit {local};;\n  *whl/cpu*) exit {index};;\nesac\n')
+    pip.chmod(0o755)
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").touch()  # the venv is there: only the install runs
+    plan = _make("-n", f"VENV={venv}", f"PIP={pip}", f"{venv}/.installed")
+    assert plan.returncode == 0, plan.stderr
+    done = subprocess.run(["sh", "-e"], input=plan.stdout, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    assert len(calls) == len(expected), calls
+    for call, part in zip(calls, expected, strict=True):
+        assert call.endswith(part) if part.startswith("-e") else part in call, (call, part)
+    assert ("listed as unavailable" in done.stderr) == (index == 1)
+    assert (venv / ".installed").exists()
