@@ -175,6 +175,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         undo()
+        warm.cancel()  # a warm-up still running, and its compiling child, stop with us
         service.stop()
 
 

@@ -11,6 +11,7 @@ which load their own solver (outside the job's clock) whatever the server has wa
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import re
@@ -35,6 +36,11 @@ logger = logging.getLogger("cosolve.api")
 RETRY_AFTER_S = 5
 
 PENDING, WARMING, READY, FAILED = "pending", "warming", "ready", "failed"
+
+
+class WarmUpCancelledError(BaseException):
+    """Raised in the warm-up's thread to stop it (a BaseException: no item's ``except
+    Exception`` keeps it)."""
 
 
 @dataclass
@@ -138,7 +144,11 @@ class WarmUp:
         """Run the warm-up (then ``after``) in a daemon thread: a server stopped while it
         warms does not wait for a kernel to finish compiling."""
         def body() -> None:
-            self.run()
+            try:
+                self.run()
+            except WarmUpCancelledError:
+                logger.info("cosolve: warm-up stopped with the server")
+                return
             if after is not None:
                 try:
                     after()
@@ -147,6 +157,19 @@ class WarmUp:
 
         self.thread = threading.Thread(target=body, name="warm-up", daemon=True)
         self.thread.start()
+
+    def cancel(self, join_s: float = 5.0) -> None:
+        """Stop a warm-up still running, as the server stops: an exception raised in its
+        thread (at its next Python step: numba's compiler is Python) unwinds it, and the
+        child process that compiles kernels beside it (solvers.compiling) is stopped on the
+        way out; left running, that child compiled on for minutes after the server had gone
+        (a Ctrl-C reached it when the warm-up ran before the port opened)."""
+        thread = self.thread
+        if thread is None or not thread.is_alive() or thread.ident is None:
+            return
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(WarmUpCancelledError))
+        thread.join(join_s)
 
     def snapshot(self) -> dict[str, Any]:
         """The state of each item, for /readyz and tests."""

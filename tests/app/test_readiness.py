@@ -161,6 +161,7 @@ def test_cold_start_opens_the_port_at_once(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COSOLVE_")}
     env.update(COSOLVE_DATA_DIR=str(tmp_path / "data"), NUMBA_CACHE_DIR=str(tmp_path / "nb"))
     url = f"http://127.0.0.1:{port}"
+    children: list[psutil.Process] = []
     with tempfile.TemporaryFile(mode="w+") as log:
         started = time.monotonic()
         proc = subprocess.Popen([_python(), "-m", "uvicorn", "app.main:app", "--port",
@@ -172,16 +173,20 @@ def test_cold_start_opens_the_port_at_once(tmp_path: Path) -> None:
             solve = httpx.post(url + "/v1/routing/cvrp/solve", timeout=10, json={
                 "instance": {"coords": SQUARE, "demands": [0, 1, 1, 1], "capacity": 2}})
             named = _poll_solve(url, started, proc)  # ortools: warm within seconds
-        finally:
-            # the compile of numba's kernels runs in a child of the server: it goes too
+            # numba compiles some kernels in a child of the server meanwhile
             children = psutil.Process(proc.pid).children(recursive=True)
+        finally:
             proc.terminate()
             proc.wait(timeout=20)
-            for child in children:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    child.kill()
+        # the server's stop ends the warm-up and that child with it (it compiled on, alone)
+        _gone, alive = psutil.wait_procs(children, timeout=20)
+        for child in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
         log.seek(0)
         print(f"port open after {opened:.1f} s\n{log.read()}")
+    assert not alive, [c.cmdline() for c in alive]
+    assert children, "no compiling child: was the cache not cold?"
     assert opened < 30
     body = assert_problem(warming, 503)
     assert body["type"].endswith("warming-up") and "ils" in body["warming"], body
