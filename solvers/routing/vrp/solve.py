@@ -128,7 +128,7 @@ VRP_SOLVERS: dict[str, VrpSolverEntry] = {
         "warmstart", warmstart_solver.solve,
         "re-planning from vehicles' steps with the least change: pinned steps kept, new "
         "tasks inserted where they cost least; takes all of the model",
-        warmstart_solver.FEATURES),
+        warmstart_solver.FEATURES, warmstart_solver.supports),
     "ils": VrpSolverEntry(
         "ils", ils_solver.solve,
         "the classical ILS on the CVRP part of the model: one depot, one capacity, jobs "

@@ -84,6 +84,15 @@ def refuse_pinned(problem: VrpProblem, solver: str) -> str | None:
     return None
 
 
+def supports(problem: VrpProblem) -> str | None:
+    """Why ``warmstart`` cannot take ``problem``: it re-plans from a starting plan, so a
+    document without any ``vehicles[].steps`` is for the other solvers."""
+    if not any(v.steps for v in problem.vehicles):
+        return ("vehicles[].steps: warmstart re-plans from the vehicles' steps and this "
+                "document has none; use vroom, pyvrp or ortools")
+    return None
+
+
 def _partner(ref: TaskRef) -> TaskRef | None:
     if ref.kind == "pickup":
         return TaskRef("delivery", ref.index)

@@ -93,3 +93,7 @@ def test_registered_and_checked_through_solve_vrp(solver: str) -> None:
     result = solve_vrp(parse_document(doc), solver, Budget(time_limit=2.0, max_solutions=50))
     assert result.check.feasible and not result.plan.unassigned
     assert result.output["cosolve"]["solver"] == solver
+
+
+def test_a_document_without_steps_is_for_the_other_solvers() -> None:
+    assert "vehicles[].steps" in warmstart.supports(parse_document(small_document()))
