@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any
 
 from tests.solvers.routing.vrp.docs import grid_matrix
@@ -67,3 +68,78 @@ def limits() -> dict[str, Any]:
            "matrices": {"car": {"durations": line_matrix(8)}}}
     doc["jobs"].append({"id": 7, "location_index": 7})  # 140 s there and back
     return copy.deepcopy(doc)
+
+
+def random_document(seed: int) -> dict[str, Any]:
+    """A small document drawing each part of the model at random: open routes, several
+    depots, amounts in 0-2 dimensions, windows (some two per job), skills, breaks,
+    max_tasks/travel time/distance, costs (and a costs matrix), speed factors, setup,
+    priorities and shipments."""
+    r = random.Random(seed)
+    nj, ns, nv, dims = r.randint(0, 8), r.randint(0, 3), r.randint(1, 3), r.choice([0, 1, 2])
+    n = 3 + nj + 2 * ns
+    m = grid_matrix(n, seed)
+    car: dict[str, Any] = {"durations": m}
+    if r.random() < 0.3:
+        car["distances"] = [[x * 7 for x in row] for row in m]
+    if r.random() < 0.15:
+        car["costs"] = [[x * 3 for x in row] for row in m]
+    doc: dict[str, Any] = {"vehicles": [], "jobs": [], "matrices": {"car": car}}
+    for v in range(nv):
+        veh: dict[str, Any] = {"id": v + 1}
+        kind = r.random()
+        if kind < 0.7:
+            veh["start_index"] = veh["end_index"] = r.randint(0, 2)
+        else:
+            veh["start_index" if kind < 0.85 else "end_index"] = r.randint(0, 2)
+        if dims:
+            veh["capacity"] = [r.randint(3, 12) for _ in range(dims)]
+        if r.random() < 0.5:
+            veh["time_window"] = [0, r.randint(400, 2000)]
+        if r.random() < 0.3:
+            veh["skills"] = r.sample([1, 2, 3], r.randint(1, 2))
+        if r.random() < 0.3:
+            veh["breaks"] = [{"id": 50 + v, "service": r.randint(5, 40),
+                              "time_windows": [[r.randint(0, 200), r.randint(300, 600)]]}]
+        if r.random() < 0.2:
+            veh["max_tasks"] = r.randint(1, 5)
+        if r.random() < 0.2:
+            veh["max_travel_time"] = r.randint(100, 600)
+        if r.random() < 0.2 and "distances" in car:
+            veh["max_distance"] = r.randint(700, 4000)
+        if r.random() < 0.3 and "costs" not in car:
+            veh["costs"] = {"fixed": r.randint(0, 500), "per_hour": r.choice([3600, 1800, 7200])}
+            if "distances" in car and r.random() < 0.5:
+                veh["costs"]["per_km"] = r.randint(1, 20)
+        if r.random() < 0.2:
+            veh["speed_factor"] = r.choice([0.5, 1.5, 2.0])
+        doc["vehicles"].append(veh)
+    for k in range(nj):
+        job: dict[str, Any] = {"id": 100 + k, "location_index": 3 + k,
+                               "service": r.randint(0, 30)}
+        if r.random() < 0.2:
+            job["setup"] = r.randint(1, 20)
+        if dims and r.random() < 0.7:
+            job["delivery"] = [r.randint(0, 4) for _ in range(dims)]
+        if dims and r.random() < 0.4:
+            job["pickup"] = [r.randint(0, 4) for _ in range(dims)]
+        if r.random() < 0.5:
+            a = r.randint(0, 400)
+            job["time_windows"] = [[a, a + r.randint(50, 400)]]
+            if r.random() < 0.3:
+                job["time_windows"].append([a + 600, a + 900])
+        if r.random() < 0.2:
+            job["skills"] = [r.randint(1, 3)]
+        if r.random() < 0.2:
+            job["priority"] = r.randint(0, 100)
+        doc["jobs"].append(job)
+    for k in range(ns):
+        ship: dict[str, Any] = {
+            "pickup": {"id": 300 + k, "location_index": 3 + nj + 2 * k, "service": 5},
+            "delivery": {"id": 300 + k, "location_index": 4 + nj + 2 * k, "service": 5}}
+        if dims:
+            ship["amount"] = [r.randint(1, 4) for _ in range(dims)]
+        if r.random() < 0.3:
+            ship["pickup"]["time_windows"] = [[0, 500]]
+        doc.setdefault("shipments", []).append(ship)
+    return doc
