@@ -252,11 +252,11 @@ def test_help_shows_the_whole_description_and_the_defaults(
 
 
 def test_leaderboard_is_generated_from_the_committed_results() -> None:
-    """Every results JSON carries its header and headline rows, results/ holds at most 20
-    files, and the README's leaderboard is what the committed results give (no solving)."""
+    """Every results JSON carries its header and headline rows (one table per script is
+    tests/test_layout.py's), and the README's leaderboard is what the committed results give
+    (no solving)."""
     from benchmarks import leaderboard
 
-    assert len(list(RESULTS.iterdir())) <= 20
     for path in RESULTS.glob("*.json"):
         data = json.loads(path.read_text())
         provs = data["provenance"]

@@ -164,7 +164,9 @@ def solve_vrp(problem: VrpProblem, solver: str, budget: Budget, seed: int = 0,
     entry = solver_entry(solver)
     check_supported(problem, solver)
     started = time.perf_counter()
-    plan = entry.solve(problem, budget, seed, on_progress)
+    # nothing to route is an empty plan, not a solver's refusal (VROOM stops on "No task")
+    plan = (entry.solve(problem, budget, seed, on_progress) if problem.task_count
+            else VrpPlan(()))
     elapsed = time.perf_counter() - started
     check = check_plan(problem, plan)
     if not check.feasible:

@@ -81,3 +81,12 @@ def test_solve_vrp_checks_and_reports_progress() -> None:
     assert result.check.feasible and result.solver == "vroom" and events
     assert result.output["summary"]["routes"] == len(result.plan.routes)
     assert set(vrp_solve.VRP_SOLVERS) >= {"vroom"}
+
+
+@pytest.mark.parametrize("solver", ["vroom", "ortools", "pyvrp"])
+def test_a_document_without_tasks_is_an_empty_plan(solver: str) -> None:
+    doc = small_document(jobs=1)
+    doc["jobs"] = []
+    result = solve_vrp(parse_document(doc), solver, Budget(time_limit=1.0))
+    assert result.plan.routes == () and result.plan.unassigned == ()
+    assert result.output["summary"]["routes"] == 0 and result.check.feasible
