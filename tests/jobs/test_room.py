@@ -126,3 +126,43 @@ def test_a_refused_submission_says_when_to_come_back() -> None:
     problem = _storage_full(StorageError("the job could not be stored"))
     assert problem.status == 507
     assert problem.headers["Retry-After"] == str(room.RETRY_AFTER_S)
+
+
+@pytest.mark.heavy
+def test_a_real_full_disk_leaves_queued_jobs_queued_until_there_is_room(tmp_path: Path) -> None:
+    """The same on a real, tiny file system (a tmpfs; root only): jobs queued while a filler
+    takes every free byte stay queued, none fails, and all succeed once it is gone."""
+    import contextlib
+    import subprocess
+
+    from jobs.service import JobService
+    from jobs.settings import Settings
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    service = JobService(Settings(data_dir=mount / "data", max_concurrent_jobs=1))
+    try:
+        service.start()
+        jobs = [service.submit(problem="tsp", solver="ils", time_limit=1.0, seed=0,
+                               filename="t.tsp", data=TSP, nodes=4) for _ in range(3)]
+        with contextlib.suppress(OSError), open(mount / "filler", "wb") as fh:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        with pytest.raises(StorageError):
+            service.submit(problem="tsp", solver="ils", time_limit=1.0, seed=0,
+                           filename="t.tsp", data=TSP, nodes=4)
+        time.sleep(8)
+        states = [service.store.get(j.id).state for j in jobs]
+        assert "failed" not in states and QUEUED in states, states
+        (mount / "filler").unlink()
+        deadline = time.monotonic() + 90
+        while {service.store.get(j.id).state for j in jobs} != {SUCCEEDED}:
+            assert time.monotonic() < deadline, [service.store.get(j.id) for j in jobs]
+            time.sleep(0.5)
+    finally:
+        service.stop()
+        subprocess.run(["umount", str(mount)], check=False)
