@@ -30,7 +30,7 @@ ALLOWED = {
 }
 #: Imports that make a module heavy to load: only these justify importing a project module
 #: inside a function (so `cosolve solvers` and the app start without loading them).
-HEAVY = {"torch", "numba", "ray", "ortools", "pyvrp", "uvicorn", "matplotlib"}
+HEAVY = {"torch", "numba", "ray", "ortools", "pyvrp", "uvicorn", "matplotlib", "scipy"}
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 120
 HISTORY = re.compile(r"QA (perf )?sweep|\bstop \d+\b|\bvar/s\d+|\bsession \d+\b", re.I)

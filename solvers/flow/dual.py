@@ -20,8 +20,8 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from solvers.errors import InstanceError
 from solvers.flow.problem import CoreNetwork, exact_dot
+from solvers.flow.problem import UnboundedCostError as UnboundedCostError
 from solvers.flow.solution import Certificate
 
 
@@ -68,11 +68,6 @@ def label_correct(n: int, tails: np.ndarray, heads: np.ndarray, weights: np.ndar
                                  or (cancelled is not None and cancelled())):
             return LabelResult(d, "stopped", rounds)
     return LabelResult(d, "round_limit", limit)
-
-
-class UnboundedCostError(InstanceError):
-    """The cost is unbounded below (a negative cycle of uncapacitated arcs): the input's fault,
-    so a comparison raises it once instead of once per solver."""
 
 
 def check_bounded(core: CoreNetwork, node_ids: np.ndarray | None = None,

@@ -24,6 +24,12 @@ import numpy as np
 
 from solvers.errors import InstanceError
 
+
+class UnboundedCostError(InstanceError):
+    """The cost is unbounded below (a negative cycle of uncapacitated arcs): the input's fault,
+    so a comparison raises it once instead of once per solver."""
+
+
 #: Largest |cost| accepted: OR-Tools' cost scaling multiplies costs by about the node count.
 MAX_ABS_COST = 10**9
 #: Largest |supply|, capacity or lower bound accepted.

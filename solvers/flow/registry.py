@@ -6,7 +6,6 @@ import importlib.util
 
 from solvers.contract import SolverSpec
 from solvers.device import torch_missing
-from solvers.flow import baselines as _baselines
 
 #: This family's solvers, in the order listings show them; ``solvers.catalog`` registers them.
 SPECS: list[SolverSpec] = []
@@ -27,6 +26,20 @@ def _needs_package(module: str, pip_name: str) -> str | None:
     return None
 
 
+# The factories import the solver modules when a solver is built: they load SciPy, which
+# listing the solvers must not wait for.
+def _ortools_flow():  # type: ignore[no-untyped-def]
+    from solvers.flow.baselines import ORToolsFlowSolver
+
+    return ORToolsFlowSolver()
+
+
+def _networkx_flow():  # type: ignore[no-untyped-def]
+    from solvers.flow.baselines import NetworkXFlowSolver
+
+    return NetworkXFlowSolver()
+
+
 SPECS.append(
     SolverSpec(
         name="ortools_mcf",
@@ -36,7 +49,7 @@ SPECS.append(
             "OR-Tools SimpleMinCostFlow (cost-scaling push-relabel, C++): the exact reference, "
             "about 1e5 arcs per second on hard NETGEN instances. Cannot be interrupted."
         ),
-        factory=_baselines.ORToolsFlowSolver,
+        factory=_ortools_flow,
         max_nodes={"mincostflow": 10_000_000},
         availability=lambda: _needs_package("ortools", "ortools"),
     )
@@ -53,7 +66,7 @@ SPECS.append(
             "Cannot be interrupted, hence the size cap, and a time limit below "
             "3e-8·nodes·arcs s is refused."
         ),
-        factory=_baselines.NetworkXFlowSolver,
+        factory=_networkx_flow,
         max_nodes={"mincostflow": 50_000},
         availability=lambda: _needs_package("networkx", "networkx"),
     )

@@ -16,9 +16,8 @@ from solvers.errors import (
     SolverUnavailableError,
     UnknownSolverError,
 )
-from solvers.flow.dual import UnboundedCostError
 from solvers.flow.options import FlowOptions
-from solvers.flow.problem import FlowNetwork
+from solvers.flow.problem import FlowNetwork, UnboundedCostError
 from solvers.flow.solution import FlowSolution
 
 PROBLEM = "mincostflow"

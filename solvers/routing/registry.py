@@ -7,8 +7,14 @@ import math
 
 from solvers.contract import SolverSpec
 from solvers.device import torch_missing
-from solvers.routing.baselines import ortools as _ortools
-from solvers.routing.baselines import pyvrp as _pyvrp
+from solvers.routing.baselines.limits import (
+    ORTOOLS_DENSE_LIMIT,
+    ORTOOLS_MAX_NODES,
+    ORTOOLS_NATIVE_LIMIT,
+    PYVRP_MAX_NODES,
+    ortools_min_time_limit,
+    pyvrp_min_time_limit,
+)
 from solvers.routing.neural.checkpoints import checkpoint_path, missing_checkpoint, shipped_problems
 
 #: This family's solvers, in the order listings show them; ``solvers.catalog`` registers them.
@@ -22,16 +28,20 @@ def _needs_package(module: str, pip_name: str) -> str | None:
     return None
 
 
-def _ortools_solver() -> _ortools.ORToolsSolver:
-    return _ortools.ORToolsSolver()
+# The factories import their solver modules when a solver is built: those modules load
+# numba kernels, OR-Tools, PyVRP and torch, which listing the solvers must not wait for.
+def _ortools_solver():  # type: ignore[no-untyped-def]
+    from solvers.routing.baselines.ortools import ORToolsSolver
+
+    return ORToolsSolver()
 
 
-def _pyvrp_solver() -> _pyvrp.PyVRPSolver:
-    return _pyvrp.PyVRPSolver()
+def _pyvrp_solver():  # type: ignore[no-untyped-def]
+    from solvers.routing.baselines.pyvrp import PyVRPSolver
+
+    return PyVRPSolver()
 
 
-# The factories below import their solver modules when a solver is built: those modules
-# load numba kernels, and the neural ones torch, which listing the solvers must not wait for.
 def _nn_solver():  # type: ignore[no-untyped-def]
     from solvers.routing.classical.construct import NearestNeighbourSolver
 
@@ -45,19 +55,19 @@ SPECS.append(
         problems=("tsp", "cvrp", "cvrptw"),
         description=(
             "Google OR-Tools routing: PATH_CHEAPEST_ARC first solution (nearest neighbour above "
-            f"{_ortools.NATIVE_FIRST_SOLUTION_LIMIT} nodes) + guided local search until the "
+            f"{ORTOOLS_NATIVE_LIMIT} nodes) + guided local search until the "
             "time limit. Dense matrix up to "
-            f"{_ortools.DENSE_LIMIT} nodes, a distance callback above; up to "
-            f"{_ortools.NATIVE_FIRST_SOLUTION_LIMIT} nodes its first solution cannot be "
+            f"{ORTOOLS_DENSE_LIMIT} nodes, a distance callback above; up to "
+            f"{ORTOOLS_NATIVE_LIMIT} nodes its first solution cannot be "
             "interrupted, so it asks for a time limit of at least 2.5e-7·N² s (1 s at 2K "
             "nodes). CVRPTW: a time "
             "dimension (waiting as slack) and droppable customers, so a tight fleet still "
             "yields a solution (infeasible if any customer is left out)."
         ),
         factory=_ortools_solver,
-        max_nodes=dict(_ortools.MAX_NODES),
+        max_nodes=dict(ORTOOLS_MAX_NODES),
         availability=lambda: _needs_package("ortools", "ortools"),
-        min_time_limit=_ortools.min_time_limit,
+        min_time_limit=ortools_min_time_limit,
     )
 )
 SPECS.append(
@@ -69,13 +79,13 @@ SPECS.append(
             "PyVRP iterated local search (MIT; state of the art on CVRPLIB Set X) from a "
             "nearest-neighbour start. TSP is solved as one vehicle; CVRPTW natively (the "
             "reference for time windows). Dense integer matrix, so "
-            f"capped at {_pyvrp.MAX_NODES['cvrp']} nodes; its start-up grows with N², so it "
+            f"capped at {PYVRP_MAX_NODES['cvrp']} nodes; its start-up grows with N², so it "
             "asks for a time limit of at least 3e-7·N² s (7.5 s at 5K nodes)."
         ),
         factory=_pyvrp_solver,
-        max_nodes=dict(_pyvrp.MAX_NODES),
+        max_nodes=dict(PYVRP_MAX_NODES),
         availability=lambda: _needs_package("pyvrp", "pyvrp"),
-        min_time_limit=_pyvrp.min_time_limit,
+        min_time_limit=pyvrp_min_time_limit,
     )
 )
 SPECS.append(

@@ -37,7 +37,8 @@ import numpy as np
 
 from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.errors import NoSolutionError
-from solvers.routing.classical.construct import nearest_neighbour_routes, nearest_neighbour_tour
+from solvers.routing.baselines.limits import ORTOOLS_DENSE_LIMIT as DENSE_LIMIT
+from solvers.routing.baselines.limits import ORTOOLS_NATIVE_LIMIT as NATIVE_FIRST_SOLUTION_LIMIT
 from solvers.routing.classical.fleet import fleet_for
 from solvers.routing.classical.timewindows import (
     check_integer_reachable,
@@ -58,36 +59,6 @@ from solvers.routing.solution import Solution, build_solution
 #: Seconds past the search's own time limit at which our stop check (``CustomLimit``) ends
 #: the search; OR-Tools' limit normally ends it first.
 OVERRUN_GRACE = 0.1
-#: Largest instance given to OR-Tools as a dense integer matrix.
-DENSE_LIMIT = 3_000
-#: Above this, the first solution is our nearest-neighbour construction (O(N log N)).
-NATIVE_FIRST_SOLUTION_LIMIT = 3_000
-#: Seconds per node asked for above NATIVE_FIRST_SOLUTION_LIMIT (see ``min_time_limit``):
-#: 1.5-2× the building time measured, 1.3× at 100K CVRP under load.
-BUILD_SECONDS_PER_NODE = {"tsp": 1.0e-4, "cvrp": 2.0e-4}
-#: Largest sizes accepted (measured on a 2-core, 24 GiB machine; see README).
-MAX_NODES = {"tsp": 100_000, "cvrp": 100_000, "cvrptw": DENSE_LIMIT}
-
-
-def min_time_limit(problem: str, nodes: int) -> float:
-    """Seconds OR-Tools needs for its first solution up to NATIVE_FIRST_SOLUTION_LIMIT nodes,
-    where the dense matrix and its own cheapest-arc construction run before the search can
-    check the clock: uniform instances on the 2-core machine found none at 0.5 s and one at
-    1 s for 2,000 nodes (TSP and CVRP), none at 1 s and one at 2 s for 3,000; a 2,000-node
-    TSP asked for 0.1 s took 0.95 s to say so, a 3,000-node one 1.96 s. Below this figure
-    (2.5e-7·N² s, rounded up) the registry refuses the request at once. Above the limit the
-    model over a distance callback, read in from our nearest-neighbour start, takes a time
-    linear in N that nothing interrupts (measured, uniform instances: TSP 0.31 / 1.28 /
-    3.36 s at 5K / 20K / 50K nodes, CVRP 0.36 / 1.58 / 4.97 s; a 100K CVRP took about 15 s
-    under load): ``BUILD_SECONDS_PER_NODE`` with a margin (a 100K TSP at 5 s failed
-    after 10.8 s, a 100K CVRP at 10 s ran 15.4 s)."""
-    if nodes > NATIVE_FIRST_SOLUTION_LIMIT:
-        needed = BUILD_SECONDS_PER_NODE["cvrp" if problem == "cvrp" else "tsp"] * nodes
-        return math.ceil(needed * 10) / 10
-    needed = 2.5e-7 * nodes * nodes
-    return 0.0 if needed < 0.2 else math.ceil(needed * 10) / 10
-
-
 def _pywrapcp() -> Any:
     from ortools.constraint_solver import pywrapcp
 
@@ -328,6 +299,11 @@ class ORToolsSolver:
         """The greedy construction ``nearest_neighbor`` builds (soonest-service routes for
         CVRPTW), for a solve cancelled before the search found a solution; a
         NoSolutionError saying so when that plan breaks the fleet cap."""
+        from solvers.routing.classical.construct import (  # numba kernels, as in _initial_routes
+            nearest_neighbour_routes,
+            nearest_neighbour_tour,
+        )
+
         if isinstance(instance, CVRPTWInstance):
             routes = time_window_routes(instance)
         elif isinstance(instance, CVRPInstance):
@@ -424,6 +400,9 @@ def _initial_routes(instance: Instance, stop: Callable[[], bool]) -> list[list[i
     finishes it the cheap way."""
     if instance.n <= NATIVE_FIRST_SOLUTION_LIMIT:
         return None
+    # imported here: the construction's numba kernels are not needed to list the solvers
+    from solvers.routing.classical.construct import nearest_neighbour_routes, nearest_neighbour_tour
+
     if isinstance(instance, CVRPInstance):
         return nearest_neighbour_routes(instance, stop=stop)
     assert isinstance(instance, TSPInstance)

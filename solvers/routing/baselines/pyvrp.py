@@ -3,8 +3,9 @@ CVRPLIB Set X, TSP as a single vehicle, and CVRPTW natively (client windows and 
 durations, the depot's window as every vehicle's shift).
 
 PyVRP works on integer dense matrices, so float distances are scaled (see
-``integer_scale``) and the instance is capped at ``MAX_NODES`` to keep the N×N int64 matrix
-in memory bounds (10K nodes is 800 MB). The cost we report is recomputed by the instance.
+``integer_scale``) and the instance is capped at ``limits.PYVRP_MAX_NODES`` to keep the N×N
+int64 matrix in memory bounds (10K nodes is 800 MB). The cost we report is recomputed by
+the instance.
 """
 
 from __future__ import annotations
@@ -35,10 +36,6 @@ from solvers.routing.problem import (
     integer_scale,
 )
 from solvers.routing.solution import Solution, build_solution
-
-#: CVRPTW with float times needs a second N² matrix (durations), hence its lower cap.
-MAX_NODES = {"tsp": 10_000, "cvrp": 10_000, "cvrptw": 5_000}
-
 
 #: PyVRP's cost of a solution that is not feasible is int64's maximum; anything this large is
 #: that sentinel, not a cost (scaled costs stay far below it).
@@ -328,13 +325,3 @@ def _integer_matrix(instance: Instance, order: np.ndarray, scale: float,
     np.fill_diagonal(out, 0)
     return out
 
-
-def min_time_limit(problem: str, nodes: int) -> float:
-    """Seconds PyVRP needs before it can first check its stopping criterion.
-
-    Its start-up (neighbour lists, the first local search) grows with N² and cannot be
-    interrupted: measured 0.65 s for a 3K-node TSP, 3.5 s at 5K, and 15 s (build included) for
-    a 10K-node CVRP on a 2-core machine. Asking for less would overrun the time limit, so the
-    registry refuses it with this figure instead (twice the measured start-up).
-    """
-    return round(3e-7 * nodes * nodes, 1)
