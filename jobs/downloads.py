@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,8 +22,9 @@ from jobs.store import JobRecord, JobStore, StoredSolutionError
 from jobs.vrp import VRP_PROBLEM
 from solvers.plot import cost_plot_svg, readable_number
 from solvers.progress import CostSeries
+from solvers.routing.io.documents import solution_to_dict
 from solvers.routing.io.formats import parse_instance_bytes
-from solvers.routing.problem import Instance
+from solvers.routing.problem import CVRPInstance, Instance
 from solvers.routing.render import solution_svg
 from solvers.routing.solution import Solution, build_solution
 
@@ -58,6 +60,30 @@ def job_drawing(store: JobStore, job: JobRecord, payload: dict[str, Any]) -> str
     solution in the title when it has one."""
     instance = stored_instance(store, job)
     return solution_svg(instance, checked_solution(instance, payload), reference=job.reference)
+
+
+def job_incumbent(store: JobStore, job: JobRecord) -> dict[str, Any] | None:
+    """The running job's latest published plan as a solution document, rebuilt on the stored
+    instance (cost recomputed, the independent checker run) and marked ``partial``, with the
+    cost its solver claimed beside it; None when its solver published none yet."""
+    plan = store.read_incumbent(job.id, job.attempt)
+    if plan is None:
+        return None
+    instance = stored_instance(store, job)
+    try:
+        solution = build_solution(instance, plan["routes"], solver=job.solver,
+                                  wall_time=float(plan.get("elapsed") or 0.0))
+        payload = solution_to_dict(solution, instance)
+    except Exception as exc:  # a plan naming nodes the instance lacks: a damaged file
+        raise StoredSolutionError(f"the stored incumbent of job {job.id} does not fit its "
+                                  f"instance ({type(exc).__name__}: {exc})") from None
+    payload.update(id=job.id, state=job.state, nodes=instance.n, partial=True,
+                   solver_cost=plan.get("cost"))
+    if isinstance(instance, CVRPInstance):  # as the final solution's document
+        payload["depot"] = instance.depot
+    if not math.isfinite(payload["cost"]):  # an unusable plan: no number (JSON has no NaN)
+        payload["cost"] = None
+    return payload
 
 
 def job_series(store: JobStore, job: JobRecord) -> list[list[float]]:

@@ -318,6 +318,37 @@ class JobStore:
         except FileNotFoundError:
             return
 
+    def incumbent_path(self, job_id: str, attempt: int) -> Path:
+        """The attempt's latest published plan while it runs (``{solver, cost, elapsed,
+        routes}``), one file per attempt as the solution; never a row: it is rewritten
+        every second and may hold 20K nodes."""
+        return self.job_dir(job_id) / f"incumbent-{attempt}.json"
+
+    def write_incumbent(self, job_id: str, attempt: int, plan: dict[str, Any]) -> None:
+        """Write the plan atomically; a job whose folder is gone (purged) is left alone."""
+        path = self.incumbent_path(job_id, attempt)
+        tmp = path.with_suffix(".tmp-incumbent")
+        try:
+            tmp.write_text(json.dumps(plan))
+            os.replace(tmp, path)
+        except FileNotFoundError:
+            return
+
+    def read_incumbent(self, job_id: str, attempt: int) -> dict[str, Any] | None:
+        """The attempt's latest published plan; None when its solver published none yet.
+        A damaged file is a ``StoredSolutionError``."""
+        path = self.incumbent_path(job_id, attempt)
+        try:
+            plan = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StoredSolutionError(f"the stored incumbent of job {job_id} cannot be read "
+                                      f"({exc.__class__.__name__}: {exc})") from None
+        if not isinstance(plan, dict) or not isinstance(plan.get("routes"), list):
+            raise StoredSolutionError(f"the stored incumbent of job {job_id} is not a plan")
+        return plan
+
     def read_progress(self, job_id: str, attempt: int) -> list[list[float]]:
         """The attempt's stored series; empty when none was written (a job that never
         reported a cost, or one stored before series were kept). A damaged file is a

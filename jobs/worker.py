@@ -76,6 +76,8 @@ class JobOutcome:
 
 #: How often a running job may rewrite its stored progress series, in seconds.
 SERIES_S = 1.0
+#: How often a running job may rewrite its stored incumbent plan, in seconds.
+INCUMBENT_S = 1.0
 
 
 class _Throttle:
@@ -91,9 +93,11 @@ class _Throttle:
         self.series = CostSeries()
         self.series_written = 0.0
         self.series_changed = False
+        self.incumbent_written = -math.inf
 
     def __call__(self, event: ProgressEvent) -> None:
         self.iterations = max(self.iterations, event.iterations)
+        self._incumbent(event)
         self.series_changed |= self.series.add(event.elapsed, event.best_cost)
         now = time.monotonic()
         if now - self.last >= POLL_S:
@@ -103,6 +107,19 @@ class _Throttle:
         if keep is not None and self.series_changed and now - self.series_written >= SERIES_S:
             self.series_written, self.series_changed = now, False
             keep(self.series.to_json())
+
+    def _incumbent(self, event: ProgressEvent) -> None:
+        """Hand the solver's published plan to a sink that keeps it (the local store's), at
+        most every INCUMBENT_S seconds: a file write on the solver's thread, never a row."""
+        keep = getattr(self.sink, "incumbent", None)
+        if (keep is None or event.routes is None or event.best_cost is None
+                or not math.isfinite(event.best_cost)):
+            return
+        now = time.monotonic()
+        if now - self.incumbent_written >= INCUMBENT_S:
+            self.incumbent_written = now
+            keep({"solver": event.solver, "cost": float(event.best_cost),
+                  "elapsed": float(event.elapsed), "routes": event.routes})
 
 
 def execute(spec: JobSpec, data: bytes, sink: JobSink) -> JobOutcome:
@@ -244,6 +261,11 @@ class StoreSink:
         """The cost series so far, for ``/progress`` while the job runs."""
         skip_when_full(lambda: self.store.write_progress(self.job_id, self.attempt, points),
                        f"job {self.job_id}: cost series")
+
+    def incumbent(self, plan: dict[str, Any]) -> None:
+        """The solver's latest published plan, for ``/incumbent`` while the job runs."""
+        skip_when_full(lambda: self.store.write_incumbent(self.job_id, self.attempt, plan),
+                       f"job {self.job_id}: incumbent")
 
 
 def record_outcome(store: Any, job_id: str, attempt: int, outcome: JobOutcome,

@@ -111,6 +111,18 @@ class ProgressEvent:
     iterations: int
     best_cost: float | None
     message: str = ""
+    #: the plan behind ``best_cost`` (the solution's ``routes``) when the solver publishes
+    #: its incumbent, so a client can redraw it while the job runs; None in most events, as
+    #: solvers send it at most every ``INCUMBENT_EVERY_S`` and only up to
+    #: ``INCUMBENT_MAX_NODES`` nodes, to keep events small
+    routes: list[list[int]] | None = None
+
+
+#: How often a solver may attach its incumbent's routes to a progress event, in seconds.
+INCUMBENT_EVERY_S = 1.0
+#: Above this many nodes a solver never attaches routes (a plan of 100K nodes is about 1 MB
+#: of JSON; rebuilding it every second would slow the search).
+INCUMBENT_MAX_NODES = 20_000
 
 
 #: Called by a solver on the thread that called ``solve``, between steps of its search; an

@@ -54,6 +54,7 @@ from app.schemas.jobs import (
     BatchSummary,
     CVRPJobRequest,
     CVRPTWJobRequest,
+    JobIncumbent,
     JobLinks,
     JobList,
     JobProgress,
@@ -83,6 +84,7 @@ from jobs.batches import (
 )
 from jobs.downloads import ZipSummary, job_drawing, job_progress_svg, job_series
 from jobs.downloads import batch_zip as build_batch_zip
+from jobs.downloads import job_incumbent as load_incumbent
 from jobs.service import JobInput, JobService, QueueFullError
 from jobs.simulation import SIMULATION_PROBLEM
 from jobs.store import FINAL_STATES, JobRecord, StorageError, StoredSolutionError, safe_filename
@@ -351,6 +353,31 @@ def job_solution(job_id: str, service: ServiceDep,
     stem = result_stem(job.filename) or "solution"
     return PlainTextResponse(text, headers={
         "Content-Disposition": content_disposition(f"{stem}.{format}")})
+
+
+@router.get("/jobs/{job_id}/incumbent", response_model=JobIncumbent,
+            responses=problem_responses(404, 409, 500))
+def job_incumbent(job_id: str, service: ServiceDep, principal: PrincipalDep) -> Any:
+    """A running job's best plan so far, to draw it while the search goes on: the plan its
+    solver last published (``ortools`` and ``pyvrp``, at most once a second, up to 20,000
+    nodes), its cost recomputed and checked, ``partial: true``. 404 before the first one
+    (and for solvers that publish none); 409 once the job is final: its ``/solution`` is
+    the answer then."""
+    job = _get_job(service, job_id, principal)
+    if job.final:
+        raise ApiError(409, f"job {job_id} is {job.state}; its answer is "
+                       f"/v1/jobs/{job_id}/solution", kind="job-finished", title="Finished",
+                       field="job_id", extra={"state": job.state})
+    try:
+        payload = load_incumbent(service.store, job)
+    except StoredSolutionError as exc:
+        raise _storage_problem(str(exc)) from None
+    if payload is None:
+        raise ApiError(404, f"job {job_id} ({job.state}, solver {job.solver}) has published "
+                       "no plan yet; only ortools and pyvrp publish theirs while they run",
+                       kind="no-incumbent", title="No plan yet", field="job_id",
+                       extra={"state": job.state})
+    return payload
 
 
 @router.get("/jobs/{job_id}/progress", response_model=JobSeries, responses={

@@ -134,6 +134,17 @@ class JobSolution(SolutionBody):
     partial: bool = Field(description="The best solution found before a cancel.")
 
 
+class JobIncumbent(JobSolution):
+    """A running job's best plan so far (``GET /v1/jobs/{id}/incumbent``): what its solver
+    last published, rebuilt on the job's instance, its cost recomputed and checked as every
+    answer; always ``partial``."""
+
+    id: str
+    state: JobState
+    solver_cost: float | None = Field(
+        description="The cost the solver reported for this plan (``cost`` is recomputed).")
+
+
 class JobStatus(BaseModel):
     """A job's state and progress; ``partial`` marks a best-so-far kept after a cancel."""
 

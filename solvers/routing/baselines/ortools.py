@@ -35,7 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import (
+    INCUMBENT_EVERY_S,
+    INCUMBENT_MAX_NODES,
+    Budget,
+    Clock,
+    ProgressCallback,
+    ProgressEvent,
+    no_progress,
+)
 from solvers.errors import NoSolutionError
 from solvers.routing.baselines.limits import ORTOOLS_DENSE_LIMIT as DENSE_LIMIT
 from solvers.routing.baselines.limits import ORTOOLS_NATIVE_LIMIT as NATIVE_FIRST_SOLUTION_LIMIT
@@ -130,8 +138,13 @@ class _Progress:
     the search has returned, as every other solver propagates it."""
 
     def __init__(self, model: _Model, clock: Clock, progress: ProgressCallback,
-                 name: str) -> None:
+                 name: str, cvrp: bool = True, publish: bool = False) -> None:
         self._routing = weakref.ref(model.routing)
+        self._manager = model.manager
+        self.cvrp = cvrp
+        #: attach the improving plan's routes to events (small enough instances only)
+        self.publish = publish
+        self._last_routes = -math.inf
         self.clock = clock
         self.progress = progress
         self.name = name
@@ -164,8 +177,28 @@ class _Progress:
         # Improvements at most every 0.2 s; otherwise a heartbeat every second.
         if now - self._last_report >= (0.2 if improved else 1.0):
             self._last_report = now
+            routes = None
+            if improved and self.publish and now - self._last_routes >= INCUMBENT_EVERY_S:
+                self._last_routes = now
+                routes = self._routes(routing)
             self.progress(ProgressEvent(self.name, now, self.solutions, self.best,
-                                        "searching (OR-Tools integer cost, rescaled)"))
+                                        "searching (OR-Tools integer cost, rescaled)",
+                                        routes=routes))
+
+    def _routes(self, routing: Any) -> list[list[int]]:
+        """The solution just found, read from the search's bound variables (the assignment
+        ``_extract`` reads exists only once the search returns)."""
+        routes: list[list[int]] = []
+        for v in range(routing.vehicles()):
+            idx = routing.Start(v)
+            route = [] if self.cvrp else [self._manager.IndexToNode(idx)]
+            idx = routing.NextVar(idx).Value()
+            while not routing.IsEnd(idx):
+                route.append(self._manager.IndexToNode(idx))
+                idx = routing.NextVar(idx).Value()
+            if route:
+                routes.append(route)
+        return routes if self.cvrp else routes[:1]
 
 
 def first_fit_vehicles(instance: CVRPInstance) -> int:
@@ -211,7 +244,8 @@ class ORToolsSolver:
         if isinstance(instance, CVRPTWInstance):
             tw_stats = self._add_time_windows(model, instance, num_vehicles)
         params = _search_parameters(model)
-        watcher = _Progress(model, clock, progress, self.name)
+        watcher = _Progress(model, clock, progress, self.name, cvrp,
+                            publish=instance.n <= INCUMBENT_MAX_NODES)
         routing.AddAtSolutionCallback(watcher)
         # Checked by the search itself between moves, so cancelling works even while
         # no new solution is being found. It also holds the time limit: OR-Tools' own
