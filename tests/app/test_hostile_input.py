@@ -129,7 +129,7 @@ def test_zip_member_with_corrupt_deflate_data_is_a_422(api: httpx.Client) -> Non
     data[35:45] = b"\xff" * 10  # the member's deflate stream (after its 30 + 5 byte header)
     body = assert_problem(api.post("/v1/batches", files=[("files", ("a.zip", bytes(data)))],
                                    data={"solver": "nearest_neighbor"}), 422, field="files")
-    assert "not a readable archive" in body["detail"]
+    assert "a.tsp: damaged in the archive" in body["detail"]
 
 
 class _FakeStore:
@@ -152,7 +152,7 @@ class _FakeService:
 
     def submit_batch(self, inputs: list[dict[str, Any]], solver: str, time_limit: float,
                      rejected: list[dict[str, Any]], max_vehicles: int | None = None,
-                     max_solutions: int | None = None) -> str:
+                     max_solutions: int | None = None, owner: str | None = None) -> str:
         self.submitted, self.store.rejected = inputs, rejected
         return "batch"
 
