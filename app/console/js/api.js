@@ -76,6 +76,7 @@ export const api = {
   cancelJob: (id) => call(`/v1/jobs/${encodeURIComponent(id)}`, { method: "DELETE" }),
   solution: (id) => call(`/v1/jobs/${encodeURIComponent(id)}/solution?format=json`),
   progress: (id) => call(`/v1/jobs/${encodeURIComponent(id)}/progress?format=json`),
+  incumbent: (id) => call(`/v1/jobs/${encodeURIComponent(id)}/incumbent`),
   submitBatch: (fields) => call("/v1/batches", { method: "POST", body: form(fields) }),
   batch: (id) => call(`/v1/batches/${encodeURIComponent(id)}?format=json`),
   policies: () => call("/v1/scheduling/policies"),

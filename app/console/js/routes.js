@@ -34,10 +34,13 @@ export class RouteView {
     this.fit();
   }
 
-  setRoutes(routes) {
+  // final: the job's answer (data-plan="final"; its first paint sets data-drawn-at and fires
+  // "drawn"); otherwise a running job's best plan so far (data-plan="incumbent").
+  setRoutes(routes, final = true) {
     this.routes = routes.filter((r) => r.length);
     this.canvas.dataset.routes = String(this.routes.length);
-    this.firstDraw = true;
+    this.canvas.dataset.plan = final ? "final" : "incumbent";
+    this.firstDraw = final;
     this.surface.request();
   }
 

@@ -1,6 +1,7 @@
 // Solve and compare: one file, several solvers, each solver a job of the public API. The
-// chart follows every job's server-sent events; each job's routes are drawn when its plan
-// is served (the API serves a plan once the job is final, or its best after a cancel).
+// chart follows every job's server-sent events; while a job runs and its best cost falls,
+// its best plan so far (/incumbent, for the solvers that publish one) is redrawn, at most
+// every INCUMBENT_MS; the final plan (or the best kept after a cancel) replaces it.
 
 import { api, follow, links } from "./api.js";
 import { CostChart } from "./chart.js";
@@ -10,6 +11,8 @@ import {
 } from "./ui.js";
 
 const REFERENCE = /\.(sol|tour)(\.gz)?$/i;
+// How often one job's best plan so far may be fetched while it runs.
+const INCUMBENT_MS = 2000;
 const DEFAULT_SOLVERS = ["ortools", "pyvrp", "ils"];
 
 const state = { file: null, reference: null, info: null, solvers: [], runs: new Map() };
@@ -80,7 +83,10 @@ async function loadSolvers(kind) {
 // -- a run: one solver's job ------------------------------------------------------------------
 function runCard(run) {
   const canvas = el("canvas", { class: "routes", role: "img", "aria-label": `Routes of ${run.solver}`,
-    dataset: { solver: run.solver, routes: "0" } });
+    dataset: { solver: run.solver, routes: "0", redraws: "0" } });
+  run.redraws = 0; // best plans so far drawn while the job ran (data-redraws)
+  run.drawnCost = Infinity;
+  run.lastFetch = -Infinity;
   run.view = new RouteView(canvas);
   if (state.info) run.view.setInstance(state.info);
   run.caption = el("span", { class: "caption", text: "queued" });
@@ -116,7 +122,8 @@ function renderRow(run) {
     el("td", {}, cancel));
   if (run.error) run.row.append(el("td", { class: "problem", text: run.error }));
   run.caption.textContent = run.error ? `refused: ${run.error}`
-    : st ? `${stateText}, best ${fmt(cost)}` + (st.state === "running" ? " (the plan is drawn when the job ends)" : "") : "submitting";
+    : st ? `${stateText}, best ${fmt(cost)}` + (st.state !== "running" ? ""
+      : run.redraws ? ` (best plan so far drawn: ${fmt(run.drawnCost)})` : " (the plan is drawn as it improves, or when the job ends)") : "submitting";
 }
 
 async function startRun(run, options) {
@@ -146,6 +153,28 @@ async function startRun(run, options) {
 function progressPoint(run) {
   const p = run.status.progress;
   if (p && p.best_cost !== null && p.elapsed !== null) chart.add(run.solver, run.colour, p.elapsed, p.best_cost);
+  if (p && p.best_cost !== null && p.best_cost < run.drawnCost && run.status.state === "running") redrawBest(run);
+}
+
+// The running job's best plan so far, drawn when its cost is below the one drawn; a plan
+// the worker has not stored yet (404) or a job that just ended (409) is left to the next
+// progress event or to the final plan.
+async function redrawBest(run) {
+  const now = performance.now();
+  if (run.fetching || run.solution || now - run.lastFetch < INCUMBENT_MS) return;
+  run.fetching = true;
+  run.lastFetch = now;
+  try {
+    const plan = await api.incumbent(run.status.id);
+    if (run.solution || plan.cost === null || !plan.feasible || plan.cost >= run.drawnCost) return;
+    run.drawnCost = plan.cost;
+    run.view.setRoutes(plan.routes, false);
+    run.redraws += 1;
+    run.view.canvas.dataset.redraws = String(run.redraws);
+    renderRow(run);
+  } catch (_) { /* none yet, or final: the final plan is drawn at the end */ } finally {
+    run.fetching = false;
+  }
 }
 
 function allDone() {

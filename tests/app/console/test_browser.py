@@ -146,6 +146,11 @@ def test_two_solvers_race_on_x101(browser: Any, console_url: str) -> None:
     # the chart holds one series per solver
     chart = browser.find_element(By.ID, "solve-chart")
     wait_for(lambda: chart.get_attribute("data-series") == "2", what="two series")
+    # while they ran, a best plan so far was drawn (ortools and pyvrp publish theirs): the
+    # redraws are counted only before the final plan arrives
+    redraws = {d.get_attribute("data-solver"): int(d.get_attribute("data-redraws"))
+               for d in browser.find_elements(By.CSS_SELECTOR, "canvas.routes")}
+    assert max(redraws.values()) >= 1, redraws
     for row in rows(browser, "solve-table"):
         solver = row.get_attribute("data-solver")
         assert row.get_attribute("data-state") == "succeeded", row.text
@@ -154,7 +159,8 @@ def test_two_solvers_race_on_x101(browser: Any, console_url: str) -> None:
         routes = [r for r in solution["routes"] if r]
         drawing = browser.find_element(By.CSS_SELECTOR, f"canvas.routes[data-solver='{solver}']")
         drawn = str(len(routes))
-        wait_for(lambda d=drawing, n=drawn: d.get_attribute("data-routes") == n,
+        wait_for(lambda d=drawing, n=drawn: d.get_attribute("data-routes") == n
+                 and d.get_attribute("data-plan") == "final",
                  what=f"{solver}'s {drawn} routes drawn")
         # the gap to the uploaded known solution, as the service computed it
         assert job["reference"] == X101_BEST
@@ -181,7 +187,8 @@ def test_cancel_keeps_the_best(browser: Any, console_url: str) -> None:
     wait_for(lambda: rows(browser, "solve-table")[0].get_attribute("data-state") == "cancelled",
              timeout=30, what="the cancel")
     drawing = browser.find_element(By.CSS_SELECTOR, "canvas.routes[data-solver='pyvrp']")
-    wait_for(lambda: int(drawing.get_attribute("data-routes")) > 0, what="the best drawn")
+    wait_for(lambda: int(drawing.get_attribute("data-routes")) > 0
+             and drawing.get_attribute("data-plan") == "final", what="the best drawn")
     assert "best kept" in rows(browser, "solve-table")[0].text
     job_id = rows(browser, "solve-table")[0].get_attribute("data-job")
     solution = httpx.get(f"{console_url}/v1/jobs/{job_id}/solution").json()
