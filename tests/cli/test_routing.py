@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from contextlib import suppress
@@ -610,7 +611,9 @@ def test_ctrl_c_while_cosolve_loads_is_one_line(argv0: str, interrupted: bool) -
               "sys.orig_argv = ['python', '-m', 'cli.main']; "
               "import cli; os.kill(os.getpid(), signal.SIGINT); import cli.main")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=REPO_ROOT)
+                          timeout=120, cwd=REPO_ROOT,
+                          # a test run started in the background inherits an ignored SIGINT
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     if interrupted:
         assert proc.returncode == 130, proc.stderr
         assert proc.stderr == "error: interrupted (Ctrl-C) while loading, before solving\n"
