@@ -102,7 +102,7 @@ def write(rows: list[dict[str, Any]], args: argparse.Namespace, prov: dict[str, 
               "| rule | below | overloaded |", "|---|---:|---:|"]
     lines += [f"| {p} | {w['light']:+.1f} % | {w['overloaded']:+.1f} % |"
               for p, w in worst.items()]
-    rows_out = [headline("scheduling", f"by load, utilization {band}", p,
+    rows_out = [headline("scheduling", f"by load, utilization {band} (worst row)", p,
                          f"{args.workflows} workflows", w[band], len(rows),
                          "best correctly timed rule of the row")
                 for p, w in worst.items() for band in ("light", "overloaded")]
