@@ -14,7 +14,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solvers.contract import Budget, Clock, ProgressCallback, ProgressEvent, no_progress
+from solvers.contract import (
+    INCUMBENT_MAX_NODES,
+    Budget,
+    Clock,
+    ProgressCallback,
+    ProgressEvent,
+    no_progress,
+)
 from solvers.errors import InstanceError
 from solvers.routing.classical.construct import random_insertion_routes, random_insertion_tour
 from solvers.routing.classical.descent import polish_routes
@@ -74,9 +81,11 @@ def iterate(xy: np.ndarray, tour: np.ndarray, clock: Clock, seed: int,
         for key in totals:
             totals[key] += stats[key]
         if on_slice is not None:
+            # the slice's tour is the shortest met: a job shows it while the search goes on
+            routes = [tour.tolist()] if tour.size <= INCUMBENT_MAX_NODES else None
             on_slice(ProgressEvent("ils", clock.elapsed, int(totals["kicks"]),
                                    cost(tour) if cost else tour_length(xy, tour),
-                                   f"{int(totals['kicks'])} kicks"))
+                                   f"{int(totals['kicks'])} kicks", routes=routes))
     return tour, totals
 
 

@@ -37,3 +37,17 @@ def test_no_plan_is_published_above_the_node_limit(
     events: list[ProgressEvent] = []
     solve(x101, solver, Budget(time_limit=0.5, seed=1), events.append)
     assert events and all(e.routes is None for e in events)
+
+
+def test_ils_publishes_its_shortest_tour_after_every_slice() -> None:
+    from solvers.routing.io.formats import load_instance
+    from tests.conftest import DATA
+
+    berlin = load_instance(DATA / "berlin52.tsp")
+    events: list[ProgressEvent] = []
+    solve(berlin, "ils", Budget(time_limit=2.5, seed=0), events.append)
+    published = [e for e in events if e.routes is not None]
+    assert published
+    for event in published:
+        plan = build_solution(berlin, event.routes or [], solver="ils", wall_time=0)
+        assert plan.feasible and plan.cost == pytest.approx(event.best_cost)
