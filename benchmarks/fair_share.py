@@ -36,6 +36,7 @@ from benchmarks.common import (
     machine_info,
     parser_for,
     provenance,
+    relative,
     write_table,
 )
 
@@ -156,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "cores, its others wait their turn (hence its longer latency), and those past "
               "COSOLVE_MAX_CLIENT_SOLVES are refused with 429 and Retry-After (to send again, "
               "or as jobs)."]
-    write_table(args.out, lines, {"runs": runs, "args": vars(args) | {"out": str(args.out)},
+    write_table(args.out, lines, {"runs": runs, "args": vars(args) | {"out": relative(args.out)},
                                   "machine": info}, prov, [])
     print("\n".join(lines))
     return 0
