@@ -32,6 +32,7 @@ import httpx
 import numpy as np
 
 from benchmarks.common import (
+    REPO,
     check_out,
     header_lines,
     machine_info,
@@ -41,7 +42,6 @@ from benchmarks.common import (
 )
 from solvers.routing.generate import random_tsp
 
-REPO = Path(__file__).resolve().parents[1]
 X101 = REPO / "tests" / "data" / "X-n101-k25.vrp"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

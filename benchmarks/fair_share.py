@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from benchmarks.common import (
+    REPO,
     check_out,
     header_lines,
     machine_info,
@@ -40,7 +41,6 @@ from benchmarks.common import (
     write_table,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "fair_share.md"
 KEY_A = "fair-share-client-a-0123456789"
 KEY_B = "fair-share-client-b-0123456789"

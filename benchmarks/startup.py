@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from benchmarks.common import (
+    REPO,
     check_out,
     header_lines,
     machine_info,
@@ -38,7 +39,6 @@ from benchmarks.common import (
     write_table,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 #: The longest a start may take before the run gives up on it, seconds.
 LIMIT_S = 600.0
 _WARMED = re.compile(r"cosolve: (\S+) warmed up in ([0-9.]+) s")
