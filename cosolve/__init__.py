@@ -30,6 +30,8 @@ from cosolve.responses import (
     SolutionDocument,
     SolverInfo,
     UnavailableError,
+    VrpAnswer,
+    VrpCompareResult,
 )
 from solvers.catalog import all_specs, get_spec, warm_up
 from solvers.contract import Budget, ProgressEvent, SolverSpec
@@ -78,6 +80,8 @@ __all__ = [
     "SolverSpec",
     "TSPInstance",
     "UnavailableError",
+    "VrpAnswer",
+    "VrpCompareResult",
     "VrpProblem",
     "VrpResult",
     "all_specs",

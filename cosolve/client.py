@@ -36,14 +36,19 @@ from cosolve.responses import (
     ServerUnreachableError,
     SolutionDocument,
     SolverInfo,
+    VrpAnswer,
+    VrpCompareResult,
     api_error,
 )
 from solvers.routing.io.documents import instance_to_dict
 from solvers.routing.problem import RoutingInstance
+from solvers.routing.vrp.solve import VRP_SOLVERS
 
 #: What the client accepts as an instance: a file, a library instance, or the API's JSON form.
 InstanceLike = str | os.PathLike[str] | RoutingInstance | dict[str, Any]
 PathLike = str | os.PathLike[str]
+#: A VROOM input document: a dict, or a .json file (optionally .gz) that holds one.
+DocumentLike = str | os.PathLike[str] | dict[str, Any]
 
 #: The server sends a keep-alive comment on an idle event stream every 15 s.
 _EVENT_READ_TIMEOUT_S = 45.0
@@ -141,6 +146,45 @@ class Client:
         seconds = (time_limit or 0.0) * len(solvers)
         doc = self._json("POST", f"/v1/routing/{kind}/compare", **body, solve_seconds=seconds)
         return CompareResult.from_json(doc)
+
+    # -- VROOM documents -----------------------------------------------------------------------
+    def solve_vrp(self, document: DocumentLike, solver: str = "vroom",
+                  time_limit: float | None = None, seed: int = 0, *,
+                  geojson: bool = False) -> VrpAnswer:
+        """Solve a VROOM document in the request (``POST /v1/routing/vrp/solve``): fleets,
+        shipments, skills, time windows, matrices; ``geojson`` adds the routes as a
+        FeatureCollection. Documents above the in-request task cap go as ``submit_vrp``."""
+        params = _options(solver=solver, time_limit=time_limit, seed=seed,
+                          geometry="geojson" if geojson else None)
+        doc = self._json("POST", "/v1/routing/vrp/solve", params=params,
+                         content=_document_bytes(document),
+                         headers={"Content-Type": "application/json"},
+                         solve_seconds=time_limit or 0.0)
+        return VrpAnswer.from_json(doc)
+
+    def compare_vrp(self, document: DocumentLike, solvers: Sequence[str] | None = None,
+                    time_limit: float | None = None, seed: int = 0) -> VrpCompareResult:
+        """Several solvers on one VROOM document at equal time, one after another (every
+        solver of VROOM documents when ``solvers`` is None)."""
+        if isinstance(solvers, str):
+            solvers = [s.strip() for s in solvers.split(",") if s.strip()]
+        params = _options(solvers=",".join(solvers) if solvers else None,
+                          time_limit=time_limit, seed=seed)
+        count = len(solvers) if solvers else len(VRP_SOLVERS)
+        doc = self._json("POST", "/v1/routing/vrp/compare", params=params,
+                         content=_document_bytes(document),
+                         headers={"Content-Type": "application/json"},
+                         solve_seconds=(time_limit or 0.0) * count)
+        return VrpCompareResult.from_json(doc)
+
+    def submit_vrp(self, document: DocumentLike, solver: str = "vroom",
+                   time_limit: float | None = None, seed: int = 0) -> Job:
+        """A VROOM document as a job (``POST /v1/jobs``, problem ``vrp``): any size the server
+        accepts for jobs; ``Job.vrp_solution()`` reads its answer."""
+        body = {"problem": "vrp", "instance": json.loads(_document_bytes(document)),
+                **_options(solver=solver, time_limit=time_limit, seed=seed)}
+        doc = self._json("POST", "/v1/jobs", json=body)
+        return Job(self, doc["id"], JobStatus.from_json(doc))
 
     # -- jobs ----------------------------------------------------------------------------------
     def submit(self, instance: InstanceLike, solver: str = "ortools",
@@ -248,9 +292,16 @@ class Job:
 
     def solution(self) -> SolutionDocument:
         """The finished job's solution as a document (``ConflictError`` while it runs,
-        ``NotFoundError`` when it ended without one)."""
-        return SolutionDocument.from_json(
-            self.client._json("GET", f"/v1/jobs/{self.id}/solution"))
+        ``NotFoundError`` when it ended without one); a ``vrp`` job's is ``vrp_solution()``."""
+        doc = self.client._json("GET", f"/v1/jobs/{self.id}/solution")
+        if "cosolve" in doc and "problem" not in doc:
+            raise TypeError(f"job {self.id} solved a VROOM document: read its answer with "
+                            "vrp_solution()")
+        return SolutionDocument.from_json(doc)
+
+    def vrp_solution(self) -> VrpAnswer:
+        """A finished ``vrp`` job's answer: VROOM's output document and the server's check."""
+        return VrpAnswer.from_json(self.client._json("GET", f"/v1/jobs/{self.id}/solution"))
 
     def solution_file(self, fmt: Literal["tour", "sol"] | None = None) -> str:
         """The solution as a file's text: a TSPLIB ``.tour`` for a TSP, a CVRPLIB ``.sol``
@@ -396,6 +447,21 @@ def _body(instance: InstanceLike, problem: str | None, options: dict[str, Any],
     if reference_file is not None:
         files["reference_file"] = (reference_file.name, reference_file.read_bytes())
     return kind, {"files": files, "data": fields}
+
+
+def _document_bytes(document: DocumentLike) -> bytes:
+    """A VROOM document's JSON bytes: a dict encoded, a file sent as it is (gzip inflated,
+    since the solve route takes JSON only); the server reads and checks every field."""
+    if isinstance(document, dict):
+        return json.dumps(document).encode()
+    path = Path(document)
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{path.name} is not a readable gzip file ({exc})") from None
+    return data
 
 
 def _document_problem(doc: dict[str, Any]) -> str:

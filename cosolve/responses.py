@@ -244,6 +244,67 @@ class CompareResult:
         return "\n".join(lines)
 
 
+# -- VROOM documents ------------------------------------------------------------------------
+@dataclass
+class VrpAnswer:
+    """A VROOM document's answer (``POST /v1/routing/vrp/solve``, a ``vrp`` job's solution):
+    VROOM's output document, whose ``summary``, ``routes`` and ``unassigned`` (each with its
+    ``reason`` code) are kept as VROOM writes them, and the server's independent check."""
+
+    solver: str
+    cost: float | None
+    feasible: bool
+    violations: list[str]
+    routes: list[dict[str, Any]]
+    unassigned: list[dict[str, Any]]
+    summary: dict[str, Any]
+    geojson: dict[str, Any] | None = field(repr=False)
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> VrpAnswer:
+        mine = doc.get("cosolve") or {}
+        check = mine.get("check") or {}
+        summary = dict(doc.get("summary") or {})
+        return cls(solver=str(mine.get("solver", "")), cost=summary.get("cost"),
+                   feasible=bool(check.get("feasible", False)),
+                   violations=list(check.get("violations") or []),
+                   routes=list(doc.get("routes") or []),
+                   unassigned=list(doc.get("unassigned") or []), summary=summary,
+                   geojson=doc.get("geojson"), raw=doc)
+
+
+@dataclass
+class VrpCompareResult:
+    """Several solvers on one VROOM document at equal time (``/v1/routing/vrp/compare``);
+    each row's ``solution`` is its ``VrpAnswer`` (None when it has no answer)."""
+
+    time_limit: float
+    seed: int
+    tasks: int
+    best_solver: str | None
+    rows: list[dict[str, Any]]
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> VrpCompareResult:
+        rows = []
+        for row in doc.get("rows") or []:
+            row = dict(row)
+            if row.get("solution"):
+                row["solution"] = VrpAnswer.from_json(row["solution"])
+            rows.append(row)
+        return cls(time_limit=doc["time_limit"], seed=doc["seed"], tasks=doc["tasks"],
+                   best_solver=doc.get("best_solver"), rows=rows, raw=doc)
+
+    def row(self, solver: str) -> dict[str, Any]:
+        """The row of ``solver`` (KeyError if it was not compared)."""
+        for row in self.rows:
+            if row["solver"] == solver:
+                return row
+        raise KeyError(solver)
+
+
 # -- jobs and batches ----------------------------------------------------------------------
 @dataclass
 class JobProgress:

@@ -3,6 +3,7 @@ HTTP, and every figure it returns is checked against the library's own instance 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from cosolve import (
     NotFoundError,
     Solution,
     TSPInstance,
+    VrpAnswer,
     load_instance,
 )
 from cosolve.responses import JobStatus
@@ -140,3 +142,48 @@ def test_batch_of_files_with_a_reference(client: Client) -> None:
     assert "# Batch" in batch.markdown()
     tours = [job.solution_file("tour") for job in batch.jobs()]
     assert all("TOUR_SECTION" in t for t in tours)
+
+
+VRP_DOCUMENT = Path(__file__).resolve().parents[2] / "examples" / "vrp_request.json"
+
+
+def _tasks_of(answer: VrpAnswer) -> list[tuple[str, int]]:
+    return [(step["type"], step["id"]) for route in answer.routes for step in route["steps"]
+            if step["type"] in ("job", "pickup", "delivery")]
+
+
+def test_vroom_document_solved_compared_and_as_a_job(client: Client) -> None:
+    document = json.loads(VRP_DOCUMENT.read_text())
+    answer = client.solve_vrp(VRP_DOCUMENT, "ortools", time_limit=1, geojson=True)
+    assert answer.solver == "ortools" and answer.feasible and not answer.violations
+    assert answer.cost == sum(route["cost"] for route in answer.routes)
+    served = {task_id for kind, task_id in _tasks_of(answer) if kind == "job"}
+    left = {task["id"] for task in answer.unassigned if task["type"] == "job"}
+    assert served | left == {job["id"] for job in document["jobs"]} and not served & left
+    assert all(task["reason"] for task in answer.unassigned)
+    assert answer.geojson and answer.geojson["type"] == "FeatureCollection"
+
+    result = client.compare_vrp(document, ["vroom", "ortools"], time_limit=1)
+    assert [row["solver"] for row in result.rows] == ["vroom", "ortools"]
+    assert result.best_solver in ("vroom", "ortools")
+    best = result.row(result.best_solver).get("solution")
+    assert best is not None and best.feasible and best.cost == result.row(
+        result.best_solver)["cost"]
+
+    job = client.submit_vrp(document, "vroom", time_limit=1)
+    assert job.wait(timeout=60).state == "succeeded"
+    solved = job.vrp_solution()
+    assert solved.solver == "vroom" and solved.feasible
+    with pytest.raises(TypeError, match="vrp_solution"):
+        job.solution()
+
+
+def test_vroom_document_refusals_name_the_field(client: Client) -> None:
+    document = json.loads(VRP_DOCUMENT.read_text())
+    document["vehicles"][0]["capacity"] = [-1]
+    with pytest.raises(InvalidRequestError) as err:
+        client.solve_vrp(document, "vroom", time_limit=1)
+    assert err.value.status == 422 and "capacity" in (err.value.field or err.value.detail)
+    with pytest.raises(NotFoundError) as missing:  # a routing solver, not a VROOM one
+        client.solve_vrp(VRP_DOCUMENT, "nearest_neighbor", time_limit=1)
+    assert missing.value.field == "solver" and "vroom" in missing.value.detail
