@@ -12,10 +12,11 @@ from __future__ import annotations
 import io
 import json
 import math
+import tempfile
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from jobs.batches import result_stem, sol_text, tour_text
 from jobs.store import JobRecord, JobStore, StoredSolutionError
@@ -115,13 +116,20 @@ class ZipSummary:
     status_json: str
 
 
-def batch_zip(store: JobStore, jobs: Iterable[JobRecord], summary: ZipSummary) -> bytes:
+#: A batch's zip is built in memory up to this size, then in a temporary file: the drawings
+#: of a batch of 100,000-node instances are megabytes each, and a download must not hold a
+#: whole batch's results in the server's memory.
+ZIP_SPOOL_BYTES = 16 * 1024 * 1024
+
+
+def batch_zip(store: JobStore, jobs: Iterable[JobRecord], summary: ZipSummary,
+              out: BinaryIO | None = None) -> bytes | None:
     """A batch's results as one zip: ``summary.md`` and ``summary.json``, then per file with
     a solution ``solutions/NAME.json`` (and ``NAME.tour`` or ``NAME.sol`` for a feasible
     plan), ``drawings/NAME.svg`` and ``progress/NAME.json`` + ``.svg``; ``errors.txt`` lists
     the files whose solution or drawing could not be read back, rather than failing the
-    whole download."""
-    buffer = io.BytesIO()
+    whole download. Written into ``out`` when given (None returned), else returned."""
+    buffer = io.BytesIO() if out is None else out
     errors: list[str] = []
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("summary.md", summary.markdown)
@@ -133,7 +141,21 @@ def batch_zip(store: JobStore, jobs: Iterable[JobRecord], summary: ZipSummary) -
                 errors.append(f"{job.filename}: {exc}")
         if errors:
             archive.writestr("errors.txt", "\n".join(errors) + "\n")
-    return buffer.getvalue()
+    return buffer.getvalue() if out is None else None
+
+
+def spooled_batch_zip(store: JobStore, jobs: Iterable[JobRecord], summary: ZipSummary
+                      ) -> BinaryIO:
+    """The batch's zip in a spooled temporary file, rewound: memory up to ZIP_SPOOL_BYTES,
+    the rest on disk; the caller streams it and closes it (which deletes it)."""
+    spool = tempfile.SpooledTemporaryFile(max_size=ZIP_SPOOL_BYTES)  # noqa: SIM115 (streamed)
+    try:
+        batch_zip(store, jobs, summary, out=spool)  # type: ignore[arg-type]
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool  # type: ignore[return-value]
 
 
 def _add_job(archive: zipfile.ZipFile, store: JobStore, job: JobRecord) -> None:

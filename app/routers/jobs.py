@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any, BinaryIO, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -82,8 +82,13 @@ from jobs.batches import (
     tour_text,
     upload_path,
 )
-from jobs.downloads import ZipSummary, job_drawing, job_progress_svg, job_series
-from jobs.downloads import batch_zip as build_batch_zip
+from jobs.downloads import (
+    ZipSummary,
+    job_drawing,
+    job_progress_svg,
+    job_series,
+    spooled_batch_zip,
+)
 from jobs.downloads import job_incumbent as load_incumbent
 from jobs.service import JobInput, JobService, QueueFullError
 from jobs.simulation import SIMULATION_PROBLEM
@@ -680,7 +685,7 @@ def get_batch(batch_id: str, service: ServiceDep, principal: PrincipalDep,
           "description": "summary.md and summary.json, and per file solutions/NAME.json (with "
                          "NAME.tour or NAME.sol), drawings/NAME.svg and progress/NAME.json and "
                          ".svg; errors.txt names files whose results could not be read."},
-    **problem_responses(404)})
+    **problem_responses(404, 507)})
 def batch_results_zip(batch_id: str, service: ServiceDep, principal: PrincipalDep
                       ) -> Response:
     """The batch's results as one zip, as far as they are done (the summary says which files
@@ -689,9 +694,26 @@ def batch_results_zip(batch_id: str, service: ServiceDep, principal: PrincipalDe
     status = batch_status(service, batch_id)
     jobs, _ = service.store.list(batch_id=batch_id, limit=100_000)
     summary = ZipSummary(batch_markdown(status), status.model_dump_json(indent=2))
-    data = build_batch_zip(service.store, sorted(jobs, key=lambda j: j.filename), summary)
-    return Response(data, media_type="application/zip", headers={
+    try:
+        spool = spooled_batch_zip(service.store, sorted(jobs, key=lambda j: j.filename),
+                                  summary)
+    except OSError as exc:  # the temporary file's disk is full: nothing is lost, ask later
+        raise ApiError(507, f"no room to build the zip ({exc.strerror or exc}); the results "
+                       "are kept, try again later", kind="storage-full",
+                       title="No room to build the download",
+                       headers={"Retry-After": str(room.RETRY_AFTER_S)}) from None
+    return StreamingResponse(_chunks_of(spool), media_type="application/zip", headers={
         "Content-Disposition": content_disposition(f"batch-{batch_id}.zip")})
+
+
+def _chunks_of(spool: BinaryIO, size: int = 1 << 20) -> Iterator[bytes]:
+    """The file's bytes a chunk at a time, closing (and so deleting) it at the end or when
+    the client goes away."""
+    try:
+        while chunk := spool.read(size):
+            yield chunk
+    finally:
+        spool.close()
 
 
 @router.delete("/batches/{batch_id}", response_model=BatchStatus, status_code=202,
