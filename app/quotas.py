@@ -4,7 +4,8 @@ A client is a principal (``app.security``): an API key, or its address without k
 may have ``COSOLVE_MAX_CLIENT_SOLVES`` in-request solves at once (running or waiting for its
 turn), ``COSOLVE_MAX_CLIENT_JOBS`` jobs queued or running, and
 ``COSOLVE_MAX_CLIENT_SOLVER_S_PER_HOUR`` solver seconds in a sliding hour (in-request solves
-timed here, jobs by their own elapsed time in the store); past each, a 429 with Retry-After.
+timed here, jobs by their own elapsed time in the store), and ``COSOLVE_MAX_CLIENT_SESSIONS``
+online scheduling sessions open; past each, a 429 with Retry-After.
 
 Fair share: the in-request solves share ``SOLVE_THREADS`` threads and the machine's cores.
 Before, they took threads first come, first served, so one client's 40 long solves ran at once
@@ -196,6 +197,23 @@ async def solve_turn(request: Request) -> AsyncIterator[None]:
     finally:
         quotas.charge(principal.owner, time.perf_counter() - started)
         quotas.release(principal.owner)
+
+
+def check_sessions(settings: Settings, principal: Principal, idle: list[float],
+                   idle_limit_s: float) -> None:
+    """Before a scheduling session opens: 429 when the principal already has
+    ``COSOLVE_MAX_CLIENT_SESSIONS`` open (``idle``: each open one's seconds since its last
+    request), with Retry-After the wait until its idlest expires. Without it one client could
+    fill the server's whole session table and lock every other client out for an hour."""
+    limit = settings.max_client_sessions
+    if len(idle) < limit:
+        return
+    wait = max(1, math.ceil(idle_limit_s - max(idle)))
+    raise ApiError(429, f"this client has {len(idle)} scheduling sessions open; the limit is "
+                   f"{limit} (COSOLVE_MAX_CLIENT_SESSIONS): DELETE finished ones (its idlest "
+                   f"expires in {wait} s)", kind="too-many-sessions", title="Too many sessions",
+                   headers={"Retry-After": str(wait)},
+                   extra={"active": len(idle), "limit": limit})
 
 
 def check_job_quota(request: Request) -> None:

@@ -189,6 +189,11 @@ class Settings(BaseSettings):
         default=500, gt=0,
         description="Jobs one client may have queued or running at once (429 above).",
     )
+    max_client_sessions: int = Field(
+        default=32, gt=0,
+        description="Online scheduling sessions one client may have open at once (429 above; "
+        "the server holds at most 256 in all).",
+    )
     max_client_solver_s_per_hour: float = Field(
         default=4 * 3600.0, gt=0, allow_inf_nan=False,
         description="Solver seconds one client may use in a sliding hour, in-request solves "

@@ -53,6 +53,7 @@ from app.intake.uploads import (
     require_format,
     validate_json,
 )
+from app.quotas import check_sessions
 from app.routers.jobs import ServiceDep, job_status, submit_problem
 from app.schemas.jobs import JobStatus
 from app.schemas.scheduling import (
@@ -255,8 +256,8 @@ def _state(session_id: str, live: _Live) -> SessionState:
                                                  429, RETRY_AFTER_HEADER), 201,
                                     LOCATION_HEADER, "Created: the new session's state"),
              openapi_extra=_body(SessionCreate))
-async def create_session(request: Request, response: Response,
-                         principal: PrincipalDep) -> SessionState:
+async def create_session(request: Request, response: Response, principal: PrincipalDep,
+                         settings: SettingsDep) -> SessionState:
     _json_body(request)
     body = validate_json(SessionCreate, await request.body())
     pool = read_pool(body.pool)
@@ -274,6 +275,9 @@ async def create_session(request: Request, response: Response,
     now = time.monotonic()
     with _sessions_lock:
         _expire(now)
+        # a client's own cap first (its 429 names the client's setting), then the server's
+        check_sessions(settings, principal, [now - v.touched for v in _sessions.values()
+                                             if v.owner == principal.owner], SESSION_IDLE_S)
         if len(_sessions) >= MAX_SESSIONS:
             # the idlest session expires first: the wait until then
             idlest = min(v.touched for v in _sessions.values())

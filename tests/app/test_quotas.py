@@ -153,3 +153,51 @@ def test_the_api_answers_429_past_a_clients_jobs(make_client: AppFactory) -> Non
     while client.app.state.jobs.store.count_active() and time.monotonic() < deadline:  # type: ignore[attr-defined]
         time.sleep(0.1)
     assert client.post("/v1/jobs", json=TSP, headers=AUTH_B).status_code == 202
+
+
+def test_a_client_past_its_open_sessions_gets_a_429_others_do_not(
+        make_client: AppFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, only the server-wide cap (256) held: one key could open every session and
+    lock the others out for the hour an idle session takes to expire."""
+    from app.routers import scheduling
+
+    client = make_client(api_keys=f"{KEY_A},{KEY_B}", max_client_sessions=2)
+    sessions = "/v1/scheduling/sessions"
+    made: list[tuple[str, dict[str, str]]] = []
+    try:
+        for _ in range(2):
+            r = client.post(sessions, json={"pool": "1x2"}, headers=AUTH_A)
+            assert r.status_code == 201, r.text
+            made.append((r.headers["location"], AUTH_A))
+        refused = client.post(sessions, json={"pool": "1x2"}, headers=AUTH_A)
+        body = assert_problem(refused, 429)
+        assert "COSOLVE_MAX_CLIENT_SESSIONS" in body["detail"] and body["limit"] == 2
+        wait = int(refused.headers["retry-after"])
+        assert 0 < wait <= scheduling.SESSION_IDLE_S and f"expires in {wait} s" in body["detail"]
+        r = client.post(sessions, json={"pool": "1x2"}, headers=AUTH_B)  # b is untouched
+        assert r.status_code == 201, r.text
+        made.append((r.headers["location"], AUTH_B))
+        # the server-wide cap still holds, whoever asks
+        monkeypatch.setattr(scheduling, "MAX_SESSIONS", len(scheduling._sessions))
+        body = assert_problem(client.post(sessions, json={"pool": "1x2"}, headers=AUTH_B), 429)
+        assert "sessions are open" in body["detail"] and "CLIENT" not in body["detail"]
+        monkeypatch.undo()
+        location, auth = made.pop(0)  # a ends one: a may open another
+        assert client.delete(location, headers=auth).status_code == 204
+        r = client.post(sessions, json={"pool": "1x2"}, headers=AUTH_A)
+        assert r.status_code == 201, r.text
+        made.append((r.headers["location"], AUTH_A))
+    finally:
+        for location, auth in made:
+            client.delete(location, headers=auth)
+
+
+def test_without_keys_the_session_cap_is_per_address(make_client: AppFactory) -> None:
+    client = make_client(max_client_sessions=1)
+    r = client.post("/v1/scheduling/sessions", json={"pool": "1x2"})
+    assert r.status_code == 201, r.text
+    try:
+        body = assert_problem(client.post("/v1/scheduling/sessions", json={"pool": "1x2"}), 429)
+        assert body["limit"] == 1
+    finally:
+        client.delete(r.headers["location"])
