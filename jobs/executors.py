@@ -251,17 +251,28 @@ def _init_worker(parent_pid: int) -> None:
 
 
 class _Channel:
-    """Ray actor between one Ray worker and the server: latest progress, the cancel flag."""
+    """Ray actor between one Ray worker and the server: latest progress, the latest published
+    files (the plan for ``/incumbent``, the cost series for ``/progress``), the cancel flag."""
 
     def __init__(self) -> None:
         self.latest: tuple[float, int, float | None, str] | None = None
+        self.files: dict[str, tuple[int, Any]] = {}  # kind -> (version, payload)
         self.cancel = False
 
     def report(self, elapsed: float, iterations: int, best: float | None, message: str) -> None:
         self.latest = (elapsed, iterations, best, message)
 
-    def poll(self) -> tuple[float, int, float | None, str] | None:
-        return self.latest
+    def publish(self, kind: str, payload: Any) -> None:
+        version = self.files.get(kind, (0, None))[0] + 1
+        self.files[kind] = (version, payload)
+
+    def poll(self, seen: dict[str, int]) -> tuple[tuple[float, int, float | None, str] | None,
+                                                  dict[str, tuple[int, Any]]]:
+        """The latest progress, and the files newer than the versions in ``seen`` (a plan of
+        100,000 nodes is not sent four times a second for nothing)."""
+        fresh = {kind: entry for kind, entry in self.files.items()
+                 if entry[0] != seen.get(kind)}
+        return self.latest, fresh
 
     def request_cancel(self) -> None:
         self.cancel = True
@@ -279,6 +290,14 @@ class _ChannelSink:
     def progress(self, event: Any) -> None:
         self.channel.report.remote(event.elapsed, event.iterations, event.best_cost,
                                    event.message)
+
+    def incumbent(self, plan: dict[str, Any]) -> None:
+        """The solver's latest plan (``execute`` throttles it to one a second)."""
+        self.channel.publish.remote("incumbent", plan)
+
+    def series(self, points: list[list[float]]) -> None:
+        """The cost series so far (throttled by ``execute`` too)."""
+        self.channel.publish.remote("series", points)
 
     def cancelled(self) -> bool:
         import ray
@@ -380,11 +399,14 @@ class RayExecutor:
         """Copy progress into the store and the store's cancel flag into the actor."""
         ray = self._ray
         cancel_sent = False
+        seen: dict[str, int] = {}
         while not self._stop.is_set():
             ready, _ = ray.wait([ref], timeout=self.poll_s)
-            latest = ray.get(channel.poll.remote())
+            latest, fresh = ray.get(channel.poll.remote(seen))
             if latest is not None:
                 self.store.report_progress(job.id, job.attempt, *latest)
+            if not ready:  # a finished job's outcome brings its own series and solution
+                self._keep_files(job, fresh, seen)
             if ready:
                 try:
                     outcome = ray.get(ref)
@@ -405,6 +427,17 @@ class RayExecutor:
             if not cancel_sent and self.store.cancel_requested(job.id):
                 channel.request_cancel.remote()
                 cancel_sent = True
+
+    def _keep_files(self, job: JobRecord, fresh: dict[str, tuple[int, Any]],
+                    seen: dict[str, int]) -> None:
+        """Store what the worker published since the last poll, as the local sink would."""
+        writers = {"incumbent": self.store.write_incumbent, "series": self.store.write_progress}
+        for kind, (version, payload) in fresh.items():
+            seen[kind] = version
+            write = writers.get(kind)
+            if write is not None:
+                room.skip_when_full(lambda w=write, p=payload: w(job.id, job.attempt, p),
+                                    f"job {job.id}: {kind}")
 
     def shutdown(self) -> None:
         """Stop pumping and cancel in-flight tasks: their jobs are re-queued on the next

@@ -587,9 +587,19 @@ def test_ray_executor_runs_the_same_job() -> None:
     with uvicorn_server({"COSOLVE_EXECUTOR": "ray"}) as url, \
             httpx.Client(base_url=url, timeout=30) as api:
         job_id = _submit_file(api, DATA / "berlin52.tsp", solver="ortools",
-                              time_limit=1).json()["id"]
+                              time_limit=3).json()["id"]
+        live = []  # the plans /incumbent served while the job ran on Ray
+        deadline = time.monotonic() + 90
+        while api.get(f"/v1/jobs/{job_id}").json()["state"] in ("queued", "running"):
+            assert time.monotonic() < deadline
+            answer = api.get(f"/v1/jobs/{job_id}/incumbent")
+            if answer.status_code == 200:
+                live.append(answer.json())
+            time.sleep(0.1)
+        assert live and all(p["partial"] and p["feasible"] for p in live)
         job = _wait(api, job_id, ("succeeded",), timeout=90)
         assert job["feasible"] and job["progress"]["best_cost"] == job["cost"]
+        assert len(api.get(f"/v1/jobs/{job_id}/progress").json()["points"]) >= 1
         assert api.get(f"/v1/jobs/{job_id}/solution").json()["feasible"]
         stopping = time.monotonic()
     # SIGTERM stops it (2-3 s for Ray to shut down); ray.init had replaced the server's

@@ -238,3 +238,31 @@ def test_a_cancelled_job_whose_worker_dies_ends_cancelled(tmp_path: Path) -> Non
         assert store.read_solution(kept.id) == {"cost": 500.0, "feasible": True}
     finally:
         executor.shutdown()
+
+
+def test_ray_channel_hands_over_the_plan_and_series_once_each(tmp_path: Path) -> None:
+    """A Ray worker publishes its plan and cost series through the channel actor; the pump
+    stores each new version once, as the local sink writes them (here without Ray: the actor
+    and the pump's store step are plain Python)."""
+    from jobs.executors import RayExecutor, _Channel
+
+    store = JobStore(tmp_path)
+    job = store.create(problem="tsp", solver="ortools", time_limit=5, seed=0,
+                       filename="eil51.tsp", data=(DATA / "eil51.tsp").read_bytes(), nodes=51)
+    channel = _Channel()
+    pump = RayExecutor.__new__(RayExecutor)  # only its store is used by _keep_files
+    pump.store = store
+    seen: dict[str, int] = {}
+    assert channel.poll(seen) == (None, {})
+    plan = {"solver": "ortools", "cost": 500.0, "elapsed": 1.0, "routes": [list(range(51))]}
+    channel.report(1.0, 3, 500.0, "")
+    channel.publish("incumbent", plan)
+    channel.publish("series", [[0.5, 510.0], [1.0, 500.0]])
+    latest, fresh = channel.poll(seen)
+    assert latest == (1.0, 3, 500.0, "") and set(fresh) == {"incumbent", "series"}
+    pump._keep_files(job, fresh, seen)
+    assert store.read_incumbent(job.id, job.attempt) == plan
+    assert store.read_progress(job.id, job.attempt) == [[0.5, 510.0], [1.0, 500.0]]
+    assert channel.poll(seen)[1] == {}  # nothing new: nothing sent again
+    channel.publish("incumbent", {**plan, "cost": 480.0})
+    assert set(channel.poll(seen)[1]) == {"incumbent"}
