@@ -14,7 +14,7 @@ import numpy as np
 
 from solvers.compiling import cache_is_cold, compiled_beside
 from solvers.routing.classical.construct import random_insertion_routes
-from solvers.routing.classical.descent import cvrp_descent
+from solvers.routing.classical.descent import cvrp_descent, polish_routes
 from solvers.routing.classical.fleet import eliminate_capacity_routes, pour
 from solvers.routing.classical.kicks import PENALIZED_RUIN, cvrp_kicks
 from solvers.routing.classical.moves import NEIGHBOURS, Plan, plan_length
@@ -36,6 +36,7 @@ def warm_up(alongside: Callable[[], None] | None = None) -> None:
         # the CVRP start's split of a giant tour: left to the first solve, it compiled inside
         # that solve's clock (1.2 s for a 0.3 s limit on a fresh install)
         random_insertion_routes(inst, 0)
+        polish_routes(np.asarray(inst.coords, dtype=np.float64), inst.depot, plan)
         if alongside is not None:
             alongside()
     _compile_beside()  # read from the cache the child wrote, or compiled here
