@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--time-limit", type=float, default=0.1)
     parser.add_argument("--solver", default=None,
-                        help="default: pyvrp (near-optimal on 100 nodes in 0.3 s)")
+                        help="default: pyvrp (at the default 0.1 s its TSP100 tours are 2.0%% "
+                        "above pyvrp at 1 s; ils at 0.1 s is 0.2%% below: "
+                        "training/make_labels.sh)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

@@ -237,10 +237,34 @@ def imitation_loss(model: ReLDModel, problem: str, labels: list[dict[str, Any]],
     return -log_p.mean() / steps
 
 
+#: Baselines of ``reinforce_loss``: "mean" is POMO's (every trajectory weighted by its length
+#: minus the mean of its instance's M), "best" gives only each instance's shortest trajectory a
+#: weight (its length minus the mean; Poppy's and PolyNet's best-of-K). Validation keeps the
+#: best of the greedy multi-start tours, and "mean" trains the average start: 20 steps of it at
+#: lr 1e-5 on the shipped TSP model took the sampled tours from 25.2% to 9.5% and the greedy
+#: average start from 9.55% to 9.40%, but the best start from 2.39% to 3.03%: the starts'
+#: tours grew alike.
+BASELINES = ("mean", "best")
+
+
+def pomo_advantage(lengths: torch.Tensor, baseline: str = "mean") -> torch.Tensor:
+    """(B, M) lengths of M trajectories per instance -> the weights on their log-likelihoods.
+    Lengths are costs, so a shorter-than-average trajectory gets a negative weight (the loss
+    falls as its likelihood rises); the baseline is the mean of the instance's own M."""
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline {baseline!r}: one of {BASELINES}")
+    advantage = lengths - lengths.mean(dim=1, keepdim=True)
+    if baseline == "best":
+        best = lengths.argmin(dim=1, keepdim=True)
+        advantage = torch.zeros_like(advantage).scatter(1, best, advantage.gather(1, best))
+    return advantage
+
+
 def reinforce_loss(model: ReLDModel, problem: str, batch: int, starts: int,
                    sizes: tuple[int, int], rng: np.random.Generator,
-                   device: str) -> tuple[torch.Tensor, float]:
-    """POMO REINFORCE: sample without gradients, recompute log-likelihoods with them."""
+                   device: str, baseline: str = "mean") -> tuple[torch.Tensor, float]:
+    """POMO REINFORCE: sample without gradients, recompute log-likelihoods with them; the
+    weights by ``pomo_advantage`` under ``baseline``."""
     n = int(rng.integers(sizes[0], sizes[1] + 1))
     if problem == "tsp":
         coords = torch.as_tensor(np.stack([random_tsp(rng, n) for _ in range(batch)]),
@@ -265,8 +289,7 @@ def reinforce_loss(model: ReLDModel, problem: str, batch: int, starts: int,
         cache = model.encode(coords, dem)
         log_p = sequence_log_prob(model, cache, replay_cvrp(coords, dem, seqs, cap))
     lengths = sampled.lengths.float()
-    advantage = lengths - lengths.mean(dim=1, keepdim=True)  # POMO shared baseline
-    loss = (advantage * log_p).mean()
+    loss = (pomo_advantage(lengths, baseline) * log_p).mean()
     return loss, float(lengths.min(dim=1).values.mean())
 
 
@@ -374,7 +397,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             return imitation_loss(model, args.problem, labels, args.batch, args.starts,
                                   py_rng, device), None
         return reinforce_loss(model, args.problem, args.batch, args.starts,
-                              (args.min_n, args.max_n), np_rng, device)
+                              (args.min_n, args.max_n), np_rng, device, args.baseline)
 
     steps = loop.run(model, optimizer, state, timer, args.minutes, args.eval_minutes, loss,
                      evaluate, losses, phase=args.phase)
@@ -402,6 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--starts", type=int, default=16,
                         help="trajectories per instance (reinforce) or variants (imitation)")
+    parser.add_argument("--baseline", choices=BASELINES, default="mean",
+                        help="reinforce: mean (POMO: every trajectory against its instance's "
+                        "mean) or best (only each instance's shortest, for the best-of-starts "
+                        "the validation keeps)")
     parser.add_argument("--min-n", type=int, default=40)
     parser.add_argument("--max-n", type=int, default=100)
     parser.add_argument("--lr", type=float, default=1e-4)
