@@ -17,10 +17,16 @@ time; nothing is written until a run has succeeded):
 * ``cvrp``   – uniform CVRP at 1K/5K/10K nodes (capacities 250/500/1000 as in the paper):
   cost against OR-Tools at the same time limit; and CVRPLIB's Leuven1 (3,001 nodes) against
   its best-known value.
+* ``paired`` – does the model help the search? ``sil_ls`` against ``ils`` at equal time on
+  TSPLIB pr2392 and usa13509 (proven optima) and uniform 10K/20K/50K/100K (the LKH-3 fit),
+  every instance with each of --seeds, the two solvers alternating; budgets scaled to size
+  (PAIRED_PLAN, times --budget-scale). The table gives per band the mean paired difference
+  with a 95% t-interval over the instance×seed pairs, and wins / losses.
 
     python -m benchmarks.sil tsp1k --count 32 --time-limit 10
     python -m benchmarks.sil large --time-limit 600 --solvers sil,sil_ls
     python -m benchmarks.sil tsp1k --count 1 --time-limit 1 --solvers ils --out /tmp/sil.md
+    python -m benchmarks.sil paired --seeds 0,1,2
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from benchmarks.common import (
     check_out,
     check_solvers,
     header_lines,
+    headline,
     machine_info,
     parser_for,
     provenance,
@@ -67,7 +74,17 @@ SCALE = 1_000_000  # uniform instances are written as integers in [0, 1e6]² wit
 TSPLIB_FILES = ("pr1002.tsp", "pr2392.tsp", "usa13509.tsp.gz")
 #: The files of ``--data`` each section reads (checked before anything runs).
 DATA_FILES = {"tsplib": ("tsplib/solutions.txt", *(f"tsplib/{f}" for f in TSPLIB_FILES)),
+              "paired": ("tsplib/solutions.txt", "tsplib/pr2392.tsp", "tsplib/usa13509.tsp.gz"),
               "cvrp": ("cvrplib/XXL/Leuven1.vrp.gz", "cvrplib/XXL/Leuven1.sol.gz")}
+
+
+#: The paired study's bands: (band, instance count, seconds per run). TSPLIB and 10K get 30 s,
+#: 20K and 50K 60 s, 100K 120 s: long enough that both solvers are past their start at every
+#: size, short enough that the whole study fits in about 45 minutes of one core.
+PAIRED_PLAN = (("TSPLIB pr2392 + usa13509", 2, 30.0), ("TSP10K uniform", 2, 30.0),
+               ("TSP20K uniform", 2, 60.0), ("TSP50K uniform", 1, 60.0),
+               ("TSP100K uniform", 1, 120.0))
+PAIRED_SOLVERS = ("ils", "sil_ls")
 
 
 def reference_length(n: int) -> float:
@@ -175,6 +192,141 @@ def section_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None
     raise SystemExit(f"unknown section {args.section}")
 
 
+def paired_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None, float]]:
+    """(band, file, reference cost, seconds) of the paired study, after --only."""
+    out: list[tuple[str, Path, float | None, float]] = []
+    optima = read_tsplib_optima(args.data / "tsplib" / "solutions.txt")
+    for band, count, seconds in PAIRED_PLAN:
+        if args.only not in band:
+            continue
+        limit = round(seconds * args.budget_scale, 2)
+        if band.startswith("TSPLIB"):
+            out += [(band, args.data / "tsplib" / f, optima.get(f.split(".")[0]), limit)
+                    for f in ("pr2392.tsp", "usa13509.tsp.gz")]
+            continue
+        n = int(band.split("K")[0].removeprefix("TSP")) * 1000
+        out += [(band, write_uniform("tsp", n, SEED + i), reference_length(n) * SCALE, limit)
+                for i in range(count)]
+    return out
+
+
+def run_paired(args: argparse.Namespace, argv: list[str]) -> int:
+    """Every (instance, seed) solved by ils and sil_ls one after the other (the order flips
+    with the seed so that a drift in the machine's load falls on both), each run merged into
+    --out's ``paired`` rows as soon as it ends."""
+    meta = (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seeds {args.seeds}, budget scale "
+            f"{args.budget_scale:g}, COSOLVE_TORCH_THREADS="
+            f"{os.environ.get('COSOLVE_TORCH_THREADS', '1')}, load average at start "
+            f"{os.getloadavg()[0]:.2f}, machine "
+            f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
+    ok = 0
+    for band, path, ref, limit in paired_runs(args):
+        for seed in args.seeds:
+            order = PAIRED_SOLVERS if seed % 2 == 0 else PAIRED_SOLVERS[::-1]
+            for solver in order:
+                load = os.getloadavg()[0]
+                r = run(path, solver, limit, seed)
+                r.update(band=band, reference=ref, seed=seed, load_1m=round(load, 2))
+                print(json.dumps({k: v for k, v in r.items() if k not in ("curve", "stats")}),
+                      flush=True)
+                if "error" in r and not ok:
+                    continue
+                first, ok = not ok, ok + 1
+
+                def add(data: dict[str, Any], r: dict[str, Any] = r, first: bool = first,
+                        ) -> None:
+                    if first:
+                        data.setdefault("meta", {})["paired"] = meta
+                        data.setdefault("provenance", {})["paired"] = {
+                            **provenance("benchmarks.sil", argv), "section": "paired"}
+                    r.pop("curve", None)
+                    key = (r.get("file"), r["solver"], r["seed"], r["time_limit"])
+                    data["paired"] = [x for x in data.get("paired", []) if (
+                        x.get("file"), x["solver"], x["seed"], x["time_limit"]) != key] + [r]
+
+                merge(args.out, add)
+    if not ok:
+        print(f"no run succeeded; {args.out} left as it was", file=sys.stderr)
+        return 1
+    return 0
+
+
+def paired_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (band, budget): both solvers' mean gaps and the paired differences sil_ls − ils
+    (percentage points of gap) with a 95% t-interval over instance×seed pairs."""
+    from scipy import stats as st  # only the table needs it
+
+    cost: dict[tuple[str, float, str, int, str], dict[str, Any]] = {}
+    for r in rows:
+        if r.get("feasible") and r.get("reference"):
+            cost[(r["band"], r["time_limit"], str(r["file"]), r["seed"], r["solver"])] = r
+    rank = {band: i for i, (band, _, _) in enumerate(PAIRED_PLAN)}
+    bands = sorted({k[:2] for k in cost}, key=lambda b: (rank.get(b[0], 99), b))
+    out = []
+    for band, limit in bands:
+        pairs = []
+        for (b, t, f, seed, solver), r in sorted(cost.items()):
+            other = cost.get((b, t, f, seed, "ils"))
+            if (b, t) == (band, limit) and solver == "sil_ls" and other is not None:
+                pairs.append((_gap(other["cost"], other["reference"]),
+                              _gap(r["cost"], r["reference"]), r, other))
+        if not pairs:
+            continue
+        d = np.array([s - i for i, s, _, _ in pairs])
+        half = (float(st.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
+                if len(d) > 1 else None)
+        out.append({"band": band, "limit": limit, "pairs": pairs, "diff": float(d.mean()),
+                    "half": half, "wins": int((d < 0).sum()), "losses": int((d > 0).sum()),
+                    "ils": float(np.mean([p[0] for p in pairs])),
+                    "sil_ls": float(np.mean([p[1] for p in pairs])),
+                    "files": len({p[2]["file"] for p in pairs}),
+                    "seeds": sorted({p[2]["seed"] for p in pairs}),
+                    "load": float(np.mean([p[2].get("load_1m", 0) for p in pairs]
+                                          + [p[3].get("load_1m", 0) for p in pairs]))})
+    return out
+
+
+def render_paired(rows: list[dict[str, Any]]) -> list[str]:
+    """The paired study's table (and per-pair lines), empty when it has not run."""
+    summary = paired_summary(rows)
+    if not summary:
+        return []
+    out = ["## sil_ls against ils at equal time (paired)", "",
+           "Each instance solved with each seed by both solvers, one after the other; "
+           "difference = sil_ls gap − ils gap in percentage points (negative: the model "
+           "helps), 95% t-interval over the instance×seed pairs; wins / losses count the "
+           "pairs where sil_ls is shorter / longer. Load = mean 1-minute load average at "
+           "the runs' starts (2 cores; above 1.5 the machine was shared with other work).",
+           "", "| band | budget (s) | instances × seeds | ils gap | sil_ls gap | "
+           "sil_ls − ils (points) | 95% CI | sil_ls wins / losses | load |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for s in summary:
+        ci = ("–" if s["half"] is None else
+              f"[{s['diff'] - s['half']:+.3f}, {s['diff'] + s['half']:+.3f}]")
+        out.append(f"| {s['band']} | {s['limit']:g} | {s['files']} × {len(s['seeds'])} | "
+                   f"{s['ils']:.3f}% | {s['sil_ls']:.3f}% | {s['diff']:+.3f} | {ci} | "
+                   f"{s['wins']} / {s['losses']} | {s['load']:.2f} |")
+    out += ["", "| band | file | seed | ils gap | sil_ls gap | sil_ls kicks / ils kicks |",
+            "|---|---|---|---|---|---|"]
+    for s in summary:
+        for i, g, r, o in s["pairs"]:
+            out.append(f"| {s['band']} | {r['file']} | {r['seed']} | {i:.3f}% | {g:.3f}% | "
+                       f"{r['stats'].get('kicks', '–')} / {o['stats'].get('kicks', '–')} |")
+    return [*out, ""]
+
+
+def paired_headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leaderboard rows for the paired bands (set names end in "paired")."""
+    out = []
+    for s in paired_summary(rows):
+        ref = "proven optimum" if s["band"].startswith("TSPLIB") else \
+            "0.7128·√n + 0.58 (LKH-3 fit)"
+        for solver in PAIRED_SOLVERS:
+            out.append(headline("TSP", f"{s['band']}, paired", solver, f"{s['limit']:g} s",
+                                s[solver], len(s["pairs"]), ref))
+    return out
+
+
 @contextlib.contextmanager
 def _locked(out: Path) -> Iterator[None]:
     """Sections may run in parallel processes; they merge into one results file."""
@@ -202,6 +354,10 @@ def save_results(out: Path, data: dict[str, Any]) -> None:
     """The runs to ``out``'s .json, the table to its .md (atomically: a reader never sees
     half a file)."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    if data.get("paired"):
+        data["headline"] = [h for h in data.get("headline", [])
+                            if not h["set"].endswith(", paired")] + paired_headline(
+                                data["paired"])
     for path, text in ((out.with_suffix(".json"), json.dumps(data, indent=1) + "\n"),
                        (out.with_suffix(".md"), render(data))):
         tmp = path.with_name(path.name + ".tmp")
@@ -305,6 +461,7 @@ def render(data: dict[str, Any]) -> str:
                                f"{rounds} | {r['wall_s']} | "
                                f"{r.get('peak_rss_mb', '–')} |")
         out.append("")
+    out += render_paired(data.get("paired", []))
     return "\n".join(out) + "\n"
 
 
@@ -352,7 +509,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     crashed after the header line had been written)."""
     parser = parser_for("benchmarks.sil", __doc__)
     parser.add_argument("section", choices=["tsp1k", "tsp10k", "tsplib", "large", "cvrp",
-                                            "render"],
+                                            "paired", "render"],
                         help="which set to run; render only rebuilds --out's table from its "
                              "JSON")
     parser.add_argument("--count", type=int, default=32, help="instances of tsp1k")
@@ -366,6 +523,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="results path: the table goes to it with .md, the runs (which "
                              "accumulate over invocations) with .json, the 100K curves "
                              "beside it")
+    parser.add_argument("--seeds", default="0,1,2",
+                        help="paired: comma-separated solver seeds, each run on every instance")
+    parser.add_argument("--budget-scale", type=float, default=1.0,
+                        help="paired: multiplies every band's seconds (for a quick try)")
     parser.add_argument("--data", type=Path, default=DATA,
                         help="folder holding tsplib/ and cvrplib/ (sections tsplib and cvrp)")
     args = parser.parse_args(argv)
@@ -379,6 +540,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     check_solvers(parser, args.solvers)
     if args.count < 1:
         parser.error("--count: at least 1")
+    try:
+        args.seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    except ValueError:
+        parser.error("--seeds: comma-separated integers")
+    if not args.seeds:
+        parser.error("--seeds: give at least one seed")
+    if not (math.isfinite(args.budget_scale) and args.budget_scale > 0):
+        parser.error("--budget-scale: a positive number")
     if not (math.isfinite(args.time_limit) and args.time_limit > 0):
         parser.error("--time-limit: a positive number of seconds")
     missing = [f for f in DATA_FILES.get(args.section, ()) if not (args.data / f).is_file()]
@@ -397,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.section == "render":
         merge(args.out, lambda data: None)
         return 0
+    if args.section == "paired":
+        return run_paired(args, argv)
     solvers = args.solvers
     meta = (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seed {SEED}, solvers {solvers}, "
             f"COSOLVE_TORCH_THREADS={os.environ.get('COSOLVE_TORCH_THREADS', '1')}, machine "
