@@ -15,6 +15,7 @@ an n × n matrix, 80 GB at that size, and is not run there).
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import sys
 from collections.abc import Sequence
@@ -46,7 +47,7 @@ from solvers.routing.problem import CVRPInstance
 
 SOLVERS = ("ils", "pyvrp")
 BANDS = ((100, 300), (300, 600), (600, 1001))
-BELGIUM = ("Leuven1", "Antwerp1")
+BELGIUM = ("Leuven1", "Antwerp1", "Brussels1")
 UNIFORM_SEED = 2026
 REFERENCE = "best-known (CVRPLIB .sol)"
 
@@ -67,7 +68,8 @@ def _run(instance: Any, solver: str, limit: float, seed: int) -> dict[str, Any]:
     if "solution" in result:
         sol = result["solution"]
         row.update(cost=float(sol.cost) if math.isfinite(sol.cost) else None,
-                   feasible=bool(sol.feasible), routes=len([r for r in sol.routes if r]))
+                   feasible=bool(sol.feasible), routes=len([r for r in sol.routes if r]),
+                   threads=int((sol.stats or {}).get("threads", 1)))
     else:
         row["error"] = result.get("error") or result.get("killed") or result.get("crashed")
     return row
@@ -135,7 +137,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
              f"uniform {s['uniform_n']:,} customers {s['uniform_limit']:g} s "
              f"(generate.random_cvrp, seed {UNIFORM_SEED}); seeds {s['seeds']}; "
              f"sets {', '.join(s['sets'])}",
-             f"- Data: `{s['data']}`; reference: {REFERENCE}", "",
+             f"- Data: `{s['data']}`; reference: {REFERENCE}",
+             f"- Cores: {_cores(rows)}", "",
              "## Mean gap per set and solver", "",
              "| set | band (customers) | solver | runs | mean gap % | ils better / worse / "
              "level (paired) |", "|---|---|---|---:|---:|---|"]
@@ -155,6 +158,14 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
                      f"{(r['wall'] or 0):.1f} | {(r['rss_mb'] or 0):.0f} | "
                      f"{r.get('error') or ''} |")
     return lines
+
+
+def _cores(rows: list[dict[str, Any]]) -> str:
+    """What each solver ran on: ils's searches (one thread each), pyvrp's single thread."""
+    threads = sorted({r["threads"] for r in rows if r["solver"] == "ils" and "threads" in r})
+    used = "/".join(map(str, threads)) or "–"
+    return (f"ils {used} thread(s), one search each exchanging the best plan "
+            "(COSOLVE_ILS_THREADS); pyvrp 1 thread")
 
 
 def headlines(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -190,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0", help="comma-separated seeds")
     parser.add_argument("--sets", default="x,belgium,uniform", help="x, belgium, uniform")
     parser.add_argument("--instances", default="", help="Set X names to run (default all)")
+    parser.add_argument("--ils-threads", default="auto",
+                        help="COSOLVE_ILS_THREADS for the ils runs (auto: the CPUs available)")
     parser.add_argument("--data", type=Path, default=DATA, help="shared data folder")
     parser.add_argument("--out", type=Path, default=RESULTS / "cvrp.md")
     args = parser.parse_args(argv)
@@ -200,11 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     if not set(sets) <= {"x", "belgium", "uniform"}:
         parser.error(f"--sets: choose from x, belgium, uniform; got {args.sets!r}")
+    os.environ["COSOLVE_ILS_THREADS"] = args.ils_threads  # the forked children read it
     meta = {"provenance": provenance("benchmarks.cvrp", argv), "machine": machine_info(),
             "finished": None,
             "settings": {"limit": limit, "belgium_limit": belgium_limit,
                          "uniform_n": args.uniform_n, "uniform_limit": uniform_limit,
-                         "seeds": seeds, "sets": sets, "data": relative(args.data)}}
+                         "seeds": seeds, "sets": sets, "data": relative(args.data),
+                         "ils_threads": args.ils_threads}}
     warm_up(SOLVERS)
     rows: list[dict[str, Any]] = []
     wanted = {s for s in args.instances.split(",") if s}

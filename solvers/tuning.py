@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from solvers.cpus import available_cpus
+
 #: Each variable: its default and what it may be.
 #: More torch threads than any machine has cores (torch itself overflows far above).
 MAX_THREADS = 4096
@@ -15,6 +17,8 @@ TUNING = {
                               "solve)"),
     "COSOLVE_SIL_PRECISION": ("auto", "auto, fp32 or bf16"),
     "COSOLVE_SIL_VIEWS": ("1", "0 or 1"),
+    "COSOLVE_ILS_THREADS": ("auto", f"auto (the CPUs the process may use) or an integer from 1 "
+                            f"to {MAX_THREADS} (ils's CVRP searches at once)"),
 }
 
 
@@ -26,6 +30,9 @@ def _value(name: str) -> str:
 def _problem(name: str, value: str) -> str | None:
     if name == "COSOLVE_TORCH_THREADS":
         ok = value.isascii() and value.isdigit() and 0 < int(value) <= MAX_THREADS
+    elif name == "COSOLVE_ILS_THREADS":
+        ok = value == "auto" or (value.isascii() and value.isdigit()
+                                 and 0 < int(value) <= MAX_THREADS)
     elif name == "COSOLVE_SIL_PRECISION":
         ok = value in ("auto", "fp32", "bf16")
     else:
@@ -42,6 +49,16 @@ def tuning(name: str) -> str:
 
 def torch_threads() -> int:
     return int(tuning("COSOLVE_TORCH_THREADS"))
+
+
+def ils_threads() -> int:
+    """How many CVRP searches ``ils`` runs at once: ``COSOLVE_ILS_THREADS``, read at each
+    call (a test or a benchmark sets it per run), ``auto`` being the CPUs this process may
+    use."""
+    value = tuning("COSOLVE_ILS_THREADS")
+    if value == "auto":
+        return available_cpus()
+    return int(value)
 
 
 def check_tuning() -> None:

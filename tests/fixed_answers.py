@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -56,10 +57,18 @@ def counting_clock() -> Iterator[None]:
         return now[0]
 
     time.perf_counter = tick
+    # one ils search: several threads would share the counting clock in whatever order
+    # they happen to run
+    threads = os.environ.get("COSOLVE_ILS_THREADS")
+    os.environ["COSOLVE_ILS_THREADS"] = "1"
     try:
         yield
     finally:
         time.perf_counter = real
+        if threads is None:
+            del os.environ["COSOLVE_ILS_THREADS"]
+        else:
+            os.environ["COSOLVE_ILS_THREADS"] = threads
 
 
 def routing_answers(names: list[str] | None = None) -> dict[str, Any]:

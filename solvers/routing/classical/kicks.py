@@ -10,6 +10,7 @@ with almost no room the kicks turn to ``penalized.penalized_kicks``.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ from solvers.routing.classical.moves import (
     settle,
     unlink,
 )
+from solvers.routing.classical.parallel import run_threads
 from solvers.routing.classical.penalized import penalized_kicks
+from solvers.routing.classical.queue_descent import first_descent
 from solvers.routing.classical.strings import (
     MAX_STRING,
     MEAN_REMOVED,
@@ -74,6 +77,9 @@ INTRA_TWO_OPT = True
 #: gave 1.48% against 1.41% without, worse on 8 of 13 pairs (fewer kicks in the time).
 OR_OPT = False
 RUIN_WINDOW = 500
+#: Fewest customers for which ``cvrp_kicks`` runs several searches when asked to: below it a
+#: kick takes microseconds and one search finds the optimum alone.
+MIN_THREADED = 20
 #: The penalized kicks' price of a unit of excess load starts at this many times the plan's
 #: length per unit of demand (1 made the kicks' recreate overload so much that few kicks
 #: were repaired: 37.4k against 33.7k at 5 and 33.6k at 20, same runs as above) ...
@@ -103,6 +109,8 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                cancelled: Callable[[], bool] | None = None,
                temperature: tuple[float, float] = KICK_TEMPERATURE,
                on_descent: Callable[[float], None] | None = None,
+               threads: int = 1,
+               fewer_routes: Callable[[list[list[int]]], list[list[int]] | None] | None = None,
                ) -> tuple[list[list[int]], int]:
     """``descent.cvrp_descent``, then kicks until ``deadline``: remove strings of customers
     from routes near a random customer (``STRING_RUIN``; else the customer and its ``ruin``
@@ -122,70 +130,155 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     When 19 in 20 kicks fail for want of room (a fleet cap with almost none to spare), the
     rest of the run is ``penalized.penalized_kicks``: a few customers removed, overloading
     allowed inside a kick at an adapted price and repaired before it is kept (see
-    ``PENALIZED_RUIN``)."""
+    ``PENALIZED_RUIN``).
+
+    ``threads`` > 1 runs that many searches at once, one per thread, exchanging the best
+    plan (``parallel.run_threads``); the kicks kept are summed over them. ``fewer_routes``,
+    if given, turns the plan after the first descent into one of fewer routes (or None), for
+    the second search to start from."""
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes, 0
     plan = Plan(instance, routes, neighbours)
     _first_descent(instance, routes, plan, deadline, cancelled, on_slice, on_descent,
                    slice_seconds)
-    rng = np.random.default_rng(seed)
     customers = np.array([c for c in range(instance.n) if c != instance.depot], dtype=np.int64)
-    kept = 0
-    batch = 1  # kicks per call, grown to about 5 ms of work between looks at the clock
-    total = plan_length(plan.succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
-                        plan.depot)
-    arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
-    best = [a.copy() for a in arrays]  # the shortest plan met (annealing can leave it)
-    dirty = np.zeros(plan.count, dtype=np.bool_)  # routes changed since best was copied
-    best_total = total
-    # the temperature, in units of the plan's mean arc, cools geometrically over the kicks'
-    # time from temperature[0] to temperature[1]
-    arc = total / max(1, len(customers) + len(routes))
     start = time.perf_counter()
-    span = max(deadline - start, 1e-9)
-    next_report = start + slice_seconds
-    first = True  # one kick even past the deadline: a warm-up must compile the kernel
-    mode = _Capacity(size=min(ruin, plan.near.shape[1] + 1))
-    strings = STRING_RUIN
-    if strings:
+    # SISR's longest string: MAX_STRING, or the mean route's size if that is shorter
+    lmax = float(min(MAX_STRING, max(1.0, len(customers) / max(1, len(routes)))))
+    search = _Search(plan, customers, np.random.default_rng(seed), ruin, lmax, temperature,
+                     start, max(deadline - start, 1e-9))
+    if STRING_RUIN:
         seed_strings(seed)
-        # SISR's longest string: MAX_STRING, or the mean route's size if that is shorter
-        lmax = float(min(MAX_STRING, max(1.0, len(customers) / max(1, len(routes)))))
-        mode.size = 4 * MEAN_REMOVED + 8
+    if threads > 1 and len(customers) >= MIN_THREADED:
+        best, kept = run_threads(search, threads, seed, deadline, slice_seconds, on_slice,
+                                 cancelled, fewer_routes)
+    else:
+        best = _run_one(search, deadline, slice_seconds, on_slice, cancelled)
+        kept = best.kept
+    return best.finish(), kept
+
+
+def _run_one(search: _Search, deadline: float, slice_seconds: float,
+             on_slice: Callable[[float, int], None] | None,
+             cancelled: Callable[[], bool] | None) -> _Search:
+    """Kicks on one thread until ``deadline`` or a cancel, reporting every slice."""
+    next_report = search.start + slice_seconds
+    first = True  # one kick even past the deadline: a warm-up must compile the kernel
     while (now := time.perf_counter()) < deadline or first:
         first = False
         if now >= next_report:
             if on_slice is not None:
-                on_slice(best_total, kept)
+                on_slice(search.best_total, search.kept)
             if cancelled is not None and cancelled():
                 break
             next_report = now + slice_seconds
-        seeds = customers[rng.integers(0, len(customers), batch)]
-        keys = rng.random((batch, ruin))  # the order the removed customers go back in
-        slack = _slack(rng, batch, arc, temperature, min(1.0, (now - start) / span))
+        search.step(now)
+    return search
+
+
+class _Search:
+    """One annealed kick search over its own copy of the plan's arrays: the current plan,
+    the shortest met (``best``, with ``dirty`` routes changed since it was copied), its
+    length and the capacity mode. The neighbour lists and distances are shared, read-only,
+    between the searches of ``parallel.run_threads``."""
+
+    def __init__(self, plan: Plan, customers: np.ndarray, rng: np.random.Generator,
+                 ruin: int, lmax: float, temperature: tuple[float, float], start: float,
+                 span: float) -> None:
+        self.plan = plan
+        self.customers = customers
+        self.rng = rng
+        self.ruin = ruin
+        self.lmax = lmax
+        self.temperature = temperature
+        self.start = start
+        self.span = span
+        self.arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
+        self.best = [a.copy() for a in self.arrays]
+        self.dirty = np.zeros(plan.count, dtype=np.bool_)
+        self.total = plan_length(plan.succ, plan.n, plan.count, plan.xy, plan.mat, plan.conv,
+                                 plan.depot)
+        self.best_total = self.total
+        # the temperature, in units of the plan's mean arc, cools geometrically over the
+        # kicks' time from temperature[0] to temperature[1]
+        self.arc = self.total / max(1, len(customers) + plan.count)
+        self.mode = _Capacity(size=min(ruin, plan.near.shape[1] + 1))
+        if STRING_RUIN:
+            self.mode.size = 4 * MEAN_REMOVED + 8
+        self.kept = 0
+        self.tried = 0
+        self.batch = 1  # kicks per call, grown to about 5 ms of work between clock looks
+
+    def twin(self, rng: np.random.Generator,
+             routes: list[list[int]] | None = None) -> _Search:
+        """A search with its own arrays and draws, from the same plan or from ``routes``
+        (as many route slots as it has routes)."""
+        if routes is None:
+            plan = copy.copy(self.plan)
+            plan.succ, plan.pred, plan.route_of, plan.cum, plan.load = (
+                a.copy() for a in self.arrays)
+        else:
+            plan = self.plan.with_routes(routes)
+        return _Search(plan, self.customers, rng, self.ruin, self.lmax, self.temperature,
+                       self.start, self.span)
+
+    def step(self, now: float) -> None:
+        """One batch of kicks."""
+        plan, rng, batch, mode = self.plan, self.rng, self.batch, self.mode
+        seeds = self.customers[rng.integers(0, len(self.customers), batch)]
+        keys = rng.random((batch, self.ruin))  # the order the removed customers go back in
+        slack = _slack(rng, batch, self.arc, self.temperature,
+                       min(1.0, (now - self.start) / self.span))
         if mode.penalty > 0:
-            total, k, best_total, fine = penalized_kicks(
-                seeds, keys, slack, mode.size, total, best_total, mode.penalty, *arrays, *best,
-                dirty, plan.demand, plan.cap, plan.near, plan.xy, plan.mat, plan.conv, plan.n,
-                plan.depot, plan.count, plan.eps)
+            self.total, k, self.best_total, fine = penalized_kicks(
+                seeds, keys, slack, mode.size, self.total, self.best_total, mode.penalty,
+                *self.arrays, *self.best, self.dirty, plan.demand, plan.cap, plan.near,
+                plan.xy, plan.mat, plan.conv, plan.n, plan.depot, plan.count, plan.eps)
             mode.after_penalized(batch, fine)
         else:
-            total, k, best_total, failed = _kicks(seeds, keys, slack, mode.size, total,
-                                                  best_total, *arrays, *best, dirty,
-                                                  plan.demand, plan.cap, plan.near, plan.xy,
-                                                  plan.mat, plan.conv, plan.n, plan.depot,
-                                                  plan.count, plan.eps, strings,
-                                                  MEAN_REMOVED, lmax if strings else 1.0,
-                                                  INTRA_TWO_OPT, OR_OPT)
-            mode.after_plain(batch, failed, total, plan.demand)
-        kept += k
+            self.total, k, self.best_total, failed = _kicks(
+                seeds, keys, slack, mode.size, self.total, self.best_total, *self.arrays,
+                *self.best, self.dirty, plan.demand, plan.cap, plan.near, plan.xy, plan.mat,
+                plan.conv, plan.n, plan.depot, plan.count, plan.eps, STRING_RUIN,
+                MEAN_REMOVED, self.lmax if STRING_RUIN else 1.0, INTRA_TWO_OPT, OR_OPT)
+            mode.after_plain(batch, failed, self.total, plan.demand)
+        self.kept += k
+        self.tried += batch
         per_kick = (time.perf_counter() - now) / batch
-        batch = max(1, min(2 * batch, int(0.005 / max(per_kick, 1e-7))))
-    if best_total < total:
-        for a, b in zip(arrays, best, strict=True):
-            a[:] = b
-    return plan.routes(), kept
+        self.batch = max(1, min(2 * batch, int(0.005 / max(per_kick, 1e-7))))
+
+    def adopt(self, other: _Search) -> None:
+        """Continue from ``other``'s shortest plan, as current and as shortest. A plan of
+        another number of route slots is rebuilt into this search's slots (empty ones to
+        spare), or into its own number of routes when that is more."""
+        if other.plan.count != self.plan.count:
+            routes = other.plan.routes(other.best[0])
+            routes += [[] for _ in range(self.plan.count - len(routes))]
+            self.plan = self.plan.with_routes(routes)
+            plan = self.plan
+            self.arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
+            self.best = [a.copy() for a in self.arrays]
+            self.dirty = np.zeros(plan.count, dtype=np.bool_)
+        else:
+            for mine, theirs in zip(self.arrays, other.best, strict=True):
+                mine[:] = theirs
+            for mine, theirs in zip(self.best, other.best, strict=True):
+                mine[:] = theirs
+            self.dirty[:] = False
+        self.total = self.best_total = other.best_total
+
+    def best_routes(self) -> int:
+        """Routes the shortest plan met uses."""
+        plan = self.plan
+        return int(np.count_nonzero(self.best[0][plan.n:plan.n + plan.count] < plan.n))
+
+    def finish(self) -> list[list[int]]:
+        """The shortest plan met, as routes."""
+        if self.best_total < self.total:
+            for a, b in zip(self.arrays, self.best, strict=True):
+                a[:] = b
+        return self.plan.routes()
 
 
 def _first_descent(instance: CVRPInstance, routes: list[list[int]], plan: Plan,
@@ -198,11 +291,11 @@ def _first_descent(instance: CVRPInstance, routes: list[list[int]], plan: Plan,
     if on_descent is None and on_slice is not None:
         on_descent = lambda length: on_slice(length, 0)  # noqa: E731
     if on_descent is None:
-        plan.descend(deadline, cancelled)
+        first_descent(plan, deadline, cancelled)
     else:
         start_length = instance.cost(routes)
-        plan.descend(deadline, beating(cancelled, lambda: on_descent(start_length),
-                                       slice_seconds))
+        first_descent(plan, deadline, beating(cancelled, lambda: on_descent(start_length),
+                                              slice_seconds))
 
 
 def _slack(rng: np.random.Generator, batch: int, arc: float,
@@ -252,7 +345,7 @@ class _Capacity:
             self.tried = self.feasible = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, total: float,
            best_total: float, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
            cum: np.ndarray, load: np.ndarray, s_succ: np.ndarray, s_pred: np.ndarray,

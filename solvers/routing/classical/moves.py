@@ -13,6 +13,7 @@ exactly.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable
@@ -53,6 +54,27 @@ class Plan:
         for r in range(count):
             refresh(r, self.succ, self.route_of, self.cum, self.load, self.demand, n, count)
 
+    def with_routes(self, routes: list[list[int]]) -> Plan:
+        """The same instance's data (neighbour lists, distances: shared, not copied) with
+        other routes, as many route slots as ``routes`` has routes."""
+        other = copy.copy(self)
+        n = self.n
+        count = other.count = len(routes)
+        other.size = n + 2 * count
+        other.succ = np.full(other.size, -1, dtype=np.int64)
+        other.pred = np.full(other.size, -1, dtype=np.int64)
+        for r, route in enumerate(routes):
+            chain = np.array([n + r, *route, n + count + r], dtype=np.int64)
+            other.succ[chain[:-1]] = chain[1:]
+            other.pred[chain[1:]] = chain[:-1]
+        other.route_of = np.full(other.size, -1, dtype=np.int64)
+        other.cum = np.zeros(other.size, dtype=np.int64)
+        other.load = np.zeros(count, dtype=np.int64)
+        for r in range(count):
+            refresh(r, other.succ, other.route_of, other.cum, other.load, other.demand, n,
+                    count)
+        return other
+
     def descend(self, deadline: float, cancelled: Callable[[], bool] | None = None) -> None:
         """First-improvement sweeps over all customers until one makes no move (or the
         deadline, or a cancel)."""
@@ -72,14 +94,16 @@ class Plan:
                                   self.eps)
                 improved = improved or moves > 0
 
-    def routes(self) -> list[list[int]]:
+    def routes(self, succ: np.ndarray | None = None) -> list[list[int]]:
+        """The non-empty routes of the plan, or of another successor array of its shape."""
+        succ = self.succ if succ is None else succ
         out: list[list[int]] = []
         for r in range(self.count):
             route: list[int] = []
-            v = int(self.succ[self.n + r])
+            v = int(succ[self.n + r])
             while v < self.n:
                 route.append(v)
-                v = int(self.succ[v])
+                v = int(succ[v])
             if route:
                 out.append(route)
         return out

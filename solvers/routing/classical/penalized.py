@@ -277,7 +277,7 @@ def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start:
         refresh(b, succ, route_of, cum, load, demand, n, count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int,
                     length: float, best_length: float, penalty: float, succ: np.ndarray,
                     pred: np.ndarray, route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
