@@ -8,7 +8,8 @@
 # for ReLD and PolyNet the fresh-instance gate); then refresh its MANIFEST.json entry and
 # append the *.curve.csv rows to weights/curves/.
 #
-#   run: MINUTES=3.5 FLOW=1 bash training/device_run.sh   (OUT set by the device tool)
+#   run: MINUTES=3.5 FLOW=1 bash training/device_run.sh   (OUT set by the device tool;
+#        carry var/labels so that ReLD's TSP imitation need not make its labels there)
 #
 # FLOW=1 MINUTES=3.5 took about 200 s of flow benchmark and 300 s of training on one H200.
 set -uo pipefail
@@ -46,11 +47,31 @@ if [ "${FLOW:-0}" = 1 ]; then
   echo "flow benchmark: exit $? (124: cut at 200 s; what finished is in flow_gpu.json)"
 fi
 T="$STAGE/train"
-for problem in tsp cvrp; do
-  if [ -f "weights/reld_${problem}.pt" ]; then cp "weights/reld_${problem}.pt" "$T/"; fi
-  timeout "$LIMIT" "$PY" -m training.reld "$problem" --phase reinforce --minutes "$MINUTES" \
-      --eval-minutes 2 --batch 64 --starts 100 --device "$DEVICE" --out "$T/reld_${problem}.pt" \
-      > "$T/train_reld_${problem}.log" 2>&1 &
+# ReLD. TSP: imitation of near-optimal ils labels (var/labels/, carried or made here by
+# training/make_labels.sh, 16 cores: about a minute), lr 1e-5 after a warm-up; REINFORCE from
+# the imitation model at lr 1e-4 made greedy validation worse within 20 steps (2.39% -> 5.1% on
+# 16 instances; the GPU row of weights/curves/reld_tsp.csv: 2.275% -> 2.587%): its first
+# direction collapses the sampling entropy and the greedy starts' tours grow alike. So a
+# REINFORCE run on a GPU is an experiment beside the shipped lineage (reld_tsp_rl.pt, lr 1e-6,
+# where 40 steps kept greedy level) that shows whether it recovers after the collapse.
+# CVRP: REINFORCE continues the lineage that it took from 5.9% to 3.25%, at lr 1e-5.
+if ! ls var/labels/tsp100_ils_s49*.npz > /dev/null 2>&1; then
+  PY="$PY" TSP_CHUNKS=4 CVRP_CHUNKS=0 WORKERS=12 bash training/make_labels.sh \
+      > "$STAGE/labels.log" 2>&1
+fi
+TSP_LABELS=$(ls var/labels/tsp100_ils_s49*.npz | paste -sd, -)
+for f in reld_tsp reld_cvrp; do
+  if [ -f "weights/$f.pt" ]; then cp "weights/$f.pt" "$T/"; fi
+done
+cp "$T/reld_tsp.pt" "$T/reld_tsp_rl.pt" 2>/dev/null || true
+for spec in "tsp reld_tsp --phase imitation --labels $TSP_LABELS --lr 1e-5 --starts 16" \
+            "tsp reld_tsp_rl --phase reinforce --lr 1e-6 --starts 100" \
+            "cvrp reld_cvrp --phase reinforce --lr 1e-5 --starts 100"; do
+  read -r problem name flags <<< "$spec"
+  # shellcheck disable=SC2086  # the flags are meant to split
+  timeout "$LIMIT" "$PY" -m training.reld "$problem" $flags --warmup-steps 200 \
+      --minutes "$MINUTES" --eval-minutes 2 --batch 64 --device "$DEVICE" --out "$T/$name.pt" \
+      > "$T/train_${name}.log" 2>&1 &
 done
 # PolyNet: best-of-K on the strategy block, continuing the committed checkpoint (copied to the
 # stage, where the run resumes from it and writes its best and its curve); the settings are

@@ -294,6 +294,23 @@ def reinforce_loss(model: ReLDModel, problem: str, batch: int, starts: int,
 
 
 # -- main loop ---------------------------------------------------------------------------
+def run_flags(args: argparse.Namespace) -> str:
+    """The flags that make a run what it is, for its evaluations' record in MANIFEST.json."""
+    flags = f"--phase {args.phase} --lr {args.lr:g} --warmup-steps {args.warmup_steps} " \
+            f"--batch {args.batch} --starts {args.starts}"
+    if args.phase == "reinforce":
+        return f"{flags} --baseline {args.baseline} --min-n {args.min_n} --max-n {args.max_n}"
+    return f"{flags} --labels {args.labels}"
+
+
+def warmup_lr(lr: float, step: int, warmup: int) -> float:
+    """The learning rate of this run's ``step``-th step: rising linearly to ``lr`` over the
+    first ``warmup`` steps. A shipped checkpoint carries no optimizer state, and a fresh Adam's
+    first steps move every weight by about ``lr`` whatever its gradient: 25 such steps of
+    imitation at 1e-5 took the shipped TSP model from 2.275% to 2.530%."""
+    return lr * min(1.0, (step + 1) / warmup) if warmup > 0 else lr
+
+
 def _start(args: argparse.Namespace, latest: Path,
            out: Path) -> tuple[ReLDModel, torch.optim.Optimizer, TrainState]:
     """The model, optimizer and record to train: resumed from the latest state, else from
@@ -389,9 +406,14 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                     **({"confirmation": record} if record else {})})
 
         keeper.offer(model, gap, {"steps": state.steps, "total_minutes": round(total, 1),
-                                  "phase": args.phase}, write)
+                                  "phase": args.phase, "run": run_flags(args)}, write)
+
+    made = [0]
 
     def loss() -> tuple[torch.Tensor, Any]:
+        for group in optimizer.param_groups:
+            group["lr"] = warmup_lr(args.lr, made[0], args.warmup_steps)
+        made[0] += 1
         if args.phase == "imitation":
             assert labels is not None
             return imitation_loss(model, args.problem, labels, args.batch, args.starts,
@@ -432,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-n", type=int, default=40)
     parser.add_argument("--max-n", type=int, default=100)
     parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--warmup-steps", type=int, default=200,
+                        help="the lr rises linearly over this run's first steps (0: none)")
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--eval-minutes", type=float, default=5.0)
     parser.add_argument("--val-count", type=int, default=VALIDATION_COUNT,

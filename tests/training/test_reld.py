@@ -14,7 +14,7 @@ from solvers.routing.neural.env import (
     rollout_tsp,
     sequence_log_prob,
 )
-from training.reld import pomo_advantage, reinforce_loss
+from training.reld import pomo_advantage, reinforce_loss, warmup_lr
 
 
 def test_mean_baseline_is_each_instances_own_mean() -> None:
@@ -83,3 +83,10 @@ def test_reinforce_loss_gives_every_parameter_a_finite_gradient(baseline: str) -
     assert grads and all(torch.isfinite(g).all() for g in grads)
     assert any(float(g.abs().sum()) > 0 for g in grads)
     assert 0 < best < 12 * 2**0.5
+
+
+def test_warmup_rises_to_the_learning_rate_and_stays() -> None:
+    assert warmup_lr(1e-5, 0, 100) == pytest.approx(1e-7)
+    assert warmup_lr(1e-5, 49, 100) == pytest.approx(5e-6)
+    assert warmup_lr(1e-5, 99, 100) == warmup_lr(1e-5, 5000, 100) == 1e-5
+    assert warmup_lr(1e-5, 0, 0) == 1e-5
