@@ -123,13 +123,14 @@ SPECS.append(
             "the time limit; up to 2M nodes. CVRP: a random-insertion tour split optimally "
             "into routes, then relocate / swap / 2-opt* between 20 nearest neighbours and "
             "ruin-and-recreate kicks (20 customers around one), annealed the same way (the "
-            "shortest plan met returned); up to 200K nodes. No matrix. The classical part of "
+            "shortest plan met returned); up to 1M customers and the depot (see "
+            "benchmarks/results/cvrp_large.md). No matrix. The classical part of "
             "`sil_ls` on its own: the benchmarks put it beside SIL so the neural part's share "
             "shows."
         ),
         needs_coordinates=True,
         factory=_ils_solver,
-        max_nodes={"tsp": 2_000_000, "cvrp": 200_000},
+        max_nodes={"tsp": 2_000_000, "cvrp": 1_000_001},
     )
 )
 
