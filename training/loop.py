@@ -144,27 +144,39 @@ def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     return float(loss.detach())
 
 
+def warmup_lr(lr: float, step: int, warmup: int) -> float:
+    """The learning rate of a run's ``step``-th step: rising linearly to ``lr`` over the first
+    ``warmup`` steps. A shipped checkpoint carries no optimizer state, and a fresh Adam's first
+    steps move every weight by about ``lr`` whatever its gradient: 25 such steps of imitation
+    at 1e-5 took the shipped ReLD TSP model from 2.275% to 2.530%."""
+    return lr * min(1.0, (step + 1) / warmup) if warmup > 0 else lr
+
+
 def run(model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: Any, timer: Timer,
         minutes: float, eval_minutes: float,
         loss: Callable[[], tuple[torch.Tensor, Any]], evaluate: Callable[[], None],
         losses: list[float], phase: str | None = None, at_least_one: bool = False,
-        between: Callable[[], None] | None = None) -> int:
+        between: Callable[[], None] | None = None, warmup_steps: int = 0) -> int:
     """Steps until ``minutes`` have passed (or a Ctrl-C asks to stop), ``evaluate()`` every
     ``eval_minutes`` and once at the end; returns the steps made. ``loss()`` gives a step's
     loss and its statistics (the trainer keeps those); bf16 autocast on a GPU. With
     ``at_least_one`` a run given any time makes a step, however long a first validation took
     (a busy CI machine spent all of 0.02 minutes validating and added none). ``between`` runs
-    before each step (SIT's label improvement)."""
+    before each step (SIT's label improvement). ``warmup_steps``: each parameter group's lr
+    rises linearly to its own over this run's first steps (``warmup_lr``)."""
     model.train()
     stopped = manifest.graceful_stop()
     show = manifest.progress_line()
     last_eval = time.time()
     steps_here = 0
+    base_lrs = [group["lr"] for group in optimizer.param_groups]
     while ((timer.minutes() < minutes or (at_least_one and minutes > 0 and steps_here == 0))
            and not stopped()):
         show(state.steps, losses, timer.start, minutes)
         if between is not None:
             between()
+        for group, lr in zip(optimizer.param_groups, base_lrs, strict=True):
+            group["lr"] = warmup_lr(lr, steps_here, warmup_steps)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=timer.gpu):
             value, _ = loss()
         losses.append(optimizer_step(model, optimizer, value))

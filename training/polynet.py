@@ -78,6 +78,7 @@ from training.reld import (
     VALIDATION_COUNT,
     VALIDATION_N,
     VALIDATION_SEED,
+    pomo_advantage,
     save_checkpoint,
     validation_set,
 )
@@ -358,8 +359,7 @@ def pomo_loss(model: PolyNetModel, batch: int, trajectories: int, sizes: tuple[i
                       sampled.actions], dim=-1)
     log_p = sequence_log_prob(model, encode_tw(model, tw), replay_cvrptw(tw, seqs), strategy=z)
     lengths = sampled.lengths.float()
-    advantage = lengths - lengths.mean(dim=1, keepdim=True)
-    loss = (advantage * log_p).mean()
+    loss = (pomo_advantage(lengths) * log_p).mean()
     stats = {"best": float(lengths.min(dim=1).values.mean()), "mean": float(lengths.mean()),
              "winners": 1.0}
     return loss, stats
@@ -508,6 +508,7 @@ def _last_run(args: argparse.Namespace) -> str:
             + (" --reparent" if args.reparent else "")
             + (f" --single --trajectories {args.trajectories}" if args.single else "")
             + (f" --solomon-share {args.solomon_share:g}" if args.solomon_share else "")
+            + (f" --warmup-steps {args.warmup_steps}" if args.warmup_steps else "")
             + (" (ReLD parent frozen: only the strategy block learns)" if args.lr == 0
                else ""))
 
@@ -657,7 +658,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if source is None or args.reparent:
         evaluate()  # step 0: the ReLD parent (or the re-parented block) as it stands
     steps = loop.run(model, optimizer, state, timer, args.minutes, args.eval_minutes, loss,
-                     evaluate, losses, phase=args.phase, at_least_one=True)
+                     evaluate, losses, phase=args.phase, at_least_one=True,
+                     warmup_steps=args.warmup_steps)
     return {"steps": steps, "best_gap": state.best_gap}
 
 
@@ -694,6 +696,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-n", type=int, default=100)
     parser.add_argument("--lr", type=float, default=3e-5, help="ReLD parameters")
     parser.add_argument("--poly-lr", type=float, default=3e-4, help="the strategy block")
+    parser.add_argument("--warmup-steps", type=int, default=200,
+                        help="both lrs rise linearly over this run's first steps (0: none; "
+                        "training.loop.warmup_lr: a fresh Adam on trained weights)")
     parser.add_argument("--eval-minutes", type=float, default=6.0)
     parser.add_argument("--confirm-count", type=int, default=CONFIRM_COUNT,
                         help="fresh instances a new best must also beat the checkpoint it "

@@ -303,14 +303,6 @@ def run_flags(args: argparse.Namespace) -> str:
     return f"{flags} --labels {args.labels}"
 
 
-def warmup_lr(lr: float, step: int, warmup: int) -> float:
-    """The learning rate of this run's ``step``-th step: rising linearly to ``lr`` over the
-    first ``warmup`` steps. A shipped checkpoint carries no optimizer state, and a fresh Adam's
-    first steps move every weight by about ``lr`` whatever its gradient: 25 such steps of
-    imitation at 1e-5 took the shipped TSP model from 2.275% to 2.530%."""
-    return lr * min(1.0, (step + 1) / warmup) if warmup > 0 else lr
-
-
 def _start(args: argparse.Namespace, latest: Path,
            out: Path) -> tuple[ReLDModel, torch.optim.Optimizer, TrainState]:
     """The model, optimizer and record to train: resumed from the latest state, else from
@@ -408,12 +400,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         keeper.offer(model, gap, {"steps": state.steps, "total_minutes": round(total, 1),
                                   "phase": args.phase, "run": run_flags(args)}, write)
 
-    made = [0]
-
     def loss() -> tuple[torch.Tensor, Any]:
-        for group in optimizer.param_groups:
-            group["lr"] = warmup_lr(args.lr, made[0], args.warmup_steps)
-        made[0] += 1
         if args.phase == "imitation":
             assert labels is not None
             return imitation_loss(model, args.problem, labels, args.batch, args.starts,
@@ -422,7 +409,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                               (args.min_n, args.max_n), np_rng, device, args.baseline)
 
     steps = loop.run(model, optimizer, state, timer, args.minutes, args.eval_minutes, loss,
-                     evaluate, losses, phase=args.phase)
+                     evaluate, losses, phase=args.phase, warmup_steps=args.warmup_steps)
     return {"steps": steps, "best_gap": state.best_gap}
 
 
@@ -455,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-n", type=int, default=100)
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--warmup-steps", type=int, default=200,
-                        help="the lr rises linearly over this run's first steps (0: none)")
+                        help="the lr rises linearly over this run's first steps (0: none; "
+                        "training.loop.warmup_lr)")
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--eval-minutes", type=float, default=5.0)
     parser.add_argument("--val-count", type=int, default=VALIDATION_COUNT,

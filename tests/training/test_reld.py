@@ -14,7 +14,8 @@ from solvers.routing.neural.env import (
     rollout_tsp,
     sequence_log_prob,
 )
-from training.reld import pomo_advantage, reinforce_loss, warmup_lr
+from training.loop import Timer, TrainState, run, warmup_lr
+from training.reld import pomo_advantage, reinforce_loss
 
 
 def test_mean_baseline_is_each_instances_own_mean() -> None:
@@ -90,3 +91,22 @@ def test_warmup_rises_to_the_learning_rate_and_stays() -> None:
     assert warmup_lr(1e-5, 49, 100) == pytest.approx(5e-6)
     assert warmup_lr(1e-5, 99, 100) == warmup_lr(1e-5, 5000, 100) == 1e-5
     assert warmup_lr(1e-5, 0, 0) == 1e-5
+
+
+def test_the_shared_loop_warms_each_parameter_group_up_to_its_own_lr() -> None:
+    net = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.Adam([{"params": [net.weight], "lr": 1e-3},
+                                  {"params": [net.bias], "lr": 4e-3}])
+    seen: list[list[float]] = []
+
+    def loss() -> tuple[torch.Tensor, None]:
+        seen.append([g["lr"] for g in optimizer.param_groups])
+        return net(torch.ones(1, 2)).sum(), None
+
+    state = TrainState(phases={})
+    run(net, optimizer, state, Timer(0.0, False), 0.002, 60.0, loss, lambda: None, [],
+        phase="p", warmup_steps=4)
+    assert seen and state.steps == len(seen) == state.phases["p"]
+    for k, lrs in enumerate(seen):
+        assert lrs == [warmup_lr(1e-3, k, 4), warmup_lr(4e-3, k, 4)]
+    assert seen[0] == [2.5e-4, 1e-3]
