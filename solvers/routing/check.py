@@ -7,6 +7,7 @@ All checks are vectorized so a 100K-node solution is checked in milliseconds.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -53,11 +54,11 @@ def check_tsp(instance: TSPInstance, tour: list[int]) -> list[str]:
 def check_cvrp(instance: CVRPInstance, routes: list[list[int]]) -> list[str]:
     """Every customer exactly once, no depot inside a route, loads within capacity, fleet cap."""
     problems: list[str] = []
-    flat = (
-        np.concatenate([np.asarray(r, dtype=np.int64) for r in routes])
-        if routes
-        else np.zeros(0, dtype=np.int64)
-    )
+    # one flat array and a route id per visit: a 1M-customer plan (121,000 routes) took
+    # 1.9 s with an array and a sum per route, and takes a fraction of that this way
+    sizes = np.fromiter((len(r) for r in routes), dtype=np.int64, count=len(routes))
+    flat = np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64,
+                       count=int(sizes.sum()))
     range_problems, counts = _visit_counts(instance.n, flat)
     problems += range_problems
     if counts[instance.depot] > 0:
@@ -74,13 +75,13 @@ def check_cvrp(instance: CVRPInstance, routes: list[list[int]]) -> list[str]:
     if twice.size:
         problems.append(f"{_count(twice.size, 'customer')} visited more than once: "
                         f"{_listed(twice)}")
-    for k, r in enumerate(routes):
-        idx = np.asarray(r, dtype=np.int64)
-        idx = idx[(idx >= 0) & (idx < instance.n)]
-        load = int(instance.demands[idx].sum())
-        if load > instance.capacity:
-            problems.append(f"route {k} carries {load} > capacity {instance.capacity}")
-    used = sum(1 for r in routes if len(r))
+    route_of = np.repeat(np.arange(len(routes), dtype=np.int64), sizes)
+    inside = (flat >= 0) & (flat < instance.n)
+    loads = np.zeros(len(routes), dtype=np.int64)
+    np.add.at(loads, route_of[inside], np.asarray(instance.demands, dtype=np.int64)[flat[inside]])
+    for k in np.flatnonzero(loads > instance.capacity).tolist():
+        problems.append(f"route {k} carries {int(loads[k])} > capacity {instance.capacity}")
+    used = int(np.count_nonzero(sizes))
     if instance.max_vehicles is not None and used > instance.max_vehicles:
         problems.append(f"{used} routes used but max_vehicles is {instance.max_vehicles}")
     return problems

@@ -96,3 +96,15 @@ def test_check_scales_to_100k_nodes():
     assert sol.feasible and math.isfinite(sol.cost)
     tour[5] = tour[6]
     assert not build_solution(inst, [tour], solver="random", wall_time=0).feasible
+
+
+def test_cvrp_loads_are_checked_per_route_with_empty_and_bad_routes(small_cvrp):
+    """Each overloaded route is named by its position, empty routes and out-of-range nodes
+    included, as the check does it in one pass over all visits."""
+    small_cvrp.max_vehicles = None
+    violations = check_solution(small_cvrp, [[], [1, 2, 3], [], [4, -1, 7], []])
+    assert "route 1 carries 9 > capacity 6" in violations
+    assert not any(v.startswith(("route 0", "route 2", "route 3", "route 4"))
+                   for v in violations)
+    assert any("out of range" in v for v in violations)
+
