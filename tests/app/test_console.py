@@ -4,7 +4,10 @@ another host. (The console at work in a real browser: tests/app/console/test_bro
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -95,3 +98,84 @@ def test_no_asset_loads_anything_from_another_host() -> None:
         assert URL.findall(asset.read_text()) == [], asset.name
     for asset in CONSOLE_DIR.rglob("*"):
         assert asset.suffix not in (".map", ".min.js"), "no bundled third-party code"
+
+
+def _node(script: str, timeout: float = 60.0) -> str:
+    """``script`` run by Node as an ES module (the console's modules imported by file URL)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to run the console's modules")
+    done = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+STREAM = (": keep-alive\r\n\r\nevent: progress\r\nid: 1\r\ndata: {\"a\": 1}\r\n\r\n"
+          "event: progress\ndata: line one\ndata:line two\n\n\n"
+          "data: no type\rid: 7\r\r"
+          "event: end\ndata: {\"state\": \"succeeded\"}\n\nevent: cut\ndata: never ended")
+EVENTS = [{"type": "progress", "data": "{\"a\": 1}", "id": "1"},
+          {"type": "progress", "data": "line one\nline two", "id": None},
+          {"type": "message", "data": "no type", "id": "7"},
+          {"type": "end", "data": "{\"state\": \"succeeded\"}", "id": None}]
+
+
+def test_the_event_parser_reads_a_stream_cut_anywhere() -> None:
+    """A fetch() body arrives in chunks that split lines, and CRLF between its \\r and \\n."""
+    script = f"""
+import {{ EventParser }} from {json.dumps((JS_DIR / "sse.js").as_uri())};
+const text = {json.dumps(STREAM)};
+const runs = [];
+for (let cut = 0; cut <= text.length; cut += 1) {{
+  const p = new EventParser();
+  runs.push([...p.push(text.slice(0, cut)), ...p.push(text.slice(cut))]);
+}}
+const p = new EventParser();
+runs.push([...text].flatMap((c) => p.push(c)));
+console.log(JSON.stringify(runs));
+"""
+    runs = json.loads(_node(script))
+    assert len(runs) == len(STREAM) + 2
+    for events in runs:
+        assert events == EVENTS
+
+
+def test_with_a_key_a_job_is_followed_through_its_event_stream(api: httpx.Client,
+                                                               server_url: str) -> None:
+    """Before, a console with a key polled its jobs (an EventSource cannot send the key):
+    now it reads the job's events through fetch() with the Authorization header."""
+    job = api.post("/v1/jobs", json={"problem": "tsp", "solver": "nearest_neighbor",
+                                     "instance": {"coords": [[0, 0], [3, 0], [3, 4], [0, 4],
+                                                             [1, 1], [2, 3]]}})
+    assert job.status_code == 202, job.text
+    job_id = job.json()["id"]
+    script = f"""
+const base = {json.dumps(server_url)};
+const store = new Map();
+globalThis.sessionStorage = {{ getItem: (k) => store.get(k) ?? null,
+  setItem: (k, v) => store.set(k, v), removeItem: (k) => store.delete(k) }};
+globalThis.window = globalThis;
+const seen = [];
+const realFetch = globalThis.fetch;
+globalThis.fetch = (path, options = {{}}) => {{
+  const headers = new Headers(options.headers || {{}});
+  seen.push([path, headers.get("authorization")]);
+  return realFetch(new URL(path, base), options);
+}};
+const {{ setKey, follow }} = await import({json.dumps((JS_DIR / "api.js").as_uri())});
+setKey("a-console-key-0123456789");
+const progress = [];
+const end = await new Promise((resolve, reject) => {{
+  follow({json.dumps(job_id)}, {{ onProgress: (s) => progress.push(s.state), onEnd: resolve,
+                                 onError: reject }});
+  setTimeout(() => reject(new Error("no end within 30 s")), 30000);
+}});
+console.log(JSON.stringify({{ seen, progress, end: end.state }}));
+process.exit(0);  // (the timeout's timer would keep Node up)
+"""
+    out = json.loads(_node(script))
+    assert out["end"] == "succeeded"
+    stream = f"/v1/jobs/{job_id}/events"
+    assert [stream, "Bearer a-console-key-0123456789"] in out["seen"]
+    assert all(path == stream for path, _ in out["seen"]), out["seen"]  # no polling

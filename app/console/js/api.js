@@ -1,4 +1,6 @@
 // The console's one door to the service: every call goes to the public /v1 API.
+import { readEvents } from "./sse.js";
+
 // A refusal arrives as an RFC 9457 problem; it is thrown as ApiProblem so that a view can put
 // its message next to the field it names.
 
@@ -98,26 +100,45 @@ export const links = {
 // most six HTTP/1.1 connections to one host and every open stream holds one (a seventh
 // request, the solution's download, would wait for a stream to end). EventSource reconnects
 // by itself after a dropped connection; a "shutdown" event (the server stopping) is reported.
+// With a key the stream is read through fetch() (sse.js), which sends it: an EventSource
+// cannot, and polling showed progress a second late at best.
 const MAX_STREAMS = 3;
 const POLL_MS = 1000;
+const RETRY_MS = 1000;
 let streams = 0;
 
 export function follow(id, handlers) {
-  // an EventSource cannot send a key either: with one, jobs are polled
-  if (streams >= MAX_STREAMS || key) return poll(id, handlers);
+  if (streams >= MAX_STREAMS) return poll(id, handlers);
+  if (key && typeof ReadableStream === "undefined") return poll(id, handlers);
   streams += 1;
-  const { onProgress, onEnd, onError } = handlers;
-  const source = new EventSource(`/v1/jobs/${encodeURIComponent(id)}/events`);
   let open = true;
+  let stopStream = () => {};
   const close = () => {
-    if (open) { open = false; streams -= 1; source.close(); }
+    if (open) { open = false; streams -= 1; stopStream(); }
   };
-  source.addEventListener("progress", (e) => onProgress(JSON.parse(e.data)));
-  source.addEventListener("end", (e) => { close(); onEnd(JSON.parse(e.data)); });
-  source.addEventListener("shutdown", (e) => {
-    close();
-    if (onError) onError(JSON.parse(e.data).message);
-  });
+  const { onProgress, onEnd, onError } = handlers;
+  const onEvent = (type, data) => {
+    if (type === "progress") onProgress(JSON.parse(data));
+    else if (type === "end") { close(); onEnd(JSON.parse(data)); }
+    else if (type === "shutdown") {
+      close();
+      if (onError) onError(JSON.parse(data).message);
+    }
+  };
+  if (key) {
+    stopStream = streamWithKey(id, onEvent, () => open, (message) => {
+      // the stream cannot be read (refused, or dropped again and again): poll instead
+      close();
+      if (message && onError) onError(message);
+      else if (!message) poll(id, handlers);
+    });
+    return close;
+  }
+  const source = new EventSource(`/v1/jobs/${encodeURIComponent(id)}/events`);
+  stopStream = () => source.close();
+  for (const type of ["progress", "end", "shutdown"]) {
+    source.addEventListener(type, (e) => onEvent(type, e.data));
+  }
   source.onerror = () => {
     if (open && source.readyState === EventSource.CLOSED) {
       close();
@@ -125,6 +146,46 @@ export function follow(id, handlers) {
     }
   };
   return close;
+}
+
+// The job's events through fetch() with the key, reconnecting after a dropped connection as
+// an EventSource would; gives up (giveUp(message), or giveUp() to poll) on a refusal or after
+// a few drops in a row. Returns the function that aborts it.
+function streamWithKey(id, onEvent, isOpen, giveUp) {
+  const abort = new AbortController();
+  let drops = 0;
+  const connect = async () => {
+    let response;
+    try {
+      response = await fetch(`/v1/jobs/${encodeURIComponent(id)}/events`,
+        authorized({ headers: { accept: "text/event-stream" }, signal: abort.signal }));
+    } catch (_) {
+      response = null;
+    }
+    if (!isOpen()) return;
+    if (response && !response.ok) {
+      let detail = `HTTP ${response.status}`;
+      try { detail = (await response.json()).detail || detail; } catch (_) { /* the status */ }
+      if (response.status === 401) window.dispatchEvent(new CustomEvent("cosolve-key-needed", { detail }));
+      giveUp(response.status === 401 || response.status === 404 ? detail : undefined);
+      return;
+    }
+    if (response && response.body) {
+      try {
+        await readEvents(response, (event) => {
+          drops = 0;
+          onEvent(event.type, event.data);
+          return isOpen();
+        });
+      } catch (_) { /* dropped: reconnect below */ }
+    }
+    if (!isOpen()) return;
+    drops += 1;
+    if (!response || !response.body || drops > 3) { giveUp(); return; }
+    setTimeout(connect, RETRY_MS);
+  };
+  connect();
+  return () => abort.abort();
 }
 
 const FINAL = ["succeeded", "failed", "cancelled"];

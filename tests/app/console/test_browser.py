@@ -6,6 +6,7 @@ artefact. Without Chromium these tests skip, saying why; under CI (CI=true) they
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -313,8 +314,9 @@ def test_the_jobs_view_lists_and_opens_jobs(browser: Any, console_url: str) -> N
 
 
 def test_a_server_with_api_keys_asks_for_one(browser: Any) -> None:
-    """With COSOLVE_API_KEYS the console asks for a key, sends it, and follows its jobs by
-    polling (an EventSource cannot send one)."""
+    """With COSOLVE_API_KEYS the console asks for a key, sends it, and follows its jobs
+    through their event streams read with fetch() (an EventSource cannot send a key; before,
+    such jobs were polled)."""
     from selenium.webdriver.common.by import By
 
     key = "console-test-key-0123456789"
@@ -333,7 +335,11 @@ def test_a_server_with_api_keys_asks_for_one(browser: Any) -> None:
         choose(browser, "solve-solvers", ["nearest_neighbor"])
         browser.find_element(By.ID, "solve-run").click()
         wait_for(lambda: rows(browser, "solve-table")[0].get_attribute("data-state")
-                 == "succeeded", timeout=60, what="the job, polled")
+                 == "succeeded", timeout=60, what="the job, streamed")
+        fetched = browser.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => e.name)")
+        assert any(re.search(r"/v1/jobs/\w+/events$", u) for u in fetched), fetched
+        assert not any(re.search(r"/v1/jobs/\w+$", u) for u in fetched), fetched  # no polls
         drawing = browser.find_element(By.CSS_SELECTOR, "canvas.routes")
         wait_for(lambda: drawing.get_attribute("data-routes") == "1", what="the tour drawn")
         browser.execute_script("sessionStorage.clear()")
