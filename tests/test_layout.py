@@ -221,7 +221,7 @@ def test_comments_carry_no_history() -> None:
 
 #: Checks of the whole repository, which mirror no single package.
 REPOSITORY_TESTS = {"test_layout.py", "test_docs.py", "test_examples.py", "test_fixed_answers.py",
-                    "test_install.py"}
+                    "test_install.py", "test_dockerfile.py"}
 
 
 def test_tests_mirror_the_packages() -> None:
