@@ -12,6 +12,7 @@ serves 100K-node instances.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from typing import Any, ClassVar, Literal
 
@@ -308,16 +309,19 @@ class CVRPInstance(RoutingInstance):
         return self.path_cost(full)
 
     def cost(self, routes: list[list[int]]) -> float:
-        """Total length; all routes are joined through the depot in one vectorized pass."""
-        nonempty = [np.asarray(r, dtype=np.int64) for r in routes if len(r)]
-        if not nonempty:
+        """Total length; all routes are joined through the depot in one vectorized pass (the
+        path is filled from one flat array: two small arrays per route took 4 s for the
+        121,000 routes of a 1M-customer plan)."""
+        sizes = np.fromiter((len(r) for r in routes), dtype=np.int64, count=len(routes))
+        sizes = sizes[sizes > 0]
+        if not sizes.size:
             return 0.0
-        parts = []
-        for r in nonempty:
-            parts.append(np.array([self.depot]))
-            parts.append(r)
-        parts.append(np.array([self.depot]))
-        return self.path_cost(np.concatenate(parts))
+        flat = np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64,
+                           count=int(sizes.sum()))
+        path = np.full(flat.size + sizes.size + 1, self.depot, dtype=np.int64)
+        # customer j of the i-th non-empty route sits after i + 1 depot visits
+        path[np.arange(flat.size) + np.repeat(np.arange(1, sizes.size + 1), sizes)] = flat
+        return self.path_cost(path)
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -215,3 +215,11 @@ def test_odd_inputs_are_refused_by_field():
         CVRPInstance(coords=xy, demands=[0, 1, 1, 1, 1], capacity=5, max_vehicles=10**30)
     assert CVRPInstance(coords=xy, demands=[0, 1, 1, 1, 1], capacity=5,
                         max_vehicles=1000).max_vehicles == 1000
+
+
+def test_cvrp_cost_joins_routes_through_the_depot_skipping_empty_ones() -> None:
+    """Each route is closed at the depot (wherever it is); empty routes cost nothing."""
+    inst = CVRPInstance(coords=[[0, 0], [3, 0], [3, 4], [0, 4]], demands=[0, 1, 1, 0],
+                        capacity=2, depot=3)
+    assert inst.cost([[], [0], [], [1, 2], []]) == pytest.approx(4 + 4 + 5 + 4 + 3)
+    assert inst.cost([]) == 0.0 and inst.cost([[], []]) == 0.0
