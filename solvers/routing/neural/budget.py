@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -92,6 +93,61 @@ def fit_trajectories(n: int, symmetries: int, seconds: float, scale: float,
         else:
             hi = mid - 1
     return lo
+
+
+class Pace:
+    """The stop test of one rollout (``env.STOP_EVERY``: asked before every decoding step):
+    true on a cancel, or once the time left (``left``) is shorter than the longest step of
+    this rollout so far, since the next step would then end past it. Under load one step is
+    not a fixed cost: in a process where another thread held the interpreter lock for tens
+    of milliseconds at a time (in-request ``ils`` solves beside it), single decoding steps
+    took 0.3-0.45 s, and a test only at the limit itself let a 0.5 s solve end at 0.78 s.
+
+    With ``steps`` (the rollout's expected decoding steps) it also says when the whole
+    rollout is not going to fit: once a tenth of the steps are done, if their mean pace
+    predicts an end past ``left``, it stops and sets ``slow`` (a first pass planned for a
+    machine that turned out busier, so the search may plan again from the measured pace)."""
+
+    #: Steps measured before a rollout may be judged too slow as a whole.
+    MIN_STEPS = 4
+
+    def __init__(self, left: Callable[[], float], cancelled: Callable[[], bool],
+                 steps: float | None = None) -> None:
+        self.left, self.cancelled, self.steps = left, cancelled, steps
+        self.calls = 0
+        self.first: float | None = None  # when the first step began
+        self.last: float | None = None
+        self.longest = 0.0
+        self.slow = False
+
+    def __call__(self) -> bool:
+        now = time.perf_counter()
+        if self.last is not None:
+            self.longest = max(self.longest, now - self.last)
+        else:
+            self.first = now
+        self.last = now
+        self.calls += 1
+        if self.cancelled():
+            return True
+        left = self.left()
+        if left <= self.longest:
+            return True
+        done = self.calls - 1
+        if (self.steps is not None and self.first is not None
+                and done >= max(self.MIN_STEPS, 0.1 * self.steps)):
+            mean = (now - self.first) / done
+            if mean * (self.steps - done) > left:
+                self.slow = True
+                return True
+        return False
+
+    def step_seconds(self) -> float:
+        """The mean measured step (0 before two calls)."""
+        done = self.calls - 1
+        if done <= 0 or self.first is None or self.last is None:
+            return 0.0
+        return (self.last - self.first) / done
 
 
 def after_cancel(budget: Budget, seconds: float) -> float:

@@ -45,6 +45,7 @@ import torch
 
 from solvers.contract import Clock, ProgressCallback, ProgressEvent, no_progress
 from solvers.routing.check import check_cvrptw
+from solvers.routing.neural.budget import Pace
 from solvers.routing.neural.env import (
     DecodeStoppedError,
     augment,
@@ -86,11 +87,13 @@ def path_lengths(xy: np.ndarray, paths: np.ndarray) -> np.ndarray:
     return np.sqrt(((p[..., 1:, :] - p[..., :-1, :]) ** 2).sum(-1)).sum(-1)
 
 
-def past(clock: Clock) -> Callable[[], bool]:
-    """A rollout's ``stop`` for a reconstruction round: true on a cancel or at the end of the
-    budget. Rounds are sized from the speed measured so far, and under load one ran 0.2-0.4 s
-    past a 0.3 s limit; a round that only overruns its share (the polish's time) finishes."""
-    return lambda: clock.budget.cancelled() or clock.remaining <= 0.0
+def past(clock: Clock, steps: float | None = None) -> Callable[[], bool]:
+    """A rollout's ``stop`` for a reconstruction round of ``steps`` decoding steps: true on a
+    cancel, once the next step would end past the budget, or once the round's measured pace
+    says it will not end within it (``budget.Pace``). Rounds are sized from the speed
+    measured so far, and under load one ran 0.2-0.4 s past a 0.3 s limit; a round that only
+    overruns its share (the polish's time) finishes."""
+    return Pace(lambda: clock.remaining, clock.budget.cancelled, steps)
 
 
 def _round_seconds(length: int, instances: int) -> float:
@@ -163,7 +166,7 @@ def reconstruct_tour(model: Any, coords: torch.Tensor, tour: list[int], clock: C
             z = strategies[pick.reshape(syms * count, reps) % len(strategies)]
         try:
             result = rollout_path(model, batch, first, length - 1 - first, strategy=z,
-                                  stop=past(clock))
+                                  stop=past(clock, length - 2))
         except DecodeStoppedError:
             break  # out of time mid-round (a CPU busier than measured): the round is dropped
         local = result.actions.cpu().numpy()  # (syms·count, reps, L)
@@ -347,12 +350,12 @@ def reconstruct_routes(model: Any, instance: CVRPInstance, routes: list[list[int
             if data is not None:
                 result = rollout_cvrptw(model, data.repeat(syms, aug), starts, strategy=z,
                                         multi_start=True, generator=generator,
-                                        stop=past(clock))
+                                        stop=past(clock, steps))
             else:
                 result = rollout_cvrp(model, aug, dem.repeat(syms, 1), starts,
                                       capacity=cap.repeat(syms), strategy=z, multi_start=True,
                                       generator=generator, pad=pad.repeat(syms, 1),
-                                      stop=past(clock))
+                                      stop=past(clock, steps))
         except DecodeStoppedError:
             break  # out of time mid-round: the round is dropped
         lengths = result.lengths.reshape(syms, len(groups), starts).permute(1, 0, 2)

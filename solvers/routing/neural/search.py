@@ -12,7 +12,10 @@ The pipeline (``Search.run``):
    greedy starts, top-ups and rotated views in ``reld``; PolyNet's strategies and its
    full-vehicle fallback in ``polynet``). The best solution is kept by fewest routes beyond
    the fleet cap, then length; the measured time of each pass rescales the cost model
-   (``budget``) that sizes the next.
+   (``budget``) that sizes the next. A pass also keeps to the clock as it runs
+   (``budget.Pace``): it stops before a step that would end past its time, or once its
+   measured pace says it will not fit; a first pass stopped so is planned once more from
+   that pace (``Search.replan``), else a greedy construction leaves the time to the finish.
 4. A solve cancelled before its first pass ended starts from a greedy construction.
 5. The finish: for the TSP, ``reconstruct_tour`` then 2-opt + Or-opt; for CVRP and CVRPTW,
    route elimination when every plan broke the fleet cap, ``reconstruct_routes`` (on the best
@@ -55,7 +58,7 @@ from solvers.routing.classical.fleet import REPAIR_SHARE, fleet_repair, over_fle
 from solvers.routing.classical.localsearch import two_opt
 from solvers.routing.classical.timewindows import time_window_routes
 from solvers.routing.classical.warmup import warm_up as descent_warm_up
-from solvers.routing.neural.budget import after_cancel, decode_steps, pass_seconds
+from solvers.routing.neural.budget import Pace, after_cancel, decode_steps, pass_seconds
 from solvers.routing.neural.checkpoints import CheckpointCache
 from solvers.routing.neural.env import (
     Decode,
@@ -330,6 +333,7 @@ class Search:
         self.sampled = self.sampling_passes = self.largest_round = 0
         self.starts = 0  # greedy trajectories per symmetry decoded (ReLD's starts)
         self.inserted: tuple[list[int], float, str] | None = None
+        self.pace: Pace | None = None  # the stop test of the pass decoded last
         self.repair: dict[str, Any] | None = None  # the fleet repair's result, once tried
         self.polished: dict[str, Any] | None = None  # the final classical descent
         self.rebuilt: dict[str, Any] = {}  # the reconstruction's statistics
@@ -340,16 +344,23 @@ class Search:
         """Seconds left for the passes."""
         return max(0.0, self.clock.remaining - self.reserve)
 
-    def stop(self) -> bool:
-        """Whether a pass must end now, asked between its decoding steps: on a cancel, once
-        the time for passes is over (a pass planned from a speed the CPU no longer gives,
-        under load, ran on for seconds past the limit), and for a first pass, which has no
-        plan to fall back on but a greedy construction, only at the limit itself."""
-        if self.budget.cancelled():
-            return True
-        if self.best_seq is not None:
-            return self.left() <= 0.0
-        return self.clock.remaining <= 0.0
+    def pass_deadline(self) -> float:
+        """Seconds a pass may still decode: the time for passes, and for a first pass, which
+        has no plan to fall back on but a greedy construction, the whole time left."""
+        return self.left() if self.best_seq is not None else self.clock.remaining
+
+    @property
+    def stop(self) -> Pace:
+        """The stop test of the pass about to be decoded, asked between its decoding steps
+        (``budget.Pace``): on a cancel, once the next step would end past
+        ``pass_deadline`` (a pass planned from a speed the CPU no longer gives, under load,
+        ran on for seconds past the limit), or once its measured pace says the pass as a
+        whole will not fit (then ``decode_passes`` may plan the first pass again)."""
+        # (under a solution budget the passes do not follow the clock: one seed, one answer)
+        steps = (None if self.max_solutions is not None
+                 else self.inp.steps if self.inp.cvrp else float(self.inp.n - 1))
+        self.pace = Pace(self.pass_deadline, self.budget.cancelled, steps)
+        return self.pace
 
     def run(self, passes: Passes) -> tuple[list[list[int]], dict[str, Any]]:
         inp = self.inp
@@ -373,15 +384,22 @@ class Search:
         return routes, passes.stats(self)
 
     def decode_passes(self, passes: Passes) -> None:
+        replanned = False
         while True:
             p = passes.next(self)
             if p is None:
                 break
+            if replanned and self.passes == 0 and self.predicted(p) > self.clock.remaining:
+                break  # not even the smaller first pass fits: a greedy construction instead
             t0 = self.clock.elapsed
             try:
                 result = passes.decode(self, p)
             except DecodeStoppedError:
-                break  # cancelled mid-pass: the partial pass is discarded
+                # cancelled, out of time or too slow mid-pass: the partial pass is discarded
+                if self.replan(passes, p, replanned):
+                    replanned = True
+                    continue
+                break
             flat, excess = fewest_over_fleet(result.actions, result.lengths, self.inp.fleet)
             if p.factor != 1.0:
                 flat = flat * p.factor  # back to the base view's units
@@ -396,6 +414,31 @@ class Search:
             self.progress(ProgressEvent(
                 self.solver, self.clock.elapsed, self.passes, None,
                 f"{p.mode} pass {self.passes}: best normalized length {self.best_len:.4f}"))
+
+    def predicted(self, p: Pass) -> float:
+        """Seconds ``p`` is predicted to take at the speed measured so far."""
+        inp = self.inp
+        if p.mode == "greedy":
+            return self.scale * pass_seconds(inp.n, p.count, p.k, inp.steps)
+        return self.sample_scale * pass_seconds(inp.n, p.count, 1, inp.steps)
+
+    def replan(self, passes: Passes, p: Pass, replanned: bool) -> bool:
+        """After a first pass stopped for its pace (``Pace.slow``): plan the passes again
+        with the slowdown its steps measured, once. A solve that started before its
+        neighbours (or a busy thread beside it) planned that pass for a free CPU; stopped at
+        the limit, it left no time for anything but a greedy construction and the finish,
+        which ran on past the limit."""
+        pace = self.pace
+        if (replanned or self.passes or pace is None or not pace.slow
+                or self.budget.cancelled()):
+            return False
+        inp = self.inp
+        k = p.k if p.mode == "greedy" else 1
+        per_step = pass_seconds(inp.n, p.count, k, 1.0) - pass_seconds(inp.n, p.count, k, 0.0)
+        self.load = max(self.load, pace.step_seconds() / per_step, expected_slowdown())
+        self.scale = self.sample_scale = self.load
+        passes.plan(self)
+        return True
 
     def offer(self, p: Pass, result: Rollout, flat: torch.Tensor, excess: int) -> None:
         """Keep the pass's best trajectory if it beats the best so far."""
