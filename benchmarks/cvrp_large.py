@@ -253,6 +253,13 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], probes: list[dict[s
     return lines
 
 
+def _size(n: int) -> str:
+    """100000 -> 100K, 1000000 -> 1M, 150 -> 150: the set's name in the leaderboard."""
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1e6:g}M"
+    return f"{n / 1000:g}K" if n >= 1000 and n % 100 == 0 else str(n)
+
+
 def headlines(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Leaderboard rows: the 100K run's gap to the long reference; the 1M run (no reference,
     its row says it was solved and checked)."""
@@ -260,11 +267,11 @@ def headlines(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str
     out = []
     for r in rows:
         if r["part"] == "100k" and r.get("gap") is not None:
-            out.append(headline("CVRP", f"uniform {s['n'] // 1000}K (seed "
+            out.append(headline("CVRP", f"uniform {_size(s['n'])} (seed "
                                 f"{s['instance_seed']})", SOLVER, f"{s['limit']:g} s",
                                 r["gap"], 1, f"ils at {s['reference_limit']:g} s"))
         if r["part"] == "1m" and r.get("feasible"):
-            out.append(headline("CVRP", f"uniform {s['big_n'] / 1e6:g}M (seed "
+            out.append(headline("CVRP", f"uniform {_size(s['big_n'])} (seed "
                                 f"{s['instance_seed']})", SOLVER, f"{s['big_limit']:g} s",
                                 None, 1, f"none: solved and checked, cost {r['cost']:,.0f}, "
                                 f"{r['rss_mb'] / 1024:.1f} GB"))
