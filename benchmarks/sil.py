@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -329,9 +330,13 @@ def paired_headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @contextlib.contextmanager
 def _locked(out: Path) -> Iterator[None]:
-    """Sections may run in parallel processes; they merge into one results file."""
+    """Sections may run in parallel processes; they merge into one results file. The lock
+    lives in the git-ignored cache, keyed by the results path (beside the results it was a
+    stray file in benchmarks/results/, which holds only tables and their data)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f".{out.stem}.lock", "w") as fh:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha1(str(out.resolve()).encode()).hexdigest()[:12]
+    with open(CACHE / f".sil-{key}.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
