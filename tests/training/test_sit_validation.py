@@ -1,0 +1,43 @@
+"""SIT's validation set and the re-validation of the shipped checkpoint on it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from training import sit
+from training.loop import MANIFEST
+
+
+def test_the_larger_validation_set_keeps_the_earlier_eight_first(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its first 8 instances are the set the earlier figures were measured on."""
+    big = sit.validation_coords()
+    monkeypatch.setattr(sit, "VAL_COUNT", 8)
+    small = sit.validation_coords()
+    assert big.shape[0] >= 32 and np.array_equal(big[:8], small)
+
+
+def test_revalidate_records_the_new_bar_and_the_old_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = tmp_path / "MANIFEST.json"
+    shutil.copy(MANIFEST, manifest)
+    monkeypatch.setattr(sit, "MANIFEST", manifest)
+    monkeypatch.setattr(sit, "VAL_N", 60)
+    monkeypatch.setattr(sit, "VAL_COUNT", 2)
+    monkeypatch.setattr(sit, "VAL_ROUNDS", 2)
+    before = next(e for e in json.loads(manifest.read_text())["checkpoints"]
+                  if e["file"] == "sil_tsp.pt")["validation"]
+    assert sit.main(["tsp", "--revalidate", "--threads", "1", "--device", "cpu"]) == 0
+    entry = next(e for e in json.loads(manifest.read_text())["checkpoints"]
+                 if e["file"] == "sil_tsp.pt")
+    assert entry["validation"]["set"] == sit.validation_description() == \
+        "2 uniform TSP60 instances, seed 20261130"
+    record = entry["evaluations"][-1]
+    assert record["gap_percent"] == entry["validation"]["gap_percent"] > 0
+    assert record["before"] == {"set": before["set"], "gap_percent": before["gap_percent"]}
+    assert record["candidate"] is False
