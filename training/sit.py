@@ -359,7 +359,9 @@ def train(args: argparse.Namespace) -> SITState:
     if to_beat is not None:
         print(f"the shipped {shipped.name} is replaced only 0.1 point below its "
               f"{to_beat:.3f}%", flush=True)
-    bars = [g for g in (to_beat, state.best_gap) if g is not None]
+    # With a shipped file its recorded gap on this set is the bar (this lineage's best equals
+    # it whenever the lineage wrote the file, and may come from an earlier, smaller set).
+    bars = [g for g in ((to_beat,) if shipped.exists() else (state.best_gap,)) if g is not None]
     if shipped.exists() and to_beat is None:
         # the lineage's best was measured on another set: no bar to compare with until
         # `--revalidate` records the shipped checkpoint's gap on this one (read at each
