@@ -40,6 +40,11 @@ class Plan:
                                          dtype=np.int64)
         self.demand = np.asarray(instance.demands, dtype=np.int64)
         self.cap = int(instance.capacity)
+        self._link(routes)
+
+    def _link(self, routes: list[list[int]]) -> None:
+        """The linked lists, routes, positions and loads of ``routes``, one route slot each."""
+        n = self.n
         count = self.count = len(routes)
         self.size = n + 2 * count
         self.succ = np.full(self.size, -1, dtype=np.int64)
@@ -58,21 +63,7 @@ class Plan:
         """The same instance's data (neighbour lists, distances: shared, not copied) with
         other routes, as many route slots as ``routes`` has routes."""
         other = copy.copy(self)
-        n = self.n
-        count = other.count = len(routes)
-        other.size = n + 2 * count
-        other.succ = np.full(other.size, -1, dtype=np.int64)
-        other.pred = np.full(other.size, -1, dtype=np.int64)
-        for r, route in enumerate(routes):
-            chain = np.array([n + r, *route, n + count + r], dtype=np.int64)
-            other.succ[chain[:-1]] = chain[1:]
-            other.pred[chain[1:]] = chain[:-1]
-        other.route_of = np.full(other.size, -1, dtype=np.int64)
-        other.cum = np.zeros(other.size, dtype=np.int64)
-        other.load = np.zeros(count, dtype=np.int64)
-        for r in range(count):
-            refresh(r, other.succ, other.route_of, other.cum, other.load, other.demand, n,
-                    count)
+        other._link(routes)
         return other
 
     def descend(self, deadline: float, cancelled: Callable[[], bool] | None = None) -> None:
