@@ -310,13 +310,7 @@ class JobStore:
 
     def write_progress(self, job_id: str, attempt: int, points: list[list[float]]) -> None:
         """Write the series atomically; a job whose folder is gone (purged) is left alone."""
-        path = self.progress_path(job_id, attempt)
-        tmp = path.with_suffix(".tmp-progress")
-        try:
-            tmp.write_text(json.dumps(points))
-            os.replace(tmp, path)
-        except FileNotFoundError:
-            return
+        _replace_json(self.progress_path(job_id, attempt), points)
 
     def incumbent_path(self, job_id: str, attempt: int) -> Path:
         """The attempt's latest published plan while it runs (``{solver, cost, elapsed,
@@ -326,13 +320,7 @@ class JobStore:
 
     def write_incumbent(self, job_id: str, attempt: int, plan: dict[str, Any]) -> None:
         """Write the plan atomically; a job whose folder is gone (purged) is left alone."""
-        path = self.incumbent_path(job_id, attempt)
-        tmp = path.with_suffix(".tmp-incumbent")
-        try:
-            tmp.write_text(json.dumps(plan))
-            os.replace(tmp, path)
-        except FileNotFoundError:
-            return
+        _replace_json(self.incumbent_path(job_id, attempt), plan)
 
     def read_incumbent(self, job_id: str, attempt: int) -> dict[str, Any] | None:
         """The attempt's latest published plan; None when its solver published none yet.
@@ -674,3 +662,14 @@ class JobStore:
                  job_id, attempt, *ACTIVE_STATES),
             )
             return cur.rowcount == 1
+
+
+def _replace_json(path: Path, doc: Any) -> None:
+    """``doc`` as ``path``'s JSON, written beside it and renamed over it, so a reader never
+    sees half a file; a job folder purged meanwhile (FileNotFoundError) is left alone."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, path)
+    except FileNotFoundError:
+        return
