@@ -210,14 +210,15 @@ class _Search:
         self.tried = 0
         self.batch = 1  # kicks per call, grown to about 5 ms of work between clock looks
 
-    def twin(self, rng: np.random.Generator,
-             routes: list[list[int]] | None = None) -> _Search:
-        """A search with its own arrays and draws, from the same plan or from ``routes``
-        (as many route slots as it has routes)."""
+    def twin(self, rng: np.random.Generator, routes: list[list[int]] | None = None,
+             arrays: tuple[np.ndarray, ...] | None = None) -> _Search:
+        """A search with its own arrays and draws, from ``routes`` (as many route slots as
+        it has routes), else from ``arrays`` (a copy of this plan's, taken while nothing
+        kicked it: ``run_threads`` makes twins while this search kicks), else this plan."""
         if routes is None:
             plan = copy.copy(self.plan)
             plan.succ, plan.pred, plan.route_of, plan.cum, plan.load = (
-                a.copy() for a in self.arrays)
+                a.copy() for a in (self.arrays if arrays is None else arrays))
         else:
             plan = self.plan.with_routes(routes)
         return _Search(plan, self.customers, rng, self.ruin, self.lmax, self.temperature,

@@ -35,8 +35,8 @@ class _Search(Protocol):
 
     def step(self, now: float) -> None: ...
 
-    def twin(self, rng: np.random.Generator,
-             routes: list[list[int]] | None = None) -> _Search: ...
+    def twin(self, rng: np.random.Generator, routes: list[list[int]] | None = None,
+             arrays: tuple[np.ndarray, ...] | None = None) -> _Search: ...
 
     def adopt(self, other: _Search) -> None: ...
 
@@ -62,6 +62,9 @@ def run_threads(first: _Search, threads: int, seed: int, deadline: float,
     second search starts from ``fewer_routes(routes)`` when that gives a plan (see
     ``ROUTE_MINIMISATION``), computed on its own thread while ``first`` kicks."""
     start = first.plan.routes()
+    # the twins are made on the pool's threads while ``first`` kicks its arrays in place
+    # (numba releases the GIL), so they copy this snapshot, never the arrays in motion
+    still = tuple(a.copy() for a in first.arrays)
     numbered = iter(range(1, threads))
     lock = threading.Lock()
 
@@ -73,7 +76,7 @@ def run_threads(first: _Search, threads: int, seed: int, deadline: float,
     def make(j: int) -> _Search:
         rng = np.random.default_rng([seed, j])
         routes = fewer_routes(start) if j == 1 and fewer_routes is not None else None
-        return first.twin(rng, routes)
+        return first.twin(rng, routes, still)
 
     def begin(j: int, end: float) -> _Search:
         search = make(j)

@@ -142,3 +142,45 @@ def test_fewer_routes_reaches_the_fewest_the_demand_allows() -> None:
     out = fewer(halves)
     assert out is not None and len(out) <= fewest and _valid(inst, out)
     assert fewer(out) is None
+
+
+def test_twins_copy_the_plan_as_it_stood_not_as_it_is_kicked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The twins are made on the pool's threads while the first search kicks its arrays in
+    place, GIL released: a twin that copied them then got a torn plan (a customer in no
+    route, or a route closed on its own start), and its kicks looped forever. Here the first
+    search's plan is torn for a moment in every step; each twin must still hold every
+    customer."""
+    from solvers.routing.classical import kicks, moves, parallel
+
+    inst = _instance(5)
+    plan = moves.Plan(inst, _random_plan(inst, np.random.default_rng(5)), moves.NEIGHBOURS)
+    first = kicks._Search(plan, np.arange(1, inst.n, dtype=np.int64),
+                          np.random.default_rng(0), 20, 10.0, (1.0, 0.01),
+                          time.perf_counter(), 1.0)
+    kick = first.step
+    starts = np.arange(plan.n, plan.n + plan.count)
+
+    def tearing_step(now: float) -> None:
+        succ = first.plan.succ
+        held = succ[starts].copy()
+        succ[starts] = starts + plan.count  # every route empty, as a kick might leave it
+        time.sleep(0.02)  # the pool's threads run meanwhile, as beside a numba kernel
+        succ[starts] = held
+        kick(now)
+
+    first.step = tearing_step  # type: ignore[method-assign]
+    whole: list[bool] = []
+    real_twin = kicks._Search.twin
+
+    def checked_twin(self: kicks._Search, *args: object) -> kicks._Search:
+        time.sleep(0.005)  # made once the first search is inside a step
+        twin = real_twin(self, *args)  # type: ignore[arg-type]
+        whole.append(_valid(inst, twin.plan.routes()))
+        assert whole[-1], "a twin copied a torn plan"  # raised here, not left to loop
+        return twin
+
+    monkeypatch.setattr(kicks._Search, "twin", checked_twin)
+    best, _ = parallel.run_threads(first, 3, 0, time.perf_counter() + 0.3, 0.05, None, None)
+    assert whole == [True, True]
+    assert _valid(inst, best.finish())
