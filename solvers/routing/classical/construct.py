@@ -253,7 +253,7 @@ class NearestNeighbourSolver:
 # uniform instances) in about a second at 100K nodes.
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _insertion_kernel(xy: np.ndarray, order: np.ndarray, grid: int, want: int) -> np.ndarray:
     n = xy.shape[0]
     succ = np.empty(n, np.int64)
@@ -345,7 +345,7 @@ def random_insertion_tour(coords: np.ndarray, seed: int = 0, start: int = 0) -> 
     return np.roll(tour, -int(np.flatnonzero(tour == start)[0]))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _split_kernel(giant: np.ndarray, xy: np.ndarray, demand: np.ndarray, depot: int,
                   capacity: int) -> np.ndarray:
     """Prins' split: cut a giant tour into capacity-feasible routes of least total length.

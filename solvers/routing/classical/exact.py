@@ -24,7 +24,7 @@ from solvers.routing.solution import Solution, build_solution
 TINY_CUSTOMERS = 13
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _held_karp(d: np.ndarray, depot: int, nodes: np.ndarray) -> np.ndarray:
     """``best[S, j]``: the shortest path depot → (every node of bitmask S) ending at
     ``nodes[j]`` (j in S)."""
@@ -48,7 +48,7 @@ def _held_karp(d: np.ndarray, depot: int, nodes: np.ndarray) -> np.ndarray:
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _closed(best: np.ndarray, d: np.ndarray, depot: int, nodes: np.ndarray) -> np.ndarray:
     """The cheapest closed route (depot → S → depot) of every subset S."""
     size, m = best.shape
@@ -62,7 +62,7 @@ def _closed(best: np.ndarray, d: np.ndarray, depot: int, nodes: np.ndarray) -> n
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _loads(demand: np.ndarray) -> np.ndarray:
     size = 1 << demand.shape[0]
     load = np.zeros(size, dtype=np.int64)
@@ -75,7 +75,7 @@ def _loads(demand: np.ndarray) -> np.ndarray:
     return load
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _partition(route_cost: np.ndarray, fleet: int) -> tuple[np.ndarray, np.ndarray]:
     """``cover[k, S]``: the cheapest k routes serving exactly S, and the route ``choice[k, S]``
     holding S's lowest customer (so every partition is counted once). ``fleet`` 0 means no

@@ -390,7 +390,7 @@ def eliminate_capacity_routes(instance: CVRPInstance, routes: list[list[int]],
     return plan.routes()
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _empty_route(r: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
                  load: np.ndarray, pool: np.ndarray, n: int, count: int) -> int:
     """Take every customer out of route r into ``pool``; returns how many."""
@@ -407,7 +407,7 @@ def _empty_route(r: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarra
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cheapest_place(c: int, alive: np.ndarray, succ: np.ndarray, pred: np.ndarray,
                     route_of: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
                     near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
@@ -441,7 +441,7 @@ def _cheapest_place(c: int, alive: np.ndarray, succ: np.ndarray, pred: np.ndarra
     return bx
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ejection(c: int, routes: np.ndarray, put_back: np.ndarray, weight: np.ndarray,
               succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray, load: np.ndarray,
               demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray, mat: np.ndarray,
@@ -483,7 +483,7 @@ def _ejection(c: int, routes: np.ndarray, put_back: np.ndarray, weight: np.ndarr
     return be, bx
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pour(pool: np.ndarray, size: int, pops: int, seed: int, shaking: bool,
           put_back: np.ndarray, weight: np.ndarray, alive: np.ndarray, succ: np.ndarray,
           pred: np.ndarray, route_of: np.ndarray, load: np.ndarray, demand: np.ndarray,
@@ -544,7 +544,7 @@ def pour(pool: np.ndarray, size: int, pops: int, seed: int, shaking: bool,
     return size, done
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shake(moves: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
            load: np.ndarray, demand: np.ndarray, cap: int, near: np.ndarray, n: int,
            depot: int) -> None:

@@ -420,7 +420,7 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
     return total, kept, best_total, failed
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _recreate(removed: np.ndarray, order: np.ndarray, m: int, before: float,
               saved: np.ndarray, saved_routes: np.ndarray, seq_start: np.ndarray,
               seq: np.ndarray, counts: np.ndarray, succ: np.ndarray, pred: np.ndarray,

@@ -37,7 +37,7 @@ def _put(tour: np.ndarray, pos: np.ndarray, p: int, v: int, log: np.ndarray,
     pos[v] = p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _reverse(tour: np.ndarray, pos: np.ndarray, i: int, j: int, log: np.ndarray,
              log_len: np.ndarray) -> None:
     """Reverse tour positions i..j (cyclic, inclusive), or the complement when shorter."""
@@ -54,7 +54,7 @@ def _reverse(tour: np.ndarray, pos: np.ndarray, i: int, j: int, log: np.ndarray,
         j = (j - 1) % n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _move_segment(tour: np.ndarray, pos: np.ndarray, ps: int, seg: np.ndarray, c: int,
                   d: int, log: np.ndarray, log_len: np.ndarray) -> None:
     """Move the segment at positions ps.. (len(seg) nodes) between c and d = succ(c),
@@ -81,7 +81,7 @@ def _move_segment(tour: np.ndarray, pos: np.ndarray, ps: int, seg: np.ndarray, c
             dst = (dst - 1) % n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _try_or_opt(tour: np.ndarray, pos: np.ndarray, xy: np.ndarray, neigh: np.ndarray,
                 a: int, touched: np.ndarray, log: np.ndarray, log_len: np.ndarray) -> float:
     """First improving Or-opt move of a segment (1-3 nodes) that starts or ends at ``a``;
@@ -135,7 +135,7 @@ def _try_or_opt(tour: np.ndarray, pos: np.ndarray, xy: np.ndarray, neigh: np.nda
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _improve(tour: np.ndarray, pos: np.ndarray, xy: np.ndarray, neigh: np.ndarray,
              queue: np.ndarray, active: np.ndarray, size: int, max_moves: int,
              or_opt: bool, log: np.ndarray, log_len: np.ndarray) -> tuple[int, float]:
@@ -207,7 +207,7 @@ def _improve(tour: np.ndarray, pos: np.ndarray, xy: np.ndarray, neigh: np.ndarra
     return moves, change
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _two_opt_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray,
                     max_moves: int, or_opt: bool) -> int:
     n = tour.shape[0]
@@ -222,7 +222,7 @@ def _two_opt_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray,
     return moves
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _perturb_kernel(tour: np.ndarray, xy: np.ndarray, neigh: np.ndarray, kicks: int,
                     window: int, seed: int, heat: float, total: float, best_total: float,
                     best: np.ndarray, dirty: np.ndarray, dirty_list: np.ndarray,

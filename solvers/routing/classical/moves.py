@@ -158,7 +158,7 @@ def insertion(x: int, c: int, y: int, xy: np.ndarray, mat: np.ndarray, conv: int
             - dist(x, y, xy, mat, conv, n, depot))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def refresh(r: int, succ: np.ndarray, route_of: np.ndarray, cum: np.ndarray,
              load: np.ndarray, demand: np.ndarray, n: int, count: int) -> None:
     """Route r's membership and running loads, walked from its start (id n + r) to its end
@@ -178,7 +178,7 @@ def refresh(r: int, succ: np.ndarray, route_of: np.ndarray, cum: np.ndarray,
     load[r] = total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sweep(first: int, customers: int, succ: np.ndarray, pred: np.ndarray,
            route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, demand: np.ndarray,
            cap: int, near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
@@ -197,7 +197,7 @@ def sweep(first: int, customers: int, succ: np.ndarray, pred: np.ndarray,
     return c, moves
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def improve(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
              cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
              near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int,
@@ -222,7 +222,7 @@ def improve(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def plan_length(succ: np.ndarray, n: int, count: int, xy: np.ndarray, mat: np.ndarray, conv: int,
            depot: int) -> float:
     """The plan's length."""
@@ -242,7 +242,7 @@ def plan_length(succ: np.ndarray, n: int, count: int, xy: np.ndarray, mat: np.nd
 KICK_PASSES = 20
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def route_length(r: int, succ: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int,
                   n: int, depot: int, count: int) -> float:
     """Route r's length, from its start id to its end id."""
@@ -256,7 +256,7 @@ def route_length(r: int, succ: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv
         v = w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def save_route(r: int, succ: np.ndarray, n: int, saved: np.ndarray, saved_routes: np.ndarray,
                 seq_start: np.ndarray, seq: np.ndarray, counts: np.ndarray) -> None:
     """Route r's customers appended to a kick's undo record (``seq``, the i-th saved route
@@ -278,7 +278,7 @@ def save_route(r: int, succ: np.ndarray, n: int, saved: np.ndarray, saved_routes
 # -- the parts of a kick that ``kicks._kicks`` and ``penalized.penalized_kicks`` share ----------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pick_ruin(c0: int, ruin: int, removed: np.ndarray, near: np.ndarray,
                route_of: np.ndarray, depot: int) -> int:
     """The seed customer ``c0`` and its nearest customers, ``ruin`` at most, into
@@ -295,7 +295,7 @@ def pick_ruin(c0: int, ruin: int, removed: np.ndarray, near: np.ndarray,
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def neighbourhood(removed: np.ndarray, m: int, near: np.ndarray, listed: np.ndarray,
                    around: np.ndarray) -> int:
     """The first ``m`` removed customers and their neighbours, each once, into ``around``
@@ -313,7 +313,7 @@ def neighbourhood(removed: np.ndarray, m: int, near: np.ndarray, listed: np.ndar
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def save_reachable(around: np.ndarray, a: int, saved: np.ndarray, saved_routes: np.ndarray,
                     seq_start: np.ndarray, seq: np.ndarray, counts: np.ndarray,
                     succ: np.ndarray, route_of: np.ndarray, near: np.ndarray, xy: np.ndarray,
@@ -334,7 +334,7 @@ def save_reachable(around: np.ndarray, a: int, saved: np.ndarray, saved_routes: 
     return before
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def routes_length(routes: np.ndarray, m: int, succ: np.ndarray, xy: np.ndarray,
                    mat: np.ndarray, conv: int, n: int, depot: int, count: int) -> float:
     """The length of the first ``m`` of ``routes``."""
@@ -344,7 +344,7 @@ def routes_length(routes: np.ndarray, m: int, succ: np.ndarray, xy: np.ndarray,
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def copy_dirty(dirty: np.ndarray, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
                 cum: np.ndarray, load: np.ndarray, s_succ: np.ndarray, s_pred: np.ndarray,
                 s_route_of: np.ndarray, s_cum: np.ndarray, s_load: np.ndarray, n: int,
@@ -367,7 +367,7 @@ def copy_dirty(dirty: np.ndarray, succ: np.ndarray, pred: np.ndarray, route_of: 
         s_load[r] = load[r]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def restore_saved(ns: int, saved_routes: np.ndarray, seq_start: np.ndarray, seq: np.ndarray,
                    succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray, cum: np.ndarray,
                    load: np.ndarray, demand: np.ndarray, n: int, count: int) -> None:
@@ -384,7 +384,7 @@ def restore_saved(ns: int, saved_routes: np.ndarray, seq_start: np.ndarray, seq:
         refresh(r, succ, route_of, cum, load, demand, n, count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def descend_around(around: np.ndarray, a: int, succ: np.ndarray, pred: np.ndarray,
                    route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
                    demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,
@@ -407,7 +407,7 @@ def descend_around(around: np.ndarray, a: int, succ: np.ndarray, pred: np.ndarra
             break
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def two_opt_intra(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
                   cum: np.ndarray, load: np.ndarray, demand: np.ndarray, near: np.ndarray,
                   xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
@@ -451,7 +451,7 @@ def two_opt_intra(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarr
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def or_opt(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
            cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
            near: np.ndarray, xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int,
@@ -524,7 +524,7 @@ def or_opt(c: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _reverse_stretch(lo: int, hi: int, succ: np.ndarray, pred: np.ndarray) -> None:
     """Reverse the stretch lo .. hi of a route (lo before hi) in place."""
     before = pred[lo]
@@ -542,7 +542,7 @@ def _reverse_stretch(lo: int, hi: int, succ: np.ndarray, pred: np.ndarray) -> No
     pred[after] = lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def settle(ok: bool, slack: float, total: float, best_total: float, before: float,
            counts: np.ndarray, saved: np.ndarray, saved_routes: np.ndarray,
            seq_start: np.ndarray, seq: np.ndarray, dirty: np.ndarray, succ: np.ndarray,
@@ -578,7 +578,7 @@ def settle(ok: bool, slack: float, total: float, best_total: float, before: floa
     return total, best_total, keep
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
               cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
               xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
@@ -620,7 +620,7 @@ def relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.nd
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
           cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int, xy: np.ndarray,
           mat: np.ndarray, conv: int, n: int, depot: int, count: int, eps: float) -> bool:
@@ -641,7 +641,7 @@ def swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarra
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def swap_delta(c: int, v: int, succ: np.ndarray, pred: np.ndarray, xy: np.ndarray,
                 mat: np.ndarray, conv: int, n: int, depot: int) -> float:
     """How much longer the plan gets when c and v (of two routes) trade places."""
@@ -655,7 +655,7 @@ def swap_delta(c: int, v: int, succ: np.ndarray, pred: np.ndarray, xy: np.ndarra
             - dist(vp, v, xy, mat, conv, n, depot) - dist(v, vq, xy, mat, conv, n, depot))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def trade_places(c: int, v: int, succ: np.ndarray, pred: np.ndarray) -> None:
     """Link c where v was and v where c was (of two routes; loads refreshed by the caller)."""
     p = pred[c]
@@ -672,7 +672,7 @@ def trade_places(c: int, v: int, succ: np.ndarray, pred: np.ndarray) -> None:
     pred[vq] = c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
                   cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
                   xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
@@ -698,7 +698,7 @@ def two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: n
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def two_opt_star_delta(c: int, v: int, succ: np.ndarray, pred: np.ndarray, xy: np.ndarray,
                         mat: np.ndarray, conv: int, n: int, depot: int) -> float:
     """How much longer the plan gets when c's tail and v's tail (v onwards) trade routes."""
@@ -708,7 +708,7 @@ def two_opt_star_delta(c: int, v: int, succ: np.ndarray, pred: np.ndarray, xy: n
             - dist(c, q, xy, mat, conv, n, depot) - dist(vp, v, xy, mat, conv, n, depot))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cross_tails(c: int, v: int, a: int, b: int, succ: np.ndarray, pred: np.ndarray, n: int,
                  count: int) -> None:
     """Route a continues after c with v's tail, route b after v's predecessor with c's old

@@ -52,7 +52,7 @@ def _excess(load: int, cap: int) -> int:
     return load - cap if load > cap else 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _p_relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
                 cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int,
                 penalty: float, xy: np.ndarray, mat: np.ndarray, conv: int, n: int,
@@ -97,7 +97,7 @@ def _p_relocate(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _p_swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray,
             cum: np.ndarray, load: np.ndarray, demand: np.ndarray, cap: int, penalty: float,
             xy: np.ndarray, mat: np.ndarray, conv: int, n: int, depot: int, count: int,
@@ -119,7 +119,7 @@ def _p_swap(c: int, v: int, succ: np.ndarray, pred: np.ndarray, route_of: np.nda
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _p_two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray,
                     route_of: np.ndarray, cum: np.ndarray, load: np.ndarray,
                     demand: np.ndarray, cap: int, penalty: float, xy: np.ndarray,
@@ -144,7 +144,7 @@ def _p_two_opt_star(c: int, v: int, succ: np.ndarray, pred: np.ndarray,
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _p_improve(c: int, spare: np.ndarray, succ: np.ndarray, pred: np.ndarray,
                route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, demand: np.ndarray,
                cap: int, penalty: float, near: np.ndarray, xy: np.ndarray, mat: np.ndarray,
@@ -190,7 +190,7 @@ def _p_improve(c: int, spare: np.ndarray, succ: np.ndarray, pred: np.ndarray,
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _routes_excess(routes: np.ndarray, m: int, load: np.ndarray, cap: int) -> int:
     """The excess load of the first ``m`` of ``routes``."""
     total = 0
@@ -199,7 +199,7 @@ def _routes_excess(routes: np.ndarray, m: int, load: np.ndarray, cap: int) -> in
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _repair(rpen: float, saved: np.ndarray, saved_routes: np.ndarray, seq_start: np.ndarray,
             seq: np.ndarray, counts: np.ndarray, succ: np.ndarray, pred: np.ndarray,
             route_of: np.ndarray, cum: np.ndarray, load: np.ndarray, demand: np.ndarray,
@@ -360,7 +360,7 @@ def penalized_kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin
     return length, kept, best_length, feasible
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _p_recreate(removed: np.ndarray, order: np.ndarray, m: int, before: float, penalty: float,
                 spare: np.ndarray, saved: np.ndarray, saved_routes: np.ndarray,
                 seq_start: np.ndarray, seq: np.ndarray, counts: np.ndarray, succ: np.ndarray,

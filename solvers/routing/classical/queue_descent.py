@@ -26,7 +26,7 @@ STEPS_PER_CALL = 2_000
 MIN_NODES = 50_000
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _push(u: int, queue: np.ndarray, queued: np.ndarray, head: int, size: int, n: int,
           depot: int) -> int:
     if u < n and u != depot and not queued[u]:
@@ -36,7 +36,7 @@ def _push(u: int, queue: np.ndarray, queued: np.ndarray, head: int, size: int, n
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _drain(queue: np.ndarray, queued: np.ndarray, head: int, size: int, steps: int,
            succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray, cum: np.ndarray,
            load: np.ndarray, demand: np.ndarray, cap: int, near: np.ndarray, xy: np.ndarray,

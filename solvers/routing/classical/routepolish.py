@@ -23,7 +23,7 @@ K = 10
 MOVES_PER_NODE = 50
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _polish_kernel(flat: np.ndarray, starts: np.ndarray, xy: np.ndarray,
                    depot: int) -> np.ndarray:
     """Each route ``flat[starts[r]:starts[r + 1]]`` (depot left out) at its 2-opt + Or-opt

@@ -30,13 +30,13 @@ BLINK = 0.01
 SPLIT = 0.5
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def seed_strings(seed: int) -> None:
     """Seed numba's generator, which the string kicks draw from (one per process)."""
     np.random.seed(seed)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _route_size(r: int, succ: np.ndarray, n: int) -> int:
     size = 0
     v = succ[n + r]
@@ -46,7 +46,7 @@ def _route_size(r: int, succ: np.ndarray, n: int) -> int:
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def string_ruin(c0: int, mean: int, lmax: float, removed: np.ndarray, near: np.ndarray,
                 succ: np.ndarray, pred: np.ndarray, route_of: np.ndarray, n: int,
                 depot: int, count: int, hit: np.ndarray) -> int:
@@ -101,7 +101,7 @@ def string_ruin(c0: int, mean: int, lmax: float, removed: np.ndarray, near: np.n
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def insertion_order(removed: np.ndarray, m: int, demand: np.ndarray, xy: np.ndarray,
                     mat: np.ndarray, conv: int, n: int, depot: int) -> np.ndarray:
     """SISR's orders for the recreate, drawn with weights 4 / 4 / 2 / 1: random, largest
@@ -123,7 +123,7 @@ def insertion_order(removed: np.ndarray, m: int, demand: np.ndarray, xy: np.ndar
     return np.argsort(key, kind="mergesort")
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def blink_recreate(removed: np.ndarray, order: np.ndarray, m: int, before: float,
                    saved: np.ndarray, saved_routes: np.ndarray, seq_start: np.ndarray,
                    seq: np.ndarray, counts: np.ndarray, succ: np.ndarray, pred: np.ndarray,
