@@ -55,6 +55,7 @@ from solvers.catalog import all_specs
 from solvers.contract import SolverSpec
 from solvers.device import describe, torch_device_name
 from solvers.inflate import configure as configure_inflating
+from solvers.routing import isolation
 from solvers.tuning import check_tuning
 
 logger = logging.getLogger("cosolve.api")
@@ -164,7 +165,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # a minute on the first start of a fresh install, seconds later from numba's cache): the
     # port opens at once, /readyz says what is left, and solving requests get a 503 with
     # Retry-After until their solvers are warm (app.startup).
-    warm = warm_up_plan(specs, device)
+    warm = warm_up_plan(specs, device, app.state.settings.solver_processes)
     app.state.warm_up = warm
     logger.info("cosolve: listening while the solvers warm up (weights, compiled kernels; "
                 "about a minute on the first start of a fresh install); /readyz says what is "
@@ -176,6 +177,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         undo()
         warm.cancel()  # a warm-up still running, and its compiling child, stop with us
+        isolation.stop()
         service.stop()
 
 

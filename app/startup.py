@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.errors import PROBLEM_JSON, problem_bytes
 from solvers.catalog import get_solver
 from solvers.contract import SolverSpec
+from solvers.routing import isolation
 from solvers.routing.auto import AUTO
 from solvers.scheduling.registry import POLICIES, get_policy
 
@@ -179,7 +180,12 @@ class WarmUp:
                                "error": i.error} for i in self.items]}
 
 
-def _solver_warmer(spec: SolverSpec, device: str) -> Callable[[], None]:
+#: Solvers whose in-request solves run in child processes (``solvers.routing.isolation``):
+#: their search holds the interpreter lock throughout.
+ISOLATED = ("ortools",)
+
+
+def _solver_warmer(spec: SolverSpec, device: str, processes: int) -> Callable[[], None]:
     def warm() -> None:
         solver = get_solver(spec.name)  # builds it: its imports happen here
         warm_up = getattr(solver, "warm_up", None)
@@ -188,6 +194,8 @@ def _solver_warmer(spec: SolverSpec, device: str) -> Callable[[], None]:
         on_device = getattr(solver, "warm_up_device", None)
         if device != "cpu" and on_device is not None:
             on_device(device)  # else the first GPU request pays for the copy
+        if spec.name in ISOLATED:
+            isolation.start(processes, ISOLATED)
     return warm
 
 
@@ -198,11 +206,12 @@ def _goodrl_warmer() -> None:
         get_policy("goodrl")
 
 
-def warm_up_plan(specs: list[SolverSpec], device: str) -> WarmUp:
+def warm_up_plan(specs: list[SolverSpec], device: str, solver_processes: int = 0) -> WarmUp:
     """Every available solver and the scheduling policy model, the quick families first:
     flow and scheduling warm in seconds, routing's kernels compile for minutes on a fresh
-    install, so flow and simulations are served that much sooner."""
-    items = [WarmItem(spec.name, spec.family, _solver_warmer(spec, device))
+    install, so flow and simulations are served that much sooner. ``ISOLATED`` solvers are
+    warm once their ``solver_processes`` children are."""
+    items = [WarmItem(spec.name, spec.family, _solver_warmer(spec, device, solver_processes))
              for spec in specs if spec.available]
     items.append(WarmItem("goodrl", "scheduling", _goodrl_warmer))
     return WarmUp(sorted(items, key=lambda item: item.family == "routing"))

@@ -113,6 +113,16 @@ class Settings(BaseSettings):
         description="Jobs solved at the same time by the local executor (one core each); by "
         "default one less than the CPUs the service may use (its affinity and cgroup quota).",
     )
+    solver_processes: int = Field(
+        default_factory=lambda: min(8, available_cpus()),
+        ge=0,
+        le=64,
+        description="Child processes that run in-request OR-Tools solves. OR-Tools holds "
+        "Python's interpreter lock for its whole search, so on the server's own threads it "
+        "slowed every other solve and request in the process; 0 runs them there all the same. "
+        "Each takes about 120 MB; a solve waits for an idle one, and that wait is not part of "
+        "its time limit. Default: the CPUs the service may use, at most 8.",
+    )
     max_active_jobs: int = Field(
         default=1000, gt=0, description="Most jobs queued or running at once (429 above; a "
         "batch with more files than this is a 413). Twice the default max_batch_files, so two "

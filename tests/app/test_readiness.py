@@ -47,7 +47,7 @@ def held(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Test
     """An app whose routing warm-up waits for the test; flow and scheduling are warm."""
     gate = _Gate()
 
-    def plan(specs: object, device: str) -> WarmUp:
+    def plan(specs: object, device: str, processes: int = 0) -> WarmUp:
         return WarmUp([WarmItem("flowy", "flow", lambda: None),
                        WarmItem("slow_router", "routing", gate),
                        WarmItem("goodrl", "scheduling", lambda: None)])
@@ -141,7 +141,8 @@ def test_a_failed_warm_up_is_not_ready_but_solves_go_on(
     gate = _Gate(fail=True)
     gate.release.set()
     monkeypatch.setattr(app_main, "warm_up_plan",
-                        lambda specs, device: WarmUp([WarmItem("broken", "routing", gate)]))
+                        lambda specs, device, processes=0: WarmUp(
+                            [WarmItem("broken", "routing", gate)]))
     with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         assert client.app.state.warm_up.wait(10)  # type: ignore[attr-defined]
         body = assert_problem(client.get("/readyz"), 503)

@@ -55,6 +55,7 @@ from solvers.routing.classical.timewindows import (
     time_scale,
     time_window_routes,
 )
+from solvers.routing.isolation import pool_for
 from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
@@ -231,6 +232,9 @@ class ORToolsSolver:
     def solve(
         self, instance: Instance, budget: Budget, progress: ProgressCallback = no_progress
     ) -> Solution:
+        pool = pool_for(self.name)
+        if pool is not None:  # a server's thread: the search holds the lock (see isolation)
+            return pool.run(self.name, instance, budget, progress)
         clock = Clock(budget)
         cvrp = isinstance(instance, CVRPInstance)
         initial = _initial_routes(instance, clock.expired)
