@@ -120,8 +120,8 @@ class Settings(BaseSettings):
         description="Child processes that run in-request OR-Tools solves. OR-Tools holds "
         "Python's interpreter lock for its whole search, so on the server's own threads it "
         "slowed every other solve and request in the process; 0 runs them there all the same. "
-        "Each takes about 120 MB; a solve waits for an idle one, and that wait is not part of "
-        "its time limit. Default: the CPUs the service may use, at most 8.",
+        "Each takes about 120 MB; with all of them busy, a solve runs on its thread as before. "
+        "Default: the CPUs the service may use, at most 8.",
     )
     max_active_jobs: int = Field(
         default=1000, gt=0, description="Most jobs queued or running at once (429 above; a "

@@ -5,7 +5,7 @@ few bytecodes of our Python callbacks. In the server, where every in-request sol
 thread of one process, one OR-Tools solve therefore slowed every other thread: two of them
 beside three 0.5 s ``reld`` solves made those end after 1.8 s, six after 4.5 s, and the
 event loop answered probes as late. The server starts a few children (``start``), and such a
-solver's ``solve`` hands its instance to one of them (``run``) while the request's thread
+solver's ``solve`` hands its instance to an idle one (``run``) while the request's thread
 only waits on a pipe: the lock is free for everyone else. The progress events come back
 over the pipe and the cancel goes out through shared memory, so a caller sees the same
 solver, progress and cancel as in-process. Without ``start`` (the CLI, job workers, tests)
@@ -129,8 +129,9 @@ class _Worker:
 
 
 class ChildPool:
-    """``size`` spawned children, each warm with ``warm``'s solvers; a solve waits for an
-    idle one. As many children as CPUs: more would only share the cores."""
+    """``size`` spawned children, each warm with ``warm``'s solvers; a solve takes an idle
+    one or runs on its caller's thread. As many children as CPUs: more solves at once than
+    that only share the cores."""
 
     def __init__(self, size: int, warm: Sequence[str]) -> None:
         self.ctx = multiprocessing.get_context("spawn")  # the server has threads: no fork
@@ -145,11 +146,16 @@ class ChildPool:
         self.lock = threading.Lock()
 
     def run(self, name: str, instance: Instance, budget: Budget,
-            progress: ProgressCallback = no_progress) -> Solution:
-        """``name``'s solve of ``instance`` in a child, as if here: same progress, same
-        cancel. Waiting for an idle child is not counted in the time limit, as waiting for
-        a solving thread in its client's turn is not (``app.quotas``)."""
-        worker = self.idle.get()
+            progress: ProgressCallback = no_progress) -> Solution | None:
+        """``name``'s solve of ``instance`` in an idle child, as if here: same progress, same
+        cancel. None when every child is busy: the caller solves on its own thread, as
+        before the children, rather than wait (one client's long solves holding every child
+        would make another client's short one wait for them, which ``app.quotas``' fair
+        turns exist to prevent)."""
+        try:
+            worker = self.idle.get_nowait()
+        except queue.Empty:
+            return None
         try:
             fields = {"time_limit": budget.time_limit, "seed": budget.seed,
                       "device": budget.device, "max_solutions": budget.max_solutions}

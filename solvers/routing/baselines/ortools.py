@@ -234,7 +234,9 @@ class ORToolsSolver:
     ) -> Solution:
         pool = pool_for(self.name)
         if pool is not None:  # a server's thread: the search holds the lock (see isolation)
-            return pool.run(self.name, instance, budget, progress)
+            pooled = pool.run(self.name, instance, budget, progress)
+            if pooled is not None:
+                return pooled
         clock = Clock(budget)
         cvrp = isinstance(instance, CVRPInstance)
         initial = _initial_routes(instance, clock.expired)

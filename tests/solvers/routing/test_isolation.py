@@ -97,8 +97,28 @@ def test_a_child_killed_mid_solve_is_an_error_and_replaced(pool: isolation.Child
     threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
     with pytest.raises(isolation.ChildDiedError, match="exit code -9"):
         solve(_tsp(60, 2), "ortools", Budget(5.0))
-    sol = solve(_tsp(30, 3), "ortools", Budget(0.3))  # waits for the replacement
-    assert sol.feasible and pool.workers[0].process.pid != pid
+    assert pool.workers[0].process.pid != pid  # a replacement is starting
+    sol = solve(_tsp(30, 3), "ortools", Budget(0.3))  # here, or in it once it is up
+    assert sol.feasible
+    deadline = time.perf_counter() + 60
+    while pool.idle.qsize() < 1 and time.perf_counter() < deadline:
+        time.sleep(0.1)
+    assert pool.idle.qsize() == 1
+
+
+def test_with_every_child_busy_a_solve_runs_here_rather_than_wait(
+        pool: isolation.ChildPool) -> None:
+    """The one child holds a 3 s solve; a 0.2 s solve beside it answers at once, from this
+    process, instead of waiting those seconds for the child."""
+    long = threading.Thread(target=solve, args=(_tsp(60, 4), "ortools", Budget(3.0)))
+    long.start()
+    while pool.idle.qsize():
+        time.sleep(0.01)
+    t0 = time.perf_counter()
+    sol = solve(_tsp(30, 5), "ortools", Budget(0.2))
+    assert time.perf_counter() - t0 < 1.5 and sol.feasible
+    assert pool.idle.qsize() == 0  # the child was still busy: this one ran here
+    long.join()
 
 
 @pytest.mark.parametrize("error", [InstanceError("demands[3]", "must be at least 0"),
