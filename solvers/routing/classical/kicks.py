@@ -42,6 +42,7 @@ from solvers.routing.classical.strings import (
     MEAN_REMOVED,
     blink_recreate,
     insertion_order,
+    route_ruin,
     seed_strings,
     string_ruin,
 )
@@ -76,6 +77,16 @@ INTRA_TWO_OPT = True
 #: Off: paired 10 s runs on seven of the instances above (seeds 2 and 3, machine shared)
 #: gave 1.48% against 1.41% without, worse on 8 of 13 pairs (fewer kicks in the time).
 OR_OPT = False
+#: Chance that a string kick (``cvrp_kicks(route_kicks=...)``; ``ils`` with two or more
+#: searches) removes a whole route instead: the least loaded route near the seed, if it holds
+#: at most ``ROUTE_KICK_MOST`` customers (``strings.route_ruin``). Strings alone seldom empty
+#: a route (``lmax`` customers at most) and the recreate puts customers next to their
+#: neighbours: on X-n936-k151 (6 customers a route, demands up to 100 in 138) the searches
+#: settle at 161-164 routes where the best-known has 157, however few they start from. Longer
+#: routes are left to the strings: with no limit, X-n783-k48 (16 a route) went from 1.22 /
+#: 0.89% to 1.37 / 1.07% (60 s, seeds 0 / 1). See ``ils.ROUTE_KICKS`` for the measurements.
+ROUTE_KICK = 0.1
+ROUTE_KICK_MOST = MAX_STRING
 RUIN_WINDOW = 500
 #: Fewest customers for which ``cvrp_kicks`` runs several searches when asked to: below it a
 #: kick takes microseconds and one search finds the optimum alone.
@@ -111,7 +122,7 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                on_descent: Callable[[float], None] | None = None,
                threads: int = 1,
                fewer_routes: Callable[[list[list[int]]], list[list[int]] | None] | None = None,
-               ) -> tuple[list[list[int]], int]:
+               route_kicks: float = 0.0) -> tuple[list[list[int]], int]:
     """``descent.cvrp_descent``, then kicks until ``deadline``: remove strings of customers
     from routes near a random customer (``STRING_RUIN``; else the customer and its ``ruin``
     − 1 nearest neighbours), put each back at its cheapest place next to a neighbour (any
@@ -135,7 +146,8 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     ``threads`` > 1 runs that many searches at once, one per thread, exchanging the best
     plan (``parallel.run_threads``); the kicks kept are summed over them. ``fewer_routes``,
     if given, turns the plan after the first descent into one of fewer routes (or None), for
-    the second search to start from."""
+    the second search to start from. ``route_kicks``: the chance that a string kick removes
+    a whole short route instead (see ``ROUTE_KICK``)."""
     routes = [list(r) for r in routes if r]
     if len(routes) == 0 or instance.n < 3 or time.perf_counter() >= deadline:
         return routes, 0
@@ -147,7 +159,7 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     # SISR's longest string: MAX_STRING, or the mean route's size if that is shorter
     lmax = float(min(MAX_STRING, max(1.0, len(customers) / max(1, len(routes)))))
     search = _Search(plan, customers, np.random.default_rng(seed), ruin, lmax, temperature,
-                     start, max(deadline - start, 1e-9))
+                     start, max(deadline - start, 1e-9), route_kicks)
     if STRING_RUIN:
         seed_strings(seed)
     if threads > 1 and len(customers) >= MIN_THREADED:
@@ -185,7 +197,7 @@ class _Search:
 
     def __init__(self, plan: Plan, customers: np.ndarray, rng: np.random.Generator,
                  ruin: int, lmax: float, temperature: tuple[float, float], start: float,
-                 span: float) -> None:
+                 span: float, route_kicks: float = 0.0) -> None:
         self.plan = plan
         self.customers = customers
         self.rng = rng
@@ -194,6 +206,7 @@ class _Search:
         self.temperature = temperature
         self.start = start
         self.span = span
+        self.route_kicks = route_kicks if STRING_RUIN else 0.0
         self.arrays = (plan.succ, plan.pred, plan.route_of, plan.cum, plan.load)
         self.best = [a.copy() for a in self.arrays]
         self.dirty = np.zeros(plan.count, dtype=np.bool_)
@@ -222,7 +235,7 @@ class _Search:
         else:
             plan = self.plan.with_routes(routes)
         return _Search(plan, self.customers, rng, self.ruin, self.lmax, self.temperature,
-                       self.start, self.span)
+                       self.start, self.span, self.route_kicks)
 
     def step(self, now: float) -> None:
         """One batch of kicks."""
@@ -242,7 +255,8 @@ class _Search:
                 seeds, keys, slack, mode.size, self.total, self.best_total, *self.arrays,
                 *self.best, self.dirty, plan.demand, plan.cap, plan.near, plan.xy, plan.mat,
                 plan.conv, plan.n, plan.depot, plan.count, plan.eps, STRING_RUIN,
-                MEAN_REMOVED, self.lmax if STRING_RUIN else 1.0, INTRA_TWO_OPT, OR_OPT)
+                MEAN_REMOVED, self.lmax if STRING_RUIN else 1.0, INTRA_TWO_OPT, OR_OPT,
+                self.route_kicks, ROUTE_KICK_MOST)
             mode.after_plain(batch, failed, self.total, plan.demand)
         self.kept += k
         self.tried += batch
@@ -355,11 +369,14 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
            mat: np.ndarray, conv: int, n: int, depot: int, count: int,
            eps: float, strings: bool = False, mean: int = 10,
            lmax: float = 10.0, intra: bool = False,
-           runs: bool = False) -> tuple[float, int, float, int]:
+           runs: bool = False, whole: float = 0.0,
+           most: int = 0) -> tuple[float, int, float, int]:
     """One kick per seed customer (see ``cvrp_kicks``): kept when the plan gets shorter, or
     longer by less than the kick's ``slack``; the shortest plan met is kept in the ``s_``
     arrays. Returns the plan's length, the kicks kept, the shortest length and the kicks
-    given up because a removed customer found no route with room.
+    given up because a removed customer found no route with room. With ``strings``, a kick
+    removes the whole route ``route_ruin`` picks instead with probability ``whole`` (routes of
+    at most ``most`` customers).
 
     A kick costs what it touches, not the plan's size: every move it makes is between routes
     that hold a removed customer, a customer it descends around, or one of their neighbours
@@ -380,10 +397,13 @@ def _kicks(seeds: np.ndarray, keys: np.ndarray, slack: np.ndarray, ruin: int, to
     counts = np.zeros(2, dtype=np.int64)  # routes and customers saved by the kick
     hit = np.zeros(count, dtype=np.bool_)
     for s in range(seeds.shape[0]):
-        if strings:
+        m = 0
+        if strings and whole > 0 and np.random.random() < whole:
+            m = route_ruin(seeds[s], removed, near, succ, route_of, load, n, depot, most)
+        if strings and m == 0:
             m = string_ruin(seeds[s], mean, lmax, removed, near, succ, pred, route_of, n,
                             depot, count, hit)
-        else:
+        elif not strings:
             m = pick_ruin(seeds[s], ruin, removed, near, route_of, depot)
         a = neighbourhood(removed, m, near, listed, around)
         # save every route a move of this kick can reach, before anything moves

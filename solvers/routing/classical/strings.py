@@ -102,6 +102,34 @@ def string_ruin(c0: int, mean: int, lmax: float, removed: np.ndarray, near: np.n
 
 
 @njit(cache=True, nogil=True)
+def route_ruin(c0: int, removed: np.ndarray, near: np.ndarray, succ: np.ndarray,
+               route_of: np.ndarray, load: np.ndarray, n: int, depot: int,
+               most: int) -> int:
+    """Every customer of the least loaded route among those of ``c0`` and its neighbours,
+    into ``removed`` (nothing is unlinked), for a kick that tries to do without that route;
+    0 when the route holds more than ``most`` customers."""
+    best_r = -1
+    best_load = np.inf
+    for t in range(-1, near.shape[1]):
+        v = c0 if t < 0 else near[c0, t]
+        if v == depot or route_of[v] < 0:
+            continue
+        r = route_of[v]
+        if load[r] < best_load:
+            best_load = load[r]
+            best_r = r
+    if best_r < 0 or _route_size(best_r, succ, n) > min(most, removed.shape[0]):
+        return 0
+    m = 0
+    v = succ[n + best_r]
+    while v < n:
+        removed[m] = v
+        m += 1
+        v = succ[v]
+    return m
+
+
+@njit(cache=True, nogil=True)
 def insertion_order(removed: np.ndarray, m: int, demand: np.ndarray, xy: np.ndarray,
                     mat: np.ndarray, conv: int, n: int, depot: int) -> np.ndarray:
     """SISR's orders for the recreate, drawn with weights 4 / 4 / 2 / 1: random, largest

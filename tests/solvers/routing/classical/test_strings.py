@@ -50,11 +50,32 @@ def test_string_ruin_cuts_one_run_of_consecutive_customers_per_route(seed: int) 
         assert (plan.succ == before).all()
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_string_kicks_relink_and_keep_lengths_exact(seed: int) -> None:
-    """The kick kernel with string removals, blink recreate and the 2-opt inside routes: its
-    running lengths equal the recomputed ones, both plans hold every customer once within
-    the capacity, and kicks are kept."""
+@pytest.mark.parametrize("seed", range(3))
+def test_route_ruin_takes_the_least_loaded_route_near_the_seed_whole(seed: int) -> None:
+    """The route kick chooses every customer of the least loaded route among the seed's and
+    its neighbours', none when that route holds more than ``most``, and unlinks nothing."""
+    _, plan = _plan(seed)
+    before = plan.succ.copy()
+    routes = plan.routes()
+    removed = np.empty(4 * strings.MEAN_REMOVED + 8, dtype=np.int64)
+    for c0 in range(1, 60):
+        near = [c0] + [int(v) for v in plan.near[c0] if v != plan.depot]
+        # the first of the lightest, in the order of the neighbour list
+        lightest = plan.route_of[near[int(np.argmin([plan.load[plan.route_of[v]]
+                                                     for v in near]))]]
+        whole = routes[lightest]
+        for most in (len(whole), len(whole) - 1):
+            m = strings.route_ruin(c0, removed, plan.near, plan.succ, plan.route_of,
+                                   plan.load, plan.n, plan.depot, most)
+            assert removed[:m].tolist() == (whole if most == len(whole) else [])
+    assert (plan.succ == before).all()
+
+
+@pytest.mark.parametrize(("seed", "whole"), [(0, 0.0), (1, 0.0), (0, 0.3), (1, 0.3)])
+def test_string_kicks_relink_and_keep_lengths_exact(seed: int, whole: float) -> None:
+    """The kick kernel with string removals (and, at ``whole``, route kicks), blink recreate
+    and the 2-opt inside routes: its running lengths equal the recomputed ones, both plans
+    hold every customer once within the capacity, and kicks are kept."""
     inst, plan = _plan(seed, 300)
     rng = np.random.default_rng(seed)
     strings.seed_strings(seed)
@@ -70,7 +91,7 @@ def test_string_kicks_relink_and_keep_lengths_exact(seed: int) -> None:
             rng.integers(1, inst.n, 25), rng.random((25, size)), slack, size, total,
             best_total, *arrays, *best, dirty, plan.demand, plan.cap, plan.near, plan.xy,
             plan.mat, plan.conv, plan.n, plan.depot, plan.count, plan.eps, True,
-            strings.MEAN_REMOVED, 10.0, True)
+            strings.MEAN_REMOVED, 10.0, True, False, whole, strings.MAX_STRING)
         kept += k
         assert _length(plan) == pytest.approx(total, rel=1e-9)
         assert _length(plan, best[0]) == pytest.approx(best_total, rel=1e-9)
