@@ -195,7 +195,7 @@ def _solver_warmer(spec: SolverSpec, device: str, processes: int) -> Callable[[]
         if device != "cpu" and on_device is not None:
             on_device(device)  # else the first GPU request pays for the copy
         if spec.name in ISOLATED:
-            isolation.start(processes, ISOLATED)
+            isolation.start(processes, [solver])
     return warm
 
 

@@ -76,12 +76,17 @@ def _rebuilt_error(module: str, name: str, args: tuple[Any, ...],
 
 
 def _child(conn: multiprocessing.connection.Connection, flags: Any, slot: int,
-           warm: Sequence[str]) -> None:
-    """A child's life: warm ``warm``, then solve what the parent sends until it closes."""
-    from solvers.catalog import get_solver, warm_up
-
-    for name in warm:
-        warm_up(name)
+           classes: Sequence[tuple[str, str, str]]) -> None:
+    """A child's life: build and warm the solvers of ``classes`` (name, module, class), then
+    solve what the parent sends until it closes. The classes come by name, not through the
+    catalogue, which imports the solvers that import this module."""
+    solvers = {}
+    for name, module, qualname in classes:
+        solver = getattr(importlib.import_module(module), qualname)()
+        warm = getattr(solver, "warm_up", None)
+        if warm is not None:
+            warm()
+        solvers[name] = solver
     conn.send(("ready", None))
     while True:
         try:
@@ -96,16 +101,18 @@ def _child(conn: multiprocessing.connection.Connection, flags: Any, slot: int,
             conn.send(("progress", event))
 
         try:
-            conn.send(("done", get_solver(name).solve(instance, budget, progress)))
+            conn.send(("done", solvers[name].solve(instance, budget, progress)))
         except Exception as exc:  # every failure goes back to the caller
             conn.send(("error", _error_state(exc)))
 
 
 class _Worker:
-    def __init__(self, ctx: Any, flags: Any, slot: int, warm: Sequence[str]) -> None:
+    def __init__(self, ctx: Any, flags: Any, slot: int,
+                 classes: Sequence[tuple[str, str, str]]) -> None:
         self.slot = slot
         self.conn, child_conn = ctx.Pipe()
-        self.process = ctx.Process(target=_child, args=(child_conn, flags, slot, tuple(warm)),
+        self.process = ctx.Process(target=_child, args=(child_conn, flags, slot,
+                                                        tuple(classes)),
                                    name=f"cosolve-solver-{slot}", daemon=True)
         self.process.start()
         child_conn.close()
@@ -129,17 +136,19 @@ class _Worker:
 
 
 class ChildPool:
-    """``size`` spawned children, each warm with ``warm``'s solvers; a solve takes an idle
-    one or runs on its caller's thread. As many children as CPUs: more solves at once than
+    """``size`` spawned children, each with its own warm copy of ``solvers``; a solve takes
+    an idle one or runs on its caller's thread. As many children as CPUs: more solves at once than
     that only share the cores."""
 
-    def __init__(self, size: int, warm: Sequence[str]) -> None:
+    def __init__(self, size: int, solvers: Sequence[Any]) -> None:
         self.ctx = multiprocessing.get_context("spawn")  # the server has threads: no fork
         self.flags = self.ctx.RawArray("b", size)
-        self.warm = tuple(warm)
-        self.solvers = frozenset(warm)
+        self.classes = tuple((s.name, type(s).__module__, type(s).__qualname__)
+                             for s in solvers)
+        self.solvers = frozenset(s.name for s in solvers)
         self.idle: queue.Queue[_Worker] = queue.Queue()
-        self.workers = [_Worker(self.ctx, self.flags, slot, warm) for slot in range(size)]
+        self.workers = [_Worker(self.ctx, self.flags, slot, self.classes)
+                        for slot in range(size)]
         for worker in self.workers:
             worker.wait_ready(START_TIMEOUT_S)
             self.idle.put(worker)
@@ -196,7 +205,7 @@ class ChildPool:
 
     def _replace(self, worker: _Worker) -> None:
         worker.stop()
-        fresh = _Worker(self.ctx, self.flags, worker.slot, self.warm)
+        fresh = _Worker(self.ctx, self.flags, worker.slot, self.classes)
         with self.lock:
             self.workers[self.workers.index(worker)] = fresh
 
@@ -218,9 +227,10 @@ class ChildPool:
 _POOL: ChildPool | None = None
 
 
-def start(size: int, solvers: Sequence[str]) -> None:
-    """Start ``size`` children for ``solvers`` (the server's start-up; a second call is a
-    no-op). Their solves go there from now on."""
+def start(size: int, solvers: Sequence[Any]) -> None:
+    """Start ``size`` children, each with its own copy of ``solvers`` (solver objects whose
+    class builds without arguments), at the server's start-up; a second call is a no-op.
+    Those solvers' solves go there from now on."""
     global _POOL
     if _POOL is None and size > 0:
         _POOL = ChildPool(size, solvers)

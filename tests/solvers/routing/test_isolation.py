@@ -16,13 +16,14 @@ import pytest
 from solvers.contract import Budget, ProgressEvent
 from solvers.errors import InstanceError, NoSolutionError
 from solvers.routing import isolation
+from solvers.routing.baselines.ortools import ORToolsSolver
 from solvers.routing.problem import TSPInstance
 from solvers.routing.solve import solve
 
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[isolation.ChildPool]:
-    isolation.start(1, ["ortools"])
+    isolation.start(1, [ORToolsSolver()])
     assert isolation._POOL is not None
     yield isolation._POOL
     isolation.stop()
@@ -134,7 +135,7 @@ def test_a_solver_error_comes_back_as_itself(error: Exception) -> None:
 def test_only_the_pooled_solvers_and_only_with_children_go_there(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(isolation, "_POOL", None)
-    isolation.start(0, ["ortools"])  # COSOLVE_SOLVER_PROCESSES=0
+    isolation.start(0, [ORToolsSolver()])  # COSOLVE_SOLVER_PROCESSES=0
     assert isolation.pool_for("ortools") is None
     monkeypatch.setattr(isolation, "_POOL", object.__new__(isolation.ChildPool))
     isolation._POOL.solvers = frozenset({"ortools"})  # type: ignore[union-attr]
