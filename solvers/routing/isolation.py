@@ -94,7 +94,6 @@ def _child(conn: multiprocessing.connection.Connection, flags: Any, slot: int,
         except (EOFError, OSError):  # the parent went away
             return
         name, instance, budget_fields = task
-        flags[slot] = 0
         budget = Budget(**budget_fields, cancel=_Flag(flags, slot))
 
         def progress(event: Any) -> None:
@@ -137,8 +136,8 @@ class _Worker:
 
 class ChildPool:
     """``size`` spawned children, each with its own warm copy of ``solvers``; a solve takes
-    an idle one or runs on its caller's thread. As many children as CPUs: more solves at once than
-    that only share the cores."""
+    an idle one or runs on its caller's thread. As many children as CPUs: more solves at
+    once than that only share the cores."""
 
     def __init__(self, size: int, solvers: Sequence[Any]) -> None:
         self.ctx = multiprocessing.get_context("spawn")  # the server has threads: no fork
@@ -168,6 +167,7 @@ class ChildPool:
         try:
             fields = {"time_limit": budget.time_limit, "seed": budget.seed,
                       "device": budget.device, "max_solutions": budget.max_solutions}
+            self.flags[worker.slot] = 0  # here, not in the child: a cancel may come first
             worker.conn.send((name, instance, fields))
             kind, payload = self._follow(worker, budget, progress)
         except BaseException:
