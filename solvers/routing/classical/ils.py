@@ -61,16 +61,9 @@ ROUTE_MINIMISATION = True
 ROUTE_MINIMISATION_SHARE = 0.1
 ROUTE_MINIMISATION_SECONDS = 10.0
 #: Whether the CVRP searches, when there are two or more, also kick whole short routes out
-#: (``kicks.ROUTE_KICK``). The route minimisation above does not reach the demand's bound on
-#: X-n936-k151 (151 routes: elimination stalls at 154-155, the best-known has 157), so its
-#: second search starts from the same plan 6 s late; held at 155 routes it ended behind the
-#: first search's 162, and from 165 routes it came back to 162. Route kicks, 60 s, seeds 0
-#: and 1, two searches on 2 shared cores (load 2.3-5.9), base / route kicks: X-n936-k151
-#: 1.85 / 1.54% and 1.57 / 0.99% above the best-known (164, 162 -> 161, 161 routes);
-#: X-n856-k95 0.44 / 0.22%, 0.18 / 0.27%; X-n783-k48 0.98 / 0.95%, 1.30 / 1.08% (mean 1.05
-#: -> 0.84%); X-n176-k26 0.10 / 0.19%, 0.15 / 0.07%; X-n289-k60 0.89 / 0.74%, 0.50 / 0.76%
-#: (mean 0.41 -> 0.44%, within the noise of these runs).
-#: Measured only with two searches, so one search (``COSOLVE_ILS_THREADS=1``) goes without.
+#: (``kicks.ROUTE_KICK``): the route minimisation above stalls short of the demand's bound on
+#: instances of many small routes, and the kicks alone settle a few routes above the
+#: best-known. Measured only with two searches, so one search goes without.
 ROUTE_KICKS = True
 # Progress is reported (and the cancel flag read) after every slice of kicks.
 SLICE_SECONDS = 1.0

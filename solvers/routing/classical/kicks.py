@@ -81,10 +81,9 @@ OR_OPT = False
 #: searches) removes a whole route instead: the least loaded route near the seed, if it holds
 #: at most ``ROUTE_KICK_MOST`` customers (``strings.route_ruin``). Strings alone seldom empty
 #: a route (``lmax`` customers at most) and the recreate puts customers next to their
-#: neighbours: on X-n936-k151 (6 customers a route, demands up to 100 in 138) the searches
-#: settle at 161-164 routes where the best-known has 157, however few they start from. Longer
-#: routes are left to the strings: with no limit, X-n783-k48 (16 a route) went from 1.22 /
-#: 0.89% to 1.37 / 1.07% (60 s, seeds 0 / 1). See ``ils.ROUTE_KICKS`` for the measurements.
+#: neighbours, so on X-n936-k151 (6 customers a route) the searches settled a few routes
+#: above the best-known however few they started from. Longer routes are left to the
+#: strings: removing them whole made X-n783-k48 (16 a route) worse.
 ROUTE_KICK = 0.1
 ROUTE_KICK_MOST = MAX_STRING
 RUIN_WINDOW = 500

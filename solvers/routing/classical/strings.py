@@ -32,7 +32,7 @@ SPLIT = 0.5
 
 @njit(cache=True, nogil=True)
 def seed_strings(seed: int) -> None:
-    """Seed numba's generator, which the string kicks draw from (one per process)."""
+    """Seed numba's generator, which the string kicks draw from (one per thread)."""
     np.random.seed(seed)
 
 
