@@ -146,11 +146,18 @@ class ChildPool:
                              for s in solvers)
         self.solvers = frozenset(s.name for s in solvers)
         self.idle: queue.Queue[_Worker] = queue.Queue()
-        self.workers = [_Worker(self.ctx, self.flags, slot, self.classes)
-                        for slot in range(size)]
-        for worker in self.workers:
-            worker.wait_ready(START_TIMEOUT_S)
-            self.idle.put(worker)
+        self.workers: list[_Worker] = []
+        try:
+            for slot in range(size):
+                self.workers.append(_Worker(self.ctx, self.flags, slot, self.classes))
+            for worker in self.workers:
+                worker.wait_ready(START_TIMEOUT_S)
+                self.idle.put(worker)
+        except BaseException:
+            # a server stopped mid-start unwinds the warm-up thread here (``WarmUp.cancel``):
+            # the children started so far go with it rather than wait for the exit
+            self.close()
+            raise
         self.lock = threading.Lock()
 
     def run(self, name: str, instance: Instance, budget: Budget,

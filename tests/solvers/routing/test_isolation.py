@@ -141,3 +141,22 @@ def test_only_the_pooled_solvers_and_only_with_children_go_there(
     isolation._POOL.solvers = frozenset({"ortools"})  # type: ignore[union-attr]
     assert isolation.pool_for("ortools") is isolation._POOL
     assert isolation.pool_for("ils") is None
+
+
+def test_a_start_cut_short_leaves_no_child_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start that fails (here: too short a wait for the first child; in the server, a
+    stop during the warm-up) stops the children it had started, not only the one that
+    failed."""
+    monkeypatch.setattr(isolation, "START_TIMEOUT_S", 0.05)
+    made: list[isolation._Worker] = []
+    started = isolation._Worker.__init__
+
+    def record(self: isolation._Worker, *args: object) -> None:
+        started(self, *args)  # type: ignore[arg-type]
+        made.append(self)
+
+    monkeypatch.setattr(isolation._Worker, "__init__", record)
+    with pytest.raises(RuntimeError, match="did not start"):
+        isolation.ChildPool(2, [ORToolsSolver()])
+    assert len(made) == 2
+    assert not any(worker.process.is_alive() for worker in made)
