@@ -4,12 +4,12 @@ OR-Tools' routing binding never releases the lock while it searches; it lets go 
 few bytecodes of our Python callbacks. In the server, where every in-request solve is a
 thread of one process, one OR-Tools solve therefore slowed every other thread: two of them
 beside three 0.5 s ``reld`` solves made those end after 1.8 s, six after 4.5 s, and the
-event loop answered probes as late. The server starts a few children (``start``), and such a
-solver's ``solve`` hands its instance to an idle one (``run``) while the request's thread
-only waits on a pipe: the lock is free for everyone else. The progress events come back
-over the pipe and the cancel goes out through shared memory, so a caller sees the same
-solver, progress and cancel as in-process. Without ``start`` (the CLI, job workers, tests)
-nothing changes.
+event loop answered probes as late. The server starts a few children (``start``), and
+``solvers.routing.solve`` hands such a solver's instance to an idle one (``run``) while the
+request's thread only waits on a pipe: the lock is free for everyone else. The progress
+events come back over the pipe and the cancel goes out through shared memory, so a caller
+sees the same solver, progress and cancel as in-process. Without ``start`` (the CLI, job
+workers, tests) nothing changes.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from solvers.errors import (
 )
 from solvers.progress import CostSeries
 from solvers.routing.auto import AUTO, choose
+from solvers.routing.isolation import pool_for
 from solvers.routing.problem import Instance, TSPInstance
 from solvers.routing.solution import Solution, build_solution
 
@@ -54,7 +55,11 @@ def solve(
                       time_limit=budget.time_limit,
                       has_coordinates=instance.coords is not None)
     _warm(solver, impl)
-    solution = impl.solve(instance, budget, progress)
+    # on a server, a solver whose search holds the interpreter lock solves in a child
+    # process (``isolation``); None there: every child busy, or no pool for it
+    pool = pool_for(solver)
+    pooled = pool.run(solver, instance, budget, progress) if pool is not None else None
+    solution = pooled if pooled is not None else impl.solve(instance, budget, progress)
     # an exact answer (a tiny instance's DP) used the instance's own distances, not the
     # coordinates' geometry (a proven optimum carried the warning)
     if get_spec(solver).needs_coordinates and "exact" not in solution.stats:

@@ -55,7 +55,6 @@ from solvers.routing.classical.timewindows import (
     time_scale,
     time_window_routes,
 )
-from solvers.routing.isolation import pool_for
 from solvers.routing.problem import (
     CVRPInstance,
     CVRPTWInstance,
@@ -232,11 +231,6 @@ class ORToolsSolver:
     def solve(
         self, instance: Instance, budget: Budget, progress: ProgressCallback = no_progress
     ) -> Solution:
-        pool = pool_for(self.name)
-        if pool is not None:  # a server's thread: the search holds the lock (see isolation)
-            pooled = pool.run(self.name, instance, budget, progress)
-            if pooled is not None:
-                return pooled
         clock = Clock(budget)
         cvrp = isinstance(instance, CVRPInstance)
         initial = _initial_routes(instance, clock.expired)
