@@ -37,6 +37,7 @@ from solvers.routing.classical.moves import (
 from solvers.routing.classical.parallel import run_threads
 from solvers.routing.classical.penalized import penalized_kicks
 from solvers.routing.classical.queue_descent import first_descent
+from solvers.routing.classical.regions import regions_for, run_regions
 from solvers.routing.classical.strings import (
     MAX_STRING,
     MEAN_REMOVED,
@@ -142,8 +143,11 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
     allowed inside a kick at an adapted price and repaired before it is kept (see
     ``PENALIZED_RUIN``).
 
-    ``threads`` > 1 runs that many searches at once, one per thread, exchanging the best
-    plan (``parallel.run_threads``); the kicks kept are summed over them. ``fewer_routes``,
+    ``threads`` > 1 runs that many searches at once, one per thread: on a large plan (at
+    least ``regions.REGION_CUSTOMERS`` customers a thread, coordinates) each on its own
+    region of the plan, cut anew every few seconds (``regions.run_regions``); else each on
+    the whole plan, exchanging the best (``parallel.run_threads``). The kicks kept are
+    summed over them. ``fewer_routes``,
     if given, turns the plan after the first descent into one of fewer routes (or None), for
     the second search to start from. ``route_kicks``: the chance that a string kick removes
     a whole short route instead (see ``ROUTE_KICK``)."""
@@ -161,6 +165,10 @@ def cvrp_kicks(instance: CVRPInstance, routes: list[list[int]], deadline: float,
                      start, max(deadline - start, 1e-9), route_kicks)
     if STRING_RUIN:
         seed_strings(seed)
+    regions = regions_for(len(customers), threads) if plan.conv >= 0 else 1
+    if regions > 1:
+        return run_regions(search, regions, seed, deadline, slice_seconds, on_slice,
+                           cancelled)
     if threads > 1 and len(customers) >= MIN_THREADED:
         best, kept = run_threads(search, threads, seed, deadline, slice_seconds, on_slice,
                                  cancelled, fewer_routes)
@@ -235,6 +243,14 @@ class _Search:
             plan = self.plan.with_routes(routes)
         return _Search(plan, self.customers, rng, self.ruin, self.lmax, self.temperature,
                        self.start, self.span, self.route_kicks)
+
+    def on_region(self, plan: Plan, rng: np.random.Generator) -> _Search:
+        """A search of ``plan``, a region of this one's (``regions``), with its own draws,
+        on this search's schedule and settings; the capacity mode carries over."""
+        search = _Search(plan, np.arange(1, plan.n, dtype=np.int64), rng, self.ruin,
+                         self.lmax, self.temperature, self.start, self.span, self.route_kicks)
+        search.mode = copy.copy(self.mode)
+        return search
 
     def step(self, now: float) -> None:
         """One batch of kicks."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit
+from scipy.spatial import cKDTree
 
 from solvers.routing.problem import CVRPInstance
 
@@ -66,6 +67,38 @@ class Plan:
         other._link(routes)
         return other
 
+    def region(self, nodes: np.ndarray, routes: list[list[int]]) -> Plan:
+        """The plan of a part of this instance: ``nodes`` (the depot first, then customers)
+        renumbered 0, 1, ..., with ``routes`` in those numbers and neighbour lists drawn
+        among them alone. Coordinate instances only: a matrix is not cut."""
+        assert self.conv >= 0, "regions are cut from coordinate instances"
+        part = copy.copy(self)
+        part.n = int(nodes.size)
+        part.depot = 0
+        part.xy = np.ascontiguousarray(self.xy[nodes])
+        part.demand = np.ascontiguousarray(self.demand[nodes])
+        k = min(self.near.shape[1], part.n - 1)
+        _, idx = cKDTree(part.xy).query(part.xy, k=k + 1, workers=-1)
+        idx = np.asarray(idx, dtype=np.int64).reshape(part.n, k + 1)
+        # each node itself dropped; with duplicate points it may sit in any column
+        order = np.argsort(idx == np.arange(part.n)[:, None], axis=1, kind="stable")[:, :k]
+        part.near = np.ascontiguousarray(np.take_along_axis(idx, order, axis=1))
+        part._link(routes)
+        return part
+
+    def slots(self, succ: np.ndarray | None = None) -> list[list[int]]:
+        """Every route slot's customers, empty slots included (``routes`` drops them)."""
+        succ = self.succ if succ is None else succ
+        out: list[list[int]] = []
+        for r in range(self.count):
+            route: list[int] = []
+            v = int(succ[self.n + r])
+            while v < self.n:
+                route.append(v)
+                v = int(succ[v])
+            out.append(route)
+        return out
+
     def descend(self, deadline: float, cancelled: Callable[[], bool] | None = None) -> None:
         """First-improvement sweeps over all customers until one makes no move (or the
         deadline, or a cancel)."""
@@ -87,17 +120,7 @@ class Plan:
 
     def routes(self, succ: np.ndarray | None = None) -> list[list[int]]:
         """The non-empty routes of the plan, or of another successor array of its shape."""
-        succ = self.succ if succ is None else succ
-        out: list[list[int]] = []
-        for r in range(self.count):
-            route: list[int] = []
-            v = int(succ[self.n + r])
-            while v < self.n:
-                route.append(v)
-                v = int(succ[v])
-            if route:
-                out.append(route)
-        return out
+        return [route for route in self.slots(succ) if route]
 
 
 #: Move evaluations per call into the numba sweep between two looks at the clock (about a
