@@ -14,6 +14,7 @@ an n × n matrix, 80 GB at that size, and is not run there).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
@@ -28,6 +29,7 @@ import numpy as np
 from benchmarks.common import (
     DATA,
     RESULTS,
+    header_lines,
     headline,
     integers,
     machine_info,
@@ -126,13 +128,12 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     s = meta["settings"]
     m = meta["machine"]
     lines = ["# CVRP: ils against pyvrp at equal time", "",
-             f"- Command: `{meta['provenance']['command']}`",
-             f"- Date: {meta['provenance']['date']}; finished {meta['finished']}; commit "
-             f"`{meta['provenance']['commit']}`",
+             *header_lines(meta["provenance"]),
+             f"- Finished: {meta['finished'] or 'running'}",
              f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB RAM; load "
-             f"average at start {', '.join(map(str, m['load_average_at_start']))}"
+             f"average at start {_loads(meta)}"
              + (" (shared with other work: both solvers saw the same load, one run at a "
-                "time, alternating)" if m["load_average_at_start"][0] > 1.5 else ""),
+                "time, alternating)" if _shared(meta) else ""),
              f"- Settings: Set X {s['limit']:g} s per run, Belgium {s['belgium_limit']:g} s, "
              f"uniform {s['uniform_n']:,} customers {s['uniform_limit']:g} s "
              f"(generate.random_cvrp, seed {UNIFORM_SEED}); seeds {s['seeds']}; "
@@ -160,12 +161,32 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _sections(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    prov = meta["provenance"]
+    return prov if isinstance(prov, list) else [prov]
+
+
+def _loads(meta: dict[str, Any]) -> str:
+    """The load average at the start of each run the table holds, named by its sets when
+    there are several."""
+    sections = _sections(meta)
+    return "; ".join(
+        ", ".join(map(str, p.get("load", meta["machine"]["load_average_at_start"])))
+        + (f" ({p['section']})" if len(sections) > 1 else "") for p in sections)
+
+
+def _shared(meta: dict[str, Any]) -> bool:
+    return any(p.get("load", meta["machine"]["load_average_at_start"])[0] > 1.5
+               for p in _sections(meta))
+
+
 def _cores(rows: list[dict[str, Any]]) -> str:
     """What each solver ran on: ils's searches (one thread each), pyvrp's single thread."""
     threads = sorted({r["threads"] for r in rows if r["solver"] == "ils" and "threads" in r})
     used = "/".join(map(str, threads)) or "–"
-    return (f"ils {used} thread(s), one search each exchanging the best plan "
-            "(COSOLVE_ILS_THREADS); pyvrp 1 thread")
+    return (f"ils {used} thread(s) (COSOLVE_ILS_THREADS), one search each: on the whole "
+            "plan exchanging the best below 1,000 customers a thread, else each on its own "
+            "region of the plan (solvers/routing/classical/regions.py); pyvrp 1 thread")
 
 
 def headlines(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -184,6 +205,42 @@ def headlines(meta: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str
                                     solver, f"{limit:g} s", _mean(gaps), len(solved),
                                     REFERENCE))
     return out
+
+
+_TAGS = {"x": "X", "belgium": "belgium", "uniform": "uniform"}
+#: The settings a set's runs depend on: a set's rows are carried into a later run's table
+#: only when these agree.
+_DEPENDS = {"x": ("limit",), "belgium": ("belgium_limit",),
+            "uniform": ("uniform_n", "uniform_limit")}
+
+
+def earlier(out: Path, meta: dict[str, Any], sets: list[str]) -> list[dict[str, Any]]:
+    """The runs of the sets this run leaves out, from the table at ``out`` when they were
+    made with the same seeds, threads and limits (a Belgium run after a Set X run makes one
+    table of both); their commands join this run's in the header, each named by its sets."""
+    path = out.with_suffix(".json")
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text())
+    old, new = data.get("settings", {}), meta["settings"]
+    carried = [name for name in old.get("sets", []) if name not in sets
+               and all(old.get(k) == new[k] for k in ("seeds", "ils_threads",
+                                                      *_DEPENDS[name]))]
+    rows = [r for r in data.get("runs", []) if r["set"] in {_TAGS[c] for c in carried}]
+    if not rows:
+        return []
+    provs = data["provenance"] if isinstance(data["provenance"], list) else [
+        {**data["provenance"], "section": ", ".join(old["sets"]),
+         "load": data["machine"]["load_average_at_start"]}]
+    kept = []
+    for p in provs:
+        left = [c for c in p["section"].split(", ") if c in carried]
+        if left:
+            kept.append({**p, "section": ", ".join(left)})
+    meta["provenance"] = [*kept, {**meta["provenance"], "section": ", ".join(sets),
+                                  "load": meta["machine"]["load_average_at_start"]}]
+    meta["settings"]["sets"] = [c for c in _TAGS if c in {*carried, *sets}]
+    return rows
 
 
 def write(out: Path, meta: dict[str, Any], rows: list[dict[str, Any]]) -> None:
@@ -223,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "seeds": seeds, "sets": sets, "data": relative(args.data),
                          "ils_threads": args.ils_threads}}
     warm_up(SOLVERS)
-    rows: list[dict[str, Any]] = []
+    rows = earlier(args.out, meta, sets)
     wanted = {s for s in args.instances.split(",") if s}
     if "x" in sets:
         folder = args.data / "cvrplib" / "X"
