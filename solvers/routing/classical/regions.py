@@ -45,6 +45,7 @@ class _Search(Protocol):
     best_total: float
     total: float
     best: list[np.ndarray]
+    mode: Any
 
     def step(self, now: float) -> None: ...
 
@@ -110,6 +111,9 @@ def run_regions(whole: _Search, regions: int, seed: int, deadline: float,
             cutting += time.perf_counter() - sewing
             round_seconds = max(ROUND_SECONDS, cutting / CUT_SHARE)
             kept += sum(s.kept for s in searches)
+            # the next round's regions start in the capacity mode this round ended in (a
+            # tight fleet's penalized kicks), not from the plain kicks again
+            whole.mode = searches[0].mode
             if stop.is_set():
                 break
     return [route for route in best if route], kept

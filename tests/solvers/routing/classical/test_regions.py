@@ -124,3 +124,33 @@ def test_regions_only_where_each_holds_enough_customers() -> None:
     assert regions_for(2 * REGION_CUSTOMERS, 2) == 2
     assert regions_for(100 * REGION_CUSTOMERS, 4) == 4
     assert regions_for(100 * REGION_CUSTOMERS, 1) == 1
+
+
+def test_regions_keep_a_tight_fleet_and_carry_the_capacity_mode(
+        small_regions: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """X-n101-k25 under 25 vehicles (3 units of room in all): the plan stays within its 25
+    routes and the capacity, every customer served; and each round's regions start in the
+    capacity mode the last round ended in (its count of kicks that gave up for want of
+    room, which turns a tight fleet to penalized kicks), not from a fresh one."""
+    from solvers.contract import Budget
+    from solvers.routing.check import check_solution
+    from solvers.routing.classical import kicks, regions
+    from solvers.routing.io.formats import load_instance
+    from solvers.routing.solve import solve
+    from tests.solvers.routing.classical.test_ils import DATA, _with_fleet
+
+    monkeypatch.setattr(regions, "REGION_CUSTOMERS", 30)
+    tried: list[int] = []
+    real = kicks._Search.on_region
+
+    def spy(self: kicks._Search, *args: object) -> kicks._Search:
+        tried.append(self.mode.tried)
+        return real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kicks._Search, "on_region", spy)
+    monkeypatch.setenv("COSOLVE_ILS_THREADS", "2")
+    inst = _with_fleet(load_instance(DATA / "X-n101-k25.vrp"), 25)
+    sol = solve(inst, "ils", Budget(time_limit=2.0, seed=0))
+    assert check_solution(inst, sol.routes) == [] and sol.feasible
+    assert len([r for r in sol.routes if r]) <= 25
+    assert tried[0] == 0 and max(tried) > 0
