@@ -1,5 +1,6 @@
 """Several annealed kick searches at once, one per thread, sharing the best plan
-(``kicks.cvrp_kicks`` with ``threads`` > 1; ``ils`` on a machine with two or more CPUs).
+(``kicks.cvrp_kicks`` with ``threads`` > 1; ``ils`` on a machine with two or more CPUs), on
+plans too small to cut into regions of ``regions.REGION_CUSTOMERS`` customers a thread.
 
 The kick kernels release the GIL (numba ``nogil``), so each thread kicks its own copy of the
 plan's arrays at full speed; the neighbour lists and distances are shared, read-only, so the
