@@ -181,12 +181,7 @@ class RoutingInstance:
 
             if self._tree is None:
                 self._tree = cKDTree(self.coords)
-            _, idx = self._tree.query(self.coords, k=k + 1, workers=-1)
-            idx = np.asarray(idx, dtype=np.int64).reshape(self.n, k + 1)
-            # Drop each node itself; with duplicate points it may sit in any column.
-            not_self = idx != np.arange(self.n)[:, None]
-            order = np.argsort(~not_self, axis=1, kind="stable")[:, :k]
-            return np.take_along_axis(idx, order, axis=1)
+            return nearest_other_points(self.coords, k, self._tree)
         m = self.dense_matrix().copy()
         np.fill_diagonal(m, np.inf)
         part = np.argpartition(m, k - 1, axis=1)[:, :k]
@@ -690,3 +685,18 @@ def _validate_demands(demands: Any, n: int, depot: int, capacity: int) -> np.nda
     if raw[depot] != 0:
         raise InstanceError(f"demands[{depot}]", "the depot's demand must be 0")
     return _owned(raw.astype(np.int64))
+
+
+def nearest_other_points(coords: np.ndarray, k: int, tree: Any = None) -> np.ndarray:
+    """(n, k) indices of each point's k nearest other points, by a k-d tree (``tree``: one
+    already built over ``coords``). With duplicate points a point itself may come back in
+    any column, so it is dropped wherever it is."""
+    from scipy.spatial import cKDTree
+
+    n = len(coords)
+    if tree is None:
+        tree = cKDTree(coords)
+    _, idx = tree.query(coords, k=k + 1, workers=-1)
+    idx = np.asarray(idx, dtype=np.int64).reshape(n, k + 1)
+    order = np.argsort(idx == np.arange(n)[:, None], axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(idx, order, axis=1)

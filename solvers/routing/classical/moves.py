@@ -20,9 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit
-from scipy.spatial import cKDTree
 
-from solvers.routing.problem import CVRPInstance
+from solvers.routing.problem import CVRPInstance, nearest_other_points
 
 #: Neighbours per customer in the granular neighbourhood.
 NEIGHBOURS = 20
@@ -78,11 +77,7 @@ class Plan:
         part.xy = np.ascontiguousarray(self.xy[nodes])
         part.demand = np.ascontiguousarray(self.demand[nodes])
         k = min(self.near.shape[1], part.n - 1)
-        _, idx = cKDTree(part.xy).query(part.xy, k=k + 1, workers=-1)
-        idx = np.asarray(idx, dtype=np.int64).reshape(part.n, k + 1)
-        # each node itself dropped; with duplicate points it may sit in any column
-        order = np.argsort(idx == np.arange(part.n)[:, None], axis=1, kind="stable")[:, :k]
-        part.near = np.ascontiguousarray(np.take_along_axis(idx, order, axis=1))
+        part.near = np.ascontiguousarray(nearest_other_points(part.xy, k))
         part._link(routes)
         return part
 
