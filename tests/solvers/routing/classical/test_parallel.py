@@ -57,19 +57,25 @@ def test_two_searches_return_a_valid_shorter_plan_within_the_deadline(
     assert inst.cost(routes) <= heard[-1] + 1e-6
 
 
-def test_a_cancel_stops_the_searches_and_keeps_the_best() -> None:
+def cancelled_after(seconds: float, seed: int) -> None:
+    """Two searches told to run 30 s and cancelled after ``seconds``: they stop within 2 s
+    and return a valid plan shorter than the start (also ``test_regions``'s check)."""
     from solvers.routing.classical.kicks import cvrp_kicks
 
-    inst = _instance(1)
-    plan = _random_plan(inst, np.random.default_rng(1))
+    inst = _instance(seed)
+    plan = _random_plan(inst, np.random.default_rng(seed))
     stop = threading.Event()
-    timer = threading.Timer(0.2, stop.set)
+    timer = threading.Timer(seconds, stop.set)
     timer.start()
     t0 = time.perf_counter()
     routes, _ = cvrp_kicks(inst, plan, t0 + 30.0, 1, threads=2, slice_seconds=0.05,
                            cancelled=stop.is_set)
     assert time.perf_counter() - t0 < 2.0
     assert _valid(inst, routes) and inst.cost(routes) < inst.cost(plan)
+
+
+def test_a_cancel_stops_the_searches_and_keeps_the_best() -> None:
+    cancelled_after(0.2, 1)
 
 
 @pytest.mark.parametrize(("setting", "threads"), [("1", 1), ("2", 2)])

@@ -4,15 +4,13 @@ capacity, the route slots, the deadline and a cancel."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
 
-from solvers.routing.generate import random_cvrp
-from solvers.routing.problem import CVRPInstance
 from tests.solvers.routing.classical.test_descent import _random_plan, _valid
+from tests.solvers.routing.classical.test_parallel import _instance, cancelled_after
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -29,11 +27,6 @@ def small_regions(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(regions, "REGION_CUSTOMERS", 40)
     monkeypatch.setattr(regions, "ROUND_SECONDS", 0.1)
-
-
-def _instance(seed: int) -> CVRPInstance:
-    xy, dem, cap = random_cvrp(np.random.default_rng(seed), 150)
-    return CVRPInstance(coords=xy, demands=dem, capacity=cap)
 
 
 def test_the_cut_shares_out_every_route_once_in_balanced_regions() -> None:
@@ -103,18 +96,7 @@ def test_regions_return_a_valid_shorter_plan_within_the_deadline(
 
 
 def test_a_cancel_stops_the_regions_and_keeps_the_best(small_regions: None) -> None:
-    from solvers.routing.classical.kicks import cvrp_kicks
-
-    inst = _instance(3)
-    start = _random_plan(inst, np.random.default_rng(3))
-    stop = threading.Event()
-    timer = threading.Timer(0.3, stop.set)
-    timer.start()
-    t0 = time.perf_counter()
-    routes, _ = cvrp_kicks(inst, start, t0 + 30.0, 1, threads=2, slice_seconds=0.05,
-                           cancelled=stop.is_set)
-    assert time.perf_counter() - t0 < 2.0
-    assert _valid(inst, routes) and inst.cost(routes) < inst.cost(start)
+    cancelled_after(0.3, 3)
 
 
 def test_regions_only_where_each_holds_enough_customers() -> None:
