@@ -15,9 +15,12 @@ state (model, optimizer, dataset, labels) lives in var/checkpoints/; a checkpoin
 validation gap is at least 0.1 point better is written to weights/sil_<problem>.pt with its
 MANIFEST.json entry and learning curve (weights/curves/sil_<problem>.csv); between
 validations the latest state is saved every --save-minutes. ``--revalidate`` only measures the
-shipped checkpoint on the validation set and records it as the gap to beat.
+shipped checkpoint on the validation set and records it as the gap to beat. ``--out`` makes
+a run an experiment (another model size): its best file, latest state and curve live beside
+that path, and neither the shipped checkpoint nor MANIFEST.json is touched.
 
     python -m training.sit tsp --minutes 30 --threads 1
+    python -m training.sit tsp --out var/experiments/sil_paper.pt --fresh --dim 128 --layers 6
     python -m training.sit tsp --revalidate --threads 1
 """
 
@@ -50,7 +53,7 @@ from solvers.routing.neural.sil.solver import tour_length
 from solvers.routing.problem import TSPInstance
 from solvers.routing.solve import solve
 from training import loop, manifest
-from training.loop import MANIFEST, REPO, WEIGHTS, recorded_gap
+from training.loop import MANIFEST, recorded_gap
 
 VAL_N = 1000
 #: 32 instances (the first 8 are the earlier set). The shipped model's per-instance gaps
@@ -220,10 +223,6 @@ def validate(model: SILModel, val: tuple[np.ndarray, np.ndarray]) -> float:
 
 # -- checkpoints and the manifest -------------------------------------------------------------
 
-def _latest_path(problem: str) -> Path:
-    return REPO / "var" / "checkpoints" / f"sil_{problem}.last.pt"
-
-
 def _save_latest(path: Path, model: SILModel, opt: torch.optim.Optimizer, state: SITState,
                  coords: np.ndarray, labels: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -347,30 +346,40 @@ def train(args: argparse.Namespace) -> SITState:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed + int(time.time()) % 100000)
-    latest = _latest_path(args.problem)
+    shipped = weights_path(args.problem)
+    # resolved, so that a relative --out naming the shipped file gets the shipped file's rules
+    out = Path(args.out).resolve() if args.out else shipped
+    latest = loop.latest_path(out, shipped)
     claim = manifest.claim_training(latest)  # noqa: F841 (held for the run)
     model, opt, state, coords, labels = _start(args, latest)
     val = validation_set()
+    if out != shipped:
+        # an experiment (another model size, say) keeps its own best file, state and curve
+        # beside --out and leaves the shipped checkpoint and MANIFEST.json alone
+        print(f"experiment: best to {out}, state to {latest}", flush=True)
+        shipped_bar = None
+    else:
+        shipped_bar = recorded_gap(shipped, validation_description())
     # The shipped checkpoint is replaced only below the gap MANIFEST records for it, whatever
     # this run's own history (a `--fresh` run's first validation is its best, and must not
     # replace a trained model with an untrained one), and below this lineage's best.
-    shipped = weights_path(args.problem)
-    to_beat = recorded_gap(shipped, validation_description())
+    to_beat = shipped_bar
     if to_beat is not None:
         print(f"the shipped {shipped.name} is replaced only 0.1 point below its "
               f"{to_beat:.3f}%", flush=True)
     # With a shipped file its recorded gap on this set is the bar (this lineage's best equals
     # it whenever the lineage wrote the file, and may come from an earlier, smaller set).
-    bars = [g for g in ((to_beat,) if shipped.exists() else (state.best_gap,)) if g is not None]
-    if shipped.exists() and to_beat is None:
+    guarded = out == shipped and shipped.exists()
+    bars = [g for g in ((to_beat,) if guarded else (state.best_gap,)) if g is not None]
+    if guarded and to_beat is None:
         # the lineage's best was measured on another set: no bar to compare with until
         # `--revalidate` records the shipped checkpoint's gap on this one (read at each
         # validation, so a revalidation during the run counts)
         bars = []
         print(f"no gap recorded for {shipped.name} on {validation_description()}: it is not "
               "replaced until `--revalidate` records one", flush=True)
-    keeper = loop.Keeper(shipped, True, min(bars) if bars else None, None, MANIFEST)
-    curve = loop.curve_path(WEIGHTS / f"sil_{args.problem}.pt")
+    keeper = loop.Keeper(out, out == shipped, min(bars) if bars else None, None, MANIFEST)
+    curve = loop.curve_path(out)
     timer = loop.Timer(state.cpu_minutes + state.gpu_minutes, args.device.startswith("cuda"))
     last_label = last_save = time.time()
     losses: list[float] = []
@@ -390,16 +399,17 @@ def train(args: argparse.Namespace) -> SITState:
 
         def write(record: dict[str, Any]) -> None:
             state.best_gap = gap
-            save_model(shipped, model,
+            save_model(out, model,
                        {"steps": state.steps, "val_gap_percent": gap, "state": vars(state)})
-            update_manifest(args.problem, model, state, args)
+            if out == shipped:
+                update_manifest(args.problem, model, state, args)
 
-        bar = recorded_gap(shipped, validation_description())
+        bar = recorded_gap(shipped, validation_description()) if out == shipped else None
         if bar is not None:
             keeper.to_beat = bar if keeper.to_beat is None else min(bar, keeper.to_beat)
         # total_minutes is the lineage's wall time; this process's own CPU time beside it
         # says how much of it a shared, niced run really got
-        if bar is not None or not shipped.exists():
+        if bar is not None or not guarded:
             keeper.offer(model, gap, {"steps": state.steps,
                                       "sit_iterations": state.sit_iterations,
                                       "total_minutes": round(total, 1),
@@ -463,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-minutes", type=float, default=5.0)
     parser.add_argument("--save-minutes", type=float, default=3.0,
                         help="minutes between saves of the latest state (without validation)")
+    parser.add_argument("--out", help="checkpoint path of an experiment (default: the shipped "
+                        "weights/sil_<problem>.pt); its latest state and curve live beside it")
     parser.add_argument("--revalidate", action="store_true",
                         help="only validate the shipped checkpoint and record it in "
                              "MANIFEST.json")

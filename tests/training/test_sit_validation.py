@@ -41,3 +41,29 @@ def test_revalidate_records_the_new_bar_and_the_old_one(
     assert record["gap_percent"] == entry["validation"]["gap_percent"] > 0
     assert record["before"] == {"set": before["set"], "gap_percent": before["gap_percent"]}
     assert record["candidate"] is False
+
+
+def test_an_experiment_keeps_its_files_beside_out_and_leaves_the_shipped_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model-size experiment must not touch weights/sil_tsp.pt, its lineage's latest state,
+    its curve or MANIFEST.json: everything it writes lives beside --out."""
+    manifest = tmp_path / "MANIFEST.json"
+    shutil.copy(MANIFEST, manifest)
+    monkeypatch.setattr(sit, "MANIFEST", manifest)
+    monkeypatch.setattr(sit, "VAL_N", 40)
+    monkeypatch.setattr(sit, "VAL_COUNT", 2)
+    monkeypatch.setattr(sit, "VAL_ROUNDS", 1)
+    shipped = sit.weights_path("tsp")
+    shipped_bytes = shipped.read_bytes()
+    manifest_text = manifest.read_text()
+    out = tmp_path / "sil_big.pt"
+    assert sit.main(["tsp", "--out", str(out), "--fresh", "--minutes", "0.01",
+                     "--eval-minutes", "10", "--count", "4", "--n", "30", "--init", "ri",
+                     "--max-segment", "20", "--tokens", "256", "--dim", "16", "--layers", "1",
+                     "--heads", "2", "--reps", "4", "--threads", "1", "--device", "cpu"]) == 0
+    assert out.exists() and out.with_suffix(".last.pt").exists()
+    rows = out.with_suffix(".curve.csv").read_text().splitlines()
+    assert rows[0].startswith("total_minutes") and len(rows) == 2
+    assert sit.load_model(out, "cpu")[0].config.dim == 16
+    assert shipped.read_bytes() == shipped_bytes
+    assert manifest.read_text() == manifest_text
