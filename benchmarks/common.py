@@ -172,15 +172,71 @@ def relative(path: Path | str) -> str:
     return os.path.relpath(Path(path).resolve(), REPO)
 
 
-def provenance(module: str, argv: Sequence[str] | None, started: str | None = None
-               ) -> dict[str, Any]:
+def provenance(module: str, argv: Sequence[str] | None, started: str | None = None,
+               solvers: Iterable[str] = ()) -> dict[str, Any]:
     """The header every results file carries: the exact command, the date, the commit and
-    the machine (CPU model, cores)."""
+    the machine (CPU model, cores), and for learned solvers among ``solvers`` the checkpoints
+    they load with the training behind each."""
     from datetime import UTC, datetime
 
-    return {"command": command(module, argv),
+    prov = {"command": command(module, argv),
             "date": started or datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": git_commit(), "machine": {"cpu": cpu_model(), "cores": os.cpu_count()}}
+    found = checkpoints(solvers)
+    if found:
+        prov["checkpoints"] = found
+    return prov
+
+
+#: The learned solvers, by the ``solver`` their checkpoints carry in weights/MANIFEST.json
+#: (``sil_ls`` runs the ``sil`` model).
+MODEL_OF = {"reld": "reld", "polynet": "polynet", "sil": "sil", "sil_ls": "sil",
+            "goodrl": "goodrl"}
+
+
+def checkpoints(solvers: Iterable[str], commit: str | None = None) -> list[dict[str, Any]]:
+    """The checkpoints the learned solvers among ``solvers`` load, as weights/MANIFEST.json
+    records them (now, or at ``commit``): file, sha256 prefix and the CPU and GPU minutes of
+    training behind it, so that every figure a learned solver earns names its weights."""
+    models = {MODEL_OF[s] for s in solvers if s in MODEL_OF}
+    if not models:
+        return []
+    if commit is None:
+        text = (REPO / "weights" / "MANIFEST.json").read_text()
+    else:
+        text = subprocess.run(
+            ["git", "show", f"{commit.removesuffix('-dirty')}:weights/MANIFEST.json"],
+            cwd=REPO, capture_output=True, text=True, check=True).stdout
+    found = []
+    for e in json.loads(text)["checkpoints"]:
+        if e.get("solver") not in models:
+            continue
+        found.append({"file": e["file"], "sha256": e["sha256"][:12],
+                      "cpu_minutes": e.get("cpu_minutes", 0.0),
+                      "gpu_minutes": e.get("gpu_minutes", 0.0)})
+        if e.get("warm_start"):
+            # a warm-started model's minutes are its own; its parent's come on top
+            found[-1]["warm_start"] = e["warm_start"].split()[0]
+    return found
+
+
+def checkpoint_for(found: Iterable[dict[str, Any]], solver: str, problem: str
+                   ) -> dict[str, Any] | None:
+    """The checkpoint of ``found`` that ``solver`` loads for ``problem`` (SIL serves every
+    problem with its TSP model; GOODRL has one)."""
+    model = MODEL_OF.get(solver)
+    if model is None:
+        return None
+    names = {f"{model}_{problem}.pt", f"{model}.pt"} | ({"sil_tsp.pt"} if model == "sil" else set())
+    return next((c for c in found if c["file"] in names), None)
+
+
+def training_label(checkpoint: dict[str, Any]) -> str:
+    """A checkpoint's training as a table shows it: "258 CPU min", "358 CPU + 1 GPU min on
+    reld_tsp.pt" (a warm start's own minutes, then its parent)."""
+    cpu, gpu = checkpoint.get("cpu_minutes") or 0.0, checkpoint.get("gpu_minutes") or 0.0
+    label = f"{cpu:.0f} CPU + {gpu:.0f} GPU min" if gpu >= 0.5 else f"{cpu:.0f} CPU min"
+    return label + (f" on {checkpoint['warm_start']}" if checkpoint.get("warm_start") else "")
 
 
 def header_lines(prov: dict[str, Any] | list[dict[str, Any]]) -> list[str]:
@@ -193,15 +249,24 @@ def header_lines(prov: dict[str, Any] | list[dict[str, Any]]) -> list[str]:
         lines += [f"- Command{what}: `{p['command']}`",
                   f"- Date: {p['date']}; commit `{p['commit']}`; machine {m['cpu']}, "
                   f"{m['cores']} cores"]
+        if p.get("checkpoints"):
+            lines.append("- Checkpoints: " + "; ".join(
+                f"`{c['file']}` {c['sha256']} (trained {training_label(c)})"
+                for c in p["checkpoints"]))
     return lines
 
 
 def headline(family: str, set_name: str, solver: str, budget: str, gap: float | None,
-             instances: int, reference: str) -> dict[str, Any]:
-    """One leaderboard row: the mean gap (%) of ``solver`` on a set at a fixed budget."""
-    return {"family": family, "set": set_name, "solver": solver, "budget": budget,
-            "gap_percent": None if gap is None else round(float(gap), 3),
-            "instances": instances, "reference": reference}
+             instances: int, reference: str, checkpoint: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
+    """One leaderboard row: the mean gap (%) of ``solver`` on a set at a fixed budget, with
+    the checkpoint behind it for a learned solver."""
+    row = {"family": family, "set": set_name, "solver": solver, "budget": budget,
+           "gap_percent": None if gap is None else round(float(gap), 3),
+           "instances": instances, "reference": reference}
+    if checkpoint is not None:
+        row["checkpoint"] = checkpoint
+    return row
 
 
 def write_table(out: Path, lines: list[str], data: dict[str, Any],

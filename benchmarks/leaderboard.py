@@ -1,7 +1,8 @@
 """The leaderboard of benchmarks/README.md, regenerated from the headline rows of results/*.json.
 
 Each results JSON carries ``headline`` rows (family, set, solver, budget, mean gap %,
-instances, reference), written by its script; this gathers them into one table per family
+instances, reference; for a learned solver the checkpoint and its training minutes), written
+by its script; this gathers them into one table per family
 and rewrites the part of the README between the two leaderboard markers. Nothing is solved.
 
     python -m benchmarks.leaderboard            # rewrites benchmarks/README.md
@@ -14,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS, parser_for
+from benchmarks.common import RESULTS, parser_for, training_label
 
 README = Path(__file__).resolve().parent / "README.md"
 FAMILIES = ("TSP", "CVRP", "CVRPTW", "VRP", "flow", "scheduling", "neural")
@@ -41,13 +42,20 @@ def tables(results: Path = RESULTS) -> list[str]:
             continue
         mine.sort(key=lambda r: (r["set"], r["budget"], r["gap_percent"] is None,
                                  r["gap_percent"] or 0.0))
+        # a family with learned solvers says what training each of their figures stands on
+        trained = any("checkpoint" in r for r in mine)
         lines += [f"### {family}", "",
-                  "| set | budget | solver | gap % | instances | reference | results |",
-                  "|---|---|---|---:|---:|---|---|"]
+                  "| set | budget | solver | gap % | instances | reference "
+                  + ("| training " if trained else "") + "| results |",
+                  "|---|---|---|---:|---:|---" + ("|---" if trained else "") + "|---|"]
         for r in mine:
             gap = "–" if r["gap_percent"] is None else f"{r['gap_percent']:.2f}"
+            training = ""
+            if trained:
+                ck = r.get("checkpoint")
+                training = f"| {training_label(ck)} " if ck else "| – "
             lines.append(f"| {r['set']} | {r['budget']} | {r['solver']} | {gap} "
-                         f"| {r['instances']} | {r['reference']} "
+                         f"| {r['instances']} | {r['reference']} {training}"
                          f"| [{r['file']}](results/{r['file']}) |")
         lines.append("")
     return lines

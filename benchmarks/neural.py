@@ -39,6 +39,7 @@ from benchmarks.common import (
     WARMED,
     check_out,
     check_solvers,
+    checkpoint_for,
     header_lines,
     headline,
     numbers,
@@ -336,17 +337,21 @@ def render(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def headline_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per set, time limit and solver, the gap of the last run that measured it."""
+def headline_rows(data: dict[str, Any], provs: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+    """Per set, time limit and solver, the gap of the last run that measured it, with the
+    checkpoint that run loaded (``provs``: the runs, in ``source`` order)."""
     latest: dict[tuple[str, float, str], dict[str, Any]] = {}
     for s in data["sections"]:
         if s["kind"] != "solvers":
             continue
         ref = data["references"][s["problem"]][:s["count"]]
+        found = provs[s["source"]].get("checkpoints", [])
         for solver, rows in s["records"].items():
             latest[(s["problem"], s["limit"], solver)] = headline(
                 "neural", _set_name(s["problem"], s["count"]), solver, f"{s['limit']:g} s",
-                gap_percent(rows, ref), len(rows), _reference_name(s["problem"]))
+                gap_percent(rows, ref), len(rows), _reference_name(s["problem"]),
+                checkpoint_for(found, solver, s["problem"]))
     return list(latest.values())
 
 
@@ -384,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     check_out(parser, args.out)
     write = writes_results(args.out)
     warm_up(solvers)
-    prov = provenance("benchmarks.neural", argv)
+    prov = provenance("benchmarks.neural", argv, solvers=solvers)
     data: dict[str, Any] = {"sections": [], "references": {}}
     for problem in problems:
         sets, refs = instance_set(problem, args.count, write)
@@ -404,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     data["provenance"] = [prov]
     lines = render(data)
     del data["provenance"]
-    write_table(args.out, lines, data, [prov], headline_rows(data))
+    write_table(args.out, lines, data, [prov], headline_rows(data, [prov]))
     print("\n".join(lines))
     return 0
 

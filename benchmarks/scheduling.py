@@ -31,6 +31,7 @@ import torch
 
 from benchmarks.common import (
     check_out,
+    checkpoint_for,
     header_lines,
     headline,
     integers,
@@ -210,9 +211,10 @@ def _versus(name: str, what: str, best: dict[str, str], labels: list[str],
     return [*lines, "", f"{name} is below {what} in {wins} of {len(labels)} scenarios.", ""]
 
 
-def headline_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+def headline_rows(data: dict[str, Any], found: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
     """Per scenario, GOODRL and the heuristics that come near it: mean flowtime above the
-    critical-path lower bound (%)."""
+    critical-path lower bound (%); GOODRL's rows name its checkpoint (one of ``found``)."""
     rows = []
     bounds = {lbl: float(np.mean(r["bound"])) for lbl, r in data["headroom"]["rows"].items()}
     for lbl, per in data["results"].items():
@@ -220,7 +222,8 @@ def headline_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
             if name in per and lbl in bounds:
                 gap = 100 * (float(np.mean(per[name])) / bounds[lbl] - 1)
                 rows.append(headline("scheduling", lbl, name, f"{data['workflows']} workflows",
-                                     gap, len(per[name]), "critical-path lower bound"))
+                                     gap, len(per[name]), "critical-path lower bound",
+                                     checkpoint_for(found, name, "workflow")))
     return rows
 
 
@@ -295,7 +298,8 @@ def write(meta: dict[str, Any], data: dict[str, Any], out: Path) -> None:
         lines += ["Policies that could not run: " + "; ".join(
             f"{k}: {v}" for k, v in data["errors"].items()), ""]
     lines += headroom_lines(data["headroom"])
-    write_table(out, lines, data, meta["provenance"], headline_rows(data))
+    write_table(out, lines, data, meta["provenance"],
+                headline_rows(data, meta["provenance"].get("checkpoints", [])))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     weights = "missing" if availability() else (
         f"weights/{WEIGHTS.name} ({torch.load(WEIGHTS, weights_only=True)['meta']})")
     meta: dict[str, Any] = {
-        "provenance": provenance("benchmarks.scheduling", argv),
+        "provenance": provenance("benchmarks.scheduling", argv, solvers=["goodrl"]),
         "machine": machine_info(("torch", "numpy", "cosolve")),
         "workflows": args.workflows, "seeds": args.seeds, "weights": weights}
     data = run(args)

@@ -55,6 +55,8 @@ from benchmarks.common import (
     RESULTS,
     check_out,
     check_solvers,
+    checkpoint_for,
+    checkpoints,
     header_lines,
     headline,
     machine_info,
@@ -221,6 +223,7 @@ def run_paired(args: argparse.Namespace, argv: list[str]) -> int:
             f"{os.getloadavg()[0]:.2f}, machine "
             f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
     ok = 0
+    found = checkpoints(PAIRED_SOLVERS)
     for band, path, ref, limit in paired_runs(args):
         for seed in args.seeds:
             order = PAIRED_SOLVERS if seed % 2 == 0 else PAIRED_SOLVERS[::-1]
@@ -228,6 +231,7 @@ def run_paired(args: argparse.Namespace, argv: list[str]) -> int:
                 load = os.getloadavg()[0]
                 r = run(path, solver, limit, seed)
                 r.update(band=band, reference=ref, seed=seed, load_1m=round(load, 2))
+                _stamp(r, found)
                 print(json.dumps({k: v for k, v in r.items() if k not in ("curve", "stats")}),
                       flush=True)
                 if "error" in r and not ok:
@@ -239,7 +243,8 @@ def run_paired(args: argparse.Namespace, argv: list[str]) -> int:
                     if first:
                         data.setdefault("meta", {})["paired"] = meta
                         data.setdefault("provenance", {})["paired"] = {
-                            **provenance("benchmarks.sil", argv), "section": "paired"}
+                            **provenance("benchmarks.sil", argv, solvers=PAIRED_SOLVERS),
+                            "section": "paired"}
                     r.pop("curve", None)
                     key = (r.get("file"), r["solver"], r["seed"], r["time_limit"])
                     data["paired"] = [x for x in data.get("paired", []) if (
@@ -316,15 +321,55 @@ def render_paired(rows: list[dict[str, Any]]) -> list[str]:
     return [*out, ""]
 
 
+def _reference_name(set_name: str) -> str:
+    if set_name.startswith("TSPLIB"):
+        return "proven optimum"
+    return "0.7128·√n + 0.58 (LKH-3 fit)"
+
+
+def _stamp(run: dict[str, Any], found: list[dict[str, Any]]) -> None:
+    """Names in a learned solver's run the checkpoint it loaded (one of ``found``)."""
+    checkpoint = checkpoint_for(found, run["solver"], run.get("problem", "tsp"))
+    if checkpoint is not None:
+        run["checkpoint"] = checkpoint
+
+
+def _checkpoint_of(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The checkpoint a group of runs loaded, when they all loaded the same one (None for the
+    classical solvers, and for a group mixed across checkpoints, which wants a rerun)."""
+    seen = {json.dumps(r.get("checkpoint"), sort_keys=True) for r in runs}
+    return runs[0].get("checkpoint") if len(seen) == 1 else None
+
+
 def paired_headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Leaderboard rows for the paired bands (set names end in "paired")."""
     out = []
     for s in paired_summary(rows):
-        ref = "proven optimum" if s["band"].startswith("TSPLIB") else \
-            "0.7128·√n + 0.58 (LKH-3 fit)"
-        for solver in PAIRED_SOLVERS:
+        for k, solver in enumerate(PAIRED_SOLVERS):
+            # pairs hold (ils gap, sil_ls gap, sil_ls run, ils run)
+            runs = [p[3 - k] for p in s["pairs"]]
             out.append(headline("TSP", f"{s['band']}, paired", solver, f"{s['limit']:g} s",
-                                s[solver], len(s["pairs"]), ref))
+                                s[solver], len(s["pairs"]), _reference_name(s["band"]),
+                                _checkpoint_of(runs)))
+    return out
+
+
+def runs_headline(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leaderboard rows for the TSP sets: per set, solver and time limit, the mean gap of the
+    feasible runs (``sil_ls†``, the method before the kicks, left out). The CVRP sections
+    compare costs with OR-Tools; benchmarks.cvrp keeps the CVRP leaderboard."""
+    groups: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
+    for r in runs:
+        if (r.get("problem", "tsp") == "tsp" and r.get("reference") and r.get("feasible")
+                and "cost" in r):
+            groups.setdefault((r["set"], _label(r), r["time_limit"]), []).append(r)
+    out = []
+    for (set_name, solver, limit), rs in sorted(groups.items()):
+        if solver.endswith("†"):
+            continue
+        gaps = [_gap(r["cost"], r["reference"]) for r in rs]
+        out.append(headline("TSP", set_name, solver, f"{limit:g} s", float(np.mean(gaps)),
+                            len(rs), _reference_name(set_name), _checkpoint_of(rs)))
     return out
 
 
@@ -359,10 +404,8 @@ def save_results(out: Path, data: dict[str, Any]) -> None:
     """The runs to ``out``'s .json, the table to its .md (atomically: a reader never sees
     half a file)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    if data.get("paired"):
-        data["headline"] = [h for h in data.get("headline", [])
-                            if not h["set"].endswith(", paired")] + paired_headline(
-                                data["paired"])
+    data["headline"] = runs_headline(data.get("runs", [])) + paired_headline(
+        data.get("paired", []))
     for path, text in ((out.with_suffix(".json"), json.dumps(data, indent=1) + "\n"),
                        (out.with_suffix(".md"), render(data))):
         tmp = path.with_name(path.name + ".tmp")
@@ -582,12 +625,14 @@ def main(argv: list[str] | None = None) -> int:
     # it wait here (before: a run that crashed or only failed rewrote the results).
     pending: list[dict[str, Any]] = []
     data: dict[str, Any] | None = None
+    found = checkpoints(solvers)
     for set_name, path, ref in section_runs(args):
         if args.only not in set_name:
             continue
         for solver in solvers:
             r = run(path, solver, args.time_limit)
             r["set"], r["reference"] = set_name, ref
+            _stamp(r, found)
             pending.append(r)
             print(json.dumps({k: v for k, v in r.items() if k not in ("curve", "stats")}),
                   flush=True)
@@ -599,7 +644,8 @@ def main(argv: list[str] | None = None) -> int:
                 if first:
                     data.setdefault("meta", {})[meta_key] = meta
                     data.setdefault("provenance", {})[meta_key] = {
-                        **provenance("benchmarks.sil", argv), "section": meta_key}
+                        **provenance("benchmarks.sil", argv, solvers=solvers),
+                        "section": meta_key}
                 for r in rows:
                     data["runs"] = [x for x in data["runs"] if not (
                         x.get("file") == r.get("file") and x["solver"] == r["solver"]

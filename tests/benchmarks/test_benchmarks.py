@@ -269,3 +269,38 @@ def test_leaderboard_is_generated_from_the_committed_results() -> None:
     assert {r["family"] for r in found} == set(leaderboard.FAMILIES)
     assert all((RESULTS / r["file"]).is_file() for r in found)
     assert leaderboard.update() == leaderboard.README.read_text()
+
+
+def test_every_learned_figure_names_its_checkpoint_and_training() -> None:
+    """A leaderboard row of a learned solver says which checkpoint earned it and how many
+    minutes of training stand behind it, read from MANIFEST.json at the run's commit."""
+    from benchmarks import leaderboard
+    from benchmarks.common import MODEL_OF
+
+    learned = [r for r in leaderboard.rows() if r["solver"] in MODEL_OF]
+    assert {r["solver"] for r in learned} >= {"reld", "polynet", "sil", "sil_ls", "goodrl"}
+    for row in learned:
+        ck = row.get("checkpoint")
+        assert ck and ck["file"].endswith(".pt") and len(ck["sha256"]) == 12, row
+        assert ck["cpu_minutes"] > 0, row
+    assert all("checkpoint" not in r for r in leaderboard.rows() if r["solver"] not in MODEL_OF)
+    text = leaderboard.README.read_text()
+    assert "| training |" in text and "1 GPU min on reld_tsp.pt" in text
+
+
+def test_checkpoints_come_from_the_manifest_of_the_commit() -> None:
+    from benchmarks.common import checkpoint_for, checkpoints, header_lines, training_label
+
+    now = checkpoints(["sil_ls", "ils"])
+    assert [c["file"] for c in now] == ["sil_tsp.pt"]
+    assert checkpoint_for(now, "sil", "cvrp") == now[0]  # SIL serves CVRP with its TSP model
+    assert checkpoint_for(now, "ils", "tsp") is None and checkpoints(["ils"]) == []
+    # polynet_tsp.pt gained GPU minutes at 8370f03; the commit before it had none
+    before = checkpoint_for(checkpoints(["polynet"], commit="8370f03~1"), "polynet", "tsp")
+    after = checkpoint_for(checkpoints(["polynet"], commit="8370f03"), "polynet", "tsp")
+    assert before is not None and after is not None and before["sha256"] != after["sha256"]
+    assert training_label(before) == "358 CPU min on reld_tsp.pt"
+    assert training_label(after) == "358 CPU + 1 GPU min on reld_tsp.pt"
+    prov = {"command": "c", "date": "d", "commit": "x", "machine": {"cpu": "c", "cores": 2},
+            "checkpoints": [after]}
+    assert header_lines(prov)[-1].startswith("- Checkpoints: `polynet_tsp.pt` ")

@@ -21,7 +21,7 @@ def test_gaps_are_recomputed_from_the_stored_costs_and_references() -> None:
     refs = data["references"]["cvrp"]
     last = [s for s in data["sections"] if s["kind"] == "solvers" and s["problem"] == "cvrp"
             and "polynet" in s["records"]][-1]
-    rows = [r for r in headline_rows(data) if r["set"].startswith("CVRP100")
+    rows = [r for r in headline_rows(data, data["provenance"]) if r["set"].startswith("CVRP100")
             and r["solver"] == "polynet" and r["budget"] == f"{last['limit']:g} s"]
     assert len(rows) == 1
     gaps = [100 * (r["cost"] / ref - 1) for r, ref in zip(last["records"]["polynet"], refs,

@@ -34,17 +34,32 @@ def test_paired_summary_differences_and_interval() -> None:
     assert "| TSP10K uniform | 30 | 2 × 2 | 1.667% | 2.333% | +0.667 |" in text
 
 
-def test_paired_headline_replaces_only_its_own_rows(tmp_path: Path) -> None:
-    old = {"family": "TSP", "set": "TSP1K uniform", "solver": "ils", "budget": "10 s",
-           "gap_percent": 0.31, "instances": 128, "reference": "x"}
-    data = {"runs": [], "meta": {}, "headline": [old, {**old, "set": "TSP10K uniform, paired"}],
-            "paired": [_row("a", "ils", 0, 101.0), _row("a", "sil_ls", 0, 100.0)]}
+def test_headline_is_computed_from_the_runs_with_their_checkpoint(tmp_path: Path) -> None:
+    """Every save recomputes the leaderboard rows from the recorded runs: a TSP section's
+    rows (not the CVRP ones, nor the old ``sil_ls†`` method) and the paired bands', each
+    learned row naming the checkpoint its runs loaded."""
+    ck = {"file": "sil_tsp.pt", "sha256": "b28ec08935f4", "cpu_minutes": 310.8,
+          "gpu_minutes": 0.0}
+    run = {"set": "TSP1K uniform", "file": "u1.tsp", "problem": "tsp", "time_limit": 10.0,
+           "reference": 100.0, "feasible": True, "wall_s": 10.0, "stats": {"kicks": 3}}
+    runs = [{**run, "solver": "ils", "cost": 101.0},
+            {**run, "solver": "sil", "cost": 104.0, "checkpoint": ck},
+            {**run, "solver": "sil_ls", "cost": 102.0, "stats": {}},  # before the kicks
+            {**run, "set": "CVRP1K uniform", "problem": "cvrp", "solver": "ils",
+             "cost": 5.0, "reference": None}]
+    stale = {"family": "TSP", "set": "TSP1K uniform", "solver": "ils", "budget": "10 s",
+             "gap_percent": 9.9, "instances": 128, "reference": "x"}
+    data = {"runs": runs, "meta": {}, "headline": [stale],
+            "paired": [_row("a", "ils", 0, 101.0), {**_row("a", "sil_ls", 0, 100.0),
+                                                     "checkpoint": ck}]}
     out = tmp_path / "sil.md"
     sil.save_results(out, data)
     saved = json.loads(out.with_suffix(".json").read_text())["headline"]
-    assert saved[0] == old
-    assert [(h["set"], h["solver"], h["gap_percent"]) for h in saved[1:]] == [
-        ("TSP10K uniform, paired", "ils", 1.0), ("TSP10K uniform, paired", "sil_ls", 0.0)]
+    assert [(h["set"], h["solver"], h["gap_percent"], h.get("checkpoint", {}).get("file"))
+            for h in saved] == [
+        ("TSP1K uniform", "ils", 1.0, None), ("TSP1K uniform", "sil", 4.0, "sil_tsp.pt"),
+        ("TSP10K uniform, paired", "ils", 1.0, None),
+        ("TSP10K uniform, paired", "sil_ls", 0.0, "sil_tsp.pt")]
     assert "sil_ls wins / losses" in out.read_text()
 
 
