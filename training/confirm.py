@@ -72,6 +72,17 @@ class Gate:
         self.description = description
         self.incumbent: np.ndarray | None = None
 
+    @classmethod
+    def on_fresh(cls, problem: str, seed: int, count: int, n: int, path: Path,
+                 lengths: Callable[[Any, dict[str, Any]], np.ndarray],
+                 load: Callable[[Path], Any]) -> Gate:
+        """The gate of a route trainer: ``count`` fresh ``n``-node instances
+        (``confirmation_data``); ``lengths(model, data)`` decodes them."""
+        data = confirmation_data(problem, seed, count, n)
+        return cls(data, path, lambda model: lengths(model, data), load,
+                   f"{count} fresh {problem.upper()}{n} instances "
+                   f"(training.confirm.confirmation_data, seed {seed})")
+
     def check(self, model: Any) -> dict[str, Any] | None:
         """The manifest's ``confirmation`` record when ``model`` is better than the incumbent
         on the fresh instances (always, when there is no incumbent file yet), else None."""

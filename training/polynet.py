@@ -70,7 +70,7 @@ from solvers.routing.neural.polynet import tsp_starts
 from solvers.routing.problem import CVRPTWInstance
 from solvers.routing.solve import solve
 from training import loop, manifest
-from training.confirm import CONFIRM_COUNT, Gate, confirmation_data
+from training.confirm import CONFIRM_COUNT, Gate
 from training.instances import load_labels
 from training.loop import MANIFEST, WEIGHTS, TrainState, recorded_gap
 from training.reld import (
@@ -588,12 +588,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         state.best_gap = None
     reference = str(val["reference"])
     to_beat = _shipped_bar(args, out, description, val) if out == shipped else None
-    gate = Gate(confirmation_data(args.problem, CONFIRM_SEED, args.confirm_count, VALIDATION_N),
-                out, lambda m: best_lengths(m, args.problem, gate.data, device)["spread"],
-                lambda path: load_checkpoint(path, device)[0],
-                f"{args.confirm_count} fresh {args.problem.upper()}{VALIDATION_N} instances "
-                f"(training.confirm.confirmation_data, seed {CONFIRM_SEED})"
-                ) if args.confirm_count else None
+    gate = Gate.on_fresh(args.problem, CONFIRM_SEED, args.confirm_count, VALIDATION_N, out,
+                         lambda m, data: best_lengths(m, args.problem, data, device)["spread"],
+                         lambda path: load_checkpoint(path, device)[0]
+                         ) if args.confirm_count else None
     # an experiment is replaced below its own best so far
     keeper = loop.Keeper(out, out == shipped, state.best_gap if to_beat is None else to_beat,
                          gate, MANIFEST)

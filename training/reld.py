@@ -48,7 +48,7 @@ from solvers.routing.neural.reld import read_checkpoint
 from solvers.routing.problem import CVRPInstance, TSPInstance
 from solvers.routing.solve import solve
 from training import loop, manifest
-from training.confirm import CONFIRM_COUNT, Gate, confirmation_data
+from training.confirm import CONFIRM_COUNT, Gate
 from training.instances import load_labels
 from training.loop import MANIFEST, WEIGHTS, TrainState, recorded_gap
 
@@ -366,12 +366,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if to_beat is not None:
         print(f"the shipped {out.name} is replaced only 0.1 point below its {to_beat:.3f}% "
               f"({description})", flush=True)
-    gate = Gate(confirmation_data(args.problem, CONFIRM_SEED, args.confirm_count, VALIDATION_N),
-                out, lambda m: best_lengths(m, args.problem, gate.data, device),
-                lambda path: load_checkpoint(path, device)[0],
-                f"{args.confirm_count} fresh {args.problem.upper()}{VALIDATION_N} instances "
-                f"(training.confirm.confirmation_data, seed {CONFIRM_SEED})"
-                ) if args.confirm_count else None
+    gate = Gate.on_fresh(args.problem, CONFIRM_SEED, args.confirm_count, VALIDATION_N, out,
+                         lambda m, data: best_lengths(m, args.problem, data, device),
+                         lambda path: load_checkpoint(path, device)[0]
+                         ) if args.confirm_count else None
     keeper = loop.Keeper(out, out == shipped, state.best_gap if to_beat is None else to_beat,
                          gate, MANIFEST)
     curve = loop.curve_path(out)
