@@ -22,14 +22,21 @@ def test_the_larger_validation_set_keeps_the_earlier_eight_first(
     assert big.shape[0] >= 32 and np.array_equal(big[:8], small)
 
 
-def test_revalidate_records_the_new_bar_and_the_old_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _small_validation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int,
+                      rounds: int) -> Path:
+    """Two n-node validation instances and a copy of MANIFEST.json to write to."""
     manifest = tmp_path / "MANIFEST.json"
     shutil.copy(MANIFEST, manifest)
     monkeypatch.setattr(sit, "MANIFEST", manifest)
-    monkeypatch.setattr(sit, "VAL_N", 60)
+    monkeypatch.setattr(sit, "VAL_N", n)
     monkeypatch.setattr(sit, "VAL_COUNT", 2)
-    monkeypatch.setattr(sit, "VAL_ROUNDS", 2)
+    monkeypatch.setattr(sit, "VAL_ROUNDS", rounds)
+    return manifest
+
+
+def test_revalidate_records_the_new_bar_and_the_old_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = _small_validation(tmp_path, monkeypatch, 60, 2)
     before = next(e for e in json.loads(manifest.read_text())["checkpoints"]
                   if e["file"] == "sil_tsp.pt")["validation"]
     assert sit.main(["tsp", "--revalidate", "--threads", "1", "--device", "cpu"]) == 0
@@ -47,12 +54,7 @@ def test_an_experiment_keeps_its_files_beside_out_and_leaves_the_shipped_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A model-size experiment must not touch weights/sil_tsp.pt, its lineage's latest state,
     its curve or MANIFEST.json: everything it writes lives beside --out."""
-    manifest = tmp_path / "MANIFEST.json"
-    shutil.copy(MANIFEST, manifest)
-    monkeypatch.setattr(sit, "MANIFEST", manifest)
-    monkeypatch.setattr(sit, "VAL_N", 40)
-    monkeypatch.setattr(sit, "VAL_COUNT", 2)
-    monkeypatch.setattr(sit, "VAL_ROUNDS", 1)
+    manifest = _small_validation(tmp_path, monkeypatch, 40, 1)
     shipped = sit.weights_path("tsp")
     shipped_bytes = shipped.read_bytes()
     manifest_text = manifest.read_text()
