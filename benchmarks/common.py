@@ -215,7 +215,8 @@ def checkpoints(solvers: Iterable[str], commit: str | None = None) -> list[dict[
                       "cpu_minutes": e.get("cpu_minutes", 0.0),
                       "gpu_minutes": e.get("gpu_minutes", 0.0)})
         if e.get("warm_start"):
-            # a warm-started model's minutes are its own; its parent's come on top
+            # the checkpoint it was warm-started from (MANIFEST.json says per entry
+            # whether the minutes count the parent's)
             found[-1]["warm_start"] = e["warm_start"].split()[0]
     return found
 
@@ -233,7 +234,7 @@ def checkpoint_for(found: Iterable[dict[str, Any]], solver: str, problem: str
 
 def training_label(checkpoint: dict[str, Any]) -> str:
     """A checkpoint's training as a table shows it: "258 CPU min", "358 CPU + 1 GPU min on
-    reld_tsp.pt" (a warm start's own minutes, then its parent)."""
+    reld_tsp.pt" (then the checkpoint it was warm-started from)."""
     cpu, gpu = checkpoint.get("cpu_minutes") or 0.0, checkpoint.get("gpu_minutes") or 0.0
     label = f"{cpu:.0f} CPU + {gpu:.0f} GPU min" if gpu >= 0.5 else f"{cpu:.0f} CPU min"
     return label + (f" on {checkpoint['warm_start']}" if checkpoint.get("warm_start") else "")
