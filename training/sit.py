@@ -357,13 +357,10 @@ def train(args: argparse.Namespace) -> SITState:
         # an experiment (another model size, say) keeps its own best file, state and curve
         # beside --out and leaves the shipped checkpoint and MANIFEST.json alone
         print(f"experiment: best to {out}, state to {latest}", flush=True)
-        shipped_bar = None
-    else:
-        shipped_bar = recorded_gap(shipped, validation_description())
     # The shipped checkpoint is replaced only below the gap MANIFEST records for it, whatever
     # this run's own history (a `--fresh` run's first validation is its best, and must not
     # replace a trained model with an untrained one), and below this lineage's best.
-    to_beat = shipped_bar
+    to_beat = recorded_gap(shipped, validation_description()) if out == shipped else None
     if to_beat is not None:
         print(f"the shipped {shipped.name} is replaced only 0.1 point below its "
               f"{to_beat:.3f}%", flush=True)
