@@ -213,13 +213,18 @@ def paired_runs(args: argparse.Namespace) -> list[tuple[str, Path, float | None,
     return out
 
 
+def _threads() -> str:
+    """The thread settings every child ran with, for the meta line."""
+    return (f"COSOLVE_TORCH_THREADS={os.environ.get('COSOLVE_TORCH_THREADS', '1')}, "
+            f"COSOLVE_ILS_THREADS={os.environ.get('COSOLVE_ILS_THREADS', 'auto')}")
+
+
 def run_paired(args: argparse.Namespace, argv: list[str]) -> int:
     """Every (instance, seed) solved by ils and sil_ls one after the other (the order flips
     with the seed so that a drift in the machine's load falls on both), each run merged into
     --out's ``paired`` rows as soon as it ends."""
     meta = (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seeds {args.seeds}, budget scale "
-            f"{args.budget_scale:g}, COSOLVE_TORCH_THREADS="
-            f"{os.environ.get('COSOLVE_TORCH_THREADS', '1')}, load average at start "
+            f"{args.budget_scale:g}, {_threads()}, load average at start "
             f"{os.getloadavg()[0]:.2f}, machine "
             f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
     ok = 0
@@ -575,6 +580,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="paired: comma-separated solver seeds, each run on every instance")
     parser.add_argument("--budget-scale", type=float, default=1.0,
                         help="paired: multiplies every band's seconds (for a quick try)")
+    parser.add_argument("--ils-threads", default="1",
+                        help="CVRP searches ils runs at once (COSOLVE_ILS_THREADS); 1 by "
+                             "default, so that every solver here has one core")
     parser.add_argument("--data", type=Path, default=DATA,
                         help="folder holding tsplib/ and cvrplib/ (sections tsplib and cvrp)")
     args = parser.parse_args(argv)
@@ -601,6 +609,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     missing = [f for f in DATA_FILES.get(args.section, ()) if not (args.data / f).is_file()]
     if missing:
         parser.error(f"--data: {args.section} needs {', '.join(missing)} under {args.data}")
+    if not (args.ils_threads == "auto" or (args.ils_threads.isdigit()
+            and int(args.ils_threads) >= 1)):
+        parser.error("--ils-threads: a positive integer or auto")
     check_out(parser, args.out)
     return args
 
@@ -614,11 +625,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.section == "render":
         merge(args.out, lambda data: None)
         return 0
+    os.environ["COSOLVE_ILS_THREADS"] = args.ils_threads  # the children read it
     if args.section == "paired":
         return run_paired(args, argv)
     solvers = args.solvers
     meta = (f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, seed {SEED}, solvers {solvers}, "
-            f"COSOLVE_TORCH_THREADS={os.environ.get('COSOLVE_TORCH_THREADS', '1')}, machine "
+            f"{_threads()}, machine "
             f"{json.dumps(machine_info(('torch', 'ortools', 'numba')))}")
     meta_key = f"{args.section} @ {args.time_limit:g}s"
     # Nothing is written until a run has succeeded: the meta line and any failed rows before
