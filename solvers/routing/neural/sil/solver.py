@@ -15,9 +15,10 @@ Each segment is decoded on its own coordinates rescaled to the unit box: the mod
 sees a local open-path problem, whatever the instance's size or units, so one checkpoint
 trained on small instances serves 1K to 100K nodes.
 
-``sil_ls`` adds classical 2-opt + Or-opt (solvers/routing/classical/localsearch.py) to the start and
-after the reconstruction; the two are registered apart so users and benchmarks can see which
-part earns which gain.
+``sil_ls`` adds classical 2-opt + Or-opt (solvers/routing/classical/localsearch.py) to the
+start and after every round, then as long again of ``ils``'s annealed kicks; the two are
+registered apart, and ``ils`` is the classical part alone, so users and benchmarks can see
+which part earns which gain.
 """
 
 from __future__ import annotations
