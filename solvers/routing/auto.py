@@ -76,8 +76,8 @@ RULES: tuple[Rule, ...] = (
          "uniform TSP1000 at 10 s: pyvrp the best of the run, ortools 3.39 % above; TSPLIB at "
          "10 s: pyvrp 2.00 %, ortools 5.42 % above the optimum (results/routing.md)"),
     Rule("tsp", 1_000, None, None, None, ("ils", "sil_ls", "ortools", "nearest_neighbor"),
-         "TSP1K ×128 at 10 s: ils 0.31 % above the LKH-3 fit, ortools 8.09 %; TSPLIB 1K–13.5K "
-         "at 60 s: ils 0.25 % above the optimum; TSP100K at 120 s: ils 0.83 %, ortools "
+         "TSP1K ×64 at 10 s: ils 0.26 % above the LKH-3 fit, ortools 8.04 %; TSPLIB 1K–13.5K "
+         "at 60 s: ils 0.20 % above the optimum; TSP100K at 120 s: ils 0.69 %, ortools "
          "22.70 % (results/sil.md)"),
     Rule("cvrp", 1, None, True, None, ("ils", "pyvrp", "ortools"),
          "CVRPLIB X capped at the best-known plan's route count, 10 s: ils 0.91 %, pyvrp "
@@ -91,10 +91,10 @@ RULES: tuple[Rule, ...] = (
          "CVRPLIB X (25 instances, 101–936 nodes) at 10 s: pyvrp 1.24 %, ils 1.29 % above "
          "the best-known, pyvrp ahead below 450 nodes; ortools 7.44 % (results/routing.md)"),
     Rule("cvrp", 451, 10_000, False, None, ("ils", "pyvrp", "ortools", "nearest_neighbor"),
-         "CVRPLIB X at 10 s: ils ahead of pyvrp above 450 nodes; Leuven1 (3,001 nodes) at "
-         "60 s: ils 1.37 %, pyvrp 2.38 % above the best-known; uniform CVRP10K at 60 s: ils "
-         "2.3 % below pyvrp, which is 0.2–1.7 % ahead at 1K and 5K and needs 3e-7·N² s to "
-         "start (results/routing.md, sil.md)"),
+         "CVRPLIB X at 10 s: ils ahead of pyvrp above 450 nodes; one core each at 60 s: "
+         "Leuven1 (3,001 nodes) ils 0.83 %, pyvrp 2.36 % above the best-known, uniform CVRP "
+         "ils 0.1 % below pyvrp at 1K and 1.4 % at 10K, pyvrp 1.6 % ahead at 5K; pyvrp needs "
+         "3e-7·N² s to start (results/routing.md, sil.md)"),
     Rule("cvrp", 10_001, None, False, None, ("ils", "sil_ls", "ortools", "nearest_neighbor"),
          "pyvrp stops at 10,000 nodes; at 100K ils is 10 % below ortools in 120 s "
          "(results/sil.md)"),

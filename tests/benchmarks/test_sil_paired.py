@@ -4,6 +4,7 @@ computed from recorded runs (nothing is solved here)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def test_paired_summary_differences_and_interval() -> None:
 
 def test_headline_is_computed_from_the_runs_with_their_checkpoint(tmp_path: Path) -> None:
     """Every save recomputes the leaderboard rows from the recorded runs: a TSP section's
-    rows (not the CVRP ones, nor the old ``sil_ls†`` method) and the paired bands', each
+    rows (not the CVRP ones) and the paired bands', each
     learned row naming the checkpoint its runs loaded."""
     ck = {"file": "sil_tsp.pt", "sha256": "b28ec08935f4", "cpu_minutes": 310.8,
           "gpu_minutes": 0.0}
@@ -44,7 +45,6 @@ def test_headline_is_computed_from_the_runs_with_their_checkpoint(tmp_path: Path
            "reference": 100.0, "feasible": True, "wall_s": 10.0, "stats": {"kicks": 3}}
     runs = [{**run, "solver": "ils", "cost": 101.0},
             {**run, "solver": "sil", "cost": 104.0, "checkpoint": ck},
-            {**run, "solver": "sil_ls", "cost": 102.0, "stats": {}},  # before the kicks
             {**run, "set": "CVRP1K uniform", "problem": "cvrp", "solver": "ils",
              "cost": 5.0, "reference": None}]
     stale = {"family": "TSP", "set": "TSP1K uniform", "solver": "ils", "budget": "10 s",
@@ -64,10 +64,36 @@ def test_headline_is_computed_from_the_runs_with_their_checkpoint(tmp_path: Path
 
 
 @pytest.mark.parametrize("argv", [["--seeds", "x"], ["--seeds", ","],
-                                  ["--budget-scale", "0"]])
+                                  ["--budget-scale", "0"], ["--ils-threads", "0"],
+                                  ["--ils-threads", "two"]])
 def test_paired_refuses_bad_options(argv: list[str], tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         sil.main(["paired", *argv, "--out", str(tmp_path / "sil.md")])
     assert exc.value.code == 2 and argv[0] in capsys.readouterr().err
     assert not (tmp_path / "sil.json").exists()
+
+
+def test_ils_runs_on_one_core_unless_told(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The children read COSOLVE_ILS_THREADS: one search by default, as every other solver
+    here has one core, and the meta line records it."""
+    monkeypatch.setenv("COSOLVE_ILS_THREADS", "auto")  # restored after the test
+    monkeypatch.setattr(sil, "section_runs", lambda args: [("S", Path("a.tsp"), None)])
+    monkeypatch.setattr(sil, "machine_info", lambda packages: {})
+    seen: list[str] = []
+
+    def fake_run(*args: object) -> dict[str, object]:
+        seen.append(os.environ["COSOLVE_ILS_THREADS"])
+        return {"file": "a.tsp", "solver": "ils", "time_limit": 1.0, "cost": 1.0,
+                "feasible": True, "wall_s": 1.0, "stats": {}}
+
+    monkeypatch.setattr(sil, "run", fake_run)
+    out = tmp_path / "sil.md"
+    assert sil.main(["tsp1k", "--solvers", "ils", "--out", str(out)]) == 0
+    assert sil.main(["tsp1k", "--solvers", "ils", "--ils-threads", "2", "--out",
+                     str(out), "--time-limit", "2"]) == 0
+    assert seen == ["1", "2"]
+    meta = json.loads(out.with_suffix(".json").read_text())["meta"]
+    assert "COSOLVE_ILS_THREADS=1" in meta["tsp1k @ 10s"]
+    assert "COSOLVE_ILS_THREADS=2" in meta["tsp1k @ 2s"]
