@@ -97,3 +97,11 @@ def test_ils_runs_on_one_core_unless_told(tmp_path: Path,
     meta = json.loads(out.with_suffix(".json").read_text())["meta"]
     assert "COSOLVE_ILS_THREADS=1" in meta["tsp1k @ 10s"]
     assert "COSOLVE_ILS_THREADS=2" in meta["tsp1k @ 2s"]
+
+
+def test_the_leaderboard_rounds_a_gap_as_its_table_does() -> None:
+    """A mean gap of 0.2649 reads 0.26 in both places (rounded twice it read 0.27)."""
+    from benchmarks.common import headline
+
+    row = headline("TSP", "S", "ils", "10 s", 0.26495, 1, "x")
+    assert f"{row['gap_percent']:.2f}" == f"{0.26495:.2f}" == "0.26"
