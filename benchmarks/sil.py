@@ -361,8 +361,8 @@ def paired_headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def runs_headline(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Leaderboard rows for the TSP sets: per set, solver and time limit, the mean gap of the
-    feasible runs. The CVRP sections
-    compare costs with OR-Tools; benchmarks.cvrp keeps the CVRP leaderboard."""
+    feasible runs. The CVRP sections compare costs with OR-Tools; benchmarks.cvrp keeps the
+    CVRP leaderboard."""
     groups: dict[tuple[str, str, float], list[dict[str, Any]]] = {}
     for r in runs:
         if (r.get("problem", "tsp") == "tsp" and r.get("reference") and r.get("feasible")
