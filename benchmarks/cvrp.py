@@ -46,6 +46,7 @@ from solvers.routing.generate import random_cvrp
 from solvers.routing.io.formats import load_instance
 from solvers.routing.io.solutions import read_sol
 from solvers.routing.problem import CVRPInstance
+from solvers.tuning import tuning_problem
 
 SOLVERS = ("ils", "pyvrp")
 BANDS = ((100, 300), (300, 600), (600, 1001))
@@ -272,6 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     if not set(sets) <= {"x", "belgium", "uniform"}:
         parser.error(f"--sets: choose from x, belgium, uniform; got {args.sets!r}")
+    wrong = tuning_problem("COSOLVE_ILS_THREADS", args.ils_threads)
+    if wrong:  # else the children would fall back to auto without a word
+        parser.error(f"--ils-threads: {wrong}")
     os.environ["COSOLVE_ILS_THREADS"] = args.ils_threads  # the forked children read it
     meta = {"provenance": provenance("benchmarks.cvrp", argv), "machine": machine_info(),
             "finished": None,

@@ -69,6 +69,7 @@ from solvers.contract import Budget
 from solvers.routing.io.formats import load_instance
 from solvers.routing.io.solutions import read_sol
 from solvers.routing.solve import solve
+from solvers.tuning import tuning_problem
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = CACHE / "sil"  # the generated instance files
@@ -610,9 +611,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     missing = [f for f in DATA_FILES.get(args.section, ()) if not (args.data / f).is_file()]
     if missing:
         parser.error(f"--data: {args.section} needs {', '.join(missing)} under {args.data}")
-    if not (args.ils_threads == "auto" or (args.ils_threads.isdigit()
-            and int(args.ils_threads) >= 1)):
-        parser.error("--ils-threads: a positive integer or auto")
+    wrong = tuning_problem("COSOLVE_ILS_THREADS", args.ils_threads)
+    if wrong:
+        parser.error(f"--ils-threads: {wrong}")
     check_out(parser, args.out)
     return args
 

@@ -27,7 +27,9 @@ def _value(name: str) -> str:
     return os.environ.get(name, "").strip() or TUNING[name][0]
 
 
-def _problem(name: str, value: str) -> str | None:
+def tuning_problem(name: str, value: str) -> str | None:
+    """What is wrong with ``value`` for the variable ``name``, in one line naming it; None
+    when it is fine (benchmarks check their own options with it too)."""
     if name == "COSOLVE_TORCH_THREADS":
         ok = value.isascii() and value.isdigit() and 0 < int(value) <= MAX_THREADS
     elif name == "COSOLVE_ILS_THREADS":
@@ -44,7 +46,7 @@ def tuning(name: str) -> str:
     """The variable's value, or its default when unset or invalid (``check_tuning`` is where
     an invalid one is reported)."""
     value = _value(name)
-    return TUNING[name][0] if _problem(name, value) else value
+    return TUNING[name][0] if tuning_problem(name, value) else value
 
 
 def torch_threads() -> int:
@@ -63,6 +65,6 @@ def ils_threads() -> int:
 
 def check_tuning() -> None:
     """ValueError naming every variable set to something it may not be."""
-    problems = [p for name in TUNING for p in [_problem(name, _value(name))] if p]
+    problems = [p for name in TUNING for p in [tuning_problem(name, _value(name))] if p]
     if problems:
         raise ValueError("; ".join(problems))

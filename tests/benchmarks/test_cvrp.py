@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks import cvrp
 
 
@@ -65,3 +67,12 @@ def test_nothing_is_kept_from_a_table_of_other_settings(tmp_path: Path) -> None:
         assert cvrp.earlier(out, meta, ["belgium"]) == []
         assert isinstance(meta["provenance"], dict)
     assert cvrp.earlier(tmp_path / "none.md", _meta(), ["belgium"]) == []
+
+
+def test_a_bad_ils_threads_is_refused_before_anything_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Unchecked, the children would fall back to auto without a word."""
+    with pytest.raises(SystemExit) as exc:
+        cvrp.main(["--ils-threads", "two", "--out", str(tmp_path / "cvrp.md")])
+    assert exc.value.code == 2 and "--ils-threads" in capsys.readouterr().err
+    assert not (tmp_path / "cvrp.json").exists()

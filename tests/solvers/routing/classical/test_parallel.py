@@ -91,13 +91,13 @@ def test_ils_runs_as_many_searches_as_its_setting(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_setting_is_checked() -> None:
-    from solvers.tuning import TUNING, _problem
+    from solvers.tuning import TUNING, tuning_problem
 
     assert "COSOLVE_ILS_THREADS" in TUNING
-    assert _problem("COSOLVE_ILS_THREADS", "auto") is None
-    assert _problem("COSOLVE_ILS_THREADS", "3") is None
-    assert "COSOLVE_ILS_THREADS" in (_problem("COSOLVE_ILS_THREADS", "0") or "")
-    assert "COSOLVE_ILS_THREADS" in (_problem("COSOLVE_ILS_THREADS", "two") or "")
+    assert tuning_problem("COSOLVE_ILS_THREADS", "auto") is None
+    assert tuning_problem("COSOLVE_ILS_THREADS", "3") is None
+    assert "COSOLVE_ILS_THREADS" in (tuning_problem("COSOLVE_ILS_THREADS", "0") or "")
+    assert "COSOLVE_ILS_THREADS" in (tuning_problem("COSOLVE_ILS_THREADS", "two") or "")
 
 
 def test_a_search_adopts_a_plan_of_another_number_of_route_slots() -> None:
